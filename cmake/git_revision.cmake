@@ -1,0 +1,17 @@
+# Writes OUT with the current git revision; leaves the file untouched when nothing changed,
+# so a build after a commit relinks only what depends on the revision.
+execute_process(COMMAND git -C "${SRC}" describe --always --dirty --abbrev=12
+                OUTPUT_VARIABLE rev OUTPUT_STRIP_TRAILING_WHITESPACE
+                RESULT_VARIABLE rc ERROR_QUIET)
+if(NOT rc EQUAL 0 OR rev STREQUAL "")
+  set(rev "unknown")
+endif()
+set(content "#pragma once\n#define CTXSIM_VERSION \"${VERSION}\"\n#define CTXSIM_GIT_REVISION \"${rev}\"\n")
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+else()
+  set(old "")
+endif()
+if(NOT old STREQUAL content)
+  file(WRITE "${OUT}" "${content}")
+endif()

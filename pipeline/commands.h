@@ -1,0 +1,33 @@
+// The ctxsim subcommands as plain functions (main.cpp only parses the command line).
+// Each returns the process exit code and throws ctxsim::Error on bad input.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "pipeline/config.h"
+#include "stages/samples.h"
+
+namespace ctxsim {
+
+std::string version_string();  // "ctxsim 0.1.0 (git abc123)"
+
+// Corpus → tokens → drawn samples, with the counts the `samples` command prints.
+struct PreparedSamples {
+  SampleSet samples;
+  int64_t documents = 0, sentences = 0, corpus_tokens = 0, dropped_sentences = 0;
+  double read_seconds = 0, tokenize_seconds = 0, sample_seconds = 0;
+};
+PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer);
+
+// A sample as text: "[CLS] | s0: the jury said … | s1: … | [SEP]" with word pieces joined.
+std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab);
+
+int cmd_validate(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
+int cmd_samples(const std::string& config, const std::vector<std::string>& overrides, int64_t show, std::ostream& out);
+int cmd_tokenize(const std::string& vocab, bool cased, bool tokens, std::istream& in, std::ostream& out);
+int cmd_run(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
+int cmd_bench_tokenizer(const std::string& config, const std::vector<std::string>& overrides, int repeat, std::ostream& out);
+
+}  // namespace ctxsim

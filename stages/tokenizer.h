@@ -1,0 +1,91 @@
+// BERT tokenization: the basic tokenizer (cleaning, CJK split, lower-case + accent strip,
+// punctuation split) and greedy longest-match WordPiece over a vocab.txt, giving exactly the
+// ids of Hugging Face's BertTokenizer (transformers 4.x) for the same vocabulary.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ctxsim {
+
+// A WordPiece vocabulary: one token per line, the line number is the id.
+class Vocab {
+ public:
+  static Vocab load(const std::string& path);                 // throws ctxsim::Error
+  static Vocab from_tokens(const std::vector<std::string>& tokens);
+
+  int32_t size() const { return static_cast<int32_t>(offsets_.size()); }
+  std::string_view token(int32_t id) const;                   // "[UNK]" for out-of-range ids
+  int32_t id(std::string_view token) const;                   // -1 when absent
+  int32_t start_id(std::string_view piece) const;             // a word-initial piece, -1 if absent
+  int32_t continuation_id(std::string_view piece) const;      // piece of "##piece", -1 if absent
+
+  int32_t pad_id() const { return pad_; }
+  int32_t unk_id() const { return unk_; }
+  int32_t cls_id() const { return cls_; }
+  int32_t sep_id() const { return sep_; }
+  int32_t mask_id() const { return mask_; }
+  // The literal special tokens that keep their id when they appear in text.
+  const std::vector<std::pair<std::string, int32_t>>& specials() const { return specials_; }
+
+ private:
+  void index();
+  std::string arena_;                                         // all tokens, back to back
+  std::vector<std::pair<uint32_t, uint32_t>> offsets_;        // (offset, length) per id
+  std::unordered_map<std::string_view, int32_t> start_, cont_, all_;
+  std::vector<std::pair<std::string, int32_t>> specials_;
+  int32_t pad_ = -1, unk_ = -1, cls_ = -1, sep_ = -1, mask_ = -1;
+};
+
+struct TokenizerOptions {
+  bool lower_case = true;        // BertTokenizer do_lower_case
+  bool strip_accents = true;     // HF: strip_accents=None follows lower_case
+  bool split_cjk = true;         // tokenize_chinese_chars
+  int max_chars_per_word = 100;  // longer words become [UNK]
+};
+
+// Options from a Hugging Face model folder's tokenizer_config.json (defaults when absent).
+TokenizerOptions read_tokenizer_options(const std::string& model_dir, bool default_lower_case);
+
+// Token ids of one text, with the whitespace word each token came from.
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> word_ids;  // same length; words numbered from 0 within this text
+  int32_t num_words = 0;          // whitespace words that produced at least one token
+};
+
+// Not thread-safe (it caches word pieces): use one instance per thread.
+class BertTokenizer {
+ public:
+  BertTokenizer(Vocab vocab, TokenizerOptions options);
+  const Vocab& vocab() const { return vocab_; }
+  const TokenizerOptions& options() const { return options_; }
+
+  // `text` must be valid UTF-8.
+  Encoding encode(std::string_view text);
+  void encode(std::string_view text, Encoding& out);  // appends to out
+  std::vector<std::string> tokens(const std::vector<int32_t>& ids) const;
+
+  // The basic tokenizer alone: the words after cleaning, lower-casing and punctuation split.
+  std::vector<std::string> basic_tokenize(std::string_view text);
+
+ private:
+  // Appends the pieces of one basic-tokenized segment (no special tokens inside).
+  void encode_segment(std::string_view text, Encoding& out);
+  void wordpiece(std::string_view word, std::vector<int32_t>& ids);
+  void normalise(std::string_view text, std::string& out) const;   // clean, CJK, NFC
+  void lower_and_strip(std::string_view word, std::string& out) const;
+  // Calls on_word for each whitespace word after cleaning, lower-casing and accent stripping.
+  template <class OnWord> void for_each_word(std::string_view text, OnWord&& on_word);
+  // Splits one word at punctuation: each punctuation character is a piece of its own.
+  template <class OnPiece> static void for_each_piece(std::string_view word, OnPiece&& on_piece);
+
+  Vocab vocab_;
+  TokenizerOptions options_;
+  std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  std::string buf_, word_buf_;
+};
+
+}  // namespace ctxsim
