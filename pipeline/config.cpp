@@ -32,15 +32,16 @@ std::string shown(const YAML::Node& n) {
   return "a mapping";
 }
 
-std::string range_text(double lo, double hi) {
-  std::ostringstream s;
-  s << "[" << lo << ", " << hi << "]";
-  return s.str();
+constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
+
+std::string range_text(int64_t lo, int64_t hi) {
+  if (hi >= kBig) return ">= " + std::to_string(lo);
+  return "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
 }
 
 int64_t parse_int(const YAML::Node& n, const std::string& where, const std::string& key,
                   int64_t lo, int64_t hi, const std::string& example) {
-  const std::string expect = "expected an integer in " + range_text(double(lo), double(hi));
+  const std::string expect = "expected an integer " + range_text(lo, hi);
   if (!n.IsScalar())
     throw Error(where + ": " + key, expect + ", got " + shown(n), "set " + key + " to a whole number such as " + example);
   const std::string& s = n.Scalar();
@@ -50,7 +51,7 @@ int64_t parse_int(const YAML::Node& n, const std::string& where, const std::stri
   if (s.empty() || *end != '\0' || errno == ERANGE)
     throw Error(where + ": " + key, expect + ", got " + shown(n), "set " + key + " to a whole number such as " + example);
   if (v < lo || v > hi)
-    throw Error(where + ": " + key, expect + ", got " + s, "use a value in " + range_text(double(lo), double(hi)));
+    throw Error(where + ": " + key, expect + ", got " + s, "use a value " + range_text(lo, hi));
   return v;
 }
 
@@ -160,8 +161,6 @@ Field list_field(std::string path, Ref<std::vector<T>> ref, std::string item_kin
             e << YAML::EndSeq;
           }};
 }
-
-constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
 
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {

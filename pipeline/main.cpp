@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ctxsim: context-similarity statistics of transformer attention heads (SPEC in docs/)", "ctxsim"};
   app.require_subcommand(1);
   app.set_version_flag("--version", ctxsim::version_string());
-  app.footer("Config values can be overridden after CONFIG as key.sub=value, e.g. samples.seq_len=64.");
+  app.footer("Config values can be overridden after CONFIG as key.sub=value, e.g. samples.seq_len=64.\n");
 
   std::string config, vocab;
   std::vector<std::string> overrides;

@@ -101,8 +101,8 @@ Vocab Vocab::load(const std::string& path) {
 Vocab Vocab::from_tokens(const std::vector<std::string>& tokens) {
   Vocab v;
   for (const auto& t : tokens) {
-    v.offsets_.emplace_back(static_cast<uint32_t>(v.arena_.size()), static_cast<uint32_t>(t.size()));
-    v.arena_ += t;
+    v.offsets_.emplace_back(static_cast<uint32_t>(v.arena_->size()), static_cast<uint32_t>(t.size()));
+    *v.arena_ += t;
   }
   v.index();
   return v;
@@ -130,7 +130,7 @@ void Vocab::index() {
 
 std::string_view Vocab::token(int32_t id) const {
   if (id < 0 || id >= size()) return "[UNK]";
-  return std::string_view(arena_).substr(offsets_[id].first, offsets_[id].second);
+  return std::string_view(*arena_).substr(offsets_[id].first, offsets_[id].second);
 }
 
 int32_t Vocab::id(std::string_view t) const {

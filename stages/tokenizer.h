@@ -3,6 +3,7 @@
 // ids of Hugging Face's BertTokenizer (transformers 4.x) for the same vocabulary.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,7 +33,9 @@ class Vocab {
 
  private:
   void index();
-  std::string arena_;                                         // all tokens, back to back
+  // All tokens back to back. Shared and never modified after loading, so the string_view keys
+  // of the maps stay valid when a Vocab is copied or moved (an inline std::string would not).
+  std::shared_ptr<std::string> arena_ = std::make_shared<std::string>();
   std::vector<std::pair<uint32_t, uint32_t>> offsets_;        // (offset, length) per id
   std::unordered_map<std::string_view, int32_t> start_, cont_, all_;
   std::vector<std::pair<std::string, int32_t>> specials_;

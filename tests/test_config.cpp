@@ -1,2 +1,174 @@
+// Config: defaults, overrides, the shipped configs, and one test per class of bad input, each
+// asserting that the message names the file, line, key path and a fix.
+#include "pipeline/config.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { EXPECT_EQ(1, 1); }
+
+#include "stages/error.h"
+#include "test_helpers.h"
+
+namespace ctxsim {
+namespace {
+
+// The one-line message of a failing parse ("" when it parses).
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_config(yaml, "cfg.yaml", overrides);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line: " << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "message: " << (msg)
+
+TEST(Config, DefaultsFollowSpec) {
+  const Config c = parse_config("corpus: {format: brown}\n", "cfg.yaml");
+  EXPECT_EQ(c.samples.seq_len, 128);
+  EXPECT_EQ(c.samples.num_samples, 20000);
+  EXPECT_EQ(c.samples.seed, 42);
+  EXPECT_EQ(c.samples.windows, "sentences");
+  EXPECT_EQ(c.samples.stride_sentences, 1);
+  ASSERT_EQ(c.selection.size(), 1u);
+  EXPECT_EQ(c.selection[0].name(), "top_fraction=0.01");
+  EXPECT_DOUBLE_EQ(c.statistics.attention_threshold, 0.1);
+  EXPECT_EQ(c.statistics.separators, (std::vector<std::string>{".", ",", "[SEP]"}));
+  EXPECT_EQ(c.model.vector, "context");
+  EXPECT_EQ(c.model.dtype, "float32");
+}
+
+TEST(Config, ValuesAndSelectionList) {
+  const Config c = parse_config(
+      "samples:\n  seq_len: 64\n  windows: documents\nselection:\n  - top_fraction: 0.005\n"
+      "  - relative_to_max: 0.9\n  - absolute: -2.5\nruntime:\n", "cfg.yaml");
+  EXPECT_EQ(c.samples.seq_len, 64);
+  EXPECT_EQ(c.samples.windows, "documents");
+  ASSERT_EQ(c.selection.size(), 3u);
+  EXPECT_EQ(c.selection[1].kind, SelectionRule::Kind::RelativeToMax);
+  EXPECT_DOUBLE_EQ(c.selection[2].value, -2.5);
+  EXPECT_EQ(c.origin.at("samples.seq_len"), "cfg.yaml:2:12");
+}
+
+TEST(Config, OverridesWinAndAreChecked) {
+  const Config c = parse_config("samples: {seq_len: 64}\n", "cfg.yaml",
+                                {"samples.seq_len=32", "selection.relative_to_max=0.8", "statistics.separators=[\".\"]"});
+  EXPECT_EQ(c.samples.seq_len, 32);
+  EXPECT_EQ(c.selection.size(), 1u);
+  EXPECT_EQ(c.selection[0].name(), "relative_to_max=0.8");
+  EXPECT_EQ(c.statistics.separators, (std::vector<std::string>{"."}));
+  EXPECT_EQ(c.origin.at("samples.seq_len"), "command line");
+  EXPECT_HAS(error_of("samples: {}\n", {"samples.seqlen=3"}), "did you mean 'samples.seq_len'?");
+  EXPECT_HAS(error_of("samples: {}\n", {"samples.seq_len=abc"}), "command line 'samples.seq_len=abc'");
+  EXPECT_HAS(error_of("samples: {}\n", {"noequals"}), "key.sub=value");
+}
+
+TEST(Config, EffectiveYamlRoundTrips) {
+  const Config a = parse_config("samples: {seq_len: 96, seed: 7}\nselection: [{absolute: 3}, {top_fraction: 0.02}]\n", "cfg.yaml");
+  const std::string text = to_yaml(a);
+  const Config b = parse_config(text, "effective.yaml");
+  EXPECT_EQ(to_yaml(b), text);
+  EXPECT_EQ(b.samples.seq_len, 96);
+  EXPECT_EQ(b.selection.size(), 2u);
+  for (const auto& key : config_keys()) {
+    const std::string leaf = key.substr(key.find('.') + 1);
+    if (key.rfind("selection.", 0) != 0) {
+      EXPECT_HAS(text, leaf + ":");
+    }
+  }
+}
+
+TEST(ConfigErrors, UnknownKeyListsTheKeys) {
+  const std::string m = error_of("samples:\n  windowz_mode: 3\n");
+  EXPECT_HAS(m, "cfg.yaml:2:3");
+  EXPECT_HAS(m, "samples.windowz_mode: unknown key");
+  EXPECT_HAS(m, "seq_len");  // the fix lists the section's keys
+}
+
+TEST(ConfigErrors, TypoGetsDidYouMean) {
+  EXPECT_HAS(error_of("samples:\n  seq_lenn: 64\n"), "did you mean 'samples.seq_len'?");
+  EXPECT_HAS(error_of("sampels:\n  seq_len: 64\n"), "did you mean 'samples'?");
+  // A key under the wrong section is pointed to its section.
+  EXPECT_HAS(error_of("model:\n  seq_len: 64\n"), "did you mean 'samples.seq_len'?");
+  EXPECT_HAS(error_of("selection:\n  - top_fractoin: 0.1\n"), "did you mean 'selection.top_fraction'?");
+  EXPECT_HAS(error_of("model: {vector: contxt}\n"), "did you mean 'context'?");
+}
+
+TEST(ConfigErrors, WrongType) {
+  const std::string m = error_of("samples:\n  seq_len: many\n");
+  EXPECT_HAS(m, "cfg.yaml:2:12: samples.seq_len: expected an integer in [3, 8192], got 'many'");
+  EXPECT_HAS(m, "fix: set samples.seq_len to a whole number such as 128");
+  EXPECT_HAS(error_of("samples: {seq_len: 12.5}\n"), "expected an integer");
+  EXPECT_HAS(error_of("output: {overwrite: maybe}\n"), "output.overwrite: expected true or false");
+  EXPECT_HAS(error_of("statistics: {separators: \".\"}\n"), "statistics.separators: expected a list of tokens");
+  EXPECT_HAS(error_of("samples: 5\n"), "samples: expected a mapping");
+  EXPECT_HAS(error_of("selection: 0.01\n"), "selection: expected a rule");
+  EXPECT_HAS(error_of("corpus: {path: [a, b]}\n"), "corpus.path: expected a string, got a list");
+}
+
+TEST(ConfigErrors, OutOfRange) {
+  EXPECT_HAS(error_of("samples: {seq_len: 2}\n"), "samples.seq_len: expected an integer in [3, 8192], got 2");
+  EXPECT_HAS(error_of("samples: {num_samples: 0}\n"), "samples.num_samples");
+  EXPECT_HAS(error_of("selection: [{top_fraction: 1.5}]\n"), "selection[0].top_fraction: expected a number in (0");
+  EXPECT_HAS(error_of("selection: [{top_fraction: 0}]\n"), "use a value in (0");
+  EXPECT_HAS(error_of("statistics: {attention_threshold: -0.1}\n"), "statistics.attention_threshold");
+  EXPECT_HAS(error_of("statistics: {examples: [0, -1]}\n"), "statistics.examples[1]");
+}
+
+TEST(ConfigErrors, MalformedYamlGivesLine) {
+  const std::string m = error_of("samples:\n  seq_len: 64\n  windows: [sentences\n");
+  EXPECT_HAS(m, "cfg.yaml:");
+  EXPECT_HAS(m, "malformed YAML");
+  const std::string tab = error_of("samples:\n  seq_len: 64\n bad: : :\n");
+  EXPECT_HAS(tab, "cfg.yaml:3:");
+}
+
+TEST(ConfigErrors, EmptyFile) {
+  EXPECT_HAS(error_of(""), "cfg.yaml: the config is empty");
+  EXPECT_HAS(error_of("# only a comment\n"), "the config is empty");
+  EXPECT_HAS(error_of("- a\n- b\n"), "expected a mapping of sections");
+}
+
+TEST(ConfigErrors, DuplicateKey) {
+  EXPECT_HAS(error_of("samples:\n  seq_len: 64\n  seq_len: 32\n"), "cfg.yaml:3:3: samples.seq_len: the key appears twice");
+}
+
+TEST(ConfigErrors, MissingFilesNameTheKeyAndLine) {
+  test::TempDir dir;
+  const auto p = dir.write("c.yaml", "corpus:\n  path: /no/such/corpus\nmodel:\n  vocab: /no/vocab.txt\n");
+  const Config c = load_config(p);
+  try {
+    check_paths(c);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_HAS(m, p + ":2:9: corpus.path: '/no/such/corpus' does not exist");
+    EXPECT_HAS(m, "scripts/setup.sh");
+  }
+  EXPECT_THROW(load_config((dir.path / "missing.yaml").string()), Error);
+  try {
+    load_config((dir.path / "missing.yaml").string());
+  } catch (const Error& e) {
+    EXPECT_HAS(std::string(e.what()), "the config file does not exist");
+  }
+}
+
+TEST(ShippedConfigs, DefaultAndPaperValidate) {
+  test::require_data();
+  for (const char* name : {"configs/default.yaml", "configs/paper.yaml"}) {
+    const Config c = load_config(name);
+    EXPECT_NO_THROW(check_paths(c)) << name;
+    EXPECT_EQ(c.samples.seq_len, 128) << name;
+  }
+  EXPECT_EQ(load_config("configs/default.yaml").samples.num_samples, 2000);
+  EXPECT_EQ(load_config("configs/paper.yaml").samples.num_samples, 20000);
+  EXPECT_EQ(load_config("configs/paper.yaml").model.name, "bert-base-uncased");
+}
+
+TEST(DidYouMean, PicksCloseSpellingsOnly) {
+  EXPECT_EQ(did_you_mean("seqlen", {"seq_len", "seed"}), "seq_len");
+  EXPECT_EQ(did_you_mean("zzzzzz", {"seq_len", "seed"}), "");
+}
+
+}  // namespace
+}  // namespace ctxsim

@@ -1,2 +1,213 @@
+// Tokenizer: hand-derived cases against the real bert-base-uncased vocabulary (uncased), and a
+// small hand-written vocabulary for cased behaviour and the exact greedy WordPiece rules.
+#include "stages/tokenizer.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) { EXPECT_EQ(1, 1); }
+
+#include "stages/error.h"
+#include "test_helpers.h"
+
+namespace ctxsim {
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + v[i];
+  return s;
+}
+
+class Uncased : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (std::filesystem::exists(test::kVocabPath))
+      tok_ = new BertTokenizer(Vocab::load(test::kVocabPath), TokenizerOptions{});
+  }
+  static void TearDownTestSuite() { delete tok_; tok_ = nullptr; }
+  void SetUp() override { test::require_data(); }
+  std::string tokens(const std::string& text) { return join(tok_->tokens(tok_->encode(text).ids)); }
+  static BertTokenizer* tok_;
+};
+BertTokenizer* Uncased::tok_ = nullptr;
+
+struct Case { const char* name; std::string text; std::string expected; };
+
+// Each expectation follows from BertTokenizer's rules by hand: clean → CJK split → NFC →
+// whitespace split → lower + NFD accent strip → punctuation split → greedy WordPiece.
+const std::vector<Case> kUncasedCases = {
+    {"lower_case", "Hello World", "hello world"},
+    {"all_caps", "THE JURY", "the jury"},
+    {"accent_acute", "café", "cafe"},
+    {"accents_several", "naïve résumé", "naive resume"},
+    {"decomposed_accent_nfd_input", "cafe\u0301", "cafe"},
+    {"accent_capital", "ÉCOLE", "ecole"},
+    {"dotted_capital_i", "İstanbul", "istanbul"},
+    {"apostrophe", "don't", "don ' t"},
+    {"abbreviation_dots", "U.S.", "u . s ."},
+    {"thousands_commas", "1,000,000", "1 , 000 , 000"},
+    {"decimal", "3.14", "3 . 14"},
+    {"currency", "$5.00", "$ 5 . 00"},
+    {"punctuation_run", "Hello!!!", "hello ! ! !"},
+    {"mixed_punctuation_run", "what?!...", "what ? ! . . ."},
+    {"hyphen", "e-mail", "e - mail"},
+    {"ascii_symbols_are_punctuation", "C++ a=b x^2 a|b ~", "c + + a = b x ^ 2 a | b ~"},
+    {"at_and_hash", "@user #tag", "@ user # tag"},
+    {"unicode_quotes", "\u201Cquoted\u201D", "\u201C quoted \u201D"},
+    {"ellipsis_char", "wait\u2026", "wait \u2026"},
+    {"em_dash", "yes\u2014no", "yes \u2014 no"},
+    {"cjk_split", "北京", "北 京"},
+    {"cjk_inside_latin", "a北b", "a 北 b"},
+    {"hangul_nfd_jamo", "한", "\u1112 ##\u1161 ##\u11AB"},
+    {"greek_final_sigma", "ΟΔΟΣ", "ο ##δ ##ος"},
+    {"greek_accent", "οδός", "ο ##δ ##ος"},
+    {"sharp_s_kept", "straße", "st ##raße"},
+    {"euro_not_punctuation", "€100", "€ ##100"},
+    {"no_break_space", "a\u00A0b", "a b"},
+    {"ideographic_space", "a\u3000b", "a b"},
+    {"line_separator", "a\u2028b", "a b"},
+    {"tabs_newlines", "\tone\ntwo\r\nthree ", "one two three"},
+    {"zero_width_space_removed", "a\u200Bb", "ab"},
+    {"soft_hyphen_removed", "co\u00ADoperate", "cooperate"},
+    {"bom_removed", "\uFEFFhello", "hello"},
+    {"bell_removed", "he\x07llo", "hello"},
+    {"nul_removed", std::string("he\0llo", 6), "hello"},
+    {"replacement_char_removed", "he\uFFFDllo", "hello"},
+    {"private_use_removed", "a\uE000b", "ab"},
+    {"emoji_unknown", "I \u2764 NY \U0001F600", "i [UNK] ny [UNK]"},
+    {"emoji_glued_makes_word_unknown", "hello\U0001F600", "[UNK]"},
+    {"unknown_subword_whole_word", "a\u2603b", "[UNK]"},
+    {"wordpiece_continuation", "unaffable", "una ##ffa ##ble"},
+    {"wordpiece_numbers", "12345", "123 ##45"},
+    {"special_token_literal", "a [SEP] b", "a [SEP] b"},
+    {"special_token_glued", "a[SEP]b", "a [SEP] b"},
+    {"special_token_lowercase_is_text", "[sep]", "[ sep ]"},
+    {"only_whitespace", " \t\n ", ""},
+    {"empty", "", ""},
+};
+
+TEST_F(Uncased, HandDerivedCases) {
+  for (const auto& c : kUncasedCases) EXPECT_EQ(tokens(c.text), c.expected) << "case " << c.name;
+}
+
+TEST_F(Uncased, KnownIds) {
+  EXPECT_EQ(tok_->encode("the.").ids, (std::vector<int32_t>{1996, 1012}));
+  EXPECT_EQ(tok_->encode("[CLS] [SEP] [PAD] [MASK] [UNK]").ids, (std::vector<int32_t>{101, 102, 0, 103, 100}));
+  const Vocab& v = tok_->vocab();
+  EXPECT_EQ(v.size(), 30522);
+  EXPECT_EQ(v.pad_id(), 0);
+  EXPECT_EQ(v.unk_id(), 100);
+  EXPECT_EQ(v.token(1), "[unused0]");
+}
+
+TEST_F(Uncased, WordLengthLimit) {
+  // 100 characters are tokenized; 101 become one [UNK] (max_input_chars_per_word = 100).
+  const std::string w100(100, 'a'), w101(101, 'a');
+  const auto e100 = tok_->encode(w100);
+  EXPECT_GT(e100.ids.size(), 1u);
+  for (auto id : e100.ids) EXPECT_NE(id, 100);
+  EXPECT_EQ(tokens(w101), "[UNK]");
+  // Characters, not bytes: 100 two-byte letters are still within the limit.
+  std::string e_acute;
+  for (int i = 0; i < 100; ++i) e_acute += "\u00E9";
+  EXPECT_NE(tokens(e_acute), "[UNK]");
+}
+
+TEST_F(Uncased, WordIdsFollowWhitespaceWords) {
+  const auto e = tok_->encode("Don't stop, U.S. unaffable");
+  // don ' t | stop , | u . s . | una ##ffa ##ble
+  EXPECT_EQ(e.word_ids, (std::vector<int32_t>{0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3, 3}));
+  EXPECT_EQ(e.num_words, 4);
+  // A word that cleaning empties takes no word id.
+  const auto z = tok_->encode("a \u200B b");
+  EXPECT_EQ(z.word_ids, (std::vector<int32_t>{0, 1}));
+}
+
+TEST_F(Uncased, BasicTokenizerAlone) {
+  EXPECT_EQ(join(tok_->basic_tokenize("Héllo, wörld!")), "hello , world !");
+}
+
+// A hand-written vocabulary: exact greedy longest-match and cased behaviour.
+Vocab small_vocab() {
+  return Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "una",
+                             "##ffa", "##b", "Hello", "hello", "café", "cafe", "##s", "the", "The", "a",
+                             "##a", "##aa", "x", ".", "É", "##cole", "e"});
+}
+
+TEST(WordPiece, GreedyLongestMatchPrefersLongestPrefix) {
+  BertTokenizer t(small_vocab(), TokenizerOptions{});
+  // "una" is longer than "un", so greedy takes it even though un ##aff ##able also exists.
+  EXPECT_EQ(join(t.tokens(t.encode("unaffable").ids)), "[UNK]");  // una + "ffable" has no match
+  EXPECT_EQ(join(t.tokens(t.encode("unaffab").ids)), "una ##ffa ##b");
+  EXPECT_EQ(join(t.tokens(t.encode("aaaaa").ids)), "a ##aa ##aa");
+  EXPECT_EQ(join(t.tokens(t.encode("cafes").ids)), "cafe ##s");
+}
+
+TEST(WordPiece, ContinuationNeverMatchesAtWordStart) {
+  BertTokenizer t(Vocab::from_tokens({"[UNK]", "##x", "y"}), TokenizerOptions{});
+  EXPECT_EQ(join(t.tokens(t.encode("x y").ids)), "[UNK] y");
+}
+
+TEST(Cased, KeepsCaseAndAccents) {
+  TokenizerOptions o;
+  o.lower_case = o.strip_accents = false;
+  BertTokenizer t(small_vocab(), o);
+  EXPECT_EQ(join(t.tokens(t.encode("Hello hello The the").ids)), "Hello hello The the");
+  EXPECT_EQ(join(t.tokens(t.encode("café cafe").ids)), "café cafe");
+  EXPECT_EQ(join(t.tokens(t.encode("cafe\u0301").ids)), "café");  // NFC composes before lookup
+  EXPECT_EQ(join(t.tokens(t.encode("École").ids)), "É ##cole");
+  EXPECT_EQ(join(t.tokens(t.encode("HELLO").ids)), "[UNK]");
+  EXPECT_EQ(join(t.tokens(t.encode("Hello.").ids)), "Hello .");
+}
+
+TEST(Cased, UncasedSameVocabularyLowersAndStrips) {
+  BertTokenizer t(small_vocab(), TokenizerOptions{});
+  EXPECT_EQ(join(t.tokens(t.encode("Hello HELLO café École").ids)), "hello hello cafe e ##cole");
+}
+
+TEST(Vocab, LoadErrors) {
+  test::TempDir dir;
+  EXPECT_THROW(Vocab::load((dir.path / "missing.txt").string()), Error);
+  const auto empty = dir.write("empty.txt", "");
+  EXPECT_THROW(Vocab::load(empty), Error);
+  const auto no_unk = dir.write("no_unk.txt", "[PAD]\nthe\n");
+  try {
+    Vocab::load(no_unk);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[UNK]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(no_unk), std::string::npos) << e.what();
+  }
+  const auto bad = dir.write("bad.txt", "[UNK]\nab\xff\n");
+  try {
+    Vocab::load(bad);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Vocab, CrLfLinesAndDuplicatesLikeHuggingFace) {
+  test::TempDir dir;
+  const auto p = dir.write("v.txt", "[PAD]\r\n[UNK]\r\nthe\r\nthe\r\n");
+  const Vocab v = Vocab::load(p);
+  EXPECT_EQ(v.size(), 4);
+  EXPECT_EQ(v.id("the"), 3);  // a later duplicate wins, as in HF's dict
+  EXPECT_EQ(v.token(2), "the");
+}
+
+TEST(TokenizerConfig, ReadsDoLowerCase) {
+  test::TempDir dir;
+  EXPECT_TRUE(read_tokenizer_options(dir.path.string(), true).lower_case);
+  dir.write("tokenizer_config.json", R"({"do_lower_case": false})");
+  auto o = read_tokenizer_options(dir.path.string(), true);
+  EXPECT_FALSE(o.lower_case);
+  EXPECT_FALSE(o.strip_accents);
+  dir.write("tokenizer_config.json", R"({"do_lower_case": true, "strip_accents": false})");
+  o = read_tokenizer_options(dir.path.string(), true);
+  EXPECT_TRUE(o.lower_case);
+  EXPECT_FALSE(o.strip_accents);
+  dir.write("tokenizer_config.json", "{not json");
+  EXPECT_THROW(read_tokenizer_options(dir.path.string(), true), Error);
+}
+
+}  // namespace
+}  // namespace ctxsim
