@@ -31,3 +31,26 @@ int cmd_run(const std::string& config, const std::vector<std::string>& overrides
 int cmd_bench_tokenizer(const std::string& config, const std::vector<std::string>& overrides, int repeat, std::ostream& out);
 
 }  // namespace ctxsim
+
+namespace ctxsim {
+
+struct InitModelArgs {
+  std::string preset = "bert-base";
+  int64_t layers = 0, hidden = 0, heads = 0, ffn = 0;  // 0 = the preset's
+  uint64_t seed = 0;
+  std::string vocab, out;
+};
+int cmd_init_model(const InitModelArgs& args, std::ostream& out);
+int cmd_model_info(const std::string& dir, const std::string& dtype, std::ostream& out);
+
+struct BenchModelArgs {
+  std::string preset = "bert-base";
+  std::vector<int64_t> batches = {1, 8, 32};
+  std::vector<std::string> dtypes = {"float32", "bfloat16"};
+  int64_t seq_len = 128;
+  int64_t threads = 0;
+  double seconds = 3;  // per measurement
+};
+int cmd_bench_model(const BenchModelArgs& args, std::ostream& out);
+
+}  // namespace ctxsim

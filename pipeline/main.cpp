@@ -34,6 +34,28 @@ int main(int argc, char** argv) {
   tokenize->add_flag("--tokens", as_tokens, "print token strings instead of ids");
   auto* run = app.add_subcommand("run", "run the job a config describes");
   with_config(run);
+  ctxsim::InitModelArgs init_args;
+  auto* init = app.add_subcommand("init-model", "write a seeded random BERT checkpoint in the Hugging Face format");
+  init->add_option("--preset", init_args.preset, "bert-base | bert-mini | bert-tiny")->capture_default_str();
+  init->add_option("--layers", init_args.layers, "override the preset's layer count");
+  init->add_option("--hidden", init_args.hidden, "override the preset's hidden size");
+  init->add_option("--heads", init_args.heads, "override the preset's head count");
+  init->add_option("--ffn", init_args.ffn, "override the preset's intermediate size");
+  init->add_option("--seed", init_args.seed, "random seed (same seed, same bytes)")->capture_default_str();
+  init->add_option("--vocab", init_args.vocab, "vocab.txt to copy in (its size sets vocab_size)")->required();
+  init->add_option("--out", init_args.out, "output folder")->required();
+  std::string model_dir, model_dtype = "float32";
+  auto* info = app.add_subcommand("model-info", "load a Hugging Face BERT folder and report its shape, tensors and sha256");
+  info->add_option("dir", model_dir, "model folder")->required();
+  info->add_option("--dtype", model_dtype, "float32 | bfloat16 | float64")->capture_default_str();
+  ctxsim::BenchModelArgs bench_args;
+  auto* bench_model = app.add_subcommand("bench-model", "forward-pass speed: plain vs handing out per-head vectors and maps");
+  bench_model->add_option("--preset", bench_args.preset, "model shape")->capture_default_str();
+  bench_model->add_option("--batch", bench_args.batches, "batch sizes")->delimiter(',');
+  bench_model->add_option("--dtype", bench_args.dtypes, "float32,bfloat16,float64")->delimiter(',');
+  bench_model->add_option("--seq-len", bench_args.seq_len, "tokens per sample")->capture_default_str();
+  bench_model->add_option("--threads", bench_args.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores");
+  bench_model->add_option("--seconds", bench_args.seconds, "seconds per measurement")->capture_default_str();
   auto* bench = app.add_subcommand("bench-tokenizer", "time tokenizing the config's whole corpus (one thread)");
   with_config(bench);
   bench->add_option("--repeat", repeat, "rounds")->check(CLI::PositiveNumber);
@@ -50,6 +72,9 @@ int main(int argc, char** argv) {
     if (*tokenize) return ctxsim::cmd_tokenize(vocab, cased, as_tokens, std::cin, std::cout);
     if (*run) return ctxsim::cmd_run(config, overrides, std::cout);
     if (*bench) return ctxsim::cmd_bench_tokenizer(config, overrides, repeat, std::cout);
+    if (*init) return ctxsim::cmd_init_model(init_args, std::cout);
+    if (*info) return ctxsim::cmd_model_info(model_dir, model_dtype, std::cout);
+    if (*bench_model) return ctxsim::cmd_bench_model(bench_args, std::cout);
   } catch (const ctxsim::Error& e) {
     std::cerr << "ctxsim: error: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,94 @@
+// Model subcommands: init-model (seeded random HF checkpoints), model-info, bench-model.
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+
+#include "pipeline/commands.h"
+#include "stages/error.h"
+#include "stages/model.h"
+#include "stages/random_checkpoint.h"
+
+namespace ctxsim {
+
+int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
+  BertConfig c = BertConfig::preset(a.preset);
+  if (a.layers > 0) c.num_layers = a.layers;
+  if (a.hidden > 0) c.hidden_size = a.hidden;
+  if (a.heads > 0) c.num_heads = a.heads;
+  if (a.ffn > 0) c.intermediate_size = a.ffn;
+  if (c.hidden_size % c.num_heads != 0)
+    throw Error("--hidden/--heads", std::to_string(c.hidden_size) + " is not divisible by " + std::to_string(c.num_heads),
+                "pick a head count that divides the hidden size");
+  write_random_checkpoint(c, a.seed, a.vocab, a.out);
+  out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", "
+      << c.num_heads << " heads, ffn " << c.intermediate_size << "), seed " << a.seed << "\n";
+  return 0;
+}
+
+int cmd_model_info(const std::string& dir, const std::string& dtype, std::ostream& out) {
+  LoadReport r;
+  const BertModel m = BertModel::load(dir, parse_dtype(dtype), &r);
+  const BertConfig& c = m.config();
+  out << "model:       " << dir << "\n"
+      << "shape:       " << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads << " heads (d="
+      << c.head_dim() << "), ffn " << c.intermediate_size << ", vocab " << c.vocab_size << ", positions "
+      << c.max_position_embeddings << "\n"
+      << "tensors:     " << r.tensors_in_file << " in the file: " << r.encoder_tensors << " BERT (encoder + pooler), "
+      << r.ignored.size() << " ignored (heads, buffers), " << r.unexpected.size() << " unexpected\n"
+      << "sha256:      " << r.weights_sha256 << "\n";
+  if (!r.unexpected.empty()) {
+    std::cerr << "ctxsim: warning: unexpected tensors ignored:";
+    for (const auto& u : r.unexpected) std::cerr << " " << u;
+    std::cerr << "\n";
+  }
+  return 0;
+}
+
+int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
+  using Clock = std::chrono::steady_clock;
+  const BertConfig c = BertConfig::preset(a.preset);
+  const int threads = configure_threads(a.threads);
+  // Random weights in memory: speed does not depend on their values.
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& [name, shape] : bert_tensor_shapes(c)) tensors[name] = at::randn(shape) * 0.02;
+  const double gflop = c.flops_per_sample(a.seq_len) / 1e9;
+  out << "bench-model: " << a.preset << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads
+      << " threads\n"
+      << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(26) << "(a) plain forward"
+      << std::setw(30) << "(b) + context & attention" << "b/a\n";
+  for (const auto& dt : a.dtypes) {
+    const BertModel m = BertModel::from_tensors(c, tensors, parse_dtype(dt));
+    for (int64_t B : a.batches) {
+      const at::Tensor ids = at::randint(1000, 2000, {B, a.seq_len}, at::kLong);
+      const at::Tensor valid = at::ones({B, a.seq_len}, at::kBool);
+      double sink = 0;
+      // (b) hands the caller every layer's context vectors and attention maps and touches them.
+      const LayerCallback touch = [&](const LayerOutputs& o) {
+        sink += o.context.data_ptr() != nullptr;
+        sink += o.attention.data_ptr() != nullptr;
+      };
+      const auto rate = [&](const LayerCallback& cb) {
+        m.forward(ids, valid, {}, cb);  // warm-up
+        int64_t n = 0;
+        const auto t0 = Clock::now();
+        double s = 0;
+        do {
+          m.forward(ids, valid, {}, cb);
+          n += B;
+          s = std::chrono::duration<double>(Clock::now() - t0).count();
+        } while (s < a.seconds);
+        return n / s;
+      };
+      const double plain = rate(nullptr), full = rate(touch);
+      std::ostringstream pa, pb;
+      pa << std::fixed << std::setprecision(1) << plain << " /s, " << plain * gflop << " GF/s";
+      pb << std::fixed << std::setprecision(1) << full << " /s, " << full * gflop << " GF/s";
+      out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(26) << pa.str() << std::setw(30) << pb.str()
+          << std::fixed << std::setprecision(2) << full / plain << "\n";
+      (void)sink;
+    }
+  }
+  return 0;
+}
+
+}  // namespace ctxsim

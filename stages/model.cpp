@@ -1,0 +1,202 @@
+#include "stages/model.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <filesystem>
+#include <thread>
+
+#include "stages/error.h"
+#include "stages/safetensors.h"
+
+namespace ctxsim {
+namespace {
+
+at::ScalarType torch_dtype(DType t) {
+  switch (t) {
+    case DType::F16: return at::kHalf;
+    case DType::BF16: return at::kBFloat16;
+    case DType::F32: return at::kFloat;
+    case DType::F64: return at::kDouble;
+  }
+  return at::kFloat;
+}
+
+std::string join(const std::vector<std::string>& v, size_t max_items = 12) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < max_items; ++i) s += (i ? ", " : "") + v[i];
+  if (v.size() > max_items) s += ", … (" + std::to_string(v.size()) + " in all)";
+  return s;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+at::ScalarType parse_dtype(const std::string& name) {
+  if (name == "float32") return at::kFloat;
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float64") return at::kDouble;
+  throw Error("model.dtype", "'" + name + "' is not float32, bfloat16 or float64", "pick one of them");
+}
+
+int configure_threads(int64_t requested) {
+  int n = static_cast<int>(requested);
+  const auto from_env = [](const char* var) {
+    const char* v = std::getenv(var);
+    return v && *v ? std::atoi(v) : 0;
+  };
+  if (n <= 0) n = from_env("OMP_NUM_THREADS");
+  if (n <= 0) n = from_env("SLURM_CPUS_PER_TASK");
+  // LibTorch's own default comes from libcpuinfo, which can see one core on VMs.
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  if (n <= 0) n = 1;
+  at::set_num_threads(n);
+  return at::get_num_threads();
+}
+
+BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadReport* report) {
+  namespace fs = std::filesystem;
+  const BertConfig config = BertConfig::load((fs::path(dir) / "config.json").string());
+  const std::string weights = (fs::path(dir) / "model.safetensors").string();
+  if (!fs::exists(weights))
+    throw Error(weights, "missing", "ctxsim reads model.safetensors (convert a pytorch_model.bin with the safetensors "
+                                    "convert script, or make a random model with 'ctxsim init-model')");
+  const SafetensorsFile file(weights);
+  auto expected = bert_tensor_shapes(config);
+  const auto pooler = bert_pooler_shapes(config);
+  LoadReport local;
+  LoadReport& r = report ? *report : local;
+  r.tensors_in_file = static_cast<int64_t>(file.tensors().size());
+  std::map<std::string, at::Tensor> tensors;
+  std::vector<std::string> mismatched;
+  for (const auto& [key, view] : file.tensors()) {
+    const std::string name = canonical_tensor_name(key);
+    if (name.empty()) {
+      r.ignored.push_back(key);
+      continue;
+    }
+    auto it = expected.find(name);
+    const bool is_pooler = pooler.count(name) > 0;
+    if (it == expected.end() && !is_pooler) {
+      r.unexpected.push_back(key);
+      continue;
+    }
+    const auto& want = is_pooler ? pooler.at(name) : it->second;
+    if (view.shape != want) {
+      mismatched.push_back(key + " is " + shape_text(view.shape) + ", config.json implies " + shape_text(want));
+      continue;
+    }
+    if (is_pooler) continue;  // present and well-formed; ctxsim does not use it
+    // Copy out of the mapping (offsets may be unaligned), then convert to the run's dtype.
+    at::Tensor raw = at::empty(view.shape, at::TensorOptions().dtype(torch_dtype(view.dtype)));
+    std::memcpy(raw.data_ptr(), view.data, view.nbytes);
+    tensors[name] = raw.to(dtype);
+  }
+  if (!mismatched.empty())
+    throw Error(weights, "tensor shapes do not match " + (fs::path(dir) / "config.json").string() + ": " + join(mismatched),
+                "use the config.json that belongs to these weights");
+  std::vector<std::string> missing;
+  for (const auto& [name, shape] : expected)
+    if (!tensors.count(name)) missing.push_back(name);
+  if (!missing.empty())
+    throw Error(weights, "missing encoder tensors: " + join(missing),
+                "use a complete BERT checkpoint (BertModel, BertForMaskedLM or BertForPreTraining)");
+  r.encoder_tensors = static_cast<int64_t>(tensors.size());
+  for (const auto& [name, shape] : pooler)
+    for (const auto& [key, view] : file.tensors())
+      if (canonical_tensor_name(key) == name) ++r.encoder_tensors;
+  r.weights_sha256 = sha256_bytes(file.file().data(), file.file().size());
+  return from_tensors(config, tensors, dtype);
+}
+
+BertModel BertModel::from_tensors(const BertConfig& config, const std::map<std::string, at::Tensor>& t, at::ScalarType dtype) {
+  BertModel m;
+  m.config_ = config;
+  m.dtype_ = dtype;
+  const auto get = [&](const std::string& name) {
+    const auto it = t.find(name);
+    if (it == t.end()) throw Error("model", "missing tensor " + name, "use a complete BERT checkpoint");
+    return it->second.to(dtype).contiguous();
+  };
+  m.word_ = get("embeddings.word_embeddings.weight");
+  m.pos_ = get("embeddings.position_embeddings.weight");
+  m.type_ = get("embeddings.token_type_embeddings.weight");
+  m.ln_w_ = get("embeddings.LayerNorm.weight");
+  m.ln_b_ = get("embeddings.LayerNorm.bias");
+  const int64_t H = config.num_heads, d = config.head_dim(), hidden = config.hidden_size;
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    const std::string p = "encoder.layer." + std::to_string(l) + ".";
+    Layer L;
+    L.q_w = get(p + "attention.self.query.weight");   L.q_b = get(p + "attention.self.query.bias");
+    L.k_w = get(p + "attention.self.key.weight");     L.k_b = get(p + "attention.self.key.bias");
+    L.v_w = get(p + "attention.self.value.weight");   L.v_b = get(p + "attention.self.value.bias");
+    L.o_w = get(p + "attention.output.dense.weight"); L.o_b = get(p + "attention.output.dense.bias");
+    L.ln1_w = get(p + "attention.output.LayerNorm.weight"); L.ln1_b = get(p + "attention.output.LayerNorm.bias");
+    L.i_w = get(p + "intermediate.dense.weight");     L.i_b = get(p + "intermediate.dense.bias");
+    L.out_w = get(p + "output.dense.weight");         L.out_b = get(p + "output.dense.bias");
+    L.ln2_w = get(p + "output.LayerNorm.weight");     L.ln2_b = get(p + "output.LayerNorm.bias");
+    // W_O is [hidden_out, hidden_in]; head h owns input columns h*d … (h+1)*d - 1.
+    L.o_by_head = L.o_w.view({hidden, H, d}).permute({1, 2, 0}).contiguous();  // [H, d, hidden]
+    m.layers_.push_back(std::move(L));
+  }
+  return m;
+}
+
+at::Tensor BertModel::output_projection_by_head(int64_t layer) const { return layers_.at(layer).o_by_head; }
+
+at::Tensor BertModel::forward(const at::Tensor& ids, const at::Tensor& valid, const LayerRequest& request,
+                              const LayerCallback& on_layer) const {
+  c10::InferenceMode guard;
+  const int64_t B = ids.size(0), T = ids.size(1);
+  const int64_t hidden = config_.hidden_size, H = config_.num_heads, d = config_.head_dim();
+  if (T > config_.max_position_embeddings)
+    throw Error("samples.seq_len", std::to_string(T) + " exceeds the model's max_position_embeddings (" +
+                                       std::to_string(config_.max_position_embeddings) + ")", "lower samples.seq_len");
+  const double eps = config_.layer_norm_eps;
+  at::Tensor x = at::embedding(word_, ids) + pos_.slice(0, 0, T).unsqueeze(0) + type_[0];
+  x = at::layer_norm(x, {hidden}, ln_w_, ln_b_, eps);
+  // Additive key mask [B, 1, 1, T]: 0 on valid keys, the dtype's lowest value on [PAD] keys.
+  const double lowest = dtype_ == at::kDouble     ? std::numeric_limits<double>::lowest()
+                        : dtype_ == at::kBFloat16 ? -3.3895313892515355e38
+                                                  : double(std::numeric_limits<float>::lowest());
+  const at::Tensor mask = at::zeros({B, 1, 1, T}, x.options()).masked_fill(valid.logical_not().view({B, 1, 1, T}), lowest);
+  const double scale = 1.0 / std::sqrt(double(d));
+  const auto heads = [&](const at::Tensor& t) { return t.view({B, T, H, d}).transpose(1, 2); };  // [B, H, T, d]
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const Layer& L = layers_[l];
+    const at::Tensor q = heads(at::linear(x, L.q_w, L.q_b));
+    const at::Tensor k = heads(at::linear(x, L.k_w, L.k_b));
+    const at::Tensor v = heads(at::linear(x, L.v_w, L.v_b));
+    const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).mul_(scale).add_(mask);  // [B, H, T, T]
+    const at::Tensor attention = at::softmax(scores, -1);
+    const at::Tensor context = at::matmul(attention, v);                                    // [B, H, T, d]
+    const at::Tensor merged = context.transpose(1, 2).reshape({B, T, hidden});
+    const at::Tensor attention_output = at::layer_norm(at::linear(merged, L.o_w, L.o_b) + x, {hidden}, L.ln1_w, L.ln1_b, eps);
+    if (on_layer) {
+      LayerOutputs out;
+      out.layer = l;
+      out.input = x;
+      out.context = context;
+      out.attention = attention;
+      out.attention_output = attention_output;
+      if (request.projected) out.projected = at::matmul(context, L.o_by_head);  // [B,H,T,d] @ [H,d,hidden]
+      on_layer(out);
+    }
+    at::Tensor inter = at::linear(attention_output, L.i_w, L.i_b);
+    if (config_.hidden_act == "relu") inter = at::relu(inter);
+    else inter = at::gelu(inter, config_.hidden_act == "gelu_new" ? "tanh" : "none");
+    x = at::layer_norm(at::linear(inter, L.out_w, L.out_b) + attention_output, {hidden}, L.ln2_w, L.ln2_b, eps);
+  }
+  return x;
+}
+
+}  // namespace ctxsim

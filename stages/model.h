@@ -1,0 +1,76 @@
+// The BERT encoder in LibTorch (ATen), inference only, Hugging Face `BertModel` weights. It hands
+// the caller one layer at a time the per-head context vectors, optionally their projection
+// through the head's slice of W_O, and the attention maps (SPEC §2). No MPI, no HDF5.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stages/bert_config.h"
+
+namespace ctxsim {
+
+struct LoadReport {
+  int64_t tensors_in_file = 0;
+  int64_t encoder_tensors = 0;              // loaded (the pooler included when present)
+  std::vector<std::string> ignored;         // cls.* heads and buffers, skipped on purpose
+  std::vector<std::string> unexpected;      // neither encoder nor known heads: listed in one warning
+  std::string weights_sha256;               // of model.safetensors, for the store
+};
+
+// What the caller wants of each layer; nothing else is materialised.
+struct LayerRequest {
+  bool projected = false;  // o_i W_O[h]: [B, H, T, hidden]
+};
+
+// Views of one layer's tensors, valid during the callback only.
+struct LayerOutputs {
+  int64_t layer = 0;
+  at::Tensor input;             // [B, T, hidden]    the layer's input hidden states X
+  at::Tensor context;           // [B, H, T, d]      o_i = Σ_j A_ij v_j, before the output projection
+  at::Tensor attention;         // [B, H, T, T]      A_ij, rows sum to 1, exactly 0 on [PAD] keys
+  at::Tensor projected;         // [B, H, T, hidden] when requested, else undefined
+  at::Tensor attention_output;  // [B, T, hidden]    LayerNorm(ctx W_O + b_O + X)
+};
+using LayerCallback = std::function<void(const LayerOutputs&)>;
+
+class BertModel {
+ public:
+  // Reads <dir>/config.json and <dir>/model.safetensors (F32/F16/BF16/F64, converted to dtype).
+  static BertModel load(const std::string& dir, at::ScalarType dtype, LoadReport* report = nullptr);
+  // From named tensors in canonical BertModel names (see bert_tensor_shapes).
+  static BertModel from_tensors(const BertConfig& config, const std::map<std::string, at::Tensor>& tensors,
+                                at::ScalarType dtype);
+
+  const BertConfig& config() const { return config_; }
+  at::ScalarType dtype() const { return dtype_; }
+
+  // ids [B, T] int64; valid [B, T] bool (false on [PAD]). Returns the last hidden states
+  // [B, T, hidden]. Calls on_layer after each layer's attention when given.
+  at::Tensor forward(const at::Tensor& ids, const at::Tensor& valid, const LayerRequest& request = {},
+                     const LayerCallback& on_layer = nullptr) const;
+
+  // W_O of layer l split by head: [H, d, hidden], so projected = context @ this.
+  at::Tensor output_projection_by_head(int64_t layer) const;
+
+ private:
+  struct Layer {
+    at::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, i_w, i_b, out_w, out_b, ln2_w, ln2_b;
+    at::Tensor o_by_head;  // [H, d, hidden]
+  };
+  BertConfig config_;
+  at::ScalarType dtype_ = at::kFloat;
+  at::Tensor word_, pos_, type_, ln_w_, ln_b_;
+  std::vector<Layer> layers_;
+};
+
+// Parses "float32" | "bfloat16" | "float64".
+at::ScalarType parse_dtype(const std::string& name);
+
+// Sets LibTorch's intra-op threads: requested > 0, else OMP_NUM_THREADS, else
+// SLURM_CPUS_PER_TASK, else the cores of this machine. Returns the count now in force.
+int configure_threads(int64_t requested);
+
+}  // namespace ctxsim

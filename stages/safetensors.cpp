@@ -1,0 +1,243 @@
+#include "stages/safetensors.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "stages/error.h"
+
+namespace ctxsim {
+namespace {
+
+const std::string kFixCorrupt = "the file is damaged or not a safetensors file: copy or convert the checkpoint again";
+
+bool parse_dtype(const std::string& s, DType& out) {
+  if (s == "F32") { out = DType::F32; return true; }
+  if (s == "F16") { out = DType::F16; return true; }
+  if (s == "BF16") { out = DType::BF16; return true; }
+  if (s == "F64") { out = DType::F64; return true; }
+  return false;
+}
+
+}  // namespace
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F16: case DType::BF16: return 2;
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::F32: return "F32";
+    case DType::F64: return "F64";
+  }
+  return "?";
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path, std::string("cannot open: ") + std::strerror(errno), "check the path and permissions");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw Error(path, std::string("cannot stat: ") + std::strerror(e), "check the path");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int e = errno;
+      ::close(fd);
+      throw Error(path, std::string("cannot map: ") + std::strerror(e), "check free memory and the file system");
+    }
+    data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
+  const size_t size = file_->size();
+  if (size < 8)
+    throw Error(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length", kFixCorrupt);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | file_->data()[i];
+  if (n > size - 8)
+    throw Error(path, "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
+                          " bytes): truncated or not safetensors", kFixCorrupt);
+  const char* header = reinterpret_cast<const char*>(file_->data() + 8);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header, header + n);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path, std::string("malformed JSON header: ") + e.what(), kFixCorrupt);
+  }
+  if (!j.is_object()) throw Error(path, "the JSON header is not an object", kFixCorrupt);
+  const uint8_t* data = file_->data() + 8 + n;
+  const size_t data_size = size - 8 - n;
+  std::vector<std::pair<size_t, size_t>> spans;  // (begin, end) for the overlap check
+  std::vector<std::string> span_names;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& name = it.key();
+    if (name == "__metadata__") {
+      if (!it->is_object()) throw Error(path, "__metadata__ is not an object", kFixCorrupt);
+      for (auto m = it->begin(); m != it->end(); ++m)
+        if (m->is_string()) metadata_[m.key()] = m->get<std::string>();
+      continue;
+    }
+    const std::string where = path + ": tensor '" + name + "'";
+    const auto& t = *it;
+    if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
+      throw Error(where, "needs dtype, shape and data_offsets", kFixCorrupt);
+    TensorView v;
+    v.name = name;
+    if (!t["dtype"].is_string() || !parse_dtype(t["dtype"].get<std::string>(), v.dtype))
+      throw Error(where, "unsupported dtype " + t["dtype"].dump() + " (ctxsim reads F32, F16, BF16 and F64)",
+                  "convert the checkpoint's floating weights to one of these");
+    if (!t["shape"].is_array()) throw Error(where, "shape is not a list", kFixCorrupt);
+    for (const auto& d : t["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) throw Error(where, "shape has a non-integer or negative size", kFixCorrupt);
+      v.shape.push_back(d.get<int64_t>());
+    }
+    const auto& off = t["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      throw Error(where, "data_offsets is not [begin, end]", kFixCorrupt);
+    const auto begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    if (begin > end) throw Error(where, "data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end), kFixCorrupt);
+    if (end > data_size)
+      throw Error(where, "data_offsets end " + std::to_string(end) + " lies past the data area (" + std::to_string(data_size) +
+                             " bytes): the file is truncated", kFixCorrupt);
+    // Overflow-safe byte count from the shape.
+    unsigned __int128 expect = dtype_size(v.dtype);
+    for (auto d : v.shape) expect *= static_cast<uint64_t>(d);
+    if (expect != end - begin)
+      throw Error(where, "holds " + std::to_string(end - begin) + " bytes but shape × " + dtype_name(v.dtype) + " needs " +
+                             std::to_string(static_cast<uint64_t>(expect)), kFixCorrupt);
+    v.data = data + begin;
+    v.nbytes = end - begin;
+    spans.emplace_back(begin, end);
+    span_names.push_back(name);
+    tensors_.emplace(name, std::move(v));
+  }
+  std::vector<size_t> order(spans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a] < spans[b]; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const auto& prev = spans[order[k - 1]];
+    const auto& cur = spans[order[k]];
+    if (cur.first < prev.second && cur.second > cur.first)
+      throw Error(path + ": tensor '" + span_names[order[k]] + "'",
+                  "overlaps tensor '" + span_names[order[k - 1]] + "' in the data area", kFixCorrupt);
+  }
+}
+
+const TensorView* SafetensorsFile::find(const std::string& name) const {
+  const auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    size_t expect = dtype_size(t.dtype);
+    for (auto d : t.shape) expect *= static_cast<size_t>(d);
+    if (expect != t.bytes.size())
+      throw Error(path + ": tensor '" + name + "'", "byte count does not match its shape", "this is a bug in the caller");
+    header[name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // data starts 8-byte aligned
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(tmp, "cannot write", "check that the folder exists and is writable");
+    uint8_t len[8];
+    uint64_t n = text.size();
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+    out.write(reinterpret_cast<const char*>(len), 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const auto& [name, t] : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    out.flush();
+    if (!out) throw Error(tmp, "write failed", "check free disk space");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::string sha256_bytes(const uint8_t* data, size_t n) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data, n, digest, &len, EVP_sha256(), nullptr) != 1)
+    throw Error("sha256", "OpenSSL EVP_Digest failed", "check the OpenSSL installation");
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned int i = 0; i < len; ++i) {
+    s.push_back(hex[digest[i] >> 4]);
+    s.push_back(hex[digest[i] & 15]);
+  }
+  return s;
+}
+
+std::string sha256_file(const std::string& path) {
+  MappedFile f(path);
+  return sha256_bytes(f.data(), f.size());
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) { mant <<= 1; --exp; }
+      bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bfloat16_to_float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,78 @@
+// Safetensors files (an 8-byte little-endian header length, a JSON header, raw little-endian
+// data): a bounds-checked, memory-mapped reader and a deterministic writer. No LibTorch here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ctxsim {
+
+enum class DType { F16, BF16, F32, F64 };
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);  // "F32"
+
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // inside the mapping; may be unaligned
+  size_t nbytes = 0;
+  int64_t numel() const;
+};
+
+// A read-only mapping of a whole file (RAII over mmap).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws ctxsim::Error
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and validates the whole header: every violation is an error naming the file and tensor.
+  explicit SafetensorsFile(const std::string& path);
+  const std::map<std::string, TensorView>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const TensorView* find(const std::string& name) const;
+  const std::string& path() const { return file_->path(); }
+  const MappedFile& file() const { return *file_; }
+
+ private:
+  std::shared_ptr<MappedFile> file_;
+  std::map<std::string, TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+struct TensorData {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // little-endian, numel * dtype_size
+};
+
+// Writes tensors (in name order, header padded to 8 bytes) to path via a temporary file and a
+// rename, so a reader never sees half a file. Same input, same bytes.
+void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// Hex SHA-256 of a file's bytes.
+std::string sha256_file(const std::string& path);
+std::string sha256_bytes(const uint8_t* data, size_t n);
+
+// Half-precision conversions (IEEE binary16, bfloat16) used by readers that do not use LibTorch.
+float half_to_float(uint16_t h);
+float bfloat16_to_float(uint16_t b);
+
+}  // namespace ctxsim
