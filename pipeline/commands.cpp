@@ -7,6 +7,7 @@
 
 #include "ctxsim_revision.h"
 #include "pipeline/model_files.h"
+#include "pipeline/run.h"
 #include "stages/corpus.h"
 #include "stages/error.h"
 #include "stages/utf8.h"
@@ -160,22 +161,7 @@ int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::is
 }
 
 int cmd_run(const std::string& path, const std::vector<std::string>& overrides, std::ostream& out) {
-  const Config c = load_config(path, overrides);
-  check_paths(c);
-  log_info(version_string() + ": run of " + path);
-  BertTokenizer tokenizer = make_tokenizer(c);
-  const PreparedSamples p = prepare_samples(c, tokenizer);
-  out << "samples: " << p.samples.size() << " drawn of " << p.samples.num_candidates << " candidates from "
-      << p.documents << " documents (" << p.sentences << " sentences, " << p.corpus_tokens << " tokens); "
-      << p.samples.truncated_sentences << " truncated sentences\n"
-      << "timing: read " << std::fixed << std::setprecision(2) << p.read_seconds << " s, tokenize "
-      << p.tokenize_seconds << " s, samples " << p.sample_seconds << " s\n"
-      << "next stages (not built yet): the BERT forward pass per batch of "
-      << c.runtime.batch_size << " samples, " << c.model.vector << " vectors per head, context similarity "
-      << "matrices, the selection rules";
-  for (const auto& r : c.selection) out << " " << r.name();
-  out << ", and the statistics into " << c.output.dir << "/store.h5\n";
-  return 0;
+  return run_job(path, overrides, out);
 }
 
 int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>& overrides, int repeat, std::ostream& out) {

@@ -372,6 +372,11 @@ void apply_override(Config& c, const std::string& text) {
   } catch (const YAML::Exception& e) {
     throw Error(where, "the value is not valid YAML: " + e.msg, "quote it, e.g. key='value'");
   }
+  if (key == "selection") {
+    c.selection = parse_selection(value, where);
+    c.origin["selection"] = "command line";
+    return;
+  }
   if (key.compare(0, 10, "selection.") == 0) {
     const std::string rule = key.substr(10);
     c.selection = {parse_rule(rule, value, where, key)};
@@ -405,21 +410,6 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 // ---------------------------------------------------------------------- public API -------
 
-std::string SelectionRule::key() const {
-  switch (kind) {
-    case Kind::TopFraction: return "top_fraction";
-    case Kind::RelativeToMax: return "relative_to_max";
-    case Kind::Absolute: return "absolute";
-  }
-  return "?";
-}
-
-std::string SelectionRule::name() const {
-  std::ostringstream s;
-  s << key() << "=" << value;
-  return s.str();
-}
-
 std::string Config::where(const std::string& key) const {
   const auto it = origin.find(key);
   if (it != origin.end()) return it->second + ": " + key;
@@ -434,6 +424,15 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
     if (d < best_d) { best_d = d; best = c; }
   }
   return best;
+}
+
+std::string identity_yaml(Config c) {
+  const Config defaults;
+  c.output.overwrite = defaults.output.overwrite;
+  c.output.report = defaults.output.report;
+  c.runtime.threads = defaults.runtime.threads;
+  c.runtime.progress_seconds = defaults.runtime.progress_seconds;
+  return to_yaml(c, false);
 }
 
 std::vector<std::string> config_keys() {

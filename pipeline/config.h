@@ -7,15 +7,9 @@
 #include <string>
 #include <vector>
 
-namespace ctxsim {
+#include "stages/selection.h"
 
-struct SelectionRule {
-  enum class Kind { TopFraction, RelativeToMax, Absolute };
-  Kind kind = Kind::TopFraction;
-  double value = 0.01;
-  std::string key() const;   // "top_fraction"
-  std::string name() const;  // "top_fraction=0.01": the rule's label in logs and the store
-};
+namespace ctxsim {
 
 struct Config {
   struct Corpus {
@@ -82,6 +76,11 @@ void check_paths(const Config& config);
 
 // The effective config as YAML, every key present, with a comment on each.
 std::string to_yaml(const Config& config, bool with_comments = true);
+
+// The YAML of the settings that determine a run's results: to_yaml without the keys that only
+// steer how it runs (output.overwrite, output.report, runtime.threads, runtime.progress_seconds).
+// Two runs may share a store only when these agree.
+std::string identity_yaml(Config config);
 
 // All key paths of the schema ("corpus.format", …, "selection.top_fraction", …).
 std::vector<std::string> config_keys();

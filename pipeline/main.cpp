@@ -2,12 +2,21 @@
 // one line "ctxsim: error: …" and a non-zero exit.
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
+
 #include <iostream>
+#include <sstream>
+
+#include "pipeline/run.h"
 
 #include "pipeline/commands.h"
 #include "stages/error.h"
 
 int main(int argc, char** argv) {
+  // LibTorch's multi-MB per-layer temporaries would otherwise get a fresh mmap (and page
+  // faults) on every use under glibc's default thresholds; keep them on the heap.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   CLI::App app{"ctxsim: context-similarity statistics of transformer attention heads (SPEC in docs/)", "ctxsim"};
   app.require_subcommand(1);
   app.set_version_flag("--version", ctxsim::version_string());
@@ -34,6 +43,12 @@ int main(int argc, char** argv) {
   tokenize->add_flag("--tokens", as_tokens, "print token strings instead of ids");
   auto* run = app.add_subcommand("run", "run the job a config describes");
   with_config(run);
+  std::string store_path, heads_text;
+  ctxsim::SummaryOptions summary_opts;
+  auto* summary = app.add_subcommand("summary", "print per-layer tables of a store's statistics vs chance");
+  summary->add_option("store", store_path, "store.h5 written by ctxsim run")->required();
+  summary->add_option("--heads", heads_text, "layer:head list whose top anchors are shown, e.g. 0:3,11:0");
+  summary->add_option("--top", summary_opts.top, "anchors shown per head")->capture_default_str();
   ctxsim::InitModelArgs init_args;
   auto* init = app.add_subcommand("init-model", "write a seeded random BERT checkpoint in the Hugging Face format");
   init->add_option("--preset", init_args.preset, "bert-base | bert-mini | bert-tiny")->capture_default_str();
@@ -72,6 +87,17 @@ int main(int argc, char** argv) {
     if (*tokenize) return ctxsim::cmd_tokenize(vocab, cased, as_tokens, std::cin, std::cout);
     if (*run) return ctxsim::cmd_run(config, overrides, std::cout);
     if (*bench) return ctxsim::cmd_bench_tokenizer(config, overrides, repeat, std::cout);
+    if (*summary) {
+      std::stringstream list(heads_text);
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        const auto colon = item.find(':');
+        if (colon == std::string::npos)
+          throw ctxsim::Error("--heads " + heads_text, "'" + item + "' is not layer:head", "write e.g. --heads 0:3,11:0");
+        summary_opts.heads.emplace_back(std::stoll(item.substr(0, colon)), std::stoll(item.substr(colon + 1)));
+      }
+      return ctxsim::print_summary(store_path, summary_opts, std::cout);
+    }
     if (*init) return ctxsim::cmd_init_model(init_args, std::cout);
     if (*info) return ctxsim::cmd_model_info(model_dir, model_dtype, std::cout);
     if (*bench_model) return ctxsim::cmd_bench_model(bench_args, std::cout);

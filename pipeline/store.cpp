@@ -1,0 +1,206 @@
+// Parallel-HDF5 rules followed here: every rank makes the same metadata calls (create, attribute)
+// in the same order; each rank writes only its own hyperslabs; dataset storage is allocated at
+// creation; transfers are collective (H5FD_MPIO_COLLECTIVE) and a rank with nothing to write
+// takes part with an empty selection.
+#include "pipeline/store.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include "stages/error.h"
+
+namespace ctxsim {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+Store::Store(const std::string& path, MPI_Comm comm, const StoreLayout& layout, const StoreAttributes& a)
+    : path_(path), layout_(layout) {
+  const h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+  CTXSIM_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
+  file_ = h5::Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose, ("create " + path).c_str());
+  dxpl_ = h5::Id(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
+  CTXSIM_H5(H5Pset_dxpl_mpio(dxpl_, H5FD_MPIO_COLLECTIVE));
+
+  h5::set_attr(file_, "schema_version", kStoreSchemaVersion);
+  h5::set_attr(file_, "config", a.config_yaml);
+  h5::set_attr(file_, "config_path", a.config_path);
+  h5::set_attr(file_, "model_path", a.model_path);
+  h5::set_attr(file_, "model_sha256", a.model_sha256);
+  h5::set_attr(file_, "vocab_path", a.vocab_path);
+  h5::set_attr(file_, "vocab_sha256", a.vocab_sha256);
+  h5::set_attr(file_, "corpus", a.corpus);
+  h5::set_attr(file_, "corpus_sha256", a.corpus_sha256);
+  h5::set_attr(file_, "ctxsim_version", a.version);
+  h5::set_attr(file_, "git_revision", a.git_revision);
+  h5::set_attr(file_, "started", a.started);
+  h5::set_attr(file_, "finished", std::string());
+  h5::set_attr(file_, "vector", a.vector_kind);
+  h5::set_attr(file_, "dtype", a.dtype);
+  h5::set_attr(file_, "ranks", a.ranks);
+  h5::set_attr(file_, "threads_per_rank", a.threads);
+  h5::set_attr(file_, "complete", int64_t{0});
+
+  const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers),
+                H = hsize_t(layout.heads), R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
+  {
+    const h5::Id g = h5::create_group(file_, "samples");
+    h5::create_dataset(g, "token_ids", H5T_STD_I32LE, {N, T}, "WordPiece ids of each sample, [CLS] … [SEP] then [PAD]", 1024);
+    h5::create_dataset(g, "sentence_ids", H5T_STD_I16LE, {N, T}, "sentence index within the sample; -1 for [CLS], [SEP], [PAD]", 1024);
+    h5::create_dataset(g, "word_ids", H5T_STD_I16LE, {N, T}, "whitespace word index within the sample; -1 for specials", 1024);
+    h5::create_dataset(g, "n_valid", H5T_STD_I16LE, {N}, "valid positions (the first n_valid are not [PAD])", 4096);
+    h5::create_dataset(g, "source", H5T_STD_I32LE, {N, 2}, "(document index, first sentence index) of the window", 4096);
+    h5::create_dataset(g, "candidate", H5T_STD_I64LE, {N}, "index of the window among all candidates (SPEC §1 draw)", 4096);
+  }
+  {
+    const h5::Id g = h5::create_group(file_, "per_sample");
+    const hsize_t rows = std::max<hsize_t>(1, std::min<hsize_t>(N, 256));
+    const auto slab = [&](const char* name, hid_t type, const char* d) {
+      // Chunks cover [1, rows, L, H]: one work unit per rule writes whole chunks.
+      const h5::Id space(H5Screate_simple(4, std::vector<hsize_t>{R, N, L, H}.data(), nullptr), H5Sclose, "H5Screate");
+      const h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+      if (R * N * L * H > 0) {
+        const hsize_t chunk[4] = {1, rows, L, H};
+        CTXSIM_H5(H5Pset_chunk(dcpl, 4, chunk));
+      }
+      CTXSIM_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
+      const h5::Id ds(H5Dcreate2(g, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose, name);
+      h5::set_attr(ds, "description", std::string(d));
+    };
+    slab("anchor_token", H5T_STD_I32LE, "[rule, sample, layer, head] anchor token id (-1: no selected pair)");
+    slab("anchor_share", H5T_IEEE_F32LE, "[rule, sample, layer, head] anchor endpoint count / (2 x selected pairs)");
+    slab("high_pairs", H5T_STD_I32LE, "[rule, sample, layer, head] selected pairs");
+  }
+  {
+    const h5::Id g = h5::create_group(file_, "examples");
+    h5::create_dataset(g, "sample_ids", H5T_STD_I64LE, {E}, "sample ids of the examples");
+    const h5::Id f16 = h5::float16_type();
+    h5::create_dataset(g, "attention", f16, {E, L, H, T, T}, "[example, layer, head, i, j] attention A_ij (float16)", 1);
+    h5::create_dataset(g, "similarity", f16, {E, L, H, T, T},
+                       "[example, layer, head, i, j] context similarity C_ij, diagonal and [PAD] 0 (float16)", 1);
+    h5::create_dataset(g, "selected", H5T_STD_U8LE, {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected", 1);
+  }
+  {
+    const h5::Id g = h5::create_group(file_, "stats");
+    std::string names;
+    for (const auto& r : layout.rules) names += (names.empty() ? "" : "\n") + r.name();
+    h5::set_attr(g, "rules", names);
+    for (const auto& r : layout.rules) {
+      const h5::Id rg = h5::create_group(g, r.name());
+      h5::set_attr(rg, "kind", r.key());
+      h5::set_attr(rg, "value", r.value);
+    }
+    h5::create_group(g, "baseline");
+    h5::create_group(g, "attention");
+  }
+  h5::create_group(file_, "vocab");
+  // Statistics datasets are created in write_statistics, once their shapes are known.
+}
+
+Store::~Store() = default;
+
+void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
+  const h5::Id g = h5::open_group(file_, "samples");
+  const auto open = [&](const char* n) { return h5::Id(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n); };
+  h5::write_all(open("token_ids"), H5T_NATIVE_INT32, s.token_ids.data(), dxpl_);
+  h5::write_all(open("sentence_ids"), H5T_NATIVE_INT16, s.sentence_ids.data(), dxpl_);
+  h5::write_all(open("word_ids"), H5T_NATIVE_INT16, s.word_ids.data(), dxpl_);
+  h5::write_all(open("n_valid"), H5T_NATIVE_INT16, s.n_valid.data(), dxpl_);
+  std::vector<int32_t> src;
+  for (const auto& x : s.source) { src.push_back(x.document); src.push_back(x.sentence); }
+  h5::write_all(open("source"), H5T_NATIVE_INT32, src.data(), dxpl_);
+  h5::write_all(open("candidate"), H5T_NATIVE_INT64, s.candidate.data(), dxpl_);
+  const h5::Id vg = h5::open_group(file_, "vocab");
+  const h5::Id ds = h5::create_dataset(vg, "text", H5T_STD_U8LE, {hsize_t(vocab_text.size())},
+                                       "the vocab.txt bytes (UTF-8, one token per line; the line number is the id)");
+  h5::write_all(ds, H5T_NATIVE_UINT8, vocab_text.data(), dxpl_);
+}
+
+void Store::write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token,
+                             const std::vector<float>& anchor_share, const std::vector<int32_t>& high_pairs) {
+  const h5::Id g = h5::open_group(file_, "per_sample");
+  const std::vector<hsize_t> start = {0, hsize_t(first), 0, 0};
+  const std::vector<hsize_t> cnt = {hsize_t(layout_.rules.size()), hsize_t(count), hsize_t(layout_.layers), hsize_t(layout_.heads)};
+  const auto put = [&](const char* n, hid_t type, const void* data) {
+    const h5::Id ds(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n);
+    h5::write_slab(ds, type, data, start, cnt, dxpl_);
+  };
+  put("anchor_token", H5T_NATIVE_INT32, anchor_token.data());
+  put("anchor_share", H5T_NATIVE_FLOAT, anchor_share.data());
+  put("high_pairs", H5T_NATIVE_INT32, high_pairs.data());
+}
+
+void Store::write_example(int64_t e, const std::vector<uint16_t>& attention, const std::vector<uint16_t>& similarity,
+                          const std::vector<uint8_t>& selected) {
+  const h5::Id g = h5::open_group(file_, "examples");
+  const hsize_t L = hsize_t(layout_.layers), H = hsize_t(layout_.heads), T = hsize_t(layout_.seq_len), R = hsize_t(layout_.rules.size());
+  const auto open = [&](const char* n) { return h5::Id(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n); };
+  // float16 has no native C type: the bits go through the same float16 type, unconverted.
+  const h5::Id f16 = h5::float16_type();
+  h5::write_slab(open("attention"), f16, attention.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, dxpl_);
+  h5::write_slab(open("similarity"), f16, similarity.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, dxpl_);
+  h5::write_slab(open("selected"), H5T_NATIVE_UINT8, selected.data(), {hsize_t(e), 0, 0, 0, 0, 0}, {1, R, L, H, T, T}, dxpl_);
+  const int64_t id = layout_.examples.at(size_t(e));
+  h5::write_slab(open("sample_ids"), H5T_NATIVE_INT64, &id, {hsize_t(e)}, {1}, dxpl_);
+}
+
+void Store::write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators) {
+  const h5::Id stats = h5::open_group(file_, "stats");
+  const auto dims = [](const StatField& f) {
+    std::vector<hsize_t> d;
+    for (auto x : f.dims) d.push_back(hsize_t(x));
+    return d;
+  };
+  for (const auto& f : acc.fields()) {
+    if (f.group == "rule") {
+      for (size_t r = 0; r < layout_.rules.size(); ++r) {
+        const h5::Id g = h5::open_group(stats, layout_.rules[r].name());
+        const h5::Id ds = h5::create_dataset(g, f.name, H5T_STD_I64LE, dims(f), f.description);
+        h5::write_all(ds, H5T_NATIVE_INT64, acc.at(f.name, int64_t(r)), dxpl_);
+      }
+    } else {
+      const h5::Id g = h5::open_group(stats, f.group);
+      const h5::Id ds = h5::create_dataset(g, f.name, H5T_STD_I64LE, dims(f), f.description);
+      h5::write_all(ds, H5T_NATIVE_INT64, acc.at(f.name), dxpl_);
+    }
+  }
+  const h5::Id att = h5::open_group(stats, "attention");
+  h5::set_attr(att, "attention_threshold", attention_threshold);
+  std::string seps;
+  for (const auto& s : separators) seps += (seps.empty() ? "" : "\n") + s;
+  h5::set_attr(att, "separators", seps);
+  h5::set_attr(att, "fixed_point_scale", kFixedPointScale);
+}
+
+void Store::finish(const std::string& finished, double seconds) {
+  h5::set_attr(file_, "finished", finished);
+  h5::set_attr(file_, "run_seconds", seconds);
+  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  // complete is written last and flushed: a store without it was interrupted.
+  h5::set_attr(file_, "complete", int64_t{1});
+  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  dxpl_.reset();
+  file_.reset();
+}
+
+StoreInfo inspect_store(const std::string& path) {
+  StoreInfo info;
+  if (!std::filesystem::exists(path)) return info;
+  info.exists = true;
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return info;  // not a readable HDF5 file: treated as an interrupted store
+  }
+  const h5::Id file(f, H5Fclose, "H5Fopen");
+  if (h5::has_attr(file, "complete")) info.complete = h5::get_attr_int(file, "complete") == 1;
+  if (h5::has_attr(file, "config")) info.config_yaml = h5::get_attr_string(file, "config");
+  return info;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,35 @@
+#include "stages/analysis.h"
+
+namespace ctxsim {
+
+Analysis::Analysis(const BertModel& model, StatisticsOptions options, bool projected)
+    : model_(model), options_(std::move(options)) {
+  if (projected)
+    for (int64_t l = 0; l < model.config().num_layers; ++l) metrics_.push_back(projection_metric(model.output_projection_by_head(l)));
+}
+
+StatsShape Analysis::shape(int64_t seq_len) const {
+  StatsShape s;
+  s.rules = static_cast<int64_t>(options_.rules.size());
+  s.layers = model_.config().num_layers;
+  s.heads = model_.config().num_heads;
+  s.seq_len = seq_len;
+  s.vocab = model_.config().vocab_size;
+  return s;
+}
+
+PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, const LayerHook& hook) const {
+  const int64_t B = bs.batch, T = bs.seq_len;
+  BatchStatistics stats(options_, bs, acc);
+  const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(at::kLong);
+  const at::Tensor valid = at::arange(T, at::kLong).view({1, T}) <
+                           at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
+  model_.forward(ids, valid, {}, [&](const LayerOutputs& o) {
+    const at::Tensor sim = context_similarity(o.context, valid, metrics_.empty() ? at::Tensor() : metrics_[size_t(o.layer)]);
+    stats.add_layer(o.layer, sim, o.attention);
+    if (hook) hook(o.layer, sim, o.attention, stats);
+  });
+  return stats.per_sample();
+}
+
+}  // namespace ctxsim

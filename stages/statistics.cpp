@@ -1,0 +1,222 @@
+#include "stages/statistics.h"
+
+#include <cmath>
+#include <limits>
+
+#include "stages/error.h"
+
+namespace ctxsim {
+
+at::Tensor projection_metric(const at::Tensor& o_by_head) {
+  return at::matmul(o_by_head, o_by_head.transpose(1, 2));  // [H, d, d]
+}
+
+at::Tensor context_similarity(const at::Tensor& vectors, const at::Tensor& valid, const at::Tensor& metric) {
+  const auto dtype = vectors.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const at::Tensor o = vectors.to(dtype);
+  at::Tensor left = o;
+  if (metric.defined()) left = at::matmul(o, metric.to(dtype));            // [B, H, T, k]
+  at::Tensor c = at::matmul(left, o.transpose(-1, -2));                    // [B, H, T, T]
+  const int64_t B = c.size(0), T = c.size(2);
+  const at::Tensor v = valid.to(dtype);
+  const at::Tensor keep = (v.view({B, 1, T, 1}) * v.view({B, 1, 1, T})) *
+                          (1 - at::eye(T, c.options()));                   // zero [PAD] and the diagonal
+  return c.mul_(keep);
+}
+
+BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSamples& s, Accumulator& acc)
+    : opt_(opt), acc_(acc), B_(s.batch), T_(s.seq_len), L_(acc.shape().layers), R_(static_cast<int64_t>(opt.rules.size())) {
+  if (T_ != acc.shape().seq_len || R_ != acc.shape().rules)
+    throw Error("statistics", "batch and accumulator shapes differ", "this is a bug");
+  H_ = acc.shape().heads;
+  const auto i32 = at::TensorOptions().dtype(at::kInt);
+  tokens_ = at::from_blob(const_cast<int32_t*>(s.token_ids), {B_, T_}, i32).to(at::kLong);
+  const at::Tensor sent = at::from_blob(const_cast<int16_t*>(s.sentence_ids), {B_, T_}, at::TensorOptions().dtype(at::kShort)).to(at::kLong);
+  const at::Tensor nv = at::from_blob(const_cast<int16_t*>(s.n_valid), {B_}, at::TensorOptions().dtype(at::kShort)).to(at::kLong);
+  valid_ = at::arange(T_, at::kLong).view({1, T_}) < nv.view({B_, 1});
+  const at::Tensor tri = at::triu_indices(T_, T_, 1);                      // [2, P], rows then columns ascending
+  iu_ = tri[0].contiguous();
+  ju_ = tri[1].contiguous();
+  dist_ = ju_ - iu_;
+  const auto at_i = [&](const at::Tensor& x) { return x.index_select(1, iu_); };
+  const auto at_j = [&](const at::Tensor& x) { return x.index_select(1, ju_); };
+  pair_valid_ = at_i(valid_) & at_j(valid_);
+  const at::Tensor si = at_i(sent), sj = at_j(sent);
+  eligible_ = pair_valid_ & (si >= 0) & (sj >= 0);
+  same_sentence_ = eligible_ & (si == sj);
+  at::Tensor special = at::zeros({B_, T_}, at::kBool);
+  for (int64_t id : opt.special_ids) special |= tokens_ == id;
+  const at::Tensor ti = at_i(tokens_), tj = at_j(tokens_);
+  same_token_ = pair_valid_ & (ti == tj) & at_i(special).logical_not();
+  n_pairs_ = (nv * (nv - 1)).div(2, "trunc");  // integer: "/" would be true division
+  separator_ = at::zeros({B_, T_}, at::kBool);
+  for (int64_t id : opt.separator_ids) separator_ |= tokens_ == id;
+  separator_ &= valid_;
+
+  // Rank of each token among the sample's distinct ids ([PAD] positions sort last), so that the
+  // anchor's tie rule (smaller id wins) becomes "smaller rank wins".
+  const int64_t big = std::numeric_limits<int32_t>::max();
+  const at::Tensor keyed = at::where(valid_, tokens_, at::full({}, big, at::kLong));
+  const auto sorted = at::sort(keyed, 1);
+  const at::Tensor sv = std::get<0>(sorted), perm = std::get<1>(sorted);
+  at::Tensor is_new = at::ones({B_, T_}, at::kLong);
+  if (T_ > 1) is_new.slice(1, 1) = (sv.slice(1, 1) != sv.slice(1, 0, T_ - 1)).to(at::kLong);
+  const at::Tensor rank_sorted = at::cumsum(is_new, 1) - 1;
+  rank_ = at::empty({B_, T_}, at::kLong).scatter_(1, perm, rank_sorted);
+  token_of_rank_ = at::full({B_, T_}, -1, at::kLong).scatter_(1, rank_sorted, sv);
+
+  // Rule-independent baselines.
+  *acc_.at("samples") += B_;
+  *acc_.at("valid_pairs") += n_pairs_.sum().item<int64_t>();
+  *acc_.at("same_sentence_all") += same_sentence_.sum().item<int64_t>();
+  *acc_.at("sentence_eligible_all") += eligible_.sum().item<int64_t>();
+  *acc_.at("same_token_all") += same_token_.sum().item<int64_t>();
+  const at::Tensor dist_all = at::zeros({T_}, at::kLong).index_add_(0, dist_, pair_valid_.sum(0).to(at::kLong));
+  int64_t* da = acc_.at("distance_all");
+  const int64_t* dp = dist_all.data_ptr<int64_t>();
+  for (int64_t d = 0; d < T_; ++d) da[d] += dp[d];
+
+  const size_t n = static_cast<size_t>(R_ * B_ * L_ * H_);
+  out_.anchor_token.assign(n, -1);
+  out_.anchor_share.assign(n, 0.0f);
+  out_.high_pairs.assign(n, 0);
+  last_selection_.assign(static_cast<size_t>(R_), at::Tensor());
+}
+
+at::Tensor BatchStatistics::select(const SelectionRule& rule, const at::Tensor& c) const {
+  const at::Tensor pv = pair_valid_.unsqueeze(1);  // [B, 1, P]
+  const double inf = std::numeric_limits<double>::infinity();
+  switch (rule.kind) {
+    case SelectionRule::Kind::TopFraction: {
+      // k = min(P, max(1, round(f·P))) per sample, 0 when the sample has no pair.
+      std::vector<int64_t> k(static_cast<size_t>(B_));
+      const int64_t* np = n_pairs_.data_ptr<int64_t>();
+      int64_t kmax = 0;
+      for (int64_t b = 0; b < B_; ++b) {
+        const int64_t P = np[b];
+        k[b] = P == 0 ? 0 : std::min<int64_t>(P, std::max<int64_t>(1, static_cast<int64_t>(std::round(rule.value * double(P)))));
+        kmax = std::max(kmax, k[b]);
+      }
+      if (kmax == 0) return at::zeros_like(c, at::kBool);
+      const at::Tensor masked = c.masked_fill(pv.logical_not(), -inf);
+      const at::Tensor top = std::get<0>(at::topk(masked, kmax, -1, /*largest=*/true, /*sorted=*/true));  // [B, H, kmax]
+      const at::Tensor kt = at::tensor(k, at::kLong);
+      const at::Tensor kth = top.gather(2, (kt.clamp_min(1) - 1).view({B_, 1, 1}).expand({B_, H_, 1}));   // [B, H, 1]
+      const at::Tensor above = masked > kth;
+      // Ties at the k-th value: the first ones in (i, j) order, as many as still needed.
+      const at::Tensor need = kt.view({B_, 1, 1}) - above.sum(-1, true);
+      const at::Tensor tie = masked == kth;
+      const at::Tensor tie_rank = at::cumsum(tie.to(at::kInt), -1);
+      at::Tensor sel = above | (tie & (tie_rank <= need));
+      return sel & (kt.view({B_, 1, 1}) > 0);
+    }
+    case SelectionRule::Kind::RelativeToMax: {
+      const at::Tensor cd = c.to(at::kDouble);
+      const at::Tensor mx = std::get<0>(cd.masked_fill(pv.logical_not(), -inf).max(-1, true));  // [B, H, 1]
+      const at::Tensor thr = mx * rule.value;
+      return pv & (cd >= thr) & (mx > 0);
+    }
+    case SelectionRule::Kind::Absolute:
+      return pv & (c.to(at::kDouble) >= rule.value);
+  }
+  return {};
+}
+
+at::Tensor BatchStatistics::selection_matrix(int64_t rule) const {
+  const at::Tensor sel = last_selection_.at(static_cast<size_t>(rule));
+  at::Tensor m = at::zeros({B_, H_, T_ * T_}, at::kByte);
+  const at::Tensor flat = iu_ * T_ + ju_;
+  m.index_copy_(2, flat, sel.to(at::kByte));
+  return m.view({B_, H_, T_, T_});
+}
+
+void BatchStatistics::add_layer(int64_t layer, const at::Tensor& similarity, const at::Tensor& attention) {
+  const int64_t LH = H_;
+  const at::Tensor c = similarity.flatten(2).index_select(2, iu_ * T_ + ju_);  // [B, H, P]
+  const at::Tensor a_flat = attention.flatten(2);
+  const at::Tensor a_ij = a_flat.index_select(2, iu_ * T_ + ju_).to(at::kDouble);
+  const at::Tensor a_ji = a_flat.index_select(2, ju_ * T_ + iu_).to(at::kDouble);
+  const at::Tensor high_att = (at::maximum(a_ij, a_ji) >= opt_.attention_threshold) & pair_valid_.unsqueeze(1);  // [B, H, P]
+
+  const auto add_lh = [&](const char* name, int64_t rule, const at::Tensor& per_head /*[H] int64*/) {
+    int64_t* dst = acc_.at(name, rule) + layer * LH;
+    const at::Tensor h = per_head.to(at::kLong).contiguous();
+    const int64_t* p = h.data_ptr<int64_t>();
+    for (int64_t k = 0; k < LH; ++k) dst[k] += p[k];
+  };
+  add_lh("high_attention_all", 0, high_att.sum(at::IntArrayRef{0, 2}));
+
+  // Attention mass on separator keys, averaged over valid query rows; fixed point per sample.
+  const at::Tensor sep = separator_.to(attention.scalar_type()).view({B_, 1, T_, 1});
+  const at::Tensor mass = at::matmul(attention, sep).squeeze(-1).to(at::kDouble);           // [B, H, T]
+  const at::Tensor vrows = valid_.to(at::kDouble).view({B_, 1, T_});
+  const at::Tensor mean = (mass * vrows).sum(-1) / vrows.sum(-1).clamp_min(1);                // [B, H]
+  add_lh("separator_mass", 0, at::round(mean * kFixedPointScale).to(at::kLong).sum(0));
+
+  const at::Tensor tokens_i = tokens_.index_select(1, iu_), tokens_j = tokens_.index_select(1, ju_);  // [B, P]
+  for (int64_t r = 0; r < R_; ++r) {
+    const at::Tensor sel = select(opt_.rules[static_cast<size_t>(r)], c);  // [B, H, P] bool
+    last_selection_[static_cast<size_t>(r)] = sel;
+    const at::Tensor hp = sel.sum(-1);                                      // [B, H]
+    add_lh("high_pairs", r, hp.sum(0));
+    add_lh("same_sentence", r, (sel & same_sentence_.unsqueeze(1)).sum(at::IntArrayRef{0, 2}));
+    add_lh("sentence_eligible", r, (sel & eligible_.unsqueeze(1)).sum(at::IntArrayRef{0, 2}));
+    add_lh("same_token", r, (sel & same_token_.unsqueeze(1)).sum(at::IntArrayRef{0, 2}));
+    add_lh("in_attention", r, (sel & high_att).sum(at::IntArrayRef{0, 2}));
+    // Distance histogram: per head, selected pairs summed over samples, binned by j - i.
+    const at::Tensor by_pair = sel.sum(0).to(at::kLong);                    // [H, P]
+    const at::Tensor hist = at::zeros({H_, T_}, at::kLong).index_add_(1, dist_, by_pair);
+    {
+      int64_t* dst = acc_.at("distance_hist", r) + layer * LH * T_;
+      const int64_t* p = hist.data_ptr<int64_t>();
+      for (int64_t k = 0; k < LH * T_; ++k) dst[k] += p[k];
+    }
+    // Anchor: endpoint counts per distinct token of the sample; ties go to the smaller id.
+    const at::Tensor self = sel.to(at::kLong);
+    const at::Tensor deg = at::zeros({B_, H_, T_}, at::kLong).index_add_(2, iu_, self).index_add_(2, ju_, self);
+    const at::Tensor counts = at::zeros({B_, H_, T_}, at::kLong).scatter_add_(2, rank_.unsqueeze(1).expand({B_, H_, T_}), deg);
+    const at::Tensor best = std::get<0>(counts.max(-1, true));             // [B, H, 1]
+    const at::Tensor ranks = at::arange(T_, at::kLong).view({1, 1, T_});
+    const at::Tensor best_rank = at::where(counts == best, ranks, at::full({}, T_, at::kLong)).amin(-1);  // [B, H]
+    const at::Tensor has = hp > 0;
+    const at::Tensor anchor = at::where(has, token_of_rank_.gather(1, best_rank.clamp_max(T_ - 1)), at::full({}, -1, at::kLong));
+    const at::Tensor share = at::where(has, best.squeeze(-1).to(at::kDouble) / (2.0 * hp.to(at::kDouble)), at::zeros({}, at::kDouble));
+    // Pairs touching an occurrence of the anchor; noise = none of the three explanations.
+    const at::Tensor touch_i = tokens_i.unsqueeze(1) == anchor.unsqueeze(-1);
+    const at::Tensor touch_j = tokens_j.unsqueeze(1) == anchor.unsqueeze(-1);
+    const at::Tensor touches = sel & (touch_i | touch_j);
+    add_lh("anchor_pairs", r, touches.sum(at::IntArrayRef{0, 2}));
+    const at::Tensor explained = same_sentence_.unsqueeze(1) | same_token_.unsqueeze(1) | touch_i | touch_j;
+    add_lh("noise", r, (sel & explained.logical_not()).sum(at::IntArrayRef{0, 2}));
+    add_lh("samples_with_pairs", r, has.sum(0));
+    // Distinct anchors across the heads of each sample.
+    {
+      const at::Tensor sorted = std::get<0>(at::sort(anchor, 1));           // [B, H]
+      at::Tensor first = sorted >= 0;
+      if (H_ > 1) first.slice(1, 1) &= sorted.slice(1, 1) != sorted.slice(1, 0, H_ - 1);
+      acc_.at("distinct_anchors", r)[layer] += first.sum().item<int64_t>();
+    }
+    // Per-sample outputs and anchor counts.
+    const at::Tensor anchor_c = anchor.contiguous(), share_c = share.to(at::kFloat).contiguous(), hp_c = hp.to(at::kLong).contiguous();
+    const int64_t* ap = anchor_c.data_ptr<int64_t>();
+    const float* sp = share_c.data_ptr<float>();
+    const int64_t* hpp = hp_c.data_ptr<int64_t>();
+    int64_t* counts_dst = acc_.at("anchor_counts", r);
+    const int64_t V = acc_.shape().vocab;
+    for (int64_t b = 0; b < B_; ++b) {
+      for (int64_t h = 0; h < H_; ++h) {
+        const size_t o = static_cast<size_t>(((r * B_ + b) * L_ + layer) * H_ + h);
+        const int64_t tok = ap[b * H_ + h];
+        out_.anchor_token[o] = static_cast<int32_t>(tok);
+        out_.anchor_share[o] = sp[b * H_ + h];
+        out_.high_pairs[o] = static_cast<int32_t>(hpp[b * H_ + h]);
+        if (tok >= 0) {
+          if (tok >= V) throw Error("statistics", "token id " + std::to_string(tok) + " outside the vocabulary", "use the model's vocab.txt");
+          ++counts_dst[(layer * H_ + h) * V + tok];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ctxsim

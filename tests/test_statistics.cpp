@@ -1,0 +1,339 @@
+// Similarity, selection and statistics (SPEC §2–5): hand-built cases with hand-computed
+// answers, then invariants, merge and batch-size invariance on real Brown samples through a
+// tiny random model.
+#include "stages/statistics.h"
+
+#include <gtest/gtest.h>
+
+#include "stages/analysis.h"
+#include "stages/corpus.h"
+#include "stages/error.h"
+#include "stages/random_checkpoint.h"
+#include "stages/samples.h"
+#include "test_helpers.h"
+
+namespace ctxsim {
+namespace {
+
+// One or more hand-made samples of length T.
+struct HandBatch {
+  int64_t T;
+  std::vector<int32_t> tokens;
+  std::vector<int16_t> sentences;
+  std::vector<int16_t> n_valid;
+  BatchSamples view() const {
+    return BatchSamples{tokens.data(), sentences.data(), n_valid.data(), int64_t(n_valid.size()), T};
+  }
+};
+
+StatsShape shape_for(int64_t rules, int64_t layers, int64_t heads, int64_t T) {
+  StatsShape s;
+  s.rules = rules;
+  s.layers = layers;
+  s.heads = heads;
+  s.seq_len = T;
+  s.vocab = 200;
+  return s;
+}
+
+SelectionRule rule(SelectionRule::Kind k, double v) {
+  SelectionRule r;
+  r.kind = k;
+  r.value = v;
+  return r;
+}
+const auto kTop = SelectionRule::Kind::TopFraction;
+const auto kRel = SelectionRule::Kind::RelativeToMax;
+const auto kAbs = SelectionRule::Kind::Absolute;
+
+// Uniform attention over the valid keys of each sample: [B, H, T, T].
+at::Tensor uniform_attention(const HandBatch& b, int64_t H) {
+  const int64_t B = int64_t(b.n_valid.size());
+  at::Tensor a = at::zeros({B, H, b.T, b.T}, at::kDouble);
+  for (int64_t s = 0; s < B; ++s) a[s].slice(2, 0, b.n_valid[size_t(s)]).fill_(1.0 / b.n_valid[size_t(s)]);
+  return a;
+}
+
+at::Tensor valid_of(const HandBatch& b) {
+  const int64_t B = int64_t(b.n_valid.size());
+  at::Tensor v = at::zeros({B, b.T}, at::kBool);
+  for (int64_t s = 0; s < B; ++s) v[s].slice(0, 0, b.n_valid[size_t(s)]).fill_(true);
+  return v;
+}
+
+// [CLS] a b a c b a [SEP]: a = 10, b = 11, c = 12; sentence 0 = positions 1-3, 1 = 4-6.
+HandBatch repeated_tokens() {
+  return HandBatch{8, {101, 10, 11, 10, 12, 11, 10, 102}, {-1, 0, 0, 0, 1, 1, 1, -1}, {8}};
+}
+
+// Vectors identical for equal tokens and orthogonal otherwise: one-hot on the token id.
+at::Tensor one_hot_vectors(const HandBatch& b) {
+  at::Tensor v = at::zeros({1, 1, b.T, 200}, at::kDouble);
+  for (int64_t i = 0; i < b.T; ++i) v[0][0][i][b.tokens[size_t(i)]] = 1.0;
+  return v;
+}
+
+TEST(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
+  const HandBatch b = repeated_tokens();
+  const at::Tensor sim = context_similarity(one_hot_vectors(b), valid_of(b));
+  // C_ij = 1 exactly for the repeated pairs (1,3) (1,6) (3,6) (2,5); 0 elsewhere, diagonal 0.
+  EXPECT_EQ(sim.sum().item<double>(), 8.0);
+  EXPECT_EQ(sim[0][0][1][1].item<double>(), 0.0);
+  StatisticsOptions opt;
+  // 4 of P = 28 pairs: f = 1/7 gives round(4.0) = 4; t = 0.5 and a = 0.9 select the same.
+  opt.rules = {rule(kTop, 1.0 / 7.0), rule(kAbs, 0.5), rule(kRel, 0.9)};
+  opt.attention_threshold = 0.1;
+  opt.separator_ids = {102};
+  opt.special_ids = {0, 100, 101, 102, 103};
+  Accumulator acc(shape_for(3, 1, 1, 8));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, sim, uniform_attention(b, 1));
+  for (int64_t r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rule " + std::to_string(r));
+    EXPECT_EQ(acc.at("high_pairs", r)[0], 4);
+    EXPECT_EQ(acc.at("same_token", r)[0], 4);
+    // Distances 2, 5, 3 and 3.
+    const int64_t* h = acc.at("distance_hist", r);
+    EXPECT_EQ(h[2], 1);
+    EXPECT_EQ(h[3], 2);
+    EXPECT_EQ(h[5], 1);
+    EXPECT_EQ(h[1] + h[4] + h[6] + h[7], 0);
+    EXPECT_EQ(acc.at("same_sentence", r)[0], 1);      // only (1,3)
+    EXPECT_EQ(acc.at("sentence_eligible", r)[0], 4);
+    EXPECT_EQ(acc.at("in_attention", r)[0], 4);       // uniform 1/8 >= 0.1
+    EXPECT_EQ(acc.at("noise", r)[0], 0);              // all explained by repetition
+    EXPECT_EQ(acc.at("anchor_pairs", r)[0], 3);       // the three pairs of 'a'
+    // Anchor: 'a' has 6 of the 8 endpoints.
+    const auto& ps = stats.per_sample();
+    EXPECT_EQ(ps.anchor_token[size_t(r)], 10);
+    EXPECT_FLOAT_EQ(ps.anchor_share[size_t(r)], 0.75f);
+    EXPECT_EQ(ps.high_pairs[size_t(r)], 4);
+    EXPECT_EQ(acc.at("anchor_counts", r)[10], 1);
+    EXPECT_EQ(acc.at("samples_with_pairs", r)[0], 1);
+    EXPECT_EQ(acc.at("distinct_anchors", r)[0], 1);
+  }
+  // Baselines over all 28 valid pairs.
+  EXPECT_EQ(*acc.at("samples"), 1);
+  EXPECT_EQ(*acc.at("valid_pairs"), 28);
+  for (int d = 1; d < 8; ++d) EXPECT_EQ(acc.at("distance_all")[d], 8 - d);
+  EXPECT_EQ(*acc.at("same_token_all"), 4);
+  EXPECT_EQ(*acc.at("same_sentence_all"), 6);
+  EXPECT_EQ(*acc.at("sentence_eligible_all"), 15);
+  EXPECT_EQ(acc.at("high_attention_all")[0], 28);
+  // Every row puts 1/8 on the one [SEP] key: 0.125 in fixed point.
+  EXPECT_EQ(acc.at("separator_mass")[0], int64_t(0.125 * kFixedPointScale));
+  EXPECT_TRUE(check_invariants(acc).empty());
+}
+
+// Vectors growing with position: o_i = i (one dimension), so C_ij = i·j.
+TEST(HandBuilt, VectorsGrowingWithPosition) {
+  const HandBatch b{6, {101, 50, 40, 30, 20, 10}, {-1, 0, 0, 0, 0, 0}, {6}};
+  at::Tensor v = at::arange(6, at::kDouble).view({1, 1, 6, 1});
+  const at::Tensor sim = context_similarity(v, valid_of(b));
+  StatisticsOptions opt;
+  // P = 15. f = 0.2 → k = 3: (4,5)=20 (3,5)=15 (3,4)=12. a = 0.6 → C >= 12: the same three
+  // (12 is included). t = 10 adds (2,5) = 10.
+  opt.rules = {rule(kTop, 0.2), rule(kRel, 0.6), rule(kAbs, 10)};
+  Accumulator acc(shape_for(3, 1, 1, 6));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, sim, uniform_attention(b, 1));
+  EXPECT_EQ(acc.at("high_pairs", 0)[0], 3);
+  EXPECT_EQ(acc.at("high_pairs", 1)[0], 3);
+  EXPECT_EQ(acc.at("high_pairs", 2)[0], 4);
+  const at::Tensor m = stats.selection_matrix(1)[0][0];
+  EXPECT_EQ(m[4][5].item<int>(), 1);
+  EXPECT_EQ(m[3][5].item<int>(), 1);
+  EXPECT_EQ(m[3][4].item<int>(), 1);
+  EXPECT_EQ(m.sum().item<int64_t>(), 3);
+  // Distances of the top 3: 1, 2, 1.
+  EXPECT_EQ(acc.at("distance_hist", 0)[1], 2);
+  EXPECT_EQ(acc.at("distance_hist", 0)[2], 1);
+  // Anchor tie: positions 3, 4, 5 have two endpoints each; the smallest id (10) wins.
+  EXPECT_EQ(stats.per_sample().anchor_token[0], 10);
+  EXPECT_FLOAT_EQ(stats.per_sample().anchor_share[0], 2.0f / 6.0f);
+  // Rule 2 adds (2,5): position 5 now has 3 endpoints, so token 10 wins outright.
+  EXPECT_EQ(stats.per_sample().anchor_token[2], 10);
+  EXPECT_FLOAT_EQ(stats.per_sample().anchor_share[2], 3.0f / 8.0f);
+  EXPECT_TRUE(check_invariants(acc).empty());
+}
+
+TEST(HandBuilt, TiesGoToSmallerIThenSmallerJ) {
+  const HandBatch b{6, {101, 1, 2, 3, 4, 102}, {-1, 0, 0, 0, 0, -1}, {6}};
+  const at::Tensor v = at::ones({1, 1, 6, 4}, at::kDouble);  // every C_ij = 4
+  StatisticsOptions opt;
+  opt.rules = {rule(kTop, 0.2)};  // k = 3 of 15 equal pairs
+  Accumulator acc(shape_for(1, 1, 1, 6));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, context_similarity(v, valid_of(b)), uniform_attention(b, 1));
+  const at::Tensor m = stats.selection_matrix(0)[0][0];
+  EXPECT_EQ(m[0][1].item<int>() + m[0][2].item<int>() + m[0][3].item<int>(), 3);
+  EXPECT_EQ(m.sum().item<int64_t>(), 3);
+}
+
+TEST(HandBuilt, RoundingIsHalfAwayFromZero) {
+  // n = 5 → P = 10; f = 0.25 → 2.5 → 3 pairs (banker's rounding would give 2).
+  const HandBatch b{5, {101, 1, 2, 3, 102}, {-1, 0, 0, 0, -1}, {5}};
+  const at::Tensor v = at::arange(1, 6, at::kDouble).view({1, 1, 5, 1});
+  StatisticsOptions opt;
+  opt.rules = {rule(kTop, 0.25), rule(kTop, 0.0001)};  // the second: max(1, round(0.001)) = 1
+  Accumulator acc(shape_for(2, 1, 1, 5));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, context_similarity(v, valid_of(b)), uniform_attention(b, 1));
+  EXPECT_EQ(acc.at("high_pairs", 0)[0], 3);
+  EXPECT_EQ(acc.at("high_pairs", 1)[0], 1);
+}
+
+TEST(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
+  const HandBatch b{5, {101, 1, 2, 3, 102}, {-1, 0, 0, 0, -1}, {5}};
+  at::Tensor sim = at::zeros({1, 1, 5, 5}, at::kDouble);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 5; ++j)
+      if (i != j) sim[0][0][i][j] = -1.0 - i - j;
+  StatisticsOptions opt;
+  opt.rules = {rule(kRel, 0.5), rule(kTop, 0.01), rule(kAbs, -3.0)};
+  Accumulator acc(shape_for(3, 1, 1, 5));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, sim, uniform_attention(b, 1));
+  EXPECT_EQ(acc.at("high_pairs", 0)[0], 0);
+  EXPECT_EQ(stats.per_sample().anchor_token[0], -1);
+  EXPECT_EQ(stats.per_sample().anchor_share[0], 0.0f);
+  EXPECT_EQ(acc.at("samples_with_pairs", 0)[0], 0);
+  EXPECT_EQ(acc.at("high_pairs", 1)[0], 1);  // the least negative pair (0,1) = -2
+  EXPECT_EQ(stats.selection_matrix(1)[0][0][0][1].item<int>(), 1);
+  EXPECT_EQ(acc.at("high_pairs", 2)[0], 2);  // (0,1) = -2 and (0,2) = -3
+  EXPECT_TRUE(check_invariants(acc).empty());
+}
+
+TEST(HandBuilt, PaddingNeverSelected) {
+  // Two samples, T = 8: 4 and 8 valid. [PAD] vectors are huge but must not count.
+  HandBatch b{8, {101, 5, 6, 102, 0, 0, 0, 0, 101, 5, 6, 7, 8, 9, 5, 102},
+              {-1, 0, 0, -1, -1, -1, -1, -1, -1, 0, 0, 0, 1, 1, 1, -1}, {4, 8}};
+  at::Tensor v = at::rand({2, 1, 8, 3}, at::kDouble);
+  v[0][0].slice(0, 4, 8).fill_(1000.0);
+  const at::Tensor sim = context_similarity(v, valid_of(b));
+  EXPECT_EQ(sim[0][0].slice(0, 4, 8).abs().max().item<double>(), 0.0);
+  StatisticsOptions opt;
+  opt.rules = {rule(kTop, 0.5), rule(kAbs, -1e9)};
+  opt.special_ids = {0, 101, 102};
+  Accumulator acc(shape_for(2, 1, 1, 8));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, sim, uniform_attention(b, 1));
+  // P = 6 and 28 → top half: 3 + 14; absolute selects every valid pair: 34.
+  EXPECT_EQ(acc.at("high_pairs", 0)[0], 17);
+  EXPECT_EQ(acc.at("high_pairs", 1)[0], 34);
+  EXPECT_EQ(*acc.at("valid_pairs"), 34);
+  EXPECT_EQ(stats.selection_matrix(1)[0][0].slice(1, 4, 8).sum().item<int64_t>(), 0);
+  // Repetition: token 5 at positions 1 and 6 of sample 1; [PAD] pairs never count.
+  EXPECT_EQ(*acc.at("same_token_all"), 1);
+  EXPECT_TRUE(check_invariants(acc).empty());
+}
+
+TEST(HandBuilt, ProjectedMetricEqualsExplicitProjection) {
+  // C = o (W Wᵀ) oᵀ equals the dot products of the projected vectors o W.
+  const at::Tensor o = at::randn({2, 3, 5, 4}, at::kDouble);
+  const at::Tensor w = at::randn({3, 4, 7}, at::kDouble);  // [H, d, hidden]
+  const at::Tensor valid = at::ones({2, 5}, at::kBool);
+  const at::Tensor via_metric = context_similarity(o, valid, projection_metric(w));
+  const at::Tensor explicit_sim = context_similarity(at::matmul(o, w), valid);
+  EXPECT_LT((via_metric - explicit_sim).abs().max().item<double>(), 1e-12);
+}
+
+TEST(Accumulator, MergeIsElementwiseSumAndChecksShape) {
+  Accumulator a(shape_for(2, 1, 1, 4)), b(shape_for(2, 1, 1, 4)), other(shape_for(1, 1, 1, 4));
+  a.at("high_pairs", 1)[0] = 3;
+  b.at("high_pairs", 1)[0] = 4;
+  *b.at("samples") = 2;
+  a.merge(b);
+  EXPECT_EQ(a.at("high_pairs", 1)[0], 7);
+  EXPECT_EQ(*a.at("samples"), 2);
+  EXPECT_THROW(a.merge(other), Error);
+}
+
+// ------------------------------------------ real samples through a tiny random model -----
+
+class BrownTiny : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(test::kBrownPath)) return;
+    dir_ = new test::TempDir();
+    BertConfig c = BertConfig::preset("bert-tiny");
+    write_random_checkpoint(c, 11, test::kVocabPath, (dir_->path / "m").string());
+    model64_ = new BertModel(BertModel::load((dir_->path / "m").string(), at::kDouble));
+    CorpusOptions co;
+    co.path = test::kBrownPath;
+    co.max_documents = 40;
+    BertTokenizer tok(Vocab::load(test::kVocabPath), TokenizerOptions{});
+    SampleOptions so;
+    so.num_samples = 200;
+    so.seed = 5;
+    samples_ = new SampleSet(build_samples(tokenize_corpus(read_corpus(co), tok), so, SpecialIds::from(tok.vocab())));
+    opt_.rules = {rule(kTop, 0.01), rule(kRel, 0.9), rule(kAbs, 0.0)};
+    opt_.separator_ids = {1012, 1010, 102};
+    opt_.special_ids = {0, 100, 101, 102, 103};
+  }
+  static void TearDownTestSuite() {
+    delete samples_;
+    delete model64_;
+    delete dir_;
+  }
+  void SetUp() override { test::require_data(); }
+  // Accumulates samples [first, last) in batches of `batch`.
+  static Accumulator accumulate(const Analysis& an, int64_t first, int64_t last, int64_t batch) {
+    Accumulator acc(an.shape(samples_->seq_len));
+    const int64_t T = samples_->seq_len;
+    for (int64_t b0 = first; b0 < last; b0 += batch) {
+      const int64_t B = std::min(batch, last - b0);
+      an.run_batch(BatchSamples{&samples_->token_ids[size_t(b0 * T)], &samples_->sentence_ids[size_t(b0 * T)],
+                                &samples_->n_valid[size_t(b0)], B, T}, acc);
+    }
+    return acc;
+  }
+  static test::TempDir* dir_;
+  static BertModel* model64_;
+  static SampleSet* samples_;
+  static StatisticsOptions opt_;
+};
+test::TempDir* BrownTiny::dir_ = nullptr;
+BertModel* BrownTiny::model64_ = nullptr;
+SampleSet* BrownTiny::samples_ = nullptr;
+StatisticsOptions BrownTiny::opt_;
+
+TEST_F(BrownTiny, InvariantsHoldOn200Samples) {
+  const Analysis an(*model64_, opt_, false);
+  const Accumulator acc = accumulate(an, 0, 200, 8);
+  const auto bad = check_invariants(acc);
+  EXPECT_TRUE(bad.empty()) << bad.front();
+  EXPECT_EQ(*acc.at("samples"), 200);
+  // Rule 0 selects 1% of each sample's pairs: high_pairs = Σ max(1, round(0.01 P)) per head.
+  int64_t expect = 0;
+  for (auto n : samples_->n_valid) {
+    const int64_t P = int64_t(n) * (n - 1) / 2;
+    expect += std::min<int64_t>(P, std::max<int64_t>(1, int64_t(std::round(0.01 * double(P)))));
+  }
+  for (int64_t lh = 0; lh < 4; ++lh) EXPECT_EQ(acc.at("high_pairs", 0)[lh], expect);
+  // absolute 0.0 keeps only non-negative pairs; with every rule selecting, samples have anchors.
+  EXPECT_EQ(acc.at("samples_with_pairs", 0)[0], 200);
+}
+
+TEST_F(BrownTiny, MergingHalvesEqualsOnePass) {
+  const Analysis an(*model64_, opt_, false);
+  const Accumulator all = accumulate(an, 0, 64, 8);
+  Accumulator a = accumulate(an, 0, 32, 8);
+  a.merge(accumulate(an, 32, 64, 8));
+  EXPECT_TRUE(a == all);
+}
+
+TEST_F(BrownTiny, BatchSizeDoesNotChangeIntegerAggregates) {
+  const Analysis an(*model64_, opt_, false);
+  EXPECT_TRUE(accumulate(an, 0, 49, 1) == accumulate(an, 0, 49, 7));
+}
+
+TEST_F(BrownTiny, ProjectedVectorsGiveSoundStatistics) {
+  const Analysis an(*model64_, opt_, true);
+  const Accumulator acc = accumulate(an, 0, 40, 8);
+  EXPECT_TRUE(check_invariants(acc).empty());
+  EXPECT_GT(acc.at("high_pairs", 0)[0], 0);
+}
+
+}  // namespace
+}  // namespace ctxsim

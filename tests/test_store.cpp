@@ -1,0 +1,143 @@
+// The store of a real one-process run (tiny random model, Brown samples), reopened with the
+// HDF5 C API: shapes, attributes, descriptions, the complete flag, and cross-checks between
+// per-sample and aggregate datasets.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+
+#include "pipeline/hdf5.h"
+#include "pipeline/run.h"
+#include "pipeline/store.h"
+#include "stages/error.h"
+#include "stages/random_checkpoint.h"
+#include "test_helpers.h"
+
+namespace ctxsim {
+namespace {
+
+std::vector<hsize_t> dims(hid_t file, const std::string& path) {
+  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+  return h5::dims_of(ds);
+}
+
+herr_t collect_datasets(hid_t, const char* name, const H5O_info_t* info, void* out) {
+  if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
+}
+
+class RunStore : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(test::kBrownPath)) return;
+    tmp_ = new test::TempDir();
+    write_random_checkpoint(BertConfig::preset("bert-tiny"), 2, test::kVocabPath, (tmp_->path / "model").string());
+    const std::string cfg = tmp_->write("c.yaml",
+        "corpus: {path: data/brown, max_documents: 30}\n"
+        "samples: {num_samples: 40, seed: 9}\n"
+        "model: {path: " + (tmp_->path / "model").string() + "}\n"
+        "selection: [{top_fraction: 0.01}, {relative_to_max: 0.95}]\n"
+        "statistics: {examples: [0, 5]}\n"
+        "output: {dir: " + (tmp_->path / "out").string() + "}\n"
+        "runtime: {batch_size: 3, unit_size: 8}\n");
+    std::ostringstream out;
+    rc_ = run_job(cfg, {}, out);
+    summary_ = out.str();
+  }
+  static void TearDownTestSuite() { delete tmp_; }
+  void SetUp() override {
+    test::require_data();
+    ASSERT_EQ(rc_, 0);
+    file_ = h5::Id(H5Fopen((tmp_->path / "out/store.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "open store");
+  }
+  static test::TempDir* tmp_;
+  static int rc_;
+  static std::string summary_;
+  h5::Id file_;
+};
+test::TempDir* RunStore::tmp_ = nullptr;
+int RunStore::rc_ = -1;
+std::string RunStore::summary_;
+
+TEST_F(RunStore, RootAttributes) {
+  EXPECT_EQ(h5::get_attr_int(file_, "complete"), 1);
+  EXPECT_EQ(h5::get_attr_int(file_, "schema_version"), kStoreSchemaVersion);
+  EXPECT_NE(h5::get_attr_string(file_, "config").find("num_samples: 40"), std::string::npos);
+  EXPECT_EQ(h5::get_attr_string(file_, "model_sha256"), sha256_file((tmp_->path / "model/model.safetensors").string()));
+  EXPECT_EQ(h5::get_attr_string(file_, "vocab_sha256"), "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3");
+  EXPECT_FALSE(h5::get_attr_string(file_, "finished").empty());
+  EXPECT_FALSE(h5::get_attr_string(file_, "git_revision").empty());
+  EXPECT_EQ(h5::get_attr_int(file_, "ranks"), 1);
+}
+
+TEST_F(RunStore, ShapesAsDocumented) {
+  EXPECT_EQ(dims(file_, "samples/token_ids"), (std::vector<hsize_t>{40, 128}));
+  EXPECT_EQ(dims(file_, "samples/sentence_ids"), (std::vector<hsize_t>{40, 128}));
+  EXPECT_EQ(dims(file_, "samples/n_valid"), (std::vector<hsize_t>{40}));
+  EXPECT_EQ(dims(file_, "samples/source"), (std::vector<hsize_t>{40, 2}));
+  EXPECT_EQ(dims(file_, "per_sample/anchor_token"), (std::vector<hsize_t>{2, 40, 2, 2}));
+  EXPECT_EQ(dims(file_, "per_sample/anchor_share"), (std::vector<hsize_t>{2, 40, 2, 2}));
+  EXPECT_EQ(dims(file_, "stats/top_fraction=0.01/distance_hist"), (std::vector<hsize_t>{2, 2, 128}));
+  EXPECT_EQ(dims(file_, "stats/relative_to_max=0.95/anchor_counts"), (std::vector<hsize_t>{2, 2, 30522}));
+  EXPECT_EQ(dims(file_, "stats/baseline/distance_all"), (std::vector<hsize_t>{128}));
+  EXPECT_EQ(dims(file_, "stats/attention/separator_mass"), (std::vector<hsize_t>{2, 2}));
+  EXPECT_EQ(dims(file_, "examples/attention"), (std::vector<hsize_t>{2, 2, 2, 128, 128}));
+  EXPECT_EQ(dims(file_, "examples/selected"), (std::vector<hsize_t>{2, 2, 2, 2, 128, 128}));
+}
+
+TEST_F(RunStore, EveryDatasetHasADescription) {
+  std::vector<std::string> names;
+  ASSERT_GE(H5Ovisit(file_, H5_INDEX_NAME, H5_ITER_NATIVE, collect_datasets, &names), 0);
+  EXPECT_GT(names.size(), 30u);
+  for (const auto& n : names) {
+    const h5::Id ds(H5Dopen2(file_, n.c_str(), H5P_DEFAULT), H5Dclose, n.c_str());
+    EXPECT_TRUE(h5::has_attr(ds, "description")) << n;
+  }
+}
+
+TEST_F(RunStore, PerSampleAgreesWithAggregates) {
+  const auto hp = h5::read_all<int32_t>(file_, "per_sample/high_pairs", H5T_NATIVE_INT32);  // [R, N, L, H]
+  for (int r = 0; r < 2; ++r) {
+    const std::string rule = r == 0 ? "top_fraction=0.01" : "relative_to_max=0.95";
+    const auto agg = h5::read_all<int64_t>(file_, "stats/" + rule + "/high_pairs", H5T_NATIVE_INT64);  // [L, H]
+    for (int lh = 0; lh < 4; ++lh) {
+      int64_t sum = 0;
+      for (int n = 0; n < 40; ++n) sum += hp[size_t((r * 40 + n) * 4 + lh)];
+      EXPECT_EQ(sum, agg[size_t(lh)]) << rule << " " << lh;
+    }
+  }
+  // Example 1 is sample 5: its stored selection has as many pairs as its per-sample count.
+  const auto sel = h5::read_all<uint8_t>(file_, "examples/selected", H5T_NATIVE_UINT8);  // [E, R, L, H, T, T]
+  const auto ids = h5::read_all<int64_t>(file_, "examples/sample_ids", H5T_NATIVE_INT64);
+  ASSERT_EQ(ids, (std::vector<int64_t>{0, 5}));
+  for (int r = 0; r < 2; ++r)
+    for (int lh = 0; lh < 4; ++lh) {
+      const size_t off = size_t((((1 * 2 + r) * 4) + lh) * 128 * 128);
+      const int64_t n = std::accumulate(sel.begin() + long(off), sel.begin() + long(off + 128 * 128), int64_t{0});
+      EXPECT_EQ(n, hp[size_t((r * 40 + 5) * 4 + lh)]);
+    }
+}
+
+TEST_F(RunStore, SummaryPrintsEveryLayerAndRule) {
+  EXPECT_NE(summary_.find("rule top_fraction=0.01"), std::string::npos) << summary_;
+  EXPECT_NE(summary_.find("rule relative_to_max=0.95"), std::string::npos);
+  EXPECT_NE(summary_.find("top anchors"), std::string::npos);
+}
+
+TEST_F(RunStore, SameConfigReusesDifferentConfigIsRefused) {
+  std::ostringstream out;
+  const std::string cfg = (tmp_->path / "c.yaml").string();
+  try {
+    run_job(cfg, {"samples.num_samples=30"}, out);
+    FAIL() << "a different config must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a run with a different config"), std::string::npos) << e.what();
+  }
+  // The refused run left the store as it was.
+  EXPECT_EQ(dims(file_, "samples/token_ids"), (std::vector<hsize_t>{40, 128}));
+}
+
+}  // namespace
+}  // namespace ctxsim
