@@ -64,6 +64,8 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   const at::Tensor rank_sorted = at::cumsum(is_new, 1) - 1;
   rank_ = at::empty({B_, T_}, at::kLong).scatter_(1, perm, rank_sorted);
   token_of_rank_ = at::full({B_, T_}, -1, at::kLong).scatter_(1, rank_sorted, sv);
+  rank_i_ = at_i(rank_);
+  rank_j_ = at_j(rank_);
 
   // Rule-independent baselines.
   *acc_.at("samples") += B_;
@@ -80,69 +82,115 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   out_.anchor_token.assign(n, -1);
   out_.anchor_share.assign(n, 0.0f);
   out_.high_pairs.assign(n, 0);
-  last_selection_.assign(static_cast<size_t>(R_), at::Tensor());
+  last_selection_.assign(static_cast<size_t>(R_), Selection{});
 }
 
-at::Tensor BatchStatistics::select(const SelectionRule& rule, const at::Tensor& c) const {
+namespace {
+
+// The smallest value of `dtype` that is >= t: comparing x >= it in dtype is the same as
+// comparing double(x) >= t (SPEC §3: thresholds are compared in double) without converting x.
+at::Tensor ceil_to_dtype(const at::Tensor& t_double, at::ScalarType dtype) {
+  if (dtype == at::kDouble) return t_double;
+  at::Tensor f = t_double.to(dtype);
+  const at::Tensor up = at::nextafter(f, at::full({}, std::numeric_limits<double>::infinity(), f.options()));
+  return at::where(f.to(at::kDouble) < t_double, up, f);
+}
+
+at::Tensor scalar_threshold(double t, const at::Tensor& like) {
+  return ceil_to_dtype(at::full({}, t, at::kDouble), like.scalar_type());
+}
+
+}  // namespace
+
+BatchStatistics::Selection BatchStatistics::select(const SelectionRule& rule, const at::Tensor& c) const {
   const at::Tensor pv = pair_valid_.unsqueeze(1);  // [B, 1, P]
   const double inf = std::numeric_limits<double>::infinity();
-  switch (rule.kind) {
-    case SelectionRule::Kind::TopFraction: {
-      // k = min(P, max(1, round(f·P))) per sample, 0 when the sample has no pair.
-      std::vector<int64_t> k(static_cast<size_t>(B_));
-      const int64_t* np = n_pairs_.data_ptr<int64_t>();
-      int64_t kmax = 0;
-      for (int64_t b = 0; b < B_; ++b) {
-        const int64_t P = np[b];
-        k[b] = P == 0 ? 0 : std::min<int64_t>(P, std::max<int64_t>(1, static_cast<int64_t>(std::round(rule.value * double(P)))));
-        kmax = std::max(kmax, k[b]);
-      }
-      if (kmax == 0) return at::zeros_like(c, at::kBool);
-      const at::Tensor masked = c.masked_fill(pv.logical_not(), -inf);
-      const at::Tensor top = std::get<0>(at::topk(masked, kmax, -1, /*largest=*/true, /*sorted=*/true));  // [B, H, kmax]
-      const at::Tensor kt = at::tensor(k, at::kLong);
-      const at::Tensor kth = top.gather(2, (kt.clamp_min(1) - 1).view({B_, 1, 1}).expand({B_, H_, 1}));   // [B, H, 1]
-      const at::Tensor above = masked > kth;
-      // Ties at the k-th value: the first ones in (i, j) order, as many as still needed.
-      const at::Tensor need = kt.view({B_, 1, 1}) - above.sum(-1, true);
-      const at::Tensor tie = masked == kth;
-      const at::Tensor tie_rank = at::cumsum(tie.to(at::kInt), -1);
-      at::Tensor sel = above | (tie & (tie_rank <= need));
-      return sel & (kt.view({B_, 1, 1}) > 0);
+  const int64_t P = c.size(2);
+  Selection out;
+  if (rule.kind == SelectionRule::Kind::TopFraction) {
+    // k = min(P, max(1, round(f·P))) per sample, 0 when the sample has no pair.
+    std::vector<int64_t> k(static_cast<size_t>(B_));
+    const int64_t* np = n_pairs_.data_ptr<int64_t>();
+    int64_t kmax = 0;
+    for (int64_t b = 0; b < B_; ++b) {
+      const int64_t n = np[b];
+      k[size_t(b)] = n == 0 ? 0 : std::min<int64_t>(n, std::max<int64_t>(1, static_cast<int64_t>(std::round(rule.value * double(n)))));
+      kmax = std::max(kmax, k[size_t(b)]);
     }
-    case SelectionRule::Kind::RelativeToMax: {
-      const at::Tensor cd = c.to(at::kDouble);
-      const at::Tensor mx = std::get<0>(cd.masked_fill(pv.logical_not(), -inf).max(-1, true));  // [B, H, 1]
-      const at::Tensor thr = mx * rule.value;
-      return pv & (cd >= thr) & (mx > 0);
+    const at::Tensor kt = at::tensor(k, at::kLong).view({B_, 1, 1});
+    if (kmax == 0) {
+      out.index = at::zeros({B_, H_, 0}, at::kLong);
+      out.mask = at::zeros({B_, H_, 0}, at::kBool);
+      return out;
     }
-    case SelectionRule::Kind::Absolute:
-      return pv & (c.to(at::kDouble) >= rule.value);
+    const at::Tensor masked = c.masked_fill(pv.logical_not(), -inf);
+    // One more than needed, to see whether the k-th value is tied with the next one.
+    const int64_t want = std::min(P, kmax + 1);
+    const auto top = at::topk(masked, want, -1, /*largest=*/true, /*sorted=*/true);
+    const at::Tensor values = std::get<0>(top), index = std::get<1>(top);        // [B, H, want]
+    const at::Tensor kth = values.gather(2, (kt.clamp_min(1) - 1).expand({B_, H_, 1}));
+    const at::Tensor next = values.gather(2, kt.clamp_max(want - 1).expand({B_, H_, 1}));
+    const bool has_next = (kt < n_pairs_.view({B_, 1, 1})).any().item<bool>();
+    const bool tie = has_next && ((kth == next) & (kt < n_pairs_.view({B_, 1, 1})) & (kt > 0)).any().item<bool>();
+    if (!tie && !opt_.dense_only) {
+      // The k largest are unambiguous: take topk's indices.
+      out.index = index.slice(2, 0, kmax);
+      out.mask = (at::arange(kmax, at::kLong).view({1, 1, kmax}) < kt).expand({B_, H_, kmax}).contiguous();
+      return out;
+    }
+    // Ties at the k-th value: every pair above it, then the first tied ones in (i, j) order.
+    const at::Tensor above = masked > kth;
+    const at::Tensor need = kt - above.sum(-1, true);
+    const at::Tensor tied = masked == kth;
+    const at::Tensor tie_rank = at::cumsum(tied.to(at::kInt), -1);
+    out.mask = (above | (tied & (tie_rank <= need))) & (kt > 0);
+    return out;
   }
-  return {};
+  at::Tensor dense;
+  if (rule.kind == SelectionRule::Kind::RelativeToMax) {
+    const at::Tensor mx = std::get<0>(c.masked_fill(pv.logical_not(), -inf).max(-1, true));  // [B, H, 1]
+    const at::Tensor thr = ceil_to_dtype(mx.to(at::kDouble) * rule.value, c.scalar_type());
+    dense = pv & (c >= thr) & (mx > 0);
+  } else {
+    dense = pv & (c >= scalar_threshold(rule.value, c));
+  }
+  // Few selected pairs: continue with their indices (cheaper); many: keep the dense mask.
+  const int64_t kmax = dense.sum(-1).max().item<int64_t>();
+  if (!opt_.dense_only && kmax * 16 <= P) {
+    const at::Tensor index = std::get<1>(at::topk(dense.to(at::kByte), kmax, -1, true, false));
+    out.index = index;
+    out.mask = dense.gather(2, index);
+    return out;
+  }
+  out.mask = dense;
+  return out;
 }
 
 at::Tensor BatchStatistics::selection_matrix(int64_t rule) const {
-  const at::Tensor sel = last_selection_.at(static_cast<size_t>(rule));
+  const Selection& sel = last_selection_.at(static_cast<size_t>(rule));
   at::Tensor m = at::zeros({B_, H_, T_ * T_}, at::kByte);
-  const at::Tensor flat = iu_ * T_ + ju_;
-  m.index_copy_(2, flat, sel.to(at::kByte));
+  const at::Tensor flat = iu_ * T_ + ju_;  // [P]
+  if (sel.index.defined()) {
+    m.scatter_(2, flat.index_select(0, sel.index.flatten()).view(sel.index.sizes()), sel.mask.to(at::kByte));
+  } else {
+    m.index_copy_(2, flat, sel.mask.to(at::kByte));
+  }
   return m.view({B_, H_, T_, T_});
 }
 
 void BatchStatistics::add_layer(int64_t layer, const at::Tensor& similarity, const at::Tensor& attention) {
-  const int64_t LH = H_;
-  const at::Tensor c = similarity.flatten(2).index_select(2, iu_ * T_ + ju_);  // [B, H, P]
+  const at::Tensor flat_ij = iu_ * T_ + ju_, flat_ji = ju_ * T_ + iu_;
+  const at::Tensor c = similarity.flatten(2).index_select(2, flat_ij);  // [B, H, P]
   const at::Tensor a_flat = attention.flatten(2);
-  const at::Tensor a_ij = a_flat.index_select(2, iu_ * T_ + ju_).to(at::kDouble);
-  const at::Tensor a_ji = a_flat.index_select(2, ju_ * T_ + iu_).to(at::kDouble);
-  const at::Tensor high_att = (at::maximum(a_ij, a_ji) >= opt_.attention_threshold) & pair_valid_.unsqueeze(1);  // [B, H, P]
+  const at::Tensor a_max = at::maximum(a_flat.index_select(2, flat_ij), a_flat.index_select(2, flat_ji));
+  const at::Tensor high_att = (a_max >= scalar_threshold(opt_.attention_threshold, a_max)) & pair_valid_.unsqueeze(1);  // [B, H, P]
 
-  const auto add_lh = [&](const char* name, int64_t rule, const at::Tensor& per_head /*[H] int64*/) {
-    int64_t* dst = acc_.at(name, rule) + layer * LH;
+  const auto add_lh = [&](const char* name, int64_t rule, const at::Tensor& per_head /*[H]*/) {
+    int64_t* dst = acc_.at(name, rule) + layer * H_;
+    if (per_head.numel() != H_) throw std::logic_error(std::string("statistics: ") + name + " is not per head");
     const at::Tensor h = per_head.to(at::kLong).contiguous();
     const int64_t* p = h.data_ptr<int64_t>();
-    for (int64_t k = 0; k < LH; ++k) dst[k] += p[k];
+    for (int64_t k = 0; k < H_; ++k) dst[k] += p[k];
   };
   add_lh("high_attention_all", 0, high_att.sum(at::IntArrayRef{0, 2}));
 
@@ -153,41 +201,60 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& similarity, con
   const at::Tensor mean = (mass * vrows).sum(-1) / vrows.sum(-1).clamp_min(1);                // [B, H]
   add_lh("separator_mass", 0, at::round(mean * kFixedPointScale).to(at::kLong).sum(0));
 
-  const at::Tensor tokens_i = tokens_.index_select(1, iu_), tokens_j = tokens_.index_select(1, ju_);  // [B, P]
   for (int64_t r = 0; r < R_; ++r) {
-    const at::Tensor sel = select(opt_.rules[static_cast<size_t>(r)], c);  // [B, H, P] bool
+    const Selection sel = select(opt_.rules[static_cast<size_t>(r)], c);
     last_selection_[static_cast<size_t>(r)] = sel;
-    const at::Tensor hp = sel.sum(-1);                                      // [B, H]
+    // Pair attributes of the selected slots: [B, H, K] gathered for a few selected pairs, or
+    // the [B, 1, P] per-sample tensors broadcast over heads when the mask is dense.
+    const bool sparse = sel.index.defined();
+    const at::Tensor& m = sel.mask;
+    const auto of_pairs = [&](const at::Tensor& bp /*[B, P]*/) {
+      return sparse ? bp.unsqueeze(1).expand({B_, H_, bp.size(1)}).gather(2, sel.index) : bp.unsqueeze(1);
+    };
+    const at::Tensor ss = of_pairs(same_sentence_), el = of_pairs(eligible_), st = of_pairs(same_token_);
+    const at::Tensor hp = m.sum(-1);                                                  // [B, H]
     add_lh("high_pairs", r, hp.sum(0));
-    add_lh("same_sentence", r, (sel & same_sentence_.unsqueeze(1)).sum(at::IntArrayRef{0, 2}));
-    add_lh("sentence_eligible", r, (sel & eligible_.unsqueeze(1)).sum(at::IntArrayRef{0, 2}));
-    add_lh("same_token", r, (sel & same_token_.unsqueeze(1)).sum(at::IntArrayRef{0, 2}));
-    add_lh("in_attention", r, (sel & high_att).sum(at::IntArrayRef{0, 2}));
-    // Distance histogram: per head, selected pairs summed over samples, binned by j - i.
-    const at::Tensor by_pair = sel.sum(0).to(at::kLong);                    // [H, P]
-    const at::Tensor hist = at::zeros({H_, T_}, at::kLong).index_add_(1, dist_, by_pair);
+    add_lh("same_sentence", r, (m & ss).sum(at::IntArrayRef{0, 2}));
+    add_lh("sentence_eligible", r, (m & el).sum(at::IntArrayRef{0, 2}));
+    add_lh("same_token", r, (m & st).sum(at::IntArrayRef{0, 2}));
+    add_lh("in_attention", r, (m & (sparse ? high_att.gather(2, sel.index) : high_att)).sum(at::IntArrayRef{0, 2}));
+    // Distance histogram: per head, selected pairs binned by j - i.
+    at::Tensor hist;
+    if (sparse) {
+      const int64_t K = m.size(2);
+      const at::Tensor bins = at::arange(H_, at::kLong).view({1, H_, 1}) * T_ + dist_.index_select(0, sel.index.flatten()).view({B_, H_, K});
+      hist = at::zeros({H_ * T_}, at::kLong).index_add_(0, bins.flatten(), m.to(at::kLong).flatten());
+    } else {
+      hist = at::zeros({H_, T_}, at::kLong).index_add_(1, dist_, m.sum(0).to(at::kLong));
+    }
     {
-      int64_t* dst = acc_.at("distance_hist", r) + layer * LH * T_;
-      const int64_t* p = hist.data_ptr<int64_t>();
-      for (int64_t k = 0; k < LH * T_; ++k) dst[k] += p[k];
+      int64_t* dst = acc_.at("distance_hist", r) + layer * H_ * T_;
+      const int64_t* p = hist.contiguous().data_ptr<int64_t>();
+      for (int64_t k = 0; k < H_ * T_; ++k) dst[k] += p[k];
     }
     // Anchor: endpoint counts per distinct token of the sample; ties go to the smaller id.
-    const at::Tensor self = sel.to(at::kLong);
-    const at::Tensor deg = at::zeros({B_, H_, T_}, at::kLong).index_add_(2, iu_, self).index_add_(2, ju_, self);
-    const at::Tensor counts = at::zeros({B_, H_, T_}, at::kLong).scatter_add_(2, rank_.unsqueeze(1).expand({B_, H_, T_}), deg);
-    const at::Tensor best = std::get<0>(counts.max(-1, true));             // [B, H, 1]
+    at::Tensor counts;  // [B, H, T] indexed by token rank
+    if (sparse) {
+      const at::Tensor ml = m.to(at::kLong);
+      counts = at::zeros({B_, H_, T_}, at::kLong).scatter_add_(2, of_pairs(rank_i_), ml).scatter_add_(2, of_pairs(rank_j_), ml);
+    } else {
+      // Dense: endpoint degree of each position from the square mask, then summed by token rank.
+      const at::Tensor square = at::zeros({B_, H_, T_ * T_}, at::kInt).index_copy_(2, flat_ij, m.to(at::kInt)).view({B_, H_, T_, T_});
+      const at::Tensor degree = (square.sum(-1) + square.sum(-2)).to(at::kLong);   // [B, H, T]
+      counts = at::zeros({B_, H_, T_}, at::kLong).scatter_add_(2, rank_.unsqueeze(1).expand({B_, H_, T_}), degree);
+    }
+    const at::Tensor best = std::get<0>(counts.max(-1, true));                     // [B, H, 1]
     const at::Tensor ranks = at::arange(T_, at::kLong).view({1, 1, T_});
     const at::Tensor best_rank = at::where(counts == best, ranks, at::full({}, T_, at::kLong)).amin(-1);  // [B, H]
     const at::Tensor has = hp > 0;
     const at::Tensor anchor = at::where(has, token_of_rank_.gather(1, best_rank.clamp_max(T_ - 1)), at::full({}, -1, at::kLong));
     const at::Tensor share = at::where(has, best.squeeze(-1).to(at::kDouble) / (2.0 * hp.to(at::kDouble)), at::zeros({}, at::kDouble));
-    // Pairs touching an occurrence of the anchor; noise = none of the three explanations.
-    const at::Tensor touch_i = tokens_i.unsqueeze(1) == anchor.unsqueeze(-1);
-    const at::Tensor touch_j = tokens_j.unsqueeze(1) == anchor.unsqueeze(-1);
-    const at::Tensor touches = sel & (touch_i | touch_j);
-    add_lh("anchor_pairs", r, touches.sum(at::IntArrayRef{0, 2}));
-    const at::Tensor explained = same_sentence_.unsqueeze(1) | same_token_.unsqueeze(1) | touch_i | touch_j;
-    add_lh("noise", r, (sel & explained.logical_not()).sum(at::IntArrayRef{0, 2}));
+    // Pairs touching an occurrence of the anchor (compared by rank: same token, same rank);
+    // noise = none of the three explanations.
+    const at::Tensor a3 = best_rank.unsqueeze(-1);
+    const at::Tensor touch = (of_pairs(rank_i_) == a3) | (of_pairs(rank_j_) == a3);
+    add_lh("anchor_pairs", r, (m & touch).sum(at::IntArrayRef{0, 2}));
+    add_lh("noise", r, (m & (ss | st | touch).logical_not()).sum(at::IntArrayRef{0, 2}));
     add_lh("samples_with_pairs", r, has.sum(0));
     // Distinct anchors across the heads of each sample.
     {

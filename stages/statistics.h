@@ -27,6 +27,7 @@ struct StatisticsOptions {
   double attention_threshold = 0.1;     // beta (SPEC §4.6)
   std::vector<int64_t> separator_ids;   // token ids of separators (SPEC §4.7)
   std::vector<int64_t> special_ids;     // [PAD] [UNK] [CLS] [SEP] [MASK]: never a repetition
+  bool dense_only = false;              // tests: always take the dense path (same results, slower)
 };
 
 // One batch of samples, row-major [B, T] as in SampleSet.
@@ -58,7 +59,13 @@ class BatchStatistics {
   at::Tensor selection_matrix(int64_t rule) const;
 
  private:
-  at::Tensor select(const SelectionRule& rule, const at::Tensor& c_pairs) const;  // [B, H, P] bool
+  // The selected pairs of one rule, either as indices into the P pairs with a validity mask
+  // ([B, H, K] each; few pairs) or, when index is undefined, as a dense mask [B, H, P].
+  struct Selection {
+    at::Tensor index;  // [B, H, K] int64, or undefined
+    at::Tensor mask;   // [B, H, K] or [B, H, P] bool
+  };
+  Selection select(const SelectionRule& rule, const at::Tensor& c_pairs) const;
   const StatisticsOptions& opt_;
   Accumulator& acc_;
   int64_t B_, T_, H_ = 0, L_, R_;
@@ -70,8 +77,9 @@ class BatchStatistics {
   at::Tensor same_sentence_, eligible_, same_token_;  // [B, P] bool
   at::Tensor n_pairs_;       // [B] int64
   at::Tensor rank_, token_of_rank_;  // [B, T]: rank of each position's token among the sample's distinct ids
+  at::Tensor rank_i_, rank_j_;       // [B, P]: token rank of each pair's endpoints
   at::Tensor separator_;     // [B, T] bool: valid separator keys
-  std::vector<at::Tensor> last_selection_;
+  std::vector<Selection> last_selection_;
   PerSampleStats out_;
 };
 

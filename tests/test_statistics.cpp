@@ -73,13 +73,20 @@ at::Tensor one_hot_vectors(const HandBatch& b) {
   return v;
 }
 
-TEST(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
+// Every hand-built case runs on both selection paths: indices of the few selected pairs, and
+// the dense mask over all pairs.
+class HandBuilt : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(Paths, HandBuilt, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "dense" : "sparse"; });
+
+TEST_P(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
   const HandBatch b = repeated_tokens();
   const at::Tensor sim = context_similarity(one_hot_vectors(b), valid_of(b));
   // C_ij = 1 exactly for the repeated pairs (1,3) (1,6) (3,6) (2,5); 0 elsewhere, diagonal 0.
   EXPECT_EQ(sim.sum().item<double>(), 8.0);
   EXPECT_EQ(sim[0][0][1][1].item<double>(), 0.0);
   StatisticsOptions opt;
+  opt.dense_only = GetParam();
   // 4 of P = 28 pairs: f = 1/7 gives round(4.0) = 4; t = 0.5 and a = 0.9 select the same.
   opt.rules = {rule(kTop, 1.0 / 7.0), rule(kAbs, 0.5), rule(kRel, 0.9)};
   opt.attention_threshold = 0.1;
@@ -126,11 +133,12 @@ TEST(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
 }
 
 // Vectors growing with position: o_i = i (one dimension), so C_ij = i·j.
-TEST(HandBuilt, VectorsGrowingWithPosition) {
+TEST_P(HandBuilt, VectorsGrowingWithPosition) {
   const HandBatch b{6, {101, 50, 40, 30, 20, 10}, {-1, 0, 0, 0, 0, 0}, {6}};
   at::Tensor v = at::arange(6, at::kDouble).view({1, 1, 6, 1});
   const at::Tensor sim = context_similarity(v, valid_of(b));
   StatisticsOptions opt;
+  opt.dense_only = GetParam();
   // P = 15. f = 0.2 → k = 3: (4,5)=20 (3,5)=15 (3,4)=12. a = 0.6 → C >= 12: the same three
   // (12 is included). t = 10 adds (2,5) = 10.
   opt.rules = {rule(kTop, 0.2), rule(kRel, 0.6), rule(kAbs, 10)};
@@ -157,10 +165,11 @@ TEST(HandBuilt, VectorsGrowingWithPosition) {
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
-TEST(HandBuilt, TiesGoToSmallerIThenSmallerJ) {
+TEST_P(HandBuilt, TiesGoToSmallerIThenSmallerJ) {
   const HandBatch b{6, {101, 1, 2, 3, 4, 102}, {-1, 0, 0, 0, 0, -1}, {6}};
   const at::Tensor v = at::ones({1, 1, 6, 4}, at::kDouble);  // every C_ij = 4
   StatisticsOptions opt;
+  opt.dense_only = GetParam();
   opt.rules = {rule(kTop, 0.2)};  // k = 3 of 15 equal pairs
   Accumulator acc(shape_for(1, 1, 1, 6));
   BatchStatistics stats(opt, b.view(), acc);
@@ -170,11 +179,12 @@ TEST(HandBuilt, TiesGoToSmallerIThenSmallerJ) {
   EXPECT_EQ(m.sum().item<int64_t>(), 3);
 }
 
-TEST(HandBuilt, RoundingIsHalfAwayFromZero) {
+TEST_P(HandBuilt, RoundingIsHalfAwayFromZero) {
   // n = 5 → P = 10; f = 0.25 → 2.5 → 3 pairs (banker's rounding would give 2).
   const HandBatch b{5, {101, 1, 2, 3, 102}, {-1, 0, 0, 0, -1}, {5}};
   const at::Tensor v = at::arange(1, 6, at::kDouble).view({1, 1, 5, 1});
   StatisticsOptions opt;
+  opt.dense_only = GetParam();
   opt.rules = {rule(kTop, 0.25), rule(kTop, 0.0001)};  // the second: max(1, round(0.001)) = 1
   Accumulator acc(shape_for(2, 1, 1, 5));
   BatchStatistics stats(opt, b.view(), acc);
@@ -183,13 +193,14 @@ TEST(HandBuilt, RoundingIsHalfAwayFromZero) {
   EXPECT_EQ(acc.at("high_pairs", 1)[0], 1);
 }
 
-TEST(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
+TEST_P(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
   const HandBatch b{5, {101, 1, 2, 3, 102}, {-1, 0, 0, 0, -1}, {5}};
   at::Tensor sim = at::zeros({1, 1, 5, 5}, at::kDouble);
   for (int i = 0; i < 5; ++i)
     for (int j = 0; j < 5; ++j)
       if (i != j) sim[0][0][i][j] = -1.0 - i - j;
   StatisticsOptions opt;
+  opt.dense_only = GetParam();
   opt.rules = {rule(kRel, 0.5), rule(kTop, 0.01), rule(kAbs, -3.0)};
   Accumulator acc(shape_for(3, 1, 1, 5));
   BatchStatistics stats(opt, b.view(), acc);
@@ -204,7 +215,7 @@ TEST(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
-TEST(HandBuilt, PaddingNeverSelected) {
+TEST_P(HandBuilt, PaddingNeverSelected) {
   // Two samples, T = 8: 4 and 8 valid. [PAD] vectors are huge but must not count.
   HandBatch b{8, {101, 5, 6, 102, 0, 0, 0, 0, 101, 5, 6, 7, 8, 9, 5, 102},
               {-1, 0, 0, -1, -1, -1, -1, -1, -1, 0, 0, 0, 1, 1, 1, -1}, {4, 8}};
@@ -213,6 +224,7 @@ TEST(HandBuilt, PaddingNeverSelected) {
   const at::Tensor sim = context_similarity(v, valid_of(b));
   EXPECT_EQ(sim[0][0].slice(0, 4, 8).abs().max().item<double>(), 0.0);
   StatisticsOptions opt;
+  opt.dense_only = GetParam();
   opt.rules = {rule(kTop, 0.5), rule(kAbs, -1e9)};
   opt.special_ids = {0, 101, 102};
   Accumulator acc(shape_for(2, 1, 1, 8));
@@ -228,7 +240,7 @@ TEST(HandBuilt, PaddingNeverSelected) {
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
-TEST(HandBuilt, ProjectedMetricEqualsExplicitProjection) {
+TEST_P(HandBuilt, ProjectedMetricEqualsExplicitProjection) {
   // C = o (W Wᵀ) oᵀ equals the dot products of the projected vectors o W.
   const at::Tensor o = at::randn({2, 3, 5, 4}, at::kDouble);
   const at::Tensor w = at::randn({3, 4, 7}, at::kDouble);  // [H, d, hidden]
@@ -326,6 +338,16 @@ TEST_F(BrownTiny, MergingHalvesEqualsOnePass) {
 TEST_F(BrownTiny, BatchSizeDoesNotChangeIntegerAggregates) {
   const Analysis an(*model64_, opt_, false);
   EXPECT_TRUE(accumulate(an, 0, 49, 1) == accumulate(an, 0, 49, 7));
+}
+
+TEST_F(BrownTiny, SparseAndDensePathsAgree) {
+  StatisticsOptions dense = opt_;
+  dense.dense_only = true;
+  // A threshold that selects few pairs, so that the sparse path is taken for it too.
+  dense.rules.push_back(rule(kRel, 0.999));
+  StatisticsOptions sparse = dense;
+  sparse.dense_only = false;
+  EXPECT_TRUE(accumulate(Analysis(*model64_, sparse, false), 0, 40, 8) == accumulate(Analysis(*model64_, dense, false), 0, 40, 8));
 }
 
 TEST_F(BrownTiny, ProjectedVectorsGiveSoundStatistics) {
