@@ -1,11 +1,16 @@
 #include "pipeline/commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "ctxsim_revision.h"
+#include "pipeline/checkpoint.h"
+#include "pipeline/comm.h"
+#include "pipeline/log.h"
+#include "pipeline/store.h"
 #include "pipeline/model_files.h"
 #include "pipeline/run.h"
 #include "stages/corpus.h"
@@ -41,8 +46,6 @@ SampleOptions sample_options(const Config& c) {
   o.seed = static_cast<uint64_t>(c.samples.seed);
   return o;
 }
-
-void log_info(const std::string& line) { std::cerr << "ctxsim: " << line << "\n"; }
 
 std::string join_pieces(const Vocab& vocab, const int32_t* ids, size_t n) {
   std::string s;
@@ -162,6 +165,24 @@ int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::is
 
 int cmd_run(const std::string& path, const std::vector<std::string>& overrides, std::ostream& out) {
   return run_job(path, overrides, out);
+}
+
+int cmd_status(const std::string& store, std::ostream& out) {
+  ensure_mpi();  // parallel HDF5 needs MPI even to read
+  const StoreInfo info = inspect_store(store);
+  if (!info.exists) throw Error(store, "no store here", "give the store.h5 of a run (output.dir/store.h5)");
+  if (info.complete) {
+    out << "complete\n";
+    return 0;
+  }
+  const auto c = read_checkpoint(checkpoint_path(store));
+  if (!c) {
+    out << "started, no unit done yet\n";
+    return 0;
+  }
+  const auto n = std::count(c->done.begin(), c->done.end(), uint8_t(1));
+  out << "units done: " << n << " of " << c->done.size() << " (generation " << c->generation << ")\n";
+  return 0;
 }
 
 int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>& overrides, int repeat, std::ostream& out) {

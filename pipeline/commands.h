@@ -28,6 +28,8 @@ int cmd_validate(const std::string& config, const std::vector<std::string>& over
 int cmd_samples(const std::string& config, const std::vector<std::string>& overrides, int64_t show, std::ostream& out);
 int cmd_tokenize(const std::string& vocab, bool cased, bool tokens, std::istream& in, std::ostream& out);
 int cmd_run(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
+// Where a run stands: complete, or units done according to its resume state.
+int cmd_status(const std::string& store, std::ostream& out);
 int cmd_bench_tokenizer(const std::string& config, const std::vector<std::string>& overrides, int repeat, std::ostream& out);
 
 }  // namespace ctxsim

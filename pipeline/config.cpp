@@ -228,7 +228,9 @@ const std::vector<Field>& schema() {
     f.push_back(double_field("runtime.progress_seconds", [](Config& c) -> double& { return c.runtime.progress_seconds; },
                              0.0, 1e6, true, "seconds between progress lines when not on a terminal"));
     f.push_back(int_field("runtime.flush_units", [](Config& c) -> int64_t& { return c.runtime.flush_units; }, 1, kBig,
-                          "flush resume state every N work units"));
+                          "make progress durable (resume state) every N completed work units"));
+    f.push_back(double_field("runtime.flush_seconds", [](Config& c) -> double& { return c.runtime.flush_seconds; }, 0.0, 1e7, true,
+                             "… or every N seconds, whichever comes first"));
     return f;
   }();
   return fields;
@@ -432,6 +434,9 @@ std::string identity_yaml(Config c) {
   c.output.report = defaults.output.report;
   c.runtime.threads = defaults.runtime.threads;
   c.runtime.progress_seconds = defaults.runtime.progress_seconds;
+  c.runtime.flush_units = defaults.runtime.flush_units;
+  c.runtime.flush_seconds = defaults.runtime.flush_seconds;
+  c.runtime.device = defaults.runtime.device;
   return to_yaml(c, false);
 }
 

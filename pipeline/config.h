@@ -52,7 +52,8 @@ struct Config {
     int64_t unit_size = 64;               // samples per work unit (never derived from rank count)
     std::string device = "auto";          // auto | cpu | cuda
     double progress_seconds = 30;         // seconds between progress lines in non-terminal logs
-    int64_t flush_units = 1;              // flush resume state every N units
+    int64_t flush_units = 1;              // make progress durable every N completed units …
+    double flush_seconds = 60;            // … or every N seconds, whichever comes first
   } runtime;
 
   // Where each key's value came from ("configs/x.yaml:4:9", "command line", absent = default):
@@ -78,7 +79,8 @@ void check_paths(const Config& config);
 std::string to_yaml(const Config& config, bool with_comments = true);
 
 // The YAML of the settings that determine a run's results: to_yaml without the keys that only
-// steer how it runs (output.overwrite, output.report, runtime.threads, runtime.progress_seconds).
+// steer how it runs (output.overwrite and .report; runtime threads, device, progress and flush
+// intervals).
 // Two runs may share a store only when these agree.
 std::string identity_yaml(Config config);
 

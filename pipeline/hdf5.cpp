@@ -145,16 +145,23 @@ std::vector<hsize_t> dims_of(hid_t ds) {
   return d;
 }
 
+void write_none(hid_t ds, hid_t mem_type, hid_t dxpl) {
+  const Id file_space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+  CTXSIM_H5(H5Sselect_none(file_space));
+  const hsize_t one = 1;
+  const Id mem(H5Screate_simple(1, &one, nullptr), H5Sclose, "H5Screate_simple");
+  CTXSIM_H5(H5Sselect_none(mem));
+  char dummy[16] = {};
+  CTXSIM_H5(H5Dwrite(ds, mem_type, mem, file_space, dxpl, dummy));
+}
+
 void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start,
                 const std::vector<hsize_t>& count, hid_t dxpl) {
   const Id file_space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
   hsize_t total = 1;
   for (auto c : count) total *= c;
-  if (total == 0) {
-    CTXSIM_H5(H5Sselect_none(file_space));
-    const Id mem(H5Screate(H5S_NULL), H5Sclose, "H5Screate");
-    CTXSIM_H5(H5Sselect_none(mem));
-    CTXSIM_H5(H5Dwrite(ds, mem_type, mem, file_space, dxpl, data));
+  if (total == 0 || count.empty()) {
+    write_none(ds, mem_type, dxpl);
     return;
   }
   CTXSIM_H5(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));

@@ -59,6 +59,8 @@ Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::
 // rank takes part in a collective write with nothing to write). dxpl: transfer properties.
 void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start,
                 const std::vector<hsize_t>& count, hid_t dxpl = H5P_DEFAULT);
+// Takes part in a collective write with nothing (any dataset, scalars included).
+void write_none(hid_t ds, hid_t mem_type, hid_t dxpl);
 // Whole-dataset helpers.
 void write_all(hid_t ds, hid_t mem_type, const void* data, hid_t dxpl = H5P_DEFAULT);
 std::vector<hsize_t> dims_of(hid_t ds);

@@ -7,10 +7,31 @@
 #include <iostream>
 #include <sstream>
 
+#include "pipeline/log.h"
 #include "pipeline/run.h"
+
+#include <mpi.h>
 
 #include "pipeline/commands.h"
 #include "stages/error.h"
+
+namespace {
+
+// An error only this rank knows about: report it once and, when other ranks may be waiting in
+// a collective, end the whole job instead of leaving them to hang.
+int fail(const std::string& message, int code) {
+  ctxsim::log_error(message);
+  int ready = 0, finalized = 0, size = 1;
+  MPI_Initialized(&ready);
+  MPI_Finalized(&finalized);
+  if (ready && !finalized) {
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // LibTorch's multi-MB per-layer temporaries would otherwise get a fresh mmap (and page
@@ -49,6 +70,8 @@ int main(int argc, char** argv) {
   summary->add_option("store", store_path, "store.h5 written by ctxsim run")->required();
   summary->add_option("--heads", heads_text, "layer:head list whose top anchors are shown, e.g. 0:3,11:0");
   summary->add_option("--top", summary_opts.top, "anchors shown per head")->capture_default_str();
+  auto* status = app.add_subcommand("status", "where a run stands: complete, or units done (from its resume state)");
+  status->add_option("store", store_path, "store.h5 of a run")->required();
   ctxsim::InitModelArgs init_args;
   auto* init = app.add_subcommand("init-model", "write a seeded random BERT checkpoint in the Hugging Face format");
   init->add_option("--preset", init_args.preset, "bert-base | bert-mini | bert-tiny")->capture_default_str();
@@ -98,15 +121,16 @@ int main(int argc, char** argv) {
       }
       return ctxsim::print_summary(store_path, summary_opts, std::cout);
     }
+    if (*status) return ctxsim::cmd_status(store_path, std::cout);
     if (*init) return ctxsim::cmd_init_model(init_args, std::cout);
     if (*info) return ctxsim::cmd_model_info(model_dir, model_dtype, std::cout);
     if (*bench_model) return ctxsim::cmd_bench_model(bench_args, std::cout);
+  } catch (const ctxsim::JobExit& e) {
+    return e.code();  // every rank agreed to stop; the reason is already printed
   } catch (const ctxsim::Error& e) {
-    std::cerr << "ctxsim: error: " << e.what() << "\n";
-    return 1;
+    return fail(e.what(), 1);
   } catch (const std::exception& e) {
-    std::cerr << "ctxsim: internal error: " << e.what() << " (please report it with the command line)\n";
-    return 3;
+    return fail(std::string("internal error: ") + e.what() + " (please report it with the command line)", 3);
   }
   return 0;
 }

@@ -1,48 +1,46 @@
-// The job in one process (issue 5 distributes it): samples → units → batches → forward →
-// per-layer similarity and statistics → store.
+// The job across MPI ranks. Rounds: in round k every rank computes the k-th of its pending work
+// units (or nothing), then all ranks agree in one small all-reduce on errors, SIGTERM and
+// progress, write their per-sample results collectively, and (when due) make the round durable:
+// store flush, accumulators reduced to rank 0, resume state renamed into place.
 #include "pipeline/run.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "ctxsim_revision.h"
+#include "pipeline/checkpoint.h"
+#include "pipeline/comm.h"
 #include "pipeline/commands.h"
 #include "pipeline/config.h"
+#include "pipeline/log.h"
 #include "pipeline/model_files.h"
+#include "pipeline/plan.h"
 #include "pipeline/progress.h"
 #include "pipeline/store.h"
-#include "stages/error.h"
-#include "stages/model.h"
-#include "stages/safetensors.h"
 #include "stages/analysis.h"
+#include "stages/error.h"
+#include "stages/safetensors.h"
 
 namespace fs = std::filesystem;
 
 namespace ctxsim {
 namespace {
 
-void log_info(const std::string& s) { std::cerr << "ctxsim: " << s << "\n"; }
+volatile std::sig_atomic_t g_terminate = 0;
+extern "C" void on_sigterm(int) { g_terminate = 1; }
 
-// MPI for the store's MPI-IO: initialised on first use, finalised at exit (MPI cannot be
-// initialised twice in one process, and a process may run several jobs, e.g. in tests).
-void ensure_mpi() {
-  int ready = 0;
-  MPI_Initialized(&ready);
-  if (ready) return;
-  MPI_Init(nullptr, nullptr);
-  std::atexit([] {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
-  });
-}
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -56,158 +54,349 @@ std::vector<uint16_t> half_bits(const at::Tensor& t) {
   return v;
 }
 
+// Test hooks (never set in production): CTXSIM_FAULT=<where>@<rank> makes that rank fail at
+// "setup" or in its first "unit"; CTXSIM_UNIT_DELAY_MS slows every unit down.
+bool fault_here(const std::string& where, int rank) {
+  const char* f = std::getenv("CTXSIM_FAULT");
+  return f && std::string(f) == where + "@" + std::to_string(rank);
+}
+
+// Runs fn on every rank; if it throws on any rank, the lowest failing rank prints its message
+// and every rank stops with exit code 1 (no rank is left waiting in a collective).
+template <class Fn>
+void coordinated(Communicator& world, Fn&& fn) {
+  std::string error;
+  try {
+    fn();
+  } catch (const Error& e) {
+    error = e.what();
+  } catch (const std::exception& e) {
+    error = std::string("internal error: ") + e.what();
+  }
+  int64_t first = error.empty() ? world.size() : world.rank();
+  world.allreduce(&first, 1, ReduceOp::Min);
+  if (first < world.size()) {
+    if (world.rank() == first) log_error(error);
+    throw JobExit(1);
+  }
+}
+
+std::string broadcast_string(Communicator& world, std::string s) {
+  int64_t n = int64_t(s.size());
+  world.broadcast(&n, sizeof n, 0);
+  s.resize(size_t(n));
+  if (n) world.broadcast(s.data(), size_t(n), 0);
+  return s;
+}
+
 }  // namespace
 
+JobExit::JobExit(int code) : std::runtime_error("job stopped with exit code " + std::to_string(code)), code_(code) {}
+
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
-  const auto t_start = std::chrono::steady_clock::now();
-  const Config c = load_config(config_path, overrides);
-  check_paths(c);
-  const std::string dir = model_dir(c);
-  if (dir.empty())
-    throw Error(c.where("model.path"), "a run needs a model", "set model.path to a Hugging Face BERT folder (scripts/setup.sh makes "
-                                                              "data/models/bert-base-seed0) or model.name");
-  // Parallel HDF5 needs MPI even to read a store's attributes.
+  const auto t_start = Clock::now();
   ensure_mpi();
-  // The output: refuse to replace a store made with another config unless asked to (checked
-  // before any work, so a refused run writes nothing).
-  const std::string effective = identity_yaml(c);
-  const std::string store_path = (fs::path(c.output.dir) / "store.h5").string();
-  const StoreInfo existing = inspect_store(store_path);
-  if (existing.exists && !c.output.overwrite && !existing.config_yaml.empty() && existing.config_yaml != effective)
-    throw Error(c.where("output.dir"), store_path + " holds a run with a different config",
-                "choose another output.dir, or set output.overwrite=true to replace it");
+  MpiComm world(MPI_COMM_WORLD);
+  const int rank = world.rank(), size = world.size();
+  set_log_rank(rank, size);
+  g_terminate = 0;
+  std::signal(SIGTERM, on_sigterm);
 
-  const int threads = configure_threads(c.runtime.threads);
-  log_info(version_string() + "; config " + config_path + "; " + std::to_string(threads) + " threads");
+  Config c;
+  std::string dir, identity, store_path, progress_path;
+  coordinated(world, [&] {
+    c = load_config(config_path, overrides);
+    check_paths(c);
+    dir = model_dir(c);
+    if (dir.empty())
+      throw Error(c.where("model.path"), "a run needs a model",
+                  "set model.path to a Hugging Face BERT folder (scripts/setup.sh makes data/models/bert-base-seed0) or model.name");
+    identity = identity_yaml(c);
+    store_path = (fs::path(c.output.dir) / "store.h5").string();
+    progress_path = checkpoint_path(store_path);
+  });
 
-  BertTokenizer tokenizer = make_tokenizer(c);
-  const PreparedSamples prepared = prepare_samples(c, tokenizer);
-  const SampleSet& samples = prepared.samples;
-  log_info("samples: " + std::to_string(samples.size()) + " of " + std::to_string(samples.num_candidates) + " candidates, T=" +
-           std::to_string(samples.seq_len) + " (" + std::to_string(prepared.documents) + " documents, " +
-           std::to_string(prepared.sentences) + " sentences)");
+  // What to do with the output folder: decided by rank 0, the same for everyone.
+  enum Mode : int64_t { Create = 0, Resume = 1, AlreadyDone = 2 };
+  int64_t mode = Create;
+  std::optional<Checkpoint> checkpoint;
+  coordinated(world, [&] {
+    if (rank != 0) return;
+    const StoreInfo existing = inspect_store(store_path);
+    if (existing.exists && !c.output.overwrite && !existing.config_yaml.empty() && existing.config_yaml != identity)
+      throw Error(c.where("output.dir"), store_path + " holds a run with a different config",
+                  "choose another output.dir, or set output.overwrite=true to replace it");
+    if (existing.exists && existing.complete && existing.config_yaml == identity && !c.output.overwrite) {
+      mode = AlreadyDone;
+      return;
+    }
+    checkpoint = read_checkpoint(progress_path);
+    const std::string id_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(identity.data()), identity.size());
+    if (existing.exists && !existing.complete && existing.config_yaml == identity && checkpoint && checkpoint->identity == id_hash &&
+        !c.output.overwrite)
+      mode = Resume;
+    else
+      checkpoint.reset();
+  });
+  world.broadcast(&mode, sizeof mode, 0);
+  if (mode == AlreadyDone) {
+    log_info(store_path + " is already complete for this config; its summary:");
+    return rank == 0 ? print_summary(store_path, SummaryOptions{}, out) : 0;
+  }
 
+  int threads = 0;
+  PreparedSamples prepared;
+  std::optional<BertTokenizer> tokenizer;
+  std::optional<BertModel> model;
   LoadReport report;
-  const BertModel model = BertModel::load(dir, parse_dtype(c.model.dtype), &report);
-  const BertConfig& mc = model.config();
+  StatisticsOptions opt;
+  std::vector<int64_t> examples;
+  coordinated(world, [&] {
+    if (fault_here("setup", rank)) throw Error(c.where("corpus.path"), "injected fault: the corpus is unreadable on this rank", "test hook");
+    threads = configure_threads(c.runtime.threads, world.local_size());
+    log_info(version_string() + "; config " + config_path + "; " + std::to_string(size) + " rank(s) x " + std::to_string(threads) +
+             " thread(s), cpu");
+    tokenizer.emplace(make_tokenizer(c));
+    prepared = prepare_samples(c, *tokenizer);
+    model.emplace(BertModel::load(dir, parse_dtype(c.model.dtype), &report));
+    const BertConfig& mc = model->config();
+    if (c.samples.seq_len > mc.max_position_embeddings)
+      throw Error(c.where("samples.seq_len"), std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
+                                                  std::to_string(mc.max_position_embeddings) + ")", "lower samples.seq_len");
+    if (tokenizer->vocab().size() > mc.vocab_size)
+      throw Error(c.where("model.vocab"), "the vocabulary has " + std::to_string(tokenizer->vocab().size()) +
+                                              " tokens but the model's vocab_size is " + std::to_string(mc.vocab_size),
+                  "use the vocab.txt that belongs to the model");
+    opt.rules = c.selection;
+    opt.attention_threshold = c.statistics.attention_threshold;
+    for (const auto& s : c.statistics.separators) {
+      const int32_t id = tokenizer->vocab().id(s);
+      if (id < 0)
+        throw Error(c.where("statistics.separators"), "'" + s + "' is not a token of the vocabulary",
+                    "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
+      opt.separator_ids.push_back(id);
+    }
+    const Vocab& v = tokenizer->vocab();
+    for (int32_t id : {v.pad_id(), v.unk_id(), v.cls_id(), v.sep_id(), v.mask_id()})
+      if (id >= 0) opt.special_ids.push_back(id);
+    for (int64_t e : c.statistics.examples) {
+      if (e >= prepared.samples.size())
+        throw Error(c.where("statistics.examples"), "sample " + std::to_string(e) + " does not exist (" +
+                                                        std::to_string(prepared.samples.size()) + " samples)",
+                    "list sample ids below the sample count");
+      examples.push_back(e);
+    }
+  });
+  const SampleSet& samples = prepared.samples;
+  const BertConfig& mc = model->config();
   if (!report.unexpected.empty()) {
     std::string list;
     for (const auto& u : report.unexpected) list += " " + u;
     log_info("warning: tensors in " + dir + "/model.safetensors that BertModel does not use:" + list);
   }
-  log_info("model: " + dir + " (" + std::to_string(mc.num_layers) + " layers, " + std::to_string(mc.num_heads) + " heads, hidden " +
-           std::to_string(mc.hidden_size) + ", " + c.model.dtype + "), sha256 " + report.weights_sha256.substr(0, 16) + "…");
-  if (c.samples.seq_len > mc.max_position_embeddings)
-    throw Error(c.where("samples.seq_len"), std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
-                                                std::to_string(mc.max_position_embeddings) + ")", "lower samples.seq_len");
-  if (tokenizer.vocab().size() > mc.vocab_size)
-    throw Error(c.where("model.vocab"), "the vocabulary has " + std::to_string(tokenizer.vocab().size()) +
-                                            " tokens but the model's vocab_size is " + std::to_string(mc.vocab_size),
-                "use the vocab.txt that belongs to the model");
+  log_info("samples: " + std::to_string(samples.size()) + " of " + std::to_string(samples.num_candidates) + " candidates, T=" +
+           std::to_string(samples.seq_len) + "; model " + dir + " (" + std::to_string(mc.num_layers) + " layers, " +
+           std::to_string(mc.num_heads) + " heads, " + c.model.dtype + ")");
 
-  StatisticsOptions opt;
-  opt.rules = c.selection;
-  opt.attention_threshold = c.statistics.attention_threshold;
-  for (const auto& s : c.statistics.separators) {
-    const int32_t id = tokenizer.vocab().id(s);
-    if (id < 0)
-      throw Error(c.where("statistics.separators"), "'" + s + "' is not a token of the vocabulary",
-                  "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
-    opt.separator_ids.push_back(id);
+  const Analysis analysis(*model, opt, c.model.vector == "projected");
+  Accumulator acc_new(analysis.shape(samples.seq_len));  // this rank's units since the last flush
+  Accumulator acc_done = acc_new;                        // rank 0: every flushed unit
+  const auto units = make_units(samples.size(), c.runtime.unit_size);
+  std::vector<uint8_t> done(units.size(), 0);
+
+  StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads, mc.vocab_size, c.selection, examples, acc_new.fields()};
+  const std::string id_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(identity.data()), identity.size());
+  int64_t generation = 0;
+  if (mode == Resume) {
+    if (rank == 0) {
+      if (checkpoint->done.size() != units.size() || checkpoint->acc.size() != acc_done.buffer().size())
+        throw std::logic_error("resume state does not match the plan");
+      done = checkpoint->done;
+      acc_done.buffer() = checkpoint->acc;
+      generation = checkpoint->generation;
+    }
+    world.broadcast(done.data(), done.size(), 0);
   }
-  for (int32_t id : {tokenizer.vocab().pad_id(), tokenizer.vocab().unk_id(), tokenizer.vocab().cls_id(),
-                     tokenizer.vocab().sep_id(), tokenizer.vocab().mask_id()})
-    if (id >= 0) opt.special_ids.push_back(id);
-  std::vector<int64_t> examples;
-  for (int64_t e : c.statistics.examples) {
-    if (e >= samples.size())
-      throw Error(c.where("statistics.examples"), "sample " + std::to_string(e) + " does not exist (" +
-                                                      std::to_string(samples.size()) + " samples)", "list sample ids below the sample count");
-    examples.push_back(e);
-  }
-
-  const Analysis analysis(model, opt, c.model.vector == "projected");
-  const StatsShape shape = analysis.shape(samples.seq_len);
-  Accumulator acc(shape);
-
-  StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads, mc.vocab_size, c.selection, examples};
-  StoreAttributes attrs;
-  attrs.config_yaml = effective;
-  attrs.config_path = config_path;
-  attrs.model_path = dir;
-  attrs.model_sha256 = report.weights_sha256;
   const std::string vocab_path = c.model.vocab.empty() ? (fs::path(dir) / "vocab.txt").string() : c.model.vocab;
-  const std::string vocab_text = read_bytes(vocab_path);
-  attrs.vocab_path = vocab_path;
-  attrs.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab_text.data()), vocab_text.size());
-  attrs.corpus = c.corpus.format + ":" + c.corpus.path + " (" + std::to_string(prepared.documents) + " documents)";
-  attrs.version = version_string();
-  attrs.git_revision = CTXSIM_GIT_REVISION;
-  attrs.started = utc_now();
-  attrs.vector_kind = c.model.vector;
-  attrs.dtype = c.model.dtype;
-  attrs.threads = threads;
-  fs::create_directories(c.output.dir);
-  Store store(store_path, MPI_COMM_WORLD, layout, attrs);
-  store.write_samples(samples, vocab_text);
+  std::optional<Store> store;
+  if (mode == Resume) {
+    store.emplace(Store::open(store_path, world.mpi(), rank, layout));
+    const int64_t n_done = std::count(done.begin(), done.end(), uint8_t(1));
+    log_info("resuming " + store_path + ": " + std::to_string(n_done) + " of " + std::to_string(units.size()) + " units done");
+  } else {
+    if (rank == 0) fs::create_directories(c.output.dir);
+    world.barrier();
+    if (rank == 0) fs::remove(progress_path);
+    StoreAttributes attrs;
+    attrs.config_yaml = identity;
+    attrs.config_path = config_path;
+    attrs.model_path = dir;
+    attrs.model_sha256 = report.weights_sha256;
+    const std::string vocab_text = read_bytes(vocab_path);
+    attrs.vocab_path = vocab_path;
+    attrs.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab_text.data()), vocab_text.size());
+    attrs.corpus = c.corpus.format + ":" + c.corpus.path + " (" + std::to_string(prepared.documents) + " documents)";
+    attrs.version = version_string();
+    attrs.git_revision = CTXSIM_GIT_REVISION;
+    attrs.started = utc_now();
+    attrs.vector_kind = c.model.vector;
+    attrs.dtype = c.model.dtype;
+    attrs.ranks = size;
+    attrs.threads = threads;
+    attrs.devices = std::to_string(size) + " x cpu";
+    store.emplace(Store::create(store_path, world.mpi(), rank, layout, attrs));
+    store->write_samples(samples, vocab_text);
+  }
 
-  const int64_t N = samples.size(), T = samples.seq_len, U = c.runtime.unit_size, Bmax = c.runtime.batch_size;
-  const int64_t R = shape.rules;
-  Progress progress(N, c.runtime.progress_seconds);
-  double compute_s = 0, store_s = 0;
-  // Work units: fixed runs of unit_size samples, each split into batches of batch_size, so the
-  // arithmetic a sample sees does not depend on how units are dealt out.
-  for (int64_t u0 = 0; u0 < N; u0 += U) {
-    const int64_t u1 = std::min(N, u0 + U);
-    for (int64_t b0 = u0; b0 < u1; b0 += Bmax) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const int64_t B = std::min(Bmax, u1 - b0);
-      BatchSamples bs{&samples.token_ids[size_t(b0 * T)], &samples.sentence_ids[size_t(b0 * T)], &samples.n_valid[size_t(b0)], B, T};
-      std::vector<std::pair<int64_t, int64_t>> in_batch;  // (example index, row in batch)
-      for (size_t e = 0; e < examples.size(); ++e)
-        if (examples[e] >= b0 && examples[e] < b0 + B) in_batch.emplace_back(int64_t(e), examples[e] - b0);
-      std::vector<std::vector<at::Tensor>> ex_att(in_batch.size()), ex_sim(in_batch.size()), ex_sel(in_batch.size());
-      LayerHook keep_examples;
-      if (!in_batch.empty())
-        keep_examples = [&](int64_t, const at::Tensor& sim, const at::Tensor& attention, const BatchStatistics& stats) {
-          for (size_t k = 0; k < in_batch.size(); ++k) {
-            const int64_t row = in_batch[k].second;
-            ex_att[k].push_back(attention[row].to(at::kFloat).clone());
-            ex_sim[k].push_back(sim[row].to(at::kFloat).clone());
-            std::vector<at::Tensor> per_rule;
-            for (int64_t r = 0; r < R; ++r) per_rule.push_back(stats.selection_matrix(r)[row]);
-            ex_sel[k].push_back(at::stack(per_rule));  // [R, H, T, T]
+  // ------------------------------------------------------------------ the rounds ---------
+  const auto pending = pending_units(done);
+  const int64_t n_rounds = rounds(pending, size);
+  int64_t samples_done = 0;
+  for (size_t u = 0; u < units.size(); ++u)
+    if (done[u]) samples_done += units[u].count;
+  Progress progress(samples.size(), c.runtime.progress_seconds, rank == 0);
+  progress.update(samples_done);
+  const int64_t R = static_cast<int64_t>(c.selection.size()), L = mc.num_layers, H = mc.num_heads, T = samples.seq_len;
+  const int delay_ms = std::getenv("CTXSIM_UNIT_DELAY_MS") ? std::atoi(std::getenv("CTXSIM_UNIT_DELAY_MS")) : 0;
+  double compute_s = 0, store_s = 0, flush_s = 0;
+  int64_t units_since_flush = 0;
+  auto last_flush = Clock::now();
+
+  for (int64_t k = 0; k < n_rounds; ++k) {
+    const int64_t u = unit_of(pending, k, rank, size);
+    std::vector<int32_t> anchor_token, high_pairs;
+    std::vector<float> anchor_share;
+    std::string error;
+    const auto t0 = Clock::now();
+    if (u >= 0) {
+      try {
+        if (fault_here("unit", rank)) throw Error("unit " + std::to_string(u), "injected fault in a stage", "test hook");
+        const WorkUnit& unit = units[size_t(u)];
+        anchor_token.assign(size_t(R * unit.count * L * H), -1);
+        anchor_share.assign(anchor_token.size(), 0.0f);
+        high_pairs.assign(anchor_token.size(), 0);
+        for (const auto& [b0, B] : unit_batches(unit, c.runtime.batch_size)) {
+          const BatchSamples bs{&samples.token_ids[size_t(b0 * T)], &samples.sentence_ids[size_t(b0 * T)],
+                                &samples.n_valid[size_t(b0)], B, T};
+          std::vector<std::pair<int64_t, int64_t>> in_batch;  // (example index, row in batch)
+          for (size_t e = 0; e < examples.size(); ++e)
+            if (examples[e] >= b0 && examples[e] < b0 + B) in_batch.emplace_back(int64_t(e), examples[e] - b0);
+          std::vector<std::vector<at::Tensor>> ex_att(in_batch.size()), ex_sim(in_batch.size()), ex_sel(in_batch.size());
+          LayerHook keep_examples;
+          if (!in_batch.empty())
+            keep_examples = [&](int64_t, const at::Tensor& sim, const at::Tensor& attention, const BatchStatistics& stats) {
+              for (size_t q = 0; q < in_batch.size(); ++q) {
+                const int64_t row = in_batch[q].second;
+                ex_att[q].push_back(attention[row].to(at::kFloat).clone());
+                ex_sim[q].push_back(sim[row].to(at::kFloat).clone());
+                std::vector<at::Tensor> per_rule;
+                for (int64_t r = 0; r < R; ++r) per_rule.push_back(stats.selection_matrix(r)[row]);
+                ex_sel[q].push_back(at::stack(per_rule));  // [R, H, T, T]
+              }
+            };
+          const PerSampleStats ps = analysis.run_batch(bs, acc_new, keep_examples);
+          // [R, B, L, H] of the batch into [R, unit.count, L, H] of the unit.
+          for (int64_t r = 0; r < R; ++r) {
+            const size_t src = size_t(r * B * L * H), dst = size_t((r * unit.count + (b0 - unit.first)) * L * H), n = size_t(B * L * H);
+            std::copy_n(ps.anchor_token.begin() + long(src), n, anchor_token.begin() + long(dst));
+            std::copy_n(ps.anchor_share.begin() + long(src), n, anchor_share.begin() + long(dst));
+            std::copy_n(ps.high_pairs.begin() + long(src), n, high_pairs.begin() + long(dst));
           }
-        };
-      const PerSampleStats ps = analysis.run_batch(bs, acc, keep_examples);
-      const auto t1 = std::chrono::steady_clock::now();
-      store.write_per_sample(b0, B, ps.anchor_token, ps.anchor_share, ps.high_pairs);
-      for (size_t k = 0; k < in_batch.size(); ++k) {
-        const at::Tensor sel = at::stack(ex_sel[k], 1).contiguous();  // [R, L, H, T, T]
-        std::vector<uint8_t> sel_bytes(size_t(sel.numel()));
-        std::memcpy(sel_bytes.data(), sel.data_ptr(), sel_bytes.size());
-        store.write_example(in_batch[k].first, half_bits(at::stack(ex_att[k])), half_bits(at::stack(ex_sim[k])), sel_bytes);
+          for (size_t q = 0; q < in_batch.size(); ++q) {
+            const at::Tensor sel = at::stack(ex_sel[q], 1).contiguous();  // [R, L, H, T, T]
+            std::vector<uint8_t> sel_bytes(size_t(sel.numel()));
+            std::memcpy(sel_bytes.data(), sel.data_ptr(), sel_bytes.size());
+            store->write_example(in_batch[q].first, half_bits(at::stack(ex_att[q])), half_bits(at::stack(ex_sim[q])), sel_bytes);
+          }
+        }
+        if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      } catch (const Error& e) {
+        error = e.what();
+      } catch (const std::exception& e) {
+        error = std::string("internal error: ") + e.what();
       }
-      const auto t2 = std::chrono::steady_clock::now();
-      compute_s += std::chrono::duration<double>(t1 - t0).count();
-      store_s += std::chrono::duration<double>(t2 - t1).count();
-      progress.update(b0 + B);
+    }
+    compute_s += since(t0);
+
+    // One small all-reduce: [failed ranks, SIGTERM seen, samples done, rank 0 wants a flush].
+    const bool flush_due_by_time = rank == 0 && since(last_flush) >= c.runtime.flush_seconds;
+    int64_t ctrl[4] = {error.empty() ? 0 : 1, g_terminate ? 1 : 0, u >= 0 && error.empty() ? units[size_t(u)].count : 0,
+                       flush_due_by_time ? 1 : 0};
+    world.allreduce(ctrl, 4, ReduceOp::Sum);
+    if (ctrl[0] > 0) {
+      int64_t first = error.empty() ? size : rank;
+      world.allreduce(&first, 1, ReduceOp::Min);
+      if (rank == first) log_error(error);
+      throw JobExit(1);  // units of earlier rounds are already durable (flushed every round by default)
+    }
+    const auto t1 = Clock::now();
+    const int64_t count = u >= 0 ? units[size_t(u)].count : 0;
+    store->write_per_sample(u >= 0 ? units[size_t(u)].first : 0, count, anchor_token, anchor_share, high_pairs);
+    store_s += since(t1);
+    for (int r = 0; r < size; ++r) {
+      const int64_t v = unit_of(pending, k, r, size);
+      if (v >= 0) {
+        done[size_t(v)] = 1;
+        ++units_since_flush;
+      }
+    }
+    samples_done += ctrl[2];
+    const bool last = k + 1 == n_rounds;
+    if (last || ctrl[1] > 0 || ctrl[3] > 0 || units_since_flush >= c.runtime.flush_units) {
+      const auto t2 = Clock::now();
+      // Durability order: the units' per-sample data, then the state that vouches for it.
+      store->flush();
+      world.reduce_sum_to_root(acc_new.buffer().data(), acc_new.buffer().size());
+      if (rank == 0) {
+        acc_done.merge(acc_new);
+        write_checkpoint(progress_path, Checkpoint{id_hash, ++generation, done, acc_done.buffer()});
+      }
+      std::fill(acc_new.buffer().begin(), acc_new.buffer().end(), 0);
+      units_since_flush = 0;
+      last_flush = Clock::now();
+      flush_s += since(t2);
+    }
+    progress.update(samples_done);
+    if (ctrl[1] > 0 && !last) {
+      progress.finish();
+      log_info("SIGTERM: progress saved (" + std::to_string(samples_done) + " of " + std::to_string(samples.size()) +
+               " samples); rerun the same command to resume. Exit code " + std::to_string(kExitInterrupted) + ".");
+      throw JobExit(kExitInterrupted);
     }
   }
   progress.finish();
-  const auto bad = check_invariants(acc);
-  if (!bad.empty()) throw std::logic_error("statistics invariant violated: " + bad.front());
-  const auto t_store = std::chrono::steady_clock::now();
-  store.write_statistics(acc, c.statistics.attention_threshold, c.statistics.separators);
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  store.finish(utc_now(), total);
-  store_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_store).count();
+
+  // ------------------------------------------------------------------ the end ------------
+  std::string bad;
+  if (rank == 0) {
+    const auto v = check_invariants(acc_done);
+    if (!v.empty()) bad = v.front();
+  }
+  bad = broadcast_string(world, bad);
+  if (!bad.empty()) {
+    if (rank == 0) log_error("statistics invariant violated: " + bad + " (a bug: please report it)");
+    throw JobExit(3);
+  }
+  const auto t3 = Clock::now();
+  store->write_statistics(acc_done, c.statistics.attention_threshold, c.statistics.separators);
+  // Per-rank compute seconds, the same string on every rank (attributes are collective).
+  std::vector<int64_t> ms(size_t(size), 0);
+  ms[size_t(rank)] = int64_t(compute_s * 1000);
+  world.allreduce(ms.data(), ms.size(), ReduceOp::Sum);
+  std::string per_rank;
+  for (int r = 0; r < size; ++r) per_rank += (r ? " " : "") + std::to_string(double(ms[size_t(r)]) / 1000.0);
+  store->set_attribute("per_rank_seconds", per_rank);
+  const double total = since(t_start);
+  store->finish(utc_now(), total);
+  store_s += since(t3);
+  store.reset();
+  if (rank == 0) fs::remove(progress_path);
   std::ostringstream timing;
   timing.precision(3);
-  timing << "done: " << N << " samples in " << total << " s (compute " << compute_s << " s, " << (compute_s > 0 ? N / compute_s : 0)
-         << " samples/s; store " << store_s << " s); wrote " << store_path;
+  timing << "done: " << samples.size() << " samples in " << total << " s on " << size << " rank(s) (compute " << compute_s
+         << " s on rank 0; store writes " << store_s << " s, progress flushes " << flush_s << " s); wrote " << store_path;
   log_info(timing.str());
-  return print_summary(store_path, SummaryOptions{}, out);
+  return rank == 0 ? print_summary(store_path, SummaryOptions{}, out) : 0;
 }
 
 }  // namespace ctxsim

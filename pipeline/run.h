@@ -2,10 +2,25 @@
 // progress — and `ctxsim summary`: readable tables from any store.
 #pragma once
 #include <iosfwd>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace ctxsim {
+
+// Exit code of a run stopped by SIGTERM after saving its progress: rerun to resume.
+constexpr int kExitInterrupted = 75;
+
+// Thrown on every rank when the job stops for a reason all ranks agreed on (an error already
+// reported by one rank, SIGTERM): main exits with code() and prints nothing more.
+class JobExit : public std::runtime_error {
+ public:
+  explicit JobExit(int code);
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
 
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out);
 

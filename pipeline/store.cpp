@@ -19,13 +19,30 @@ std::string utc_now() {
   return buf;
 }
 
-Store::Store(const std::string& path, MPI_Comm comm, const StoreLayout& layout, const StoreAttributes& a)
-    : path_(path), layout_(layout) {
+Store::Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, bool create)
+    : path_(path), layout_(layout), rank_(rank) {
   const h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
   CTXSIM_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-  file_ = h5::Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose, ("create " + path).c_str());
-  dxpl_ = h5::Id(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
-  CTXSIM_H5(H5Pset_dxpl_mpio(dxpl_, H5FD_MPIO_COLLECTIVE));
+  // All ranks make the same metadata calls, so the metadata cache may be flushed collectively.
+  CTXSIM_H5(H5Pset_all_coll_metadata_ops(fapl, true));
+  CTXSIM_H5(H5Pset_coll_metadata_write(fapl, true));
+  if (create)
+    file_ = h5::Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose, ("create " + path).c_str());
+  else
+    file_ = h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl), H5Fclose, ("open " + path).c_str());
+  collective_ = h5::Id(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
+  CTXSIM_H5(H5Pset_dxpl_mpio(collective_, H5FD_MPIO_COLLECTIVE));
+  independent_ = h5::Id(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
+  CTXSIM_H5(H5Pset_dxpl_mpio(independent_, H5FD_MPIO_INDEPENDENT));
+}
+
+Store Store::open(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout) {
+  return Store(path, comm, rank, layout, false);
+}
+
+Store Store::create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& a) {
+  Store st(path, comm, rank, layout, true);
+  const h5::Id& file_ = st.file_;
 
   h5::set_attr(file_, "schema_version", kStoreSchemaVersion);
   h5::set_attr(file_, "config", a.config_yaml);
@@ -44,6 +61,8 @@ Store::Store(const std::string& path, MPI_Comm comm, const StoreLayout& layout, 
   h5::set_attr(file_, "dtype", a.dtype);
   h5::set_attr(file_, "ranks", a.ranks);
   h5::set_attr(file_, "threads_per_rank", a.threads);
+  h5::set_attr(file_, "devices", a.devices);
+  h5::set_attr(file_, "per_rank_seconds", std::string());
   h5::set_attr(file_, "complete", int64_t{0});
 
   const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers),
@@ -99,26 +118,50 @@ Store::Store(const std::string& path, MPI_Comm comm, const StoreLayout& layout, 
     h5::create_group(g, "attention");
   }
   h5::create_group(file_, "vocab");
-  // Statistics datasets are created in write_statistics, once their shapes are known.
+  // Statistics: every dataset now, written once at the end.
+  {
+    const h5::Id stats = h5::open_group(file_, "stats");
+    for (const auto& f : layout.fields) {
+      std::vector<hsize_t> d;
+      for (auto x : f.dims) d.push_back(hsize_t(x));
+      if (f.group == "rule") {
+        for (const auto& r : layout.rules) h5::create_dataset(h5::open_group(stats, r.name()), f.name, H5T_STD_I64LE, d, f.description);
+      } else {
+        h5::create_dataset(h5::open_group(stats, f.group), f.name, H5T_STD_I64LE, d, f.description);
+      }
+    }
+  }
+  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  return st;
 }
 
 Store::~Store() = default;
 
+void Store::flush() { CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL)); }
+
+void Store::set_attribute(const std::string& name, const std::string& value) { h5::set_attr(file_, name, value); }
+
 void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
   const h5::Id g = h5::open_group(file_, "samples");
-  const auto open = [&](const char* n) { return h5::Id(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n); };
-  h5::write_all(open("token_ids"), H5T_NATIVE_INT32, s.token_ids.data(), dxpl_);
-  h5::write_all(open("sentence_ids"), H5T_NATIVE_INT16, s.sentence_ids.data(), dxpl_);
-  h5::write_all(open("word_ids"), H5T_NATIVE_INT16, s.word_ids.data(), dxpl_);
-  h5::write_all(open("n_valid"), H5T_NATIVE_INT16, s.n_valid.data(), dxpl_);
+  const bool me = rank_ == 0;
+  const hsize_t N = hsize_t(s.size()), T = hsize_t(s.seq_len);
+  const auto put = [&](const char* n, hid_t type, const void* data, std::vector<hsize_t> count) {
+    const h5::Id ds(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n);
+    if (!me) for (auto& c : count) c = 0;
+    h5::write_slab(ds, type, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
+  };
+  put("token_ids", H5T_NATIVE_INT32, s.token_ids.data(), {N, T});
+  put("sentence_ids", H5T_NATIVE_INT16, s.sentence_ids.data(), {N, T});
+  put("word_ids", H5T_NATIVE_INT16, s.word_ids.data(), {N, T});
+  put("n_valid", H5T_NATIVE_INT16, s.n_valid.data(), {N});
   std::vector<int32_t> src;
   for (const auto& x : s.source) { src.push_back(x.document); src.push_back(x.sentence); }
-  h5::write_all(open("source"), H5T_NATIVE_INT32, src.data(), dxpl_);
-  h5::write_all(open("candidate"), H5T_NATIVE_INT64, s.candidate.data(), dxpl_);
+  put("source", H5T_NATIVE_INT32, src.data(), {N, 2});
+  put("candidate", H5T_NATIVE_INT64, s.candidate.data(), {N});
   const h5::Id vg = h5::open_group(file_, "vocab");
   const h5::Id ds = h5::create_dataset(vg, "text", H5T_STD_U8LE, {hsize_t(vocab_text.size())},
                                        "the vocab.txt bytes (UTF-8, one token per line; the line number is the id)");
-  h5::write_all(ds, H5T_NATIVE_UINT8, vocab_text.data(), dxpl_);
+  h5::write_slab(ds, H5T_NATIVE_UINT8, vocab_text.data(), {0}, {me ? hsize_t(vocab_text.size()) : 0}, collective_);
 }
 
 void Store::write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token,
@@ -128,7 +171,7 @@ void Store::write_per_sample(int64_t first, int64_t count, const std::vector<int
   const std::vector<hsize_t> cnt = {hsize_t(layout_.rules.size()), hsize_t(count), hsize_t(layout_.layers), hsize_t(layout_.heads)};
   const auto put = [&](const char* n, hid_t type, const void* data) {
     const h5::Id ds(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n);
-    h5::write_slab(ds, type, data, start, cnt, dxpl_);
+    h5::write_slab(ds, type, data, start, count == 0 ? std::vector<hsize_t>{0, 0, 0, 0} : cnt, collective_);
   };
   put("anchor_token", H5T_NATIVE_INT32, anchor_token.data());
   put("anchor_share", H5T_NATIVE_FLOAT, anchor_share.data());
@@ -142,31 +185,31 @@ void Store::write_example(int64_t e, const std::vector<uint16_t>& attention, con
   const auto open = [&](const char* n) { return h5::Id(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n); };
   // float16 has no native C type: the bits go through the same float16 type, unconverted.
   const h5::Id f16 = h5::float16_type();
-  h5::write_slab(open("attention"), f16, attention.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, dxpl_);
-  h5::write_slab(open("similarity"), f16, similarity.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, dxpl_);
-  h5::write_slab(open("selected"), H5T_NATIVE_UINT8, selected.data(), {hsize_t(e), 0, 0, 0, 0, 0}, {1, R, L, H, T, T}, dxpl_);
+  h5::write_slab(open("attention"), f16, attention.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, independent_);
+  h5::write_slab(open("similarity"), f16, similarity.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, independent_);
+  h5::write_slab(open("selected"), H5T_NATIVE_UINT8, selected.data(), {hsize_t(e), 0, 0, 0, 0, 0}, {1, R, L, H, T, T}, independent_);
   const int64_t id = layout_.examples.at(size_t(e));
-  h5::write_slab(open("sample_ids"), H5T_NATIVE_INT64, &id, {hsize_t(e)}, {1}, dxpl_);
+  h5::write_slab(open("sample_ids"), H5T_NATIVE_INT64, &id, {hsize_t(e)}, {1}, independent_);
 }
 
 void Store::write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators) {
   const h5::Id stats = h5::open_group(file_, "stats");
-  const auto dims = [](const StatField& f) {
-    std::vector<hsize_t> d;
-    for (auto x : f.dims) d.push_back(hsize_t(x));
-    return d;
+  const auto put = [&](hid_t group, const StatField& f, const int64_t* data) {
+    const h5::Id ds(H5Dopen2(group, f.name.c_str(), H5P_DEFAULT), H5Dclose, f.name.c_str());
+    std::vector<hsize_t> count;
+    for (auto x : f.dims) count.push_back(rank_ == 0 ? hsize_t(x) : 0);
+    if (count.empty()) {  // a scalar: the whole dataspace or nothing
+      if (rank_ == 0) CTXSIM_H5(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, collective_, data));
+      else h5::write_none(ds, H5T_NATIVE_INT64, collective_);
+      return;
+    }
+    h5::write_slab(ds, H5T_NATIVE_INT64, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
   };
   for (const auto& f : acc.fields()) {
     if (f.group == "rule") {
-      for (size_t r = 0; r < layout_.rules.size(); ++r) {
-        const h5::Id g = h5::open_group(stats, layout_.rules[r].name());
-        const h5::Id ds = h5::create_dataset(g, f.name, H5T_STD_I64LE, dims(f), f.description);
-        h5::write_all(ds, H5T_NATIVE_INT64, acc.at(f.name, int64_t(r)), dxpl_);
-      }
+      for (size_t r = 0; r < layout_.rules.size(); ++r) put(h5::open_group(stats, layout_.rules[r].name()), f, acc.at(f.name, int64_t(r)));
     } else {
-      const h5::Id g = h5::open_group(stats, f.group);
-      const h5::Id ds = h5::create_dataset(g, f.name, H5T_STD_I64LE, dims(f), f.description);
-      h5::write_all(ds, H5T_NATIVE_INT64, acc.at(f.name), dxpl_);
+      put(h5::open_group(stats, f.group), f, acc.at(f.name));
     }
   }
   const h5::Id att = h5::open_group(stats, "attention");
@@ -184,7 +227,8 @@ void Store::finish(const std::string& finished, double seconds) {
   // complete is written last and flushed: a store without it was interrupted.
   h5::set_attr(file_, "complete", int64_t{1});
   CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-  dxpl_.reset();
+  collective_.reset();
+  independent_.reset();
   file_.reset();
 }
 

@@ -20,38 +20,53 @@ struct StoreLayout {
   int64_t samples = 0, seq_len = 0, layers = 0, heads = 0, vocab = 0;
   std::vector<SelectionRule> rules;
   std::vector<int64_t> examples;  // sample ids with full matrices
+  std::vector<StatField> fields;  // the accumulator's fields: their datasets exist from creation
 };
 
 // Root attributes written at creation (the rest, like finished and complete, at the end).
 struct StoreAttributes {
   std::string config_yaml, config_path, model_path, model_sha256, vocab_path, vocab_sha256;
-  std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype;
+  std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype, devices;
   int64_t ranks = 1, threads = 1;
 };
 
 class Store {
  public:
-  // Creates path (replacing a file there) with every dataset allocated. Collective on comm.
-  Store(const std::string& path, MPI_Comm comm, const StoreLayout& layout, const StoreAttributes& attrs);
+  // Creates path (replacing a file there) with every dataset allocated, so that afterwards only
+  // raw data and attributes change. Collective on comm.
+  static Store create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& attrs);
+  // Opens a store made by create() to continue it. Collective on comm.
+  static Store open(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout);
+  Store(Store&&) = default;
   ~Store();
 
+  // Rank 0 writes; the others take part with nothing (collective).
   void write_samples(const SampleSet& samples, const std::string& vocab_text);
-  // Per-sample results of samples [first, first + count): arrays [R, count, L, H].
+  // Per-sample results of samples [first, first + count): arrays [R, count, L, H]. Collective;
+  // a rank with nothing to write passes count 0.
   void write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token,
                         const std::vector<float>& anchor_share, const std::vector<int32_t>& high_pairs);
   // Example e: attention and similarity [L, H, T, T] as float16 bits, selections [R, L, H, T, T].
+  // Independent I/O by the rank that computed the example.
   void write_example(int64_t e, const std::vector<uint16_t>& attention, const std::vector<uint16_t>& similarity,
                      const std::vector<uint8_t>& selected);
+  // Aggregates: data from rank 0 (the others pass anything); attributes collective.
   void write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators);
-  // Sets finished time, timings and complete = 1, then closes the file.
+  // Durable point: every rank's writes so far reach the file (collective).
+  void flush();
+  // Collective: the same value on every rank.
+  void set_attribute(const std::string& name, const std::string& value);
+  // Sets finished time, run seconds and complete = 1 (last), then closes the file. Collective.
   void finish(const std::string& finished, double seconds);
 
   const std::string& path() const { return path_; }
 
  private:
+  Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, bool create);
   std::string path_;
   StoreLayout layout_;
-  h5::Id file_, dxpl_;
+  int rank_ = 0;
+  h5::Id file_, collective_, independent_;
 };
 
 // Current UTC time, ISO 8601.

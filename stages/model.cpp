@@ -8,6 +8,9 @@
 #include <cstring>
 #include <limits>
 #include <filesystem>
+#include <sched.h>
+
+#include <algorithm>
 #include <thread>
 
 #include "stages/error.h"
@@ -48,17 +51,22 @@ at::ScalarType parse_dtype(const std::string& name) {
   throw Error("model.dtype", "'" + name + "' is not float32, bfloat16 or float64", "pick one of them");
 }
 
-int configure_threads(int64_t requested) {
+int configure_threads(int64_t requested, int ranks_on_node) {
   int n = static_cast<int>(requested);
   const auto from_env = [](const char* var) {
     const char* v = std::getenv(var);
     return v && *v ? std::atoi(v) : 0;
   };
-  if (n <= 0) n = from_env("OMP_NUM_THREADS");
   if (n <= 0) n = from_env("SLURM_CPUS_PER_TASK");
-  // LibTorch's own default comes from libcpuinfo, which can see one core on VMs.
-  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
-  if (n <= 0) n = 1;
+  if (n <= 0) n = from_env("OMP_NUM_THREADS");
+  if (n <= 0) {
+    // LibTorch's own default comes from libcpuinfo, which can see one core on VMs.
+    const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : machine;
+    n = allowed < machine ? allowed : std::max(1, machine / std::max(1, ranks_on_node));
+  }
   at::set_num_threads(n);
   return at::get_num_threads();
 }

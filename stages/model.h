@@ -69,8 +69,10 @@ class BertModel {
 // Parses "float32" | "bfloat16" | "float64".
 at::ScalarType parse_dtype(const std::string& name);
 
-// Sets LibTorch's intra-op threads: requested > 0, else OMP_NUM_THREADS, else
-// SLURM_CPUS_PER_TASK, else the cores of this machine. Returns the count now in force.
-int configure_threads(int64_t requested);
+// Sets LibTorch's intra-op threads: requested > 0, else SLURM_CPUS_PER_TASK, else
+// OMP_NUM_THREADS, else the cores this process may run on — all of them when it is bound (mpirun
+// binds each rank to its cores), else the machine's cores shared by the ranks on this node.
+// Returns the count now in force.
+int configure_threads(int64_t requested, int ranks_on_node = 1);
 
 }  // namespace ctxsim

@@ -129,11 +129,15 @@ TEST_F(RunStore, SummaryPrintsEveryLayerAndRule) {
 TEST_F(RunStore, SameConfigReusesDifferentConfigIsRefused) {
   std::ostringstream out;
   const std::string cfg = (tmp_->path / "c.yaml").string();
+  ::testing::internal::CaptureStderr();
   try {
     run_job(cfg, {"samples.num_samples=30"}, out);
+    ::testing::internal::GetCapturedStderr();
     FAIL() << "a different config must be refused";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("holds a run with a different config"), std::string::npos) << e.what();
+  } catch (const JobExit& e) {
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(e.code(), 1);
+    EXPECT_NE(err.find("holds a run with a different config"), std::string::npos) << err;
   }
   // The refused run left the store as it was.
   EXPECT_EQ(dims(file_, "samples/token_ids"), (std::vector<hsize_t>{40, 128}));

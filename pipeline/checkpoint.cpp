@@ -1,0 +1,89 @@
+#include "pipeline/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "stages/error.h"
+#include "stages/safetensors.h"  // sha256_bytes
+
+namespace ctxsim {
+namespace {
+
+constexpr char kMagic[8] = {'C', 'T', 'X', 'S', 'I', 'M', 'P', '1'};
+
+template <class T>
+void put(std::string& s, const T& v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+template <class T>
+bool get(const std::string& s, size_t& pos, T& v) {
+  if (pos + sizeof v > s.size()) return false;
+  std::memcpy(&v, s.data() + pos, sizeof v);
+  pos += sizeof v;
+  return true;
+}
+
+void fsync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+std::string checkpoint_path(const std::string& store_path) { return store_path + ".progress"; }
+
+void write_checkpoint(const std::string& path, const Checkpoint& c) {
+  std::string s(kMagic, sizeof kMagic);
+  put(s, uint64_t(c.identity.size()));
+  s += c.identity;
+  put(s, c.generation);
+  put(s, uint64_t(c.done.size()));
+  s.append(reinterpret_cast<const char*>(c.done.data()), c.done.size());
+  put(s, uint64_t(c.acc.size()));
+  s.append(reinterpret_cast<const char*>(c.acc.data()), c.acc.size() * sizeof(int64_t));
+  s += sha256_bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(s.data(), std::streamsize(s.size()));
+    out.flush();
+    if (!out) throw Error(tmp, "cannot write the resume state", "check free disk space and permissions of output.dir");
+  }
+  fsync_path(tmp, O_RDONLY);                     // the bytes are durable …
+  std::filesystem::rename(tmp, path);            // … before the new state replaces the old
+  fsync_path(std::filesystem::path(path).parent_path().string().empty() ? "." : std::filesystem::path(path).parent_path().string(),
+             O_RDONLY | O_DIRECTORY);            // and the rename itself is durable
+}
+
+std::optional<Checkpoint> read_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (s.size() < sizeof kMagic + 64 || std::memcmp(s.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  const std::string body = s.substr(0, s.size() - 64);
+  if (sha256_bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size()) != s.substr(s.size() - 64)) return std::nullopt;
+  Checkpoint c;
+  size_t pos = sizeof kMagic;
+  uint64_t n = 0;
+  if (!get(body, pos, n) || pos + n > body.size()) return std::nullopt;
+  c.identity = body.substr(pos, n);
+  pos += n;
+  if (!get(body, pos, c.generation) || !get(body, pos, n) || pos + n > body.size()) return std::nullopt;
+  c.done.assign(body.begin() + long(pos), body.begin() + long(pos + n));
+  pos += n;
+  if (!get(body, pos, n) || pos + n * sizeof(int64_t) != body.size()) return std::nullopt;
+  c.acc.resize(n);
+  std::memcpy(c.acc.data(), body.data() + pos, n * sizeof(int64_t));
+  return c;
+}
+
+}  // namespace ctxsim

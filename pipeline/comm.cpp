@@ -1,0 +1,88 @@
+#include "pipeline/comm.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include "stages/error.h"
+
+namespace ctxsim {
+namespace {
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error("MPI", std::string(call) + " failed: " + std::string(text, size_t(len)), "check the MPI launch (mpirun/srun --mpi=pmix)");
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return MPI_SUM;
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Max: return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+// MPI counts are int: large buffers go in pieces.
+constexpr size_t kChunk = size_t(1) << 28;
+
+}  // namespace
+
+void ensure_mpi() {
+  int ready = 0;
+  MPI_Initialized(&ready);
+  if (ready) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  // Errors come back as return codes and become exceptions (MpiComm), not silent aborts.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  std::atexit([] {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+  });
+}
+
+MpiComm::MpiComm(MPI_Comm parent) {
+  check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  MPI_Comm local;
+  check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+  MPI_Comm_size(local, &local_size_);
+  MPI_Comm_free(&local);
+}
+
+MpiComm::~MpiComm() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiComm::allreduce(int64_t* data, size_t n, ReduceOp op) {
+  for (size_t off = 0; off < n; off += kChunk)
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + off, int(std::min(kChunk, n - off)), MPI_INT64_T, mpi_op(op), comm_), "MPI_Allreduce");
+}
+
+void MpiComm::reduce_sum_to_root(int64_t* data, size_t n) {
+  for (size_t off = 0; off < n; off += kChunk) {
+    const int count = int(std::min(kChunk, n - off));
+    if (rank_ == 0)
+      check_mpi(MPI_Reduce(MPI_IN_PLACE, data + off, count, MPI_INT64_T, MPI_SUM, 0, comm_), "MPI_Reduce");
+    else
+      check_mpi(MPI_Reduce(data + off, nullptr, count, MPI_INT64_T, MPI_SUM, 0, comm_), "MPI_Reduce");
+  }
+}
+
+void MpiComm::broadcast(void* data, size_t bytes, int root) {
+  auto* p = static_cast<char*>(data);
+  for (size_t off = 0; off < bytes; off += kChunk)
+    check_mpi(MPI_Bcast(p + off, int(std::min(kChunk, bytes - off)), MPI_BYTE, root, comm_), "MPI_Bcast");
+}
+
+void MpiComm::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+}  // namespace ctxsim

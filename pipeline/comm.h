@@ -1,0 +1,72 @@
+// The communicator of a run: rank, size and the few collectives ctxsim needs. MpiComm owns a
+// duplicated MPI communicator; NcclComm (CUDA builds) reduces device buffers and is bootstrapped
+// over MPI; LocalComm is the one-process world of tests and laptops. Precondition of every
+// backend: all ranks call the same collectives in the same order.
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ctxsim {
+
+enum class ReduceOp { Sum, Min, Max };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;
+  // In place on every rank.
+  virtual void allreduce(int64_t* data, size_t n, ReduceOp op) = 0;
+  // Sum into rank 0's buffer; other ranks' buffers are left unspecified.
+  virtual void reduce_sum_to_root(int64_t* data, size_t n) = 0;
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  virtual void barrier() = 0;
+  // The MPI communicator underneath (for MPI-IO); MPI_COMM_SELF for LocalComm.
+  virtual MPI_Comm mpi() const = 0;
+};
+
+class MpiComm final : public Communicator {
+ public:
+  explicit MpiComm(MPI_Comm parent);  // duplicates parent
+  ~MpiComm() override;
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "mpi"; }
+  void allreduce(int64_t* data, size_t n, ReduceOp op) override;
+  void reduce_sum_to_root(int64_t* data, size_t n) override;
+  void broadcast(void* data, size_t bytes, int root) override;
+  void barrier() override;
+  MPI_Comm mpi() const override { return comm_; }
+  int local_size() const { return local_size_; }  // ranks on this node
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, local_size_ = 1;
+};
+
+class LocalComm final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string name() const override { return "local"; }
+  void allreduce(int64_t*, size_t, ReduceOp) override {}
+  void reduce_sum_to_root(int64_t*, size_t) override {}
+  void broadcast(void*, size_t, int) override {}
+  void barrier() override {}
+  MPI_Comm mpi() const override { return MPI_COMM_SELF; }
+};
+
+// The communicator for the large accumulator reductions: NCCL on CUDA ranks when built with
+// CTXSIM_CUDA, else the MPI one. Throws, saying how to build it, when "nccl" is asked of a
+// build without CUDA.
+std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda);
+
+// MPI initialised once per process (funneled: only the main thread calls MPI), finalised at exit.
+void ensure_mpi();
+
+}  // namespace ctxsim
