@@ -14,7 +14,7 @@
 namespace ctxsim {
 namespace {
 
-constexpr char kMagic[8] = {'C', 'T', 'X', 'S', 'I', 'M', 'P', '1'};
+constexpr char kMagic[8] = {'C', 'T', 'X', 'S', 'I', 'M', 'P', '2'};
 
 template <class T>
 void put(std::string& s, const T& v) {
@@ -48,8 +48,17 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   put(s, c.generation);
   put(s, uint64_t(c.done.size()));
   s.append(reinterpret_cast<const char*>(c.done.data()), c.done.size());
+  // The accumulators are mostly zeros (anchor counts over the vocabulary): store the non-zero
+  // entries as (index, value) pairs, which keeps each flush small and quick.
   put(s, uint64_t(c.acc.size()));
-  s.append(reinterpret_cast<const char*>(c.acc.data()), c.acc.size() * sizeof(int64_t));
+  uint64_t nonzero = 0;
+  for (int64_t v : c.acc) nonzero += v != 0;
+  put(s, nonzero);
+  for (size_t i = 0; i < c.acc.size(); ++i)
+    if (c.acc[i] != 0) {
+      put(s, uint64_t(i));
+      put(s, c.acc[i]);
+    }
   s += sha256_bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
   const std::string tmp = path + ".tmp";
   {
@@ -80,9 +89,17 @@ std::optional<Checkpoint> read_checkpoint(const std::string& path) {
   if (!get(body, pos, c.generation) || !get(body, pos, n) || pos + n > body.size()) return std::nullopt;
   c.done.assign(body.begin() + long(pos), body.begin() + long(pos + n));
   pos += n;
-  if (!get(body, pos, n) || pos + n * sizeof(int64_t) != body.size()) return std::nullopt;
-  c.acc.resize(n);
-  std::memcpy(c.acc.data(), body.data() + pos, n * sizeof(int64_t));
+  uint64_t nonzero = 0;
+  if (!get(body, pos, n) || !get(body, pos, nonzero) || pos + nonzero * 16 != body.size()) return std::nullopt;
+  c.acc.assign(n, 0);
+  for (uint64_t k = 0; k < nonzero; ++k) {
+    uint64_t i = 0;
+    int64_t v = 0;
+    get(body, pos, i);
+    get(body, pos, v);
+    if (i >= n) return std::nullopt;
+    c.acc[i] = v;
+  }
   return c;
 }
 

@@ -187,6 +187,10 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
       examples.push_back(e);
     }
   });
+  // The large reductions: NCCL with runtime.device=cuda (CTXSIM_CUDA builds), else MPI.
+  std::unique_ptr<Communicator> nccl;
+  coordinated(world, [&] { nccl = make_reduction_comm(world, c.runtime.device == "cuda"); });
+  Communicator& reducer = nccl ? *nccl : static_cast<Communicator&>(world);
   const SampleSet& samples = prepared.samples;
   const BertConfig& mc = model->config();
   if (!report.unexpected.empty()) {
@@ -243,7 +247,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     attrs.dtype = c.model.dtype;
     attrs.ranks = size;
     attrs.threads = threads;
-    attrs.devices = std::to_string(size) + " x cpu";
+    attrs.devices = std::to_string(size) + " x cpu, reductions over " + reducer.name();
     store.emplace(Store::create(store_path, world.mpi(), rank, layout, attrs));
     store->write_samples(samples, vocab_text);
   }
@@ -346,7 +350,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
       const auto t2 = Clock::now();
       // Durability order: the units' per-sample data, then the state that vouches for it.
       store->flush();
-      world.reduce_sum_to_root(acc_new.buffer().data(), acc_new.buffer().size());
+      reducer.reduce_sum_to_root(acc_new.buffer().data(), acc_new.buffer().size());
       if (rank == 0) {
         acc_done.merge(acc_new);
         write_checkpoint(progress_path, Checkpoint{id_hash, ++generation, done, acc_done.buffer()});

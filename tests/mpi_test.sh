@@ -100,6 +100,14 @@ case "$CASE" in
     contains "$(cat "$TMP/err")" "model.safetensors"
     [ "$(grep -c 'error:' "$TMP/err")" -eq 1 ] || fail "printed more than once: $(cat "$TMP/err")"
     [ ! -e "$TMP/e4/store.h5" ] || fail "corrupt checkpoint wrote a store"
+    # NCCL asked of a build without CUDA: says how to build it.
+    if ! grep -q "CTXSIM_CUDA:BOOL=ON" "$(dirname "$CTXSIM")/CMakeCache.txt" 2>/dev/null; then
+      timeout 60 $MPI -n 2 "$CTXSIM" run "${ARGS[@]}" runtime.device=cuda output.dir="$TMP/e5" > /dev/null 2> "$TMP/err"
+      rc=$?
+      [ $rc -eq 1 ] || fail "device=cuda without CUDA: exit $rc"
+      contains "$(cat "$TMP/err")" "reconfigure with -DCTXSIM_CUDA=ON"
+      [ "$(grep -c 'error:' "$TMP/err")" -eq 1 ] || fail "printed more than once: $(cat "$TMP/err")"
+    fi
     ;;
   *) fail "unknown case" ;;
 esac
