@@ -163,8 +163,58 @@ int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::is
   return 0;
 }
 
-int cmd_run(const std::string& path, const std::vector<std::string>& overrides, std::ostream& out) {
-  return run_job(path, overrides, out);
+int cmd_run(const std::string& path, const std::vector<std::string>& overrides, int64_t sweep_index, std::ostream& out) {
+  ensure_mpi();
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  set_log_rank(rank, size);
+  Config c;
+  try {
+    c = load_config(path, overrides);
+  } catch (const Error&) {
+    return run_job(path, overrides, out);  // reports the error once, across ranks
+  }
+  if (c.sweep.empty()) {
+    if (sweep_index >= 0)
+      throw Error("--sweep-index", path + " has no sweep: section", "drop --sweep-index, or add a sweep: section");
+    return run_job(path, overrides, out);
+  }
+  const SweepPlan plan = expand_sweep(c);
+  const auto run_point = [&](const SweepPoint& p) {
+    std::vector<std::string> all = overrides;
+    all.insert(all.end(), p.overrides.begin(), p.overrides.end());
+    log_info("sweep " + plan.name + ": point " + std::to_string(p.index) + " of " + std::to_string(plan.points.size()) + ": " + p.name);
+    return run_job(path, all, out);
+  };
+  if (sweep_index >= 0) {
+    if (sweep_index >= int64_t(plan.points.size()))
+      throw Error("--sweep-index " + std::to_string(sweep_index), "the sweep has " + std::to_string(plan.points.size()) + " points",
+                  "use an index from 0 to " + std::to_string(plan.points.size() - 1) + " ('ctxsim sweep CONFIG' lists them)");
+    return run_point(plan.points[size_t(sweep_index)]);
+  }
+  for (const auto& p : plan.points) {
+    const int rc = run_point(p);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int cmd_sweep(const std::string& path, const std::vector<std::string>& overrides, std::ostream& out) {
+  const Config c = load_config(path, overrides);
+  const SweepPlan plan = expand_sweep(c);
+  out << "sweep " << plan.name << ": " << plan.points.size() << " point(s)";
+  if (c.sweep.empty()) out << " (the config has no sweep: section)";
+  out << "\n";
+  for (const auto& f : plan.folded)
+    out << "  folded into every point's rule list (one forward pass evaluates them all, no extra job): " << f << "\n";
+  for (const auto& p : plan.points) {
+    out << "  [" << p.index << "] " << p.name << "\n      output: " << p.output_dir << "\n      overrides:";
+    for (const auto& o : p.overrides)
+      if (o.rfind("output.dir=", 0) != 0) out << " " << o;
+    out << "\n";
+  }
+  return 0;
 }
 
 int cmd_status(const std::string& store, std::ostream& out) {

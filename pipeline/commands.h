@@ -27,7 +27,26 @@ std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab)
 int cmd_validate(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
 int cmd_samples(const std::string& config, const std::vector<std::string>& overrides, int64_t show, std::ostream& out);
 int cmd_tokenize(const std::string& vocab, bool cased, bool tokens, std::istream& in, std::ostream& out);
-int cmd_run(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
+// Runs the config; a sweep config runs point sweep_index, or every point in turn when it is -1.
+int cmd_run(const std::string& config, const std::vector<std::string>& overrides, int64_t sweep_index, std::ostream& out);
+struct SubmitArgs {
+  bool dry_run = false;
+  int64_t ranks = 0, cpus_per_task = 0;  // 0 = the job script's #SBATCH lines
+  std::string time, partition;
+  bool overcommit = false;               // more tasks than cores (small test clusters)
+  std::string jobs_dir = "jobs";         // where ctxsim.sbatch and sweep.sbatch are
+  std::string logs_dir;                  // default: output.dir/<sweep name> (or output.dir/jobs)
+};
+// Fills the job script (an array job for a sweep) and calls sbatch; --dry-run prints it.
+int cmd_submit(const std::string& config, const std::vector<std::string>& overrides, const SubmitArgs& args, std::ostream& out);
+
+// Samples, units, memory per rank, store size and a calibrated time estimate for `ranks` ranks.
+int cmd_plan(const std::string& config, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out);
+
+// One CSV row per (point, rule, layer, head) from every complete store under a sweep folder.
+int cmd_collect(const std::string& sweep_dir, const std::string& out_csv, std::ostream& out);
+// Lists a sweep's points: index, overrides, output folder, and the folded rule axes.
+int cmd_sweep(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
 // Where a run stands: complete, or units done according to its resume state.
 int cmd_status(const std::string& store, std::ostream& out);
 int cmd_bench_tokenizer(const std::string& config, const std::vector<std::string>& overrides, int repeat, std::ostream& out);

@@ -237,7 +237,7 @@ const std::vector<Field>& schema() {
 }
 
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"corpus", "samples", "model", "selection", "statistics", "output", "runtime"};
+  static const std::vector<std::string> s = {"corpus", "samples", "model", "selection", "statistics", "output", "runtime", "sweep"};
   return s;
 }
 
@@ -324,6 +324,79 @@ std::vector<SelectionRule> parse_selection(const YAML::Node& n, const std::strin
   return rules;
 }
 
+void check_duplicates(const YAML::Node& map, const std::string& file, const std::string& section);
+
+std::string flow_text(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+// Checks one sweep value by setting it on a scratch config: the same errors as the config.
+void check_sweep_value(const std::string& key, const YAML::Node& value, const std::string& where) {
+  Config scratch;
+  if (key.compare(0, 10, "selection.") == 0) {
+    parse_rule(key.substr(10), value, where, key);
+    return;
+  }
+  const Field* f = find_field(key);
+  if (!f) {
+    const std::string guess = did_you_mean(key, config_keys());
+    throw Error(where + ": sweep." + key, "unknown key", guess.empty() ? "sweep keys are dotted config keys, e.g. samples.seq_len"
+                                                                       : "did you mean '" + guess + "'?");
+  }
+  if (key == "output.dir") throw Error(where + ": sweep.output.dir", "cannot be swept", "each point writes under output.dir/<sweep>/<point>");
+  f->set(scratch, value, where);
+}
+
+SweepAxis parse_axis(const std::vector<std::pair<std::string, YAML::Node>>& entries, const std::string& file, const std::string& where) {
+  SweepAxis axis;
+  axis.where = where;
+  for (const auto& [key, list] : entries) {
+    const std::string lw = location(file, list.Mark());
+    if (!list.IsSequence() || list.size() == 0)
+      throw Error(lw + ": sweep." + key, "expected a non-empty list of values, got " + shown(list), "write e.g. " + key + ": [a, b]");
+    if (key.compare(0, 10, "selection.") != 0 && !find_field(key)) check_sweep_value(key, list[0], lw);  // unknown key message
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < list.size(); ++i) {
+      check_sweep_value(key, list[i], location(file, list[i].Mark()) + ": sweep." + key + "[" + std::to_string(i) + "]");
+      texts.push_back(flow_text(list[i]));
+    }
+    if (!axis.values.empty() && texts.size() != axis.size())
+      throw Error(lw + ": sweep.zip." + key, "has " + std::to_string(texts.size()) + " values, the group's first key has " +
+                                                 std::to_string(axis.size()), "give every key of a zip group the same number of values");
+    axis.keys.push_back(key);
+    axis.values.push_back(std::move(texts));
+  }
+  return axis;
+}
+
+void parse_sweep(Config& c, const YAML::Node& n, const std::string& file) {
+  const std::string where = location(file, n.Mark());
+  if (!n.IsMap()) throw Error(where + ": sweep", "expected a mapping of dotted keys to lists, got " + shown(n),
+                              "write e.g. 'sweep: {samples.seq_len: [64, 128]}'");
+  check_duplicates(n, file, "sweep");
+  for (const auto& kv : n) {
+    const std::string key = kv.first.Scalar();
+    const std::string kw = location(file, kv.first.Mark());
+    if (key == "name") {
+      c.sweep_name = parse_string(kv.second, kw, "sweep.name", {});
+    } else if (key == "zip") {
+      if (!kv.second.IsSequence()) throw Error(kw + ": sweep.zip", "expected a list of groups, got " + shown(kv.second),
+                                               "write e.g. 'zip: [{model.path: [a, b], model.dtype: [float32, float64]}]'");
+      for (const auto& group : kv.second) {
+        if (!group.IsMap() || group.size() == 0)
+          throw Error(location(file, group.Mark()) + ": sweep.zip", "each group maps keys to lists of equal length", "see configs/sweeps/");
+        std::vector<std::pair<std::string, YAML::Node>> entries;
+        for (const auto& e : group) entries.emplace_back(e.first.Scalar(), e.second);
+        c.sweep.push_back(parse_axis(entries, file, location(file, group.Mark())));
+      }
+    } else {
+      c.sweep.push_back(parse_axis({{key, kv.second}}, file, kw));
+    }
+  }
+}
+
 void check_duplicates(const YAML::Node& map, const std::string& file, const std::string& section) {
   std::set<std::string> seen;
   for (const auto& kv : map) {
@@ -343,6 +416,10 @@ void apply_document(Config& c, const YAML::Node& root, const std::string& file) 
     if (section == "selection") {
       c.selection = parse_selection(kv.second, file);
       c.origin["selection"] = location(file, kv.second.Mark());
+      continue;
+    }
+    if (section == "sweep") {
+      parse_sweep(c, kv.second, file);
       continue;
     }
     if (!kv.second.IsMap()) {
@@ -440,6 +517,56 @@ std::string identity_yaml(Config c) {
   return to_yaml(c, false);
 }
 
+SweepPlan expand_sweep(const Config& c) {
+  namespace fs = std::filesystem;
+  SweepPlan plan;
+  plan.name = !c.sweep_name.empty() ? c.sweep_name : c.source.empty() ? std::string("sweep") : fs::path(c.source).stem().string();
+  // Fold rule axes: every value becomes one rule of every point.
+  std::vector<const SweepAxis*> axes;
+  std::string rules;
+  for (const auto& a : c.sweep) {
+    const bool rule_axis = a.keys.size() == 1 && a.keys[0].compare(0, 10, "selection.") == 0;
+    if (!rule_axis) {
+      axes.push_back(&a);
+      continue;
+    }
+    for (const auto& v : a.values[0]) rules += std::string(rules.empty() ? "" : ", ") + "{" + a.keys[0].substr(10) + ": " + v + "}";
+    plan.folded.push_back(a.keys[0] + " (" + std::to_string(a.size()) + " values)");
+  }
+  size_t total = 1;
+  for (const auto* a : axes) total *= a->size();
+  const auto safe = [](std::string s) {
+    for (auto& ch : s)
+      if (ch == '/' || ch == ' ' || ch == '"' || ch == '\'') ch = ch == '/' ? '_' : '-';
+    return s;
+  };
+  for (size_t i = 0; i < total; ++i) {
+    SweepPoint p;
+    p.index = int64_t(i);
+    size_t rest = i;
+    // The last axis varies fastest.
+    std::vector<size_t> pick(axes.size());
+    for (size_t k = axes.size(); k-- > 0;) {
+      pick[k] = rest % axes[k]->size();
+      rest /= axes[k]->size();
+    }
+    for (size_t k = 0; k < axes.size(); ++k)
+      for (size_t q = 0; q < axes[k]->keys.size(); ++q) {
+        const std::string& value = axes[k]->values[q][pick[k]];
+        p.overrides.push_back(axes[k]->keys[q] + "=" + value);
+        // Paths are named by their last component: model.path=data/models/x -> model.path=x.
+        const std::string shown_value = value.find('/') != std::string::npos ? fs::path(value).filename().string() : value;
+        p.name += (p.name.empty() ? "" : ",") + safe(axes[k]->keys[q] + "=" + shown_value);
+      }
+    if (!rules.empty()) p.overrides.push_back("selection=[" + rules + "]");
+    if (p.name.empty()) p.name = "all";
+    p.output_dir = (fs::path(c.output.dir) / plan.name / p.name).string();
+    p.overrides.push_back("output.dir=" + p.output_dir);
+    plan.points.push_back(std::move(p));
+  }
+  return plan;
+}
+
 std::vector<std::string> config_keys() {
   std::vector<std::string> out;
   for (const auto& f : schema()) out.push_back(f.path);
@@ -504,6 +631,7 @@ std::string to_yaml(const Config& c, bool with_comments) {
   YAML::Emitter e;
   e << YAML::BeginMap;
   for (const auto& section : sections()) {
+    if (section == "sweep") continue;  // a sweep describes several runs, not one run's settings
     e << YAML::Key << section << YAML::Value;
     if (section == "selection") {
       e << YAML::BeginSeq;

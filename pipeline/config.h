@@ -11,6 +11,14 @@
 
 namespace ctxsim {
 
+// One axis of a sweep: a key with its values, or a zip group of keys whose values vary together.
+struct SweepAxis {
+  std::vector<std::string> keys;                 // dotted config keys
+  std::vector<std::vector<std::string>> values;  // [key][i]: each value as YAML (flow) text
+  std::string where;                             // file:line:col of the axis, for messages
+  size_t size() const { return values.empty() ? 0 : values[0].size(); }
+};
+
 struct Config {
   struct Corpus {
     std::string format = "brown";       // brown | text | jsonl
@@ -56,6 +64,10 @@ struct Config {
     double flush_seconds = 60;            // … or every N seconds, whichever comes first
   } runtime;
 
+  // `sweep:` — cartesian product of the axes (zip groups vary together); empty = one run.
+  std::string sweep_name;              // default: the config file's stem
+  std::vector<SweepAxis> sweep;
+
   // Where each key's value came from ("configs/x.yaml:4:9", "command line", absent = default):
   // later checks (missing files) use it to point at the line to edit.
   std::map<std::string, std::string> origin;
@@ -83,6 +95,22 @@ std::string to_yaml(const Config& config, bool with_comments = true);
 // intervals).
 // Two runs may share a store only when these agree.
 std::string identity_yaml(Config config);
+
+// One point of a sweep: the overrides that make it, and where its store goes.
+struct SweepPoint {
+  int64_t index = 0;
+  std::string name;                    // "model.vector=projected,samples.seq_len=64" ("all" when only folded axes)
+  std::vector<std::string> overrides;  // key=value, applied after the config's own overrides
+  std::string output_dir;              // output.dir/<sweep name>/<point name>
+};
+struct SweepPlan {
+  std::string name;
+  std::vector<SweepPoint> points;
+  std::vector<std::string> folded;     // axes folded into every point's rule list (no extra runs)
+};
+// Expands config.sweep. Axes of selection rules do not change the forward pass: they are folded
+// into each point's `selection` list (SPEC §3: one pass evaluates every rule).
+SweepPlan expand_sweep(const Config& config);
 
 // All key paths of the schema ("corpus.format", …, "selection.top_fraction", …).
 std::vector<std::string> config_keys();

@@ -62,14 +62,38 @@ int main(int argc, char** argv) {
   tokenize->add_option("--vocab", vocab, "vocab.txt")->required();
   tokenize->add_flag("--cased", cased, "keep case and accents (cased vocabularies)");
   tokenize->add_flag("--tokens", as_tokens, "print token strings instead of ids");
-  auto* run = app.add_subcommand("run", "run the job a config describes");
+  int64_t sweep_index = -1;
+  auto* run = app.add_subcommand("run", "run the job a config describes (every point of a sweep, or one)");
   with_config(run);
+  run->add_option("--sweep-index", sweep_index, "run only this point of the config's sweep (0-based)");
+  auto* sweep = app.add_subcommand("sweep", "list the points of a config's sweep: section");
+  with_config(sweep);
   std::string store_path, heads_text;
   ctxsim::SummaryOptions summary_opts;
   auto* summary = app.add_subcommand("summary", "print per-layer tables of a store's statistics vs chance");
   summary->add_option("store", store_path, "store.h5 written by ctxsim run")->required();
   summary->add_option("--heads", heads_text, "layer:head list whose top anchors are shown, e.g. 0:3,11:0");
   summary->add_option("--top", summary_opts.top, "anchors shown per head")->capture_default_str();
+  int64_t plan_ranks = 1, plan_batches = 2;
+  auto* plan = app.add_subcommand("plan", "estimate memory, store size and time of a run (a short calibration)");
+  with_config(plan);
+  plan->add_option("--ranks", plan_ranks, "ranks the run will use")->check(CLI::PositiveNumber)->capture_default_str();
+  plan->add_option("--batches", plan_batches, "batches timed for the calibration")->check(CLI::PositiveNumber)->capture_default_str();
+  ctxsim::SubmitArgs submit_args;
+  auto* submit = app.add_subcommand("submit", "submit a run (or a sweep as an array job) to SLURM with sbatch");
+  with_config(submit);
+  submit->add_flag("--dry-run", submit_args.dry_run, "print the filled job script and the sbatch command only");
+  submit->add_option("--ranks", submit_args.ranks, "MPI ranks (--ntasks)");
+  submit->add_option("--cpus-per-task", submit_args.cpus_per_task, "threads per rank");
+  submit->add_option("--time", submit_args.time, "time limit, e.g. 02:00:00");
+  submit->add_option("--partition", submit_args.partition, "SLURM partition");
+  submit->add_flag("--overcommit", submit_args.overcommit, "allow more tasks than cores (small clusters)");
+  submit->add_option("--jobs-dir", submit_args.jobs_dir, "folder of ctxsim.sbatch and sweep.sbatch")->capture_default_str();
+  submit->add_option("--logs", submit_args.logs_dir, "folder for the job script and logs");
+  std::string collect_dir, collect_out;
+  auto* collect = app.add_subcommand("collect", "one CSV of the headline statistics of every store in a sweep folder");
+  collect->add_option("sweep_dir", collect_dir, "the sweep's folder (output.dir/<sweep name>)")->required();
+  collect->add_option("--out", collect_out, "CSV path (default: SWEEP_DIR/collect.csv)");
   auto* status = app.add_subcommand("status", "where a run stands: complete, or units done (from its resume state)");
   status->add_option("store", store_path, "store.h5 of a run")->required();
   ctxsim::InitModelArgs init_args;
@@ -108,7 +132,8 @@ int main(int argc, char** argv) {
     if (*validate) return ctxsim::cmd_validate(config, overrides, std::cout);
     if (*samples) return ctxsim::cmd_samples(config, overrides, show, std::cout);
     if (*tokenize) return ctxsim::cmd_tokenize(vocab, cased, as_tokens, std::cin, std::cout);
-    if (*run) return ctxsim::cmd_run(config, overrides, std::cout);
+    if (*run) return ctxsim::cmd_run(config, overrides, sweep_index, std::cout);
+    if (*sweep) return ctxsim::cmd_sweep(config, overrides, std::cout);
     if (*bench) return ctxsim::cmd_bench_tokenizer(config, overrides, repeat, std::cout);
     if (*summary) {
       std::stringstream list(heads_text);
@@ -121,6 +146,9 @@ int main(int argc, char** argv) {
       }
       return ctxsim::print_summary(store_path, summary_opts, std::cout);
     }
+    if (*plan) return ctxsim::cmd_plan(config, overrides, plan_ranks, plan_batches, std::cout);
+    if (*submit) return ctxsim::cmd_submit(config, overrides, submit_args, std::cout);
+    if (*collect) return ctxsim::cmd_collect(collect_dir, collect_out, std::cout);
     if (*status) return ctxsim::cmd_status(store_path, std::cout);
     if (*init) return ctxsim::cmd_init_model(init_args, std::cout);
     if (*info) return ctxsim::cmd_model_info(model_dir, model_dtype, std::cout);

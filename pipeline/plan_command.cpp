@@ -1,0 +1,99 @@
+// `ctxsim plan CONFIG [--ranks N]`: what a run will take before it is submitted — samples and
+// units, memory per rank, store size, and a time estimate from a short measured calibration
+// (a few real batches through the whole pipeline on this machine).
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include "pipeline/commands.h"
+#include "pipeline/config.h"
+#include "pipeline/model_files.h"
+#include "pipeline/plan.h"
+#include "pipeline/progress.h"
+#include "stages/analysis.h"
+#include "stages/error.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+std::string bytes_text(double b) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1);
+  if (b >= 1e9) s << b / 1e9 << " GB";
+  else if (b >= 1e6) s << b / 1e6 << " MB";
+  else s << b / 1e3 << " kB";
+  return s.str();
+}
+
+}  // namespace
+
+int cmd_plan(const std::string& path, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out) {
+  const Config c = load_config(path, overrides);
+  check_paths(c);
+  const std::string dir = model_dir(c);
+  if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
+  BertTokenizer tokenizer = make_tokenizer(c);
+  const PreparedSamples prepared = prepare_samples(c, tokenizer);
+  const SampleSet& s = prepared.samples;
+  const BertModel model = BertModel::load(dir, parse_dtype(c.model.dtype));
+  const BertConfig& mc = model.config();
+  const int threads = configure_threads(c.runtime.threads, 1);
+  const int64_t N = s.size(), T = s.seq_len, B = c.runtime.batch_size, R = int64_t(c.selection.size());
+  const int64_t L = mc.num_layers, H = mc.num_heads, V = mc.vocab_size, E = int64_t(c.statistics.examples.size());
+  const auto units = make_units(N, c.runtime.unit_size);
+  const double dsize = c.model.dtype == "float64" ? 8 : c.model.dtype == "bfloat16" ? 2 : 4;
+  double params = 0;
+  for (const auto& [name, shape] : bert_tensor_shapes(mc)) {
+    double n = 1;
+    for (auto d : shape) n *= double(d);
+    params += n;
+  }
+  const double acc_bytes = 8.0 * double(R * L * H * (V + T + 12) + T + 8 + 2 * L * H);
+  // Per layer: attention maps and similarity (a few [B, H, T, T] tensors), FFN activations.
+  const double activations = double(B) * (8.0 * H * T * T * 8 + 6.0 * T * mc.intermediate_size * 4);
+  const double memory = params * dsize + activations + 2 * acc_bytes + double(N * T) * 10 + 400e6 /* corpus, runtime */;
+  const double store = double(N * T) * 8 + double(N) * 24 + double(R * N * L * H) * 12 + acc_bytes + double(E * L * H * T * T) * (4 + R);
+
+  // Calibration: the first batches of real samples through forward + statistics.
+  const Analysis analysis(model, [&] {
+    StatisticsOptions o;
+    o.rules = c.selection;
+    o.attention_threshold = c.statistics.attention_threshold;
+    for (const auto& sep : c.statistics.separators)
+      if (tokenizer.vocab().id(sep) >= 0) o.separator_ids.push_back(tokenizer.vocab().id(sep));
+    return o;
+  }(), c.model.vector == "projected");
+  Accumulator acc(analysis.shape(T));
+  const int64_t runs = std::max<int64_t>(1, std::min<int64_t>(batches, (N + B - 1) / B));
+  double secs = 0;
+  int64_t done = 0;
+  for (int64_t k = 0; k <= runs; ++k) {  // k = 0 warms up
+    const int64_t b0 = (k * B) % std::max<int64_t>(1, N - B + 1), n = std::min(B, N - b0);
+    const auto t0 = std::chrono::steady_clock::now();
+    analysis.run_batch(BatchSamples{&s.token_ids[size_t(b0 * T)], &s.sentence_ids[size_t(b0 * T)], &s.n_valid[size_t(b0)], n, T}, acc);
+    if (k > 0) {
+      secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      done += n;
+    }
+  }
+  const double rate = double(done) / secs;  // samples/s of one rank with `threads` threads
+  const double eta = double(N) / (rate * double(ranks)) * 1.15 + 60;
+  out << "plan for " << path << " on " << ranks << " rank(s) x " << threads << " thread(s)\n"
+      << "  samples:        " << N << " (T=" << T << "), " << units.size() << " units of " << c.runtime.unit_size
+      << ", " << (units.size() + size_t(ranks) - 1) / size_t(ranks) << " rounds\n"
+      << "  model:          " << L << " layers x " << H << " heads, " << std::fixed << std::setprecision(1) << params / 1e6
+      << " M parameters, " << c.model.dtype << "\n"
+      << "  memory / rank:  ~" << bytes_text(memory) << " (weights " << bytes_text(params * dsize) << ", accumulators "
+      << bytes_text(2 * acc_bytes) << ", batch of " << B << " " << bytes_text(activations) << ")\n"
+      << "  store:          ~" << bytes_text(store) << " in " << (fs::path(c.output.dir) / "store.h5").string() << "\n"
+      << "  calibration:    " << done << " samples in " << std::setprecision(2) << secs << " s: " << rate
+      << " samples/s per rank on this machine\n"
+      << "  time estimate:  ~" << format_duration(eta) << " (with 15% and 1 min of margin; ask SLURM for more: --time)\n";
+  return 0;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,94 @@
+// `ctxsim submit CONFIG`: fills jobs/ctxsim.sbatch (one run) or jobs/sweep.sbatch (an array job,
+// one task per sweep point) with absolute paths and the overrides, and hands it to sbatch.
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "pipeline/commands.h"
+#include "pipeline/config.h"
+#include "stages/error.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+std::string self_path() {
+  std::array<char, 4096> buf{};
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  return n > 0 ? std::string(buf.data(), size_t(n)) : std::string("ctxsim");
+}
+
+}  // namespace
+
+int cmd_submit(const std::string& config_path, const std::vector<std::string>& overrides, const SubmitArgs& a, std::ostream& out) {
+  const Config c = load_config(config_path, overrides);
+  const SweepPlan plan = expand_sweep(c);
+  const bool sweep = !c.sweep.empty();
+  const std::string template_path = (fs::path(a.jobs_dir) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
+  std::ifstream in(template_path);
+  if (!in) throw Error(template_path, "cannot read the job script template", "run from the ctxsim folder or give --jobs-dir");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string script = text.str();
+  const std::string marker = "# @CTXSIM_SUBMIT@";
+  const size_t at = script.find(marker);
+  if (at == std::string::npos) throw Error(template_path, "has no '" + marker + "' line", "restore the template from jobs/");
+  const size_t eol = script.find('\n', at);
+  std::ostringstream fill;
+  fill << "# filled by ctxsim submit\n"
+       << "cd " << quote(fs::current_path().string()) << "\n"
+       << "CTXSIM=" << quote(self_path()) << "\n"
+       << "CONFIG=" << quote(fs::absolute(config_path).string()) << "\n"
+       << "OVERRIDES=(";
+  for (const auto& o : overrides) fill << " " << quote(o);
+  fill << " )";
+  script.replace(at, eol - at, fill.str());
+
+  const std::string logs = !a.logs_dir.empty() ? a.logs_dir : (fs::path(c.output.dir) / (sweep ? plan.name : "jobs")).string();
+  std::vector<std::string> args = {"sbatch", "--parsable"};
+  if (sweep) args.push_back("--array=0-" + std::to_string(plan.points.size() - 1));
+  args.push_back("--output=" + (fs::absolute(logs) / (sweep ? "ctxsim-%A_%a.log" : "ctxsim-%j.log")).string());
+  if (a.ranks > 0) args.push_back("--ntasks=" + std::to_string(a.ranks));
+  if (a.cpus_per_task > 0) args.push_back("--cpus-per-task=" + std::to_string(a.cpus_per_task));
+  if (!a.time.empty()) args.push_back("--time=" + a.time);
+  if (!a.partition.empty()) args.push_back("--partition=" + a.partition);
+  if (a.overcommit) args.push_back("--overcommit");
+  const std::string script_path = (fs::absolute(logs) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
+  args.push_back(script_path);
+  std::string command;
+  for (const auto& x : args) command += (command.empty() ? "" : " ") + quote(x);
+
+  if (a.dry_run) {
+    out << "# " << (sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name : "one run")
+        << "\n# would write " << script_path << " and run:\n# " << command << "\n" << script;
+    return 0;
+  }
+  fs::create_directories(logs);
+  std::ofstream(script_path) << script;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) throw Error("sbatch", "cannot start sbatch", "install slurm-wlm, or submit from a cluster login node");
+  std::string reply;
+  std::array<char, 512> buf{};
+  while (std::fgets(buf.data(), int(buf.size()), p)) reply += buf.data();
+  const int status = ::pclose(p);
+  if (status != 0)
+    throw Error("sbatch", "failed: " + reply, "check the #SBATCH lines of " + template_path + " and your cluster's limits");
+  while (!reply.empty() && (reply.back() == '\n' || reply.back() == '\r')) reply.pop_back();
+  out << "submitted job " << reply << (sweep ? " (" + std::to_string(plan.points.size()) + " array tasks)" : std::string())
+      << "; logs in " << logs << "\n";
+  return 0;
+}
+
+}  // namespace ctxsim
