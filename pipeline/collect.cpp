@@ -63,25 +63,26 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
       continue;
     }
     const h5::Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, ("open " + path.string()).c_str());
-    const h5::Id stats = h5::open_group(file, "stats"), base = h5::open_group(stats, "baseline"), att = h5::open_group(stats, "attention");
+    const h5::Id stats = h5::open_group(file, "stats"), base = h5::open_group(stats, "baseline");
     const int64_t samples = read_i64(base, "samples")[0];
     const double valid = double(read_i64(base, "valid_pairs")[0]);
     const auto dist_all = read_i64(base, "distance_all");
     const double ss_all = double(read_i64(base, "same_sentence_all")[0]), el_all = double(read_i64(base, "sentence_eligible_all")[0]);
     const double st_all = double(read_i64(base, "same_token_all")[0]);
-    const auto ha_all = read_i64(base, "high_attention_all");
-    const auto sep = read_i64(att, "separator_mass");
     const auto vocab_bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
     const auto vocab = lines_of(std::string(vocab_bytes.begin(), vocab_bytes.end()));
-    const int64_t T = int64_t(dist_all.size()), LH = int64_t(sep.size());
+    const int64_t T = int64_t(dist_all.size());
     double short_all = 0, long_all = 0;
     for (int64_t d = 0; d < T; ++d) {
       if (d <= 5) short_all += double(dist_all[size_t(d)]);
       if (d >= 32) long_all += double(dist_all[size_t(d)]);
     }
-    const int64_t H = int64_t(h5::dims_of(h5::Id(H5Dopen2(att, "separator_mass", H5P_DEFAULT), H5Dclose, "separator_mass"))[1]);
     for (const auto& rule : lines_of(h5::get_attr_string(stats, "rules"))) {
       const h5::Id g = h5::open_group(stats, rule);
+      const auto shape = h5::dims_of(h5::Id(H5Dopen2(g, "high_pairs", H5P_DEFAULT), H5Dclose, "high_pairs"));
+      const int64_t H = int64_t(shape[1]), LH = int64_t(shape[0]) * H;
+      const auto ha_all = read_i64(g, "high_attention_all");
+      const auto sep = read_i64(g, "separator_mass");
       const auto hp = read_i64(g, "high_pairs"), hist = read_i64(g, "distance_hist"), ss = read_i64(g, "same_sentence"),
                  el = read_i64(g, "sentence_eligible"), st = read_i64(g, "same_token"), ia = read_i64(g, "in_attention"),
                  noise = read_i64(g, "noise"), anchors = read_i64(g, "anchor_counts");

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -314,12 +315,33 @@ std::vector<SelectionRule> parse_selection(const YAML::Node& n, const std::strin
     const auto& item = items[i];
     const std::string iw = location(file, item.Mark());
     const std::string path = n.IsMap() ? "selection" : "selection[" + std::to_string(i) + "]";
-    if (!item.IsMap() || item.size() != 1)
+    if (!item.IsMap() || item.size() == 0)
       throw Error(iw + ": " + path, "each rule is one key: value pair (top_fraction, relative_to_max or absolute), got " + shown(item),
                   "write one rule per list item, e.g. '- top_fraction: 0.01'");
-    const auto kv = *item.begin();
-    const std::string key = kv.first.Scalar();
-    rules.push_back(parse_rule(key, kv.second, location(file, kv.second.Mark()), path + "." + key));
+    // One selection key, optionally with the rule's own attention_threshold and separators.
+    std::optional<SelectionRule> rule;
+    double beta = std::nan("");
+    std::vector<std::string> seps;
+    for (const auto& kv : item) {
+      const std::string key = kv.first.Scalar();
+      const std::string vw = location(file, kv.second.Mark());
+      if (key == "attention_threshold") {
+        beta = parse_double(kv.second, vw, path + ".attention_threshold", 0.0, 1.0, false, "0.1");
+      } else if (key == "separators") {
+        if (!kv.second.IsSequence() || kv.second.size() == 0)
+          throw Error(vw + ": " + path + ".separators", "expected a list of tokens, got " + shown(kv.second), "write e.g. [\".\", \",\"]");
+        for (size_t i = 0; i < kv.second.size(); ++i) seps.push_back(parse_string(kv.second[i], vw, path + ".separators", {}));
+      } else {
+        if (rule)
+          throw Error(iw + ": " + path, "a rule has one selection key, got '" + rule->key() + "' and '" + key + "'",
+                      "write one rule per list item");
+        rule = parse_rule(key, kv.second, vw, path + "." + key);
+      }
+    }
+    if (!rule) throw Error(iw + ": " + path, "no selection key (top_fraction, relative_to_max or absolute)", "add one");
+    rule->attention_threshold = beta;
+    rule->separators = seps;
+    rules.push_back(*rule);
   }
   return rules;
 }
@@ -521,17 +543,42 @@ SweepPlan expand_sweep(const Config& c) {
   namespace fs = std::filesystem;
   SweepPlan plan;
   plan.name = !c.sweep_name.empty() ? c.sweep_name : c.source.empty() ? std::string("sweep") : fs::path(c.source).stem().string();
-  // Fold rule axes: every value becomes one rule of every point.
+  // Fold the axes that do not change the forward pass: selection rules, the attention threshold
+  // and the separator set. Every combination becomes one rule of every point's rule list.
   std::vector<const SweepAxis*> axes;
-  std::string rules;
+  std::vector<std::string> rule_texts, betas, seps;
   for (const auto& a : c.sweep) {
-    const bool rule_axis = a.keys.size() == 1 && a.keys[0].compare(0, 10, "selection.") == 0;
-    if (!rule_axis) {
+    const std::string& k = a.keys[0];
+    const bool single = a.keys.size() == 1;
+    if (single && k.compare(0, 10, "selection.") == 0) {
+      for (const auto& v : a.values[0]) rule_texts.push_back(k.substr(10) + ": " + v);
+    } else if (single && k == "statistics.attention_threshold") {
+      betas = a.values[0];
+    } else if (single && k == "statistics.separators") {
+      seps = a.values[0];
+    } else {
       axes.push_back(&a);
       continue;
     }
-    for (const auto& v : a.values[0]) rules += std::string(rules.empty() ? "" : ", ") + "{" + a.keys[0].substr(10) + ": " + v + "}";
-    plan.folded.push_back(a.keys[0] + " (" + std::to_string(a.size()) + " values)");
+    plan.folded.push_back(k + " (" + std::to_string(a.size()) + " values)");
+  }
+  std::string rules;
+  if (!plan.folded.empty()) {
+    if (rule_texts.empty()) {
+      std::ostringstream base;
+      for (const auto& r : c.selection) {
+        base.str("");
+        base << r.key() << ": " << r.value;
+        rule_texts.push_back(base.str());
+      }
+    }
+    if (betas.empty()) betas.push_back("");
+    if (seps.empty()) seps.push_back("");
+    for (const auto& r : rule_texts)
+      for (const auto& b : betas)
+        for (const auto& sp : seps)
+          rules += std::string(rules.empty() ? "" : ", ") + "{" + r + (b.empty() ? "" : ", attention_threshold: " + b) +
+                   (sp.empty() ? "" : ", separators: " + sp) + "}";
   }
   size_t total = 1;
   for (const auto* a : axes) total *= a->size();
@@ -635,7 +682,16 @@ std::string to_yaml(const Config& c, bool with_comments) {
     e << YAML::Key << section << YAML::Value;
     if (section == "selection") {
       e << YAML::BeginSeq;
-      for (const auto& r : c.selection) e << YAML::Flow << YAML::BeginMap << YAML::Key << r.key() << YAML::Value << r.value << YAML::EndMap;
+      for (const auto& r : c.selection) {
+        e << YAML::Flow << YAML::BeginMap << YAML::Key << r.key() << YAML::Value << r.value;
+        if (!std::isnan(r.attention_threshold)) e << YAML::Key << "attention_threshold" << YAML::Value << r.attention_threshold;
+        if (!r.separators.empty()) {
+          e << YAML::Key << "separators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+          for (const auto& sep : r.separators) e << YAML::DoubleQuoted << sep;
+          e << YAML::EndSeq;
+        }
+        e << YAML::EndMap;
+      }
       e << YAML::EndSeq;
       if (with_comments) e << YAML::Comment("SPEC §3 rules, all evaluated on one forward pass");
       continue;

@@ -169,13 +169,19 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
                   "use the vocab.txt that belongs to the model");
     opt.rules = c.selection;
     opt.attention_threshold = c.statistics.attention_threshold;
-    for (const auto& s : c.statistics.separators) {
-      const int32_t id = tokenizer->vocab().id(s);
-      if (id < 0)
-        throw Error(c.where("statistics.separators"), "'" + s + "' is not a token of the vocabulary",
-                    "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
-      opt.separator_ids.push_back(id);
-    }
+    const auto separator_ids = [&](const std::vector<std::string>& tokens, const std::string& key) {
+      std::vector<int64_t> ids;
+      for (const auto& s : tokens) {
+        const int32_t id = tokenizer->vocab().id(s);
+        if (id < 0)
+          throw Error(c.where(key), "'" + s + "' is not a token of the vocabulary",
+                      "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
+        ids.push_back(id);
+      }
+      return ids;
+    };
+    opt.separator_ids = separator_ids(c.statistics.separators, "statistics.separators");
+    for (const auto& r : c.selection) opt.rule_separator_ids.push_back(separator_ids(r.separators, "selection"));
     const Vocab& v = tokenizer->vocab();
     for (int32_t id : {v.pad_id(), v.unk_id(), v.cls_id(), v.sep_id(), v.mask_id()})
       if (id >= 0) opt.special_ids.push_back(id);

@@ -56,20 +56,20 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
     throw Error(path, "the store is not complete (the run was interrupted or is still going)", "rerun the same command to finish it");
   const h5::Id stats = h5::open_group(file, "stats");
   const h5::Id base = h5::open_group(stats, "baseline");
-  const h5::Id att = h5::open_group(stats, "attention");
   const int64_t samples = read_i64(base, "samples")[0];
   const double valid_pairs = double(read_i64(base, "valid_pairs")[0]);
   const auto distance_all = read_i64(base, "distance_all");
   const double ss_all = double(read_i64(base, "same_sentence_all")[0]);
   const double el_all = double(read_i64(base, "sentence_eligible_all")[0]);
   const double st_all = double(read_i64(base, "same_token_all")[0]);
-  const auto sep_mass = read_i64(att, "separator_mass");
   const auto vocab = split_lines(std::string([&] {
     const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
     return std::string(bytes.begin(), bytes.end());
   }()));
   const int64_t T = int64_t(distance_all.size());
-  const h5::Id ds(H5Dopen2(stats, "attention/separator_mass", H5P_DEFAULT), H5Dclose, "separator_mass");
+  const auto rule_names = split_lines(h5::get_attr_string(stats, "rules"));
+  if (rule_names.empty()) throw Error(path, "the store lists no selection rule", "rerun the job");
+  const h5::Id ds(H5Dopen2(stats, (rule_names[0] + "/high_pairs").c_str(), H5P_DEFAULT), H5Dclose, "high_pairs");
   const auto lh = h5::dims_of(ds);
   const int64_t L = int64_t(lh[0]), H = int64_t(lh[1]);
 
@@ -81,12 +81,13 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
       << "%, distance d<=5 " << pct(std::accumulate(distance_all.begin(), distance_all.begin() + std::min<int64_t>(6, T), 0.0), valid_pairs)
       << "%, d>=32 " << pct(T > 32 ? std::accumulate(distance_all.begin() + 32, distance_all.end(), 0.0) : 0.0, valid_pairs) << "%\n";
 
-  for (const auto& rule : split_lines(h5::get_attr_string(stats, "rules"))) {
+  for (const auto& rule : rule_names) {
     const h5::Id g = h5::open_group(stats, rule);
     const auto hp = read_i64(g, "high_pairs"), hist = read_i64(g, "distance_hist"), ss = read_i64(g, "same_sentence"),
                el = read_i64(g, "sentence_eligible"), st = read_i64(g, "same_token"), ia = read_i64(g, "in_attention"),
                noise = read_i64(g, "noise"), anchors = read_i64(g, "anchor_counts"), distinct = read_i64(g, "distinct_anchors");
-    const auto high_att_all = read_i64(base, "high_attention_all");
+    const auto high_att_all = read_i64(g, "high_attention_all");
+    const auto sep_mass = read_i64(g, "separator_mass");
     const int64_t V = int64_t(anchors.size()) / (L * H);
     out << "\nrule " << rule << "\n"
         << " layer   pairs  dist mean  median  d<=5 %   d>=32 %  same-sent %  lift  repeat lift  in-attn %  distinct  sep-attn  noise %\n";

@@ -16,6 +16,11 @@ std::string SelectionRule::key() const {
 std::string SelectionRule::name() const {
   std::ostringstream s;
   s << key() << "=" << value;
+  if (!std::isnan(attention_threshold)) s << ",beta=" << attention_threshold;
+  if (!separators.empty()) {
+    s << ",separators=";
+    for (size_t i = 0; i < separators.size(); ++i) s << (i ? "|" : "") << separators[i];
+  }
   return s.str();
 }
 

@@ -49,9 +49,6 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   const at::Tensor ti = at_i(tokens_), tj = at_j(tokens_);
   same_token_ = pair_valid_ & (ti == tj) & at_i(special).logical_not();
   n_pairs_ = (nv * (nv - 1)).div(2, "trunc");  // integer: "/" would be true division
-  separator_ = at::zeros({B_, T_}, at::kBool);
-  for (int64_t id : opt.separator_ids) separator_ |= tokens_ == id;
-  separator_ &= valid_;
 
   // Rank of each token among the sample's distinct ids ([PAD] positions sort last), so that the
   // anchor's tie rule (smaller id wins) becomes "smaller rank wins".
@@ -166,6 +163,12 @@ BatchStatistics::Selection BatchStatistics::select(const SelectionRule& rule, co
   return out;
 }
 
+at::Tensor BatchStatistics::separator_keys(const std::vector<int64_t>& ids) const {
+  at::Tensor sep = at::zeros({B_, T_}, at::kBool);
+  for (int64_t id : ids) sep |= tokens_ == id;
+  return sep & valid_;
+}
+
 at::Tensor BatchStatistics::selection_matrix(int64_t rule) const {
   const Selection& sel = last_selection_.at(static_cast<size_t>(rule));
   at::Tensor m = at::zeros({B_, H_, T_ * T_}, at::kByte);
@@ -183,26 +186,44 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& similarity, con
   const at::Tensor c = similarity.flatten(2).index_select(2, flat_ij);  // [B, H, P]
   const at::Tensor a_flat = attention.flatten(2);
   const at::Tensor a_max = at::maximum(a_flat.index_select(2, flat_ij), a_flat.index_select(2, flat_ji));
-  const at::Tensor high_att = (a_max >= scalar_threshold(opt_.attention_threshold, a_max)) & pair_valid_.unsqueeze(1);  // [B, H, P]
-
   const auto add_lh = [&](const char* name, int64_t rule, const at::Tensor& per_head /*[H]*/) {
-    int64_t* dst = acc_.at(name, rule) + layer * H_;
     if (per_head.numel() != H_) throw std::logic_error(std::string("statistics: ") + name + " is not per head");
+    int64_t* dst = acc_.at(name, rule) + layer * H_;
     const at::Tensor h = per_head.to(at::kLong).contiguous();
     const int64_t* p = h.data_ptr<int64_t>();
     for (int64_t k = 0; k < H_; ++k) dst[k] += p[k];
   };
-  add_lh("high_attention_all", 0, high_att.sum(at::IntArrayRef{0, 2}));
-
-  // Attention mass on separator keys, averaged over valid query rows; fixed point per sample.
-  const at::Tensor sep = separator_.to(attention.scalar_type()).view({B_, 1, T_, 1});
-  const at::Tensor mass = at::matmul(attention, sep).squeeze(-1).to(at::kDouble);           // [B, H, T]
-  const at::Tensor vrows = valid_.to(at::kDouble).view({B_, 1, T_});
-  const at::Tensor mean = (mass * vrows).sum(-1) / vrows.sum(-1).clamp_min(1);                // [B, H]
-  add_lh("separator_mass", 0, at::round(mean * kFixedPointScale).to(at::kLong).sum(0));
+  // High-attention pairs per threshold and separator mass per separator set, each computed once
+  // however many rules share it.
+  std::vector<std::pair<double, at::Tensor>> high_att_by_beta;
+  const auto high_attention = [&](double beta) {
+    for (const auto& [b, t] : high_att_by_beta)
+      if (b == beta) return t;
+    const at::Tensor t = (a_max >= scalar_threshold(beta, a_max)) & pair_valid_.unsqueeze(1);  // [B, H, P]
+    high_att_by_beta.emplace_back(beta, t);
+    return t;
+  };
+  std::vector<std::pair<std::vector<int64_t>, at::Tensor>> mass_by_set;
+  const auto separator_mass = [&](const std::vector<int64_t>& ids) {
+    for (const auto& [set, t] : mass_by_set)
+      if (set == ids) return t;
+    // Mass on separator keys, averaged over valid query rows; fixed point per sample: [H].
+    const at::Tensor sep = separator_keys(ids).to(attention.scalar_type()).view({B_, 1, T_, 1});
+    const at::Tensor mass = at::matmul(attention, sep).squeeze(-1).to(at::kDouble);           // [B, H, T]
+    const at::Tensor vrows = valid_.to(at::kDouble).view({B_, 1, T_});
+    const at::Tensor mean = (mass * vrows).sum(-1) / vrows.sum(-1).clamp_min(1);                // [B, H]
+    const at::Tensor t = at::round(mean * kFixedPointScale).to(at::kLong).sum(0);
+    mass_by_set.emplace_back(ids, t);
+    return t;
+  };
 
   for (int64_t r = 0; r < R_; ++r) {
-    const Selection sel = select(opt_.rules[static_cast<size_t>(r)], c);
+    const SelectionRule& rule = opt_.rules[static_cast<size_t>(r)];
+    const at::Tensor high_att = high_attention(std::isnan(rule.attention_threshold) ? opt_.attention_threshold : rule.attention_threshold);
+    add_lh("high_attention_all", r, high_att.sum(at::IntArrayRef{0, 2}));
+    const bool own_set = size_t(r) < opt_.rule_separator_ids.size() && !opt_.rule_separator_ids[size_t(r)].empty();
+    add_lh("separator_mass", r, separator_mass(own_set ? opt_.rule_separator_ids[size_t(r)] : opt_.separator_ids));
+    const Selection sel = select(rule, c);
     last_selection_[static_cast<size_t>(r)] = sel;
     // Pair attributes of the selected slots: [B, H, K] gathered for a few selected pairs, or
     // the [B, 1, P] per-sample tensors broadcast over heads when the mask is dense.

@@ -24,8 +24,9 @@ at::Tensor projection_metric(const at::Tensor& o_by_head);
 
 struct StatisticsOptions {
   std::vector<SelectionRule> rules;
-  double attention_threshold = 0.1;     // beta (SPEC §4.6)
-  std::vector<int64_t> separator_ids;   // token ids of separators (SPEC §4.7)
+  double attention_threshold = 0.1;     // beta (SPEC §4.6), for rules without their own
+  std::vector<int64_t> separator_ids;   // token ids of separators (SPEC §4.7), for rules without their own
+  std::vector<std::vector<int64_t>> rule_separator_ids;  // per rule; empty (or missing) = separator_ids
   std::vector<int64_t> special_ids;     // [PAD] [UNK] [CLS] [SEP] [MASK]: never a repetition
   bool dense_only = false;              // tests: always take the dense path (same results, slower)
 };
@@ -78,7 +79,7 @@ class BatchStatistics {
   at::Tensor n_pairs_;       // [B] int64
   at::Tensor rank_, token_of_rank_;  // [B, T]: rank of each position's token among the sample's distinct ids
   at::Tensor rank_i_, rank_j_;       // [B, P]: token rank of each pair's endpoints
-  at::Tensor separator_;     // [B, T] bool: valid separator keys
+  at::Tensor separator_keys(const std::vector<int64_t>& ids) const;  // [B, T] bool: valid separator keys
   std::vector<Selection> last_selection_;
   PerSampleStats out_;
 };

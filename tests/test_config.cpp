@@ -209,6 +209,23 @@ TEST(Sweep, RuleAxesAreFoldedIntoOneRun) {
   EXPECT_EQ(expand_sweep(only_rules).points[0].name, "all");
 }
 
+TEST(Sweep, AttentionThresholdAndSeparatorAxesAreFoldedToo) {
+  const Config c = parse_config("selection: [{top_fraction: 0.01}]\nsweep:\n  statistics.attention_threshold: [0.05, 0.2]\n"
+                                "  statistics.separators: [[\".\"], [\",\", \"[SEP]\"]]\n  samples.seed: [1, 2]\n", "cfg.yaml");
+  const SweepPlan p = expand_sweep(c);
+  ASSERT_EQ(p.points.size(), 2u);  // only the seed makes jobs
+  EXPECT_EQ(p.folded.size(), 2u);
+  const Config point = parse_config("samples: {}\n", "cfg.yaml", p.points[1].overrides);
+  ASSERT_EQ(point.selection.size(), 4u);  // 1 rule x 2 thresholds x 2 separator sets
+  EXPECT_EQ(point.selection[0].name(), "top_fraction=0.01,beta=0.05,separators=.");
+  EXPECT_EQ(point.selection[3].name(), "top_fraction=0.01,beta=0.2,separators=,|[SEP]");
+  EXPECT_EQ(point.samples.seed, 2);
+  // The effective YAML keeps the per-rule settings (a store's identity).
+  EXPECT_NE(to_yaml(point).find("attention_threshold: 0.2"), std::string::npos);
+  EXPECT_HAS(error_of("selection: [{top_fraction: 0.01, absolute: 2}]\n"), "a rule has one selection key");
+  EXPECT_HAS(error_of("selection: [{attention_threshold: 0.2}]\n"), "no selection key");
+}
+
 TEST(Sweep, BadAxesGetConfigErrors) {
   EXPECT_HAS(error_of("sweep:\n  samples.seqlen: [64]\n"), "sweep.samples.seqlen: unknown key; fix: did you mean 'samples.seq_len'?");
   EXPECT_HAS(error_of("sweep:\n  samples.seq_len: [64, lots]\n"), "sweep.samples.seq_len[1]: samples.seq_len: expected an integer");

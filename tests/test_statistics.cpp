@@ -126,9 +126,11 @@ TEST_P(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
   EXPECT_EQ(*acc.at("same_token_all"), 4);
   EXPECT_EQ(*acc.at("same_sentence_all"), 6);
   EXPECT_EQ(*acc.at("sentence_eligible_all"), 15);
-  EXPECT_EQ(acc.at("high_attention_all")[0], 28);
-  // Every row puts 1/8 on the one [SEP] key: 0.125 in fixed point.
-  EXPECT_EQ(acc.at("separator_mass")[0], int64_t(0.125 * kFixedPointScale));
+  for (int64_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(acc.at("high_attention_all", r)[0], 28);
+    // Every row puts 1/8 on the one [SEP] key: 0.125 in fixed point.
+    EXPECT_EQ(acc.at("separator_mass", r)[0], int64_t(0.125 * kFixedPointScale));
+  }
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
@@ -237,6 +239,27 @@ TEST_P(HandBuilt, PaddingNeverSelected) {
   EXPECT_EQ(stats.selection_matrix(1)[0][0].slice(1, 4, 8).sum().item<int64_t>(), 0);
   // Repetition: token 5 at positions 1 and 6 of sample 1; [PAD] pairs never count.
   EXPECT_EQ(*acc.at("same_token_all"), 1);
+  EXPECT_TRUE(check_invariants(acc).empty());
+}
+
+TEST_P(HandBuilt, RulesCarryTheirOwnAttentionThresholdAndSeparators) {
+  const HandBatch b = repeated_tokens();  // 8 valid: uniform attention is 0.125 per key
+  StatisticsOptions opt;
+  opt.dense_only = GetParam();
+  opt.rules = {rule(kAbs, 0.5), rule(kAbs, 0.5), rule(kAbs, 0.5)};
+  opt.rules[1].attention_threshold = 0.2;  // above 1/8: no pair is high-attention
+  opt.attention_threshold = 0.1;
+  opt.separator_ids = {102};
+  opt.rule_separator_ids = {{}, {}, {10}};  // rule 2: token 'a' (3 keys of 8) is the separator
+  Accumulator acc(shape_for(3, 1, 1, 8));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, context_similarity(one_hot_vectors(b), valid_of(b)), uniform_attention(b, 1));
+  EXPECT_EQ(acc.at("in_attention", 0)[0], 4);
+  EXPECT_EQ(acc.at("high_attention_all", 0)[0], 28);
+  EXPECT_EQ(acc.at("in_attention", 1)[0], 0);
+  EXPECT_EQ(acc.at("high_attention_all", 1)[0], 0);
+  EXPECT_EQ(acc.at("separator_mass", 0)[0], int64_t(0.125 * kFixedPointScale));
+  EXPECT_EQ(acc.at("separator_mass", 2)[0], int64_t(0.375 * kFixedPointScale));
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 

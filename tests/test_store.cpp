@@ -82,7 +82,8 @@ TEST_F(RunStore, ShapesAsDocumented) {
   EXPECT_EQ(dims(file_, "stats/top_fraction=0.01/distance_hist"), (std::vector<hsize_t>{2, 2, 128}));
   EXPECT_EQ(dims(file_, "stats/relative_to_max=0.95/anchor_counts"), (std::vector<hsize_t>{2, 2, 30522}));
   EXPECT_EQ(dims(file_, "stats/baseline/distance_all"), (std::vector<hsize_t>{128}));
-  EXPECT_EQ(dims(file_, "stats/attention/separator_mass"), (std::vector<hsize_t>{2, 2}));
+  EXPECT_EQ(dims(file_, "stats/top_fraction=0.01/separator_mass"), (std::vector<hsize_t>{2, 2}));
+  EXPECT_EQ(dims(file_, "stats/relative_to_max=0.95/high_attention_all"), (std::vector<hsize_t>{2, 2}));
   EXPECT_EQ(dims(file_, "examples/attention"), (std::vector<hsize_t>{2, 2, 2, 128, 128}));
   EXPECT_EQ(dims(file_, "examples/selected"), (std::vector<hsize_t>{2, 2, 2, 2, 128, 128}));
 }
