@@ -16,7 +16,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp          # LibTorch; OpenBLAS with OpenMP (the reference BLAS is 50x slower)
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libssl-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libssl-dev libpng-dev
   libgtest-dev
   python3-h5py                              # tests read the store as users do
   slurm-wlm                                 # job scripts are tested on a real local cluster

@@ -1,0 +1,172 @@
+#include "stages/render.h"
+
+#include <png.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "stages/error.h"
+
+namespace ctxsim {
+namespace {
+
+// Anchor points of matplotlib's viridis (at 0, 1/8, …, 1), linearly interpolated.
+constexpr std::array<std::array<double, 3>, 9> kViridis = {{{0.267, 0.005, 0.329},
+                                                            {0.283, 0.141, 0.458},
+                                                            {0.254, 0.265, 0.530},
+                                                            {0.207, 0.372, 0.553},
+                                                            {0.164, 0.471, 0.558},
+                                                            {0.128, 0.567, 0.551},
+                                                            {0.135, 0.659, 0.518},
+                                                            {0.267, 0.749, 0.441},
+                                                            {0.993, 0.906, 0.144}}};
+
+uint8_t byte(double v) { return static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255.0)); }
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    switch (ch) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += ch;
+    }
+  }
+  return o;
+}
+
+std::string hex(Rgb c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
+  return buf;
+}
+
+}  // namespace
+
+Rgb colour(ColourMap map, double t) {
+  t = std::isnan(t) ? 0.0 : std::clamp(t, 0.0, 1.0);
+  if (map == ColourMap::Diverging) {
+    // 0 → blue (0.23, 0.30, 0.75), 0.5 → white, 1 → red (0.71, 0.02, 0.15)
+    const double u = t < 0.5 ? 1.0 - 2.0 * t : 2.0 * t - 1.0;  // distance from the centre
+    const std::array<double, 3> end = t < 0.5 ? std::array<double, 3>{0.23, 0.30, 0.75} : std::array<double, 3>{0.71, 0.02, 0.15};
+    return {byte(1.0 + (end[0] - 1.0) * u), byte(1.0 + (end[1] - 1.0) * u), byte(1.0 + (end[2] - 1.0) * u)};
+  }
+  const double x = t * 8.0;
+  const int i = std::min(7, static_cast<int>(x));
+  const double f = x - i;
+  return {byte(kViridis[size_t(i)][0] + (kViridis[size_t(i + 1)][0] - kViridis[size_t(i)][0]) * f),
+          byte(kViridis[size_t(i)][1] + (kViridis[size_t(i + 1)][1] - kViridis[size_t(i)][1]) * f),
+          byte(kViridis[size_t(i)][2] + (kViridis[size_t(i + 1)][2] - kViridis[size_t(i)][2]) * f)};
+}
+
+Image::Image(int w, int h, Rgb fill) : width(w), height(h), pixels(size_t(w) * size_t(h) * 3) {
+  for (size_t i = 0; i < pixels.size(); i += 3) std::copy(fill.begin(), fill.end(), pixels.begin() + long(i));
+}
+
+Rgb Image::at(int x, int y) const {
+  const size_t o = (size_t(y) * size_t(width) + size_t(x)) * 3;
+  return {pixels[o], pixels[o + 1], pixels[o + 2]};
+}
+
+void Image::set(int x, int y, Rgb c) {
+  const size_t o = (size_t(y) * size_t(width) + size_t(x)) * 3;
+  std::copy(c.begin(), c.end(), pixels.begin() + long(o));
+}
+
+Image heatmap(const std::vector<float>& v, int rows, int cols, double lo, double hi, ColourMap map, int cell) {
+  if (v.size() != size_t(rows) * size_t(cols)) throw Error("heatmap", "values do not match rows x cols", "this is a bug");
+  Image img(cols * cell, rows * cell);
+  const double span = hi > lo ? hi - lo : 1.0;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const Rgb col = colour(map, (double(v[size_t(r) * size_t(cols) + size_t(c)]) - lo) / span);
+      for (int y = 0; y < cell; ++y)
+        for (int x = 0; x < cell; ++x) img.set(c * cell + x, r * cell + y, col);
+    }
+  return img;
+}
+
+void write_png(const std::string& path, const Image& image) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen((path + ".tmp").c_str(), "wb"), std::fclose);
+  if (!f) throw Error(path, "cannot write the PNG", "check that the folder exists and is writable");
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  if (!png || !info || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    throw Error(path, "libpng failed to write the image", "check free disk space");
+  }
+  png_init_io(png, f.get());
+  png_set_IHDR(png, info, png_uint_32(image.width), png_uint_32(image.height), 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < image.height; ++y)
+    png_write_row(png, const_cast<png_bytep>(image.pixels.data() + size_t(y) * size_t(image.width) * 3));
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  f.reset();
+  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw Error(path, "cannot move the PNG into place", "check permissions");
+}
+
+Image read_png(const std::string& path) {
+  png_image img{};
+  img.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&img, path.c_str())) throw Error(path, std::string("not a readable PNG: ") + img.message, "regenerate it");
+  img.format = PNG_FORMAT_RGB;
+  Image out(int(img.width), int(img.height));
+  if (!png_image_finish_read(&img, nullptr, out.pixels.data(), 0, nullptr)) {
+    png_image_free(&img);
+    throw Error(path, std::string("PNG decoding failed: ") + img.message, "regenerate it");
+  }
+  return out;
+}
+
+std::string heatmap_svg(const std::vector<float>& v, int rows, int cols, double lo, double hi, ColourMap map,
+                        const std::vector<std::string>& labels, const std::string& title) {
+  const int cell = 12, left = 90, top = 40, bar = 16;
+  const int w = left + cols * cell + 70, h = top + rows * cell + 90;
+  const double span = hi > lo ? hi - lo : 1.0;
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" font-family=\"sans-serif\" font-size=\"9\">\n"
+    << "<title>" << xml_escape(title) << "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << left << "\" y=\"20\" font-size=\"13\">" << xml_escape(title) << "</text>\n";
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      s << "<rect x=\"" << left + c * cell << "\" y=\"" << top + r * cell << "\" width=\"" << cell << "\" height=\"" << cell
+        << "\" fill=\"" << hex(colour(map, (double(v[size_t(r) * size_t(cols) + size_t(c)]) - lo) / span)) << "\"/>\n";
+  for (int i = 0; i < rows && i < int(labels.size()); ++i)
+    s << "<text x=\"" << left - 4 << "\" y=\"" << top + i * cell + cell - 3 << "\" text-anchor=\"end\">" << xml_escape(labels[size_t(i)]) << "</text>\n";
+  for (int i = 0; i < cols && i < int(labels.size()); ++i)
+    s << "<text transform=\"translate(" << left + i * cell + cell - 3 << "," << top + rows * cell + 4 << ") rotate(90)\">"
+      << xml_escape(labels[size_t(i)]) << "</text>\n";
+  // Colour bar on the right: lo at the bottom, hi at the top.
+  const int bx = left + cols * cell + 16;
+  for (int k = 0; k < 50; ++k)
+    s << "<rect x=\"" << bx << "\" y=\"" << top + (49 - k) * rows * cell / 50 << "\" width=\"" << bar << "\" height=\""
+      << rows * cell / 50 + 1 << "\" fill=\"" << hex(colour(map, (k + 0.5) / 50.0)) << "\"/>\n";
+  s << "<text x=\"" << bx << "\" y=\"" << top - 4 << "\">" << hi << "</text>\n"
+    << "<text x=\"" << bx << "\" y=\"" << top + rows * cell + 12 << "\">" << lo << "</text>\n</svg>\n";
+  return s.str();
+}
+
+std::vector<float> pool_blocks(const std::vector<float>& v, int rows, int cols, int block, int& out_rows, int& out_cols) {
+  block = std::max(1, block);
+  out_rows = (rows + block - 1) / block;
+  out_cols = (cols + block - 1) / block;
+  std::vector<double> sum(size_t(out_rows) * size_t(out_cols), 0.0), n(sum.size(), 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const size_t o = size_t(r / block) * size_t(out_cols) + size_t(c / block);
+      sum[o] += v[size_t(r) * size_t(cols) + size_t(c)];
+      n[o] += 1;
+    }
+  std::vector<float> out(sum.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = float(sum[i] / n[i]);
+  return out;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,45 @@
+// Headless figures for reports: perceptual colour maps, matrices rendered to RGB images, PNG
+// (libpng) and SVG (written directly) output. No LibTorch, MPI or HDF5 here.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ctxsim {
+
+using Rgb = std::array<uint8_t, 3>;
+
+enum class ColourMap {
+  Viridis,  // sequential, perceptually uniform: attention, rollout (0 = dark purple)
+  Diverging // blue – white – red, for signed similarity (0 = white)
+};
+
+// The colour of t in [0, 1] (clamped).
+Rgb colour(ColourMap map, double t);
+
+// An RGB image, row-major, 3 bytes per pixel.
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint8_t> pixels;
+  Image(int w, int h, Rgb fill = {255, 255, 255});
+  Image() = default;
+  Rgb at(int x, int y) const;
+  void set(int x, int y, Rgb c);
+};
+
+// A rows x cols matrix (row-major) as an image with `cell` pixels per entry. Values map to
+// [0, 1] by (v - lo) / (hi - lo); for Diverging, lo = -hi is expected so that 0 is the centre.
+Image heatmap(const std::vector<float>& values, int rows, int cols, double lo, double hi, ColourMap map, int cell = 1);
+
+void write_png(const std::string& path, const Image& image);      // throws ctxsim::Error
+Image read_png(const std::string& path);                          // for tests and checks
+
+// An SVG heatmap with token labels on both axes, a title and a colour bar; values as in heatmap.
+std::string heatmap_svg(const std::vector<float>& values, int rows, int cols, double lo, double hi, ColourMap map,
+                        const std::vector<std::string>& labels, const std::string& title);
+
+// Block pooling (mean over b x b blocks) so that large matrices stay renderable: [rows/b, cols/b].
+std::vector<float> pool_blocks(const std::vector<float>& values, int rows, int cols, int block, int& out_rows, int& out_cols);
+
+}  // namespace ctxsim
