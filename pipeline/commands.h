@@ -43,6 +43,10 @@ int cmd_submit(const std::string& config, const std::vector<std::string>& overri
 // Samples, units, memory per rank, store size and a calibrated time estimate for `ranks` ranks.
 int cmd_plan(const std::string& config, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out);
 
+// Figures (PNG + SVG) and a self-contained report.html with an example explorer, next to the
+// store or in out_dir. Refuses incomplete stores.
+int cmd_report(const std::string& store, const std::string& out_dir, int64_t max_bytes, std::ostream& out);
+
 // One CSV row per (point, rule, layer, head) from every complete store under a sweep folder.
 int cmd_collect(const std::string& sweep_dir, const std::string& out_csv, std::ostream& out);
 // Lists a sweep's points: index, overrides, output folder, and the folded rule axes.

@@ -406,7 +406,13 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   timing << "done: " << samples.size() << " samples in " << total << " s on " << size << " rank(s) (compute " << compute_s
          << " s on rank 0; store writes " << store_s << " s, progress flushes " << flush_s << " s); wrote " << store_path;
   log_info(timing.str());
-  return rank == 0 ? print_summary(store_path, SummaryOptions{}, out) : 0;
+  if (rank != 0) return 0;
+  if (c.output.report) {
+    std::ostringstream report_line;
+    cmd_report(store_path, "", 25 << 20, report_line);
+    log_info(report_line.str().substr(0, report_line.str().find('\n')));
+  }
+  return print_summary(store_path, SummaryOptions{}, out);
 }
 
 }  // namespace ctxsim

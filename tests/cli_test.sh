@@ -176,6 +176,33 @@ PY
     "$CTXSIM" collect "$TMP/empty" 2> "$TMP/err" && fail "collect of nothing"
     contains "$(cat "$TMP/err")" "no complete store.h5"
     ;;
+  report)
+    "$CTXSIM" init-model --preset bert-tiny --seed 3 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/m" > /dev/null || fail "init-model"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=12 output.dir="$TMP/out" statistics.examples=[0,3] \
+      > /dev/null 2>&1 || fail "run"
+    out=$("$CTXSIM" report "$TMP/out/store.h5") || fail "report: $out"
+    html="$TMP/out/report.html"
+    [ -s "$html" ] || fail "no report.html"
+    [ "$(stat -c %s "$html")" -lt $((25 * 1024 * 1024)) ] || fail "report.html over the 25 MB budget"
+    grep -q "http" "$html" && fail "report.html refers to the network"
+    contains "$(cat "$html")" 'id="explorer"'
+    contains "$(cat "$html")" "data:image/png;base64,"
+    for f in same_sentence_lift repetition_lift separator_attention noise_share distance_by_layer example0_rollout \
+             example1_L1H0_attention example1_L1H0_similarity; do
+      [ "$(head -c 8 "$TMP/out/figures/$f.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$f.png is not a PNG"
+      grep -q "<svg" "$TMP/out/figures/$f.svg" || fail "$f.svg is not an SVG"
+    done
+    contains "$(cat "$TMP/out/figures/example0_L0H0_attention.svg")" ">[CLS]</text>"
+    # An interrupted store gets no report.
+    CTXSIM_UNIT_DELAY_MS=0 "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=12 output.dir="$TMP/out" \
+      output.overwrite=true runtime.unit_size=4 > /dev/null 2>&1 || fail "rerun"
+    h5py_incomplete=$(/usr/bin/python3 -c "
+import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; f.close(); print('ok')") || fail "mark incomplete"
+    rm -f "$html"
+    "$CTXSIM" report "$TMP/out/store.h5" 2> "$TMP/err" && fail "report of an incomplete store"
+    contains "$(cat "$TMP/err")" "not complete"
+    [ ! -e "$html" ] || fail "an incomplete store left a report"
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "ok [$CASE]"
