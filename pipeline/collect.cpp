@@ -22,13 +22,6 @@ namespace {
 
 std::vector<int64_t> read_i64(hid_t g, const std::string& name) { return h5::read_all<int64_t>(g, name, H5T_NATIVE_INT64); }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
@@ -69,15 +62,14 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
     const auto dist_all = read_i64(base, "distance_all");
     const double ss_all = double(read_i64(base, "same_sentence_all")[0]), el_all = double(read_i64(base, "sentence_eligible_all")[0]);
     const double st_all = double(read_i64(base, "same_token_all")[0]);
-    const auto vocab_bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
-    const auto vocab = lines_of(std::string(vocab_bytes.begin(), vocab_bytes.end()));
+    const auto vocab = store_vocab(file);
     const int64_t T = int64_t(dist_all.size());
     double short_all = 0, long_all = 0;
     for (int64_t d = 0; d < T; ++d) {
       if (d <= 5) short_all += double(dist_all[size_t(d)]);
       if (d >= 32) long_all += double(dist_all[size_t(d)]);
     }
-    for (const auto& rule : lines_of(h5::get_attr_string(stats, "rules"))) {
+    for (const auto& rule : store_rules(stats)) {
       const h5::Id g = h5::open_group(stats, rule);
       const auto shape = h5::dims_of(h5::Id(H5Dopen2(g, "high_pairs", H5P_DEFAULT), H5Dclose, "high_pairs"));
       const int64_t H = int64_t(shape[1]), LH = int64_t(shape[0]) * H;

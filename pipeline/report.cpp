@@ -79,11 +79,7 @@ int cmd_report(const std::string& store_path, const std::string& out_arg, int64_
   for (const char* need : {"stats", "samples", "examples", "vocab"})
     if (!h5::exists(file, need)) throw Error(store_path, std::string("missing group /") + need, "regenerate the store with ctxsim run");
   const h5::Id stats = h5::open_group(file, "stats"), base = h5::open_group(stats, "baseline");
-  std::vector<std::string> rules;
-  {
-    std::istringstream in(h5::get_attr_string(stats, "rules"));
-    for (std::string l; std::getline(in, l);) rules.push_back(l);
-  }
+  const std::vector<std::string> rules = store_rules(stats);
   if (rules.empty()) throw Error(store_path, "the store lists no selection rule", "regenerate it");
   const std::string rule = rules[0];
   const h5::Id g = h5::open_group(stats, rule);
@@ -96,12 +92,7 @@ int cmd_report(const std::string& store_path, const std::string& out_arg, int64_
   const double samples = double(i64(base, "samples")[0]), valid = double(i64(base, "valid_pairs")[0]);
   const double ss_chance = double(i64(base, "same_sentence_all")[0]) / std::max(1.0, double(i64(base, "sentence_eligible_all")[0]));
   const double st_chance = double(i64(base, "same_token_all")[0]) / std::max(1.0, valid);
-  const auto vocab_bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
-  std::vector<std::string> vocab;
-  {
-    std::istringstream in(std::string(vocab_bytes.begin(), vocab_bytes.end()));
-    for (std::string l; std::getline(in, l);) vocab.push_back(l);
-  }
+  const std::vector<std::string> vocab = store_vocab(file);
   const std::string run_name = h5::get_attr_string(file, "model_path") + " (" + rule + ")";
 
   // ------------------------------------------------ figures of the aggregates ------------

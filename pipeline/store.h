@@ -69,6 +69,11 @@ class Store {
   h5::Id file_, collective_, independent_;
 };
 
+// Readers shared by summary, collect and report: the vocabulary kept in the store (the line
+// number is the token id) and the names of the rule groups under /stats, in order.
+std::vector<std::string> store_vocab(hid_t file);
+std::vector<std::string> store_rules(hid_t stats_group);
+
 // Current UTC time, ISO 8601.
 std::string utc_now();
 

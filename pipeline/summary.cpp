@@ -10,6 +10,7 @@
 
 #include "pipeline/hdf5.h"
 #include "pipeline/run.h"
+#include "pipeline/store.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
 
@@ -31,16 +32,6 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -62,12 +53,9 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
   const double ss_all = double(read_i64(base, "same_sentence_all")[0]);
   const double el_all = double(read_i64(base, "sentence_eligible_all")[0]);
   const double st_all = double(read_i64(base, "same_token_all")[0]);
-  const auto vocab = split_lines(std::string([&] {
-    const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
-    return std::string(bytes.begin(), bytes.end());
-  }()));
+  const auto vocab = store_vocab(file);
   const int64_t T = int64_t(distance_all.size());
-  const auto rule_names = split_lines(h5::get_attr_string(stats, "rules"));
+  const auto rule_names = store_rules(stats);
   if (rule_names.empty()) throw Error(path, "the store lists no selection rule", "rerun the job");
   const h5::Id ds(H5Dopen2(stats, (rule_names[0] + "/high_pairs").c_str(), H5P_DEFAULT), H5Dclose, "high_pairs");
   const auto lh = h5::dims_of(ds);
