@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "pipeline/analysis_options.h"
 #include "pipeline/commands.h"
 #include "pipeline/config.h"
 #include "pipeline/model_files.h"
@@ -59,14 +60,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const double store = double(N * T) * 8 + double(N) * 24 + double(R * N * L * H) * 12 + acc_bytes + double(E * L * H * T * T) * (4 + R);
 
   // Calibration: the first batches of real samples through forward + statistics.
-  const Analysis analysis(model, [&] {
-    StatisticsOptions o;
-    o.rules = c.selection;
-    o.attention_threshold = c.statistics.attention_threshold;
-    for (const auto& sep : c.statistics.separators)
-      if (tokenizer.vocab().id(sep) >= 0) o.separator_ids.push_back(tokenizer.vocab().id(sep));
-    return o;
-  }(), c.model.vector == "projected");
+  const Analysis analysis(model, statistics_options(c, tokenizer.vocab()), c.model.vector == "projected");
   Accumulator acc(analysis.shape(T));
   const int64_t runs = std::max<int64_t>(1, std::min<int64_t>(batches, (N + B - 1) / B));
   double secs = 0;

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "ctxsim_revision.h"
+#include "pipeline/analysis_options.h"
 #include "pipeline/checkpoint.h"
 #include "pipeline/comm.h"
 #include "pipeline/commands.h"
@@ -90,6 +91,28 @@ std::string broadcast_string(Communicator& world, std::string s) {
 }
 
 }  // namespace
+
+StatisticsOptions statistics_options(const Config& c, const Vocab& vocab) {
+  StatisticsOptions opt;
+  opt.rules = c.selection;
+  opt.attention_threshold = c.statistics.attention_threshold;
+  const auto separator_ids = [&](const std::vector<std::string>& tokens, const std::string& key) {
+    std::vector<int64_t> ids;
+    for (const auto& s : tokens) {
+      const int32_t id = vocab.id(s);
+      if (id < 0)
+        throw Error(c.where(key), "'" + s + "' is not a token of the vocabulary",
+                    "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
+      ids.push_back(id);
+    }
+    return ids;
+  };
+  opt.separator_ids = separator_ids(c.statistics.separators, "statistics.separators");
+  for (const auto& r : c.selection) opt.rule_separator_ids.push_back(separator_ids(r.separators, "selection"));
+  for (int32_t id : {vocab.pad_id(), vocab.unk_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()})
+    if (id >= 0) opt.special_ids.push_back(id);
+  return opt;
+}
 
 JobExit::JobExit(int code) : std::runtime_error("job stopped with exit code " + std::to_string(code)), code_(code) {}
 
@@ -167,24 +190,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
       throw Error(c.where("model.vocab"), "the vocabulary has " + std::to_string(tokenizer->vocab().size()) +
                                               " tokens but the model's vocab_size is " + std::to_string(mc.vocab_size),
                   "use the vocab.txt that belongs to the model");
-    opt.rules = c.selection;
-    opt.attention_threshold = c.statistics.attention_threshold;
-    const auto separator_ids = [&](const std::vector<std::string>& tokens, const std::string& key) {
-      std::vector<int64_t> ids;
-      for (const auto& s : tokens) {
-        const int32_t id = tokenizer->vocab().id(s);
-        if (id < 0)
-          throw Error(c.where(key), "'" + s + "' is not a token of the vocabulary",
-                      "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
-        ids.push_back(id);
-      }
-      return ids;
-    };
-    opt.separator_ids = separator_ids(c.statistics.separators, "statistics.separators");
-    for (const auto& r : c.selection) opt.rule_separator_ids.push_back(separator_ids(r.separators, "selection"));
-    const Vocab& v = tokenizer->vocab();
-    for (int32_t id : {v.pad_id(), v.unk_id(), v.cls_id(), v.sep_id(), v.mask_id()})
-      if (id >= 0) opt.special_ids.push_back(id);
+    opt = statistics_options(c, tokenizer->vocab());
     for (int64_t e : c.statistics.examples) {
       if (e >= prepared.samples.size())
         throw Error(c.where("statistics.examples"), "sample " + std::to_string(e) + " does not exist (" +
