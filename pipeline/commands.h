@@ -61,7 +61,7 @@ namespace ctxsim {
 
 struct InitModelArgs {
   std::string preset = "bert-base";
-  int64_t layers = 0, hidden = 0, heads = 0, ffn = 0;  // 0 = the preset's
+  int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, positions = 0;  // 0 = the preset's
   uint64_t seed = 0;
   std::string vocab, out;
 };

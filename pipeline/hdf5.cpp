@@ -117,6 +117,13 @@ int64_t get_attr_int(hid_t obj, const std::string& name) {
   return v;
 }
 
+double get_attr_double(hid_t obj, const std::string& name) {
+  const Id a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, ("open attribute " + name).c_str());
+  double v = 0;
+  CTXSIM_H5(H5Aread(a, H5T_NATIVE_DOUBLE, &v));
+  return v;
+}
+
 Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
                   const std::string& description, hsize_t chunk_rows) {
   const Id space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),

@@ -49,6 +49,7 @@ void set_attr(hid_t obj, const std::string& name, int64_t value);
 void set_attr(hid_t obj, const std::string& name, double value);
 std::string get_attr_string(hid_t obj, const std::string& name);
 int64_t get_attr_int(hid_t obj, const std::string& name);
+double get_attr_double(hid_t obj, const std::string& name);
 bool has_attr(hid_t obj, const std::string& name);
 
 // A dataset of `type` and `dims`, chunked along the first dimension when chunk_rows > 0,

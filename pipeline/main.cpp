@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   init->add_option("--hidden", init_args.hidden, "override the preset's hidden size");
   init->add_option("--heads", init_args.heads, "override the preset's head count");
   init->add_option("--ffn", init_args.ffn, "override the preset's intermediate size");
+  init->add_option("--positions", init_args.positions, "override max_position_embeddings (longest sample the model takes)");
   init->add_option("--seed", init_args.seed, "random seed (same seed, same bytes)")->capture_default_str();
   init->add_option("--vocab", init_args.vocab, "vocab.txt to copy in (its size sets vocab_size)")->required();
   init->add_option("--out", init_args.out, "output folder")->required();

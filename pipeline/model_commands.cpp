@@ -17,6 +17,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.hidden > 0) c.hidden_size = a.hidden;
   if (a.heads > 0) c.num_heads = a.heads;
   if (a.ffn > 0) c.intermediate_size = a.ffn;
+  if (a.positions > 0) c.max_position_embeddings = a.positions;
   if (c.hidden_size % c.num_heads != 0)
     throw Error("--hidden/--heads", std::to_string(c.hidden_size) + " is not divisible by " + std::to_string(c.num_heads),
                 "pick a head count that divides the hidden size");

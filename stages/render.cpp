@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -25,26 +26,6 @@ constexpr std::array<std::array<double, 3>, 9> kViridis = {{{0.267, 0.005, 0.329
                                                             {0.993, 0.906, 0.144}}};
 
 uint8_t byte(double v) { return static_cast<uint8_t>(std::lround(std::clamp(v, 0.0, 1.0) * 255.0)); }
-
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    switch (ch) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += ch;
-    }
-  }
-  return o;
-}
-
-std::string hex(Rgb c) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
-  return buf;
-}
 
 }  // namespace
 
@@ -91,16 +72,17 @@ Image heatmap(const std::vector<float>& v, int rows, int cols, double lo, double
   return img;
 }
 
-void write_png(const std::string& path, const Image& image) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen((path + ".tmp").c_str(), "wb"), std::fclose);
-  if (!f) throw Error(path, "cannot write the PNG", "check that the folder exists and is writable");
+std::string encode_png(const Image& image) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
+  std::string out;
   if (!png || !info || setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    throw Error(path, "libpng failed to write the image", "check free disk space");
+    throw Error("PNG", "libpng failed to encode the image", "this is a bug");
   }
-  png_init_io(png, f.get());
+  png_set_write_fn(
+      png, &out, [](png_structp p, png_bytep data, png_size_t n) { static_cast<std::string*>(png_get_io_ptr(p))->append(reinterpret_cast<char*>(data), n); },
+      nullptr);
   png_set_IHDR(png, info, png_uint_32(image.width), png_uint_32(image.height), 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
@@ -108,8 +90,36 @@ void write_png(const std::string& path, const Image& image) {
     png_write_row(png, const_cast<png_bytep>(image.pixels.data() + size_t(y) * size_t(image.width) * 3));
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
-  f.reset();
+  return out;
+}
+
+void write_png(const std::string& path, const Image& image) {
+  const std::string bytes = encode_png(image);
+  {
+    std::ofstream out(path + ".tmp", std::ios::binary);
+    out << bytes;
+    if (!out.flush()) throw Error(path, "cannot write the PNG", "check that the folder exists, is writable and has space");
+  }
   if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw Error(path, "cannot move the PNG into place", "check permissions");
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) | uint8_t(bytes[i + 2]);
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    const uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
+    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8);
+    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
+  }
+  return out;
 }
 
 Image read_png(const std::string& path) {
@@ -123,34 +133,6 @@ Image read_png(const std::string& path) {
     throw Error(path, std::string("PNG decoding failed: ") + img.message, "regenerate it");
   }
   return out;
-}
-
-std::string heatmap_svg(const std::vector<float>& v, int rows, int cols, double lo, double hi, ColourMap map,
-                        const std::vector<std::string>& labels, const std::string& title) {
-  const int cell = 12, left = 90, top = 40, bar = 16;
-  const int w = left + cols * cell + 70, h = top + rows * cell + 90;
-  const double span = hi > lo ? hi - lo : 1.0;
-  std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" font-family=\"sans-serif\" font-size=\"9\">\n"
-    << "<title>" << xml_escape(title) << "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << left << "\" y=\"20\" font-size=\"13\">" << xml_escape(title) << "</text>\n";
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c)
-      s << "<rect x=\"" << left + c * cell << "\" y=\"" << top + r * cell << "\" width=\"" << cell << "\" height=\"" << cell
-        << "\" fill=\"" << hex(colour(map, (double(v[size_t(r) * size_t(cols) + size_t(c)]) - lo) / span)) << "\"/>\n";
-  for (int i = 0; i < rows && i < int(labels.size()); ++i)
-    s << "<text x=\"" << left - 4 << "\" y=\"" << top + i * cell + cell - 3 << "\" text-anchor=\"end\">" << xml_escape(labels[size_t(i)]) << "</text>\n";
-  for (int i = 0; i < cols && i < int(labels.size()); ++i)
-    s << "<text transform=\"translate(" << left + i * cell + cell - 3 << "," << top + rows * cell + 4 << ") rotate(90)\">"
-      << xml_escape(labels[size_t(i)]) << "</text>\n";
-  // Colour bar on the right: lo at the bottom, hi at the top.
-  const int bx = left + cols * cell + 16;
-  for (int k = 0; k < 50; ++k)
-    s << "<rect x=\"" << bx << "\" y=\"" << top + (49 - k) * rows * cell / 50 << "\" width=\"" << bar << "\" height=\""
-      << rows * cell / 50 + 1 << "\" fill=\"" << hex(colour(map, (k + 0.5) / 50.0)) << "\"/>\n";
-  s << "<text x=\"" << bx << "\" y=\"" << top - 4 << "\">" << hi << "</text>\n"
-    << "<text x=\"" << bx << "\" y=\"" << top + rows * cell + 12 << "\">" << lo << "</text>\n</svg>\n";
-  return s.str();
 }
 
 std::vector<float> pool_blocks(const std::vector<float>& v, int rows, int cols, int block, int& out_rows, int& out_cols) {

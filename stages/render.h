@@ -34,10 +34,10 @@ Image heatmap(const std::vector<float>& values, int rows, int cols, double lo, d
 
 void write_png(const std::string& path, const Image& image);      // throws ctxsim::Error
 Image read_png(const std::string& path);                          // for tests and checks
+std::string encode_png(const Image& image);                       // the PNG file's bytes
 
-// An SVG heatmap with token labels on both axes, a title and a colour bar; values as in heatmap.
-std::string heatmap_svg(const std::vector<float>& values, int rows, int cols, double lo, double hi, ColourMap map,
-                        const std::vector<std::string>& labels, const std::string& title);
+// Standard base64 (RFC 4648, with padding), for data: URIs.
+std::string base64(const std::string& bytes);
 
 // Block pooling (mean over b x b blocks) so that large matrices stay renderable: [rows/b, cols/b].
 std::vector<float> pool_blocks(const std::vector<float>& values, int rows, int cols, int block, int& out_rows, int& out_cols);

@@ -187,7 +187,8 @@ PY
     grep -q "http" "$html" && fail "report.html refers to the network"
     contains "$(cat "$html")" 'id="explorer"'
     contains "$(cat "$html")" "data:image/png;base64,"
-    for f in same_sentence_lift repetition_lift separator_attention noise_share distance_by_layer example0_rollout \
+    for f in same_sentence same_sentence_by_layer repetition_lift separator_attention noise_share signal_noise distance_by_layer \
+             distance_overlay distinct_anchors top_anchors example0_rollout example0_relevance \
              example1_L1H0_attention example1_L1H0_similarity; do
       [ "$(head -c 8 "$TMP/out/figures/$f.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$f.png is not a PNG"
       grep -q "<svg" "$TMP/out/figures/$f.svg" || fail "$f.svg is not an SVG"

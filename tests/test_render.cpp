@@ -2,6 +2,7 @@
 // attention rollout on hand-computed two-layer cases.
 #include <gtest/gtest.h>
 
+#include "stages/figure.h"
 #include "stages/render.h"
 #include "stages/rollout.h"
 #include "test_helpers.h"
@@ -34,11 +35,85 @@ TEST(Render, ZeroMapsToTheColourMapsZeroColour) {
 }
 
 TEST(Render, SvgCarriesLabelsTitleAndEscapes) {
-  const std::string svg = heatmap_svg({0, 1, 1, 0}, 2, 2, 0, 1, ColourMap::Viridis, {"[CLS]", "a<b"}, "L0 H3 attention");
+  HeatmapSpec m;
+  m.values = {0, 1, 1, 0}, m.rows = m.cols = 2, m.row_labels = m.col_labels = {"[CLS]", "a<b"}, m.bar_label = "weight";
+  const std::string svg = heatmap_figure(m, "L0 H3 attention", "run x").svg;
   EXPECT_NE(svg.find(">[CLS]</text>"), std::string::npos);
   EXPECT_NE(svg.find(">a&lt;b</text>"), std::string::npos);
   EXPECT_NE(svg.find("<title>L0 H3 attention</title>"), std::string::npos);
+  EXPECT_NE(svg.find(">run x</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">weight</text>"), std::string::npos);
   EXPECT_EQ(svg.find("a<b"), std::string::npos);
+}
+
+// The PNG of a figure is rasterised from its SVG: the cells of a diagonal matrix sit where the
+// figure's layout says, in the colour map's colours, for both the vector (small) and the
+// embedded-raster (large) forms of a heatmap.
+void expect_diagonal_png(int n) {
+  test::TempDir dir;
+  HeatmapSpec m;
+  m.rows = m.cols = n;
+  m.values.assign(size_t(n * n), 0.0f);
+  for (int i = 0; i < n; ++i) m.values[size_t(i * n + i)] = 1.0f;
+  m.cell = n > 64 ? 5 : 9;
+  const Figure f = heatmap_figure(m, "identity", "");
+  write_figure(f, dir.path.string(), "eye");
+  const Image img = read_png((dir.path / "eye.png").string());
+  ASSERT_EQ(img.width, f.width);
+  ASSERT_EQ(img.height, f.height);
+  ASSERT_EQ(f.panels.size(), 1u);
+  const PlotArea& p = f.panels[0];
+  const Rgb on = colour(ColourMap::Viridis, 1.0), off = colour(ColourMap::Viridis, 0.0);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c) {
+      const int x = int(p.x + (c + 0.5) * p.w / n), y = int(p.y + (r + 0.5) * p.h / n);
+      const Rgb got = img.at(x, y), want = r == c ? on : off;
+      for (int k = 0; k < 3; ++k) ASSERT_NEAR(int(got[size_t(k)]), int(want[size_t(k)]), 2) << "cell " << r << "," << c << " n=" << n;
+    }
+  EXPECT_NE(f.svg.find(n * n > 4096 ? "<image" : "<rect"), std::string::npos);
+}
+
+TEST(Render, FigurePngLightsExactlyTheDiagonal) {
+  expect_diagonal_png(7);   // one SVG rect per cell
+  expect_diagonal_png(90);  // one embedded raster, scaled without smoothing
+}
+
+TEST(Render, ZeroSimilarityFigureIsTheDivergingCentreColour) {
+  test::TempDir dir;
+  HeatmapSpec m;
+  m.rows = m.cols = 5, m.values.assign(25, 0.0f), m.lo = -1, m.hi = 1, m.map = ColourMap::Diverging, m.cell = 10;
+  const Figure f = heatmap_figure(m, "zeros", "");
+  write_figure(f, dir.path.string(), "z");
+  const Image img = read_png((dir.path / "z.png").string());
+  const PlotArea& p = f.panels[0];
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 5; ++c) EXPECT_EQ(img.at(int(p.x + c * 10 + 5), int(p.y + r * 10 + 5)), (Rgb{255, 255, 255}));
+}
+
+TEST(Render, LineChartDrawsTheSeriesWhereTheAxesSay) {
+  test::TempDir dir;
+  PlotSpec p;
+  p.x_lo = 0, p.x_hi = 10, p.y_lo = 0, p.y_hi = 1;
+  p.series = {Series{"flat", {0, 10}, {0.5, 0.5}, Rgb{255, 0, 0}}};
+  const Figure f = plot_figure({p}, 1, 200, 100, "line", "");
+  write_figure(f, dir.path.string(), "line");
+  const Image img = read_png((dir.path / "line.png").string());
+  const PlotArea& a = f.panels[0];
+  const Rgb mid = img.at(int(a.x + a.w / 2), int(a.y + a.h / 2));
+  EXPECT_GT(int(mid[0]), 200);
+  EXPECT_LT(int(mid[1]), 120);
+  const Rgb above = img.at(int(a.x + a.w / 2), int(a.y + a.h / 4));  // nothing drawn at y = 0.75
+  EXPECT_GT(int(above[1]), 200);
+  EXPECT_NE(f.svg.find(">flat</text>"), std::string::npos);  // the legend
+}
+
+TEST(Render, Base64MatchesRfc4648) {
+  EXPECT_EQ(base64(""), "");
+  EXPECT_EQ(base64("f"), "Zg==");
+  EXPECT_EQ(base64("fo"), "Zm8=");
+  EXPECT_EQ(base64("foo"), "Zm9v");
+  EXPECT_EQ(base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64(std::string("\xff\xfe", 2)), "//4=");
 }
 
 TEST(Render, BlockPoolingAverages) {

@@ -1,0 +1,101 @@
+// Opens a report.html from disk in Debian's chromium (headless, through playwright-core) and
+// checks what a reader would: no console errors, no network, every figure decodes, the
+// explorer redraws when the layer, head or quantity changes, hover values, the model view.
+//   node report_test.js REPORT.html --figures a,b,c [--max-bytes N] [--screenshot out.png]
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { chromium } = require('playwright-core');
+
+function fail(msg) { console.log(`FAIL [browser] ${msg}`); process.exitCode = 1; }
+
+async function main() {
+  const args = process.argv.slice(2);
+  const file = path.resolve(args[0]);
+  const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+  const figures = (opt('--figures', '') || '').split(',').filter(Boolean);
+  const maxBytes = Number(opt('--max-bytes', 25 * 1024 * 1024));
+  const shot = opt('--screenshot', '');
+
+  const size = fs.statSync(file).size;
+  if (size > maxBytes) fail(`${file} is ${size} bytes, over the budget of ${maxBytes}`);
+
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--allow-file-access-from-files'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
+    const errors = [];
+    page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('pageerror', e => errors.push(String(e)));
+    page.on('request', r => { const u = r.url(); if (!u.startsWith('file:') && !u.startsWith('data:')) errors.push(`network request: ${u}`); });
+    const t0 = Date.now();
+    await page.goto('file://' + file, { waitUntil: 'load', timeout: 120000 });
+    const loadMs = Date.now() - t0;
+
+    // Every figure is embedded and decodes.
+    const imgs = await page.$$eval('figure img', xs => xs.map(x => ({ id: x.parentElement.id, ok: x.complete && x.naturalWidth > 0 })));
+    for (const f of figures)
+      if (!imgs.some(i => i.id === 'fig-' + f && i.ok)) fail(`figure ${f} is missing or does not decode`);
+    if (imgs.some(i => !i.ok)) fail('an embedded figure does not decode: ' + imgs.filter(i => !i.ok).map(i => i.id).join(' '));
+
+    // The explorer: a drawn heatmap that changes with layer, head and quantity.
+    const state = () => page.$eval('#view', c => c.toDataURL());
+    const options = sel => page.$$eval(`#${sel} option`, os => os.map(o => o.value));
+    const layers = await options('layer'), heads = await options('head'), examples = await options('ex');
+    if (examples.length === 0) fail('the explorer lists no example');
+    const s0 = await state();
+    if (layers.length > 1) {
+      await page.selectOption('#layer', layers[layers.length - 1]);
+      if ((await state()) === s0) fail('changing the layer did not change the heatmap');
+    }
+    const s1 = await state();
+    if (heads.length > 1) {
+      await page.selectOption('#head', heads[1]);
+      if ((await state()) === s1) fail('changing the head did not change the heatmap');
+    }
+    const s2 = await state();
+    await page.selectOption('#qty', 'similarity');
+    if ((await state()) === s2) fail('switching to similarity did not change the heatmap');
+    await page.selectOption('#qty', 'rollout');
+    const note = await page.textContent('#note');
+    if (!/rollout/.test(note)) fail(`rollout note missing: ${note}`);
+    await page.selectOption('#qty', 'attention');
+
+    // Hover shows the token pair and a value.
+    const box = await page.locator('#view').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.6);
+    const hover = await page.textContent('#hover');
+    if (!/->.*: -?[0-9.e-]+/.test(hover)) fail(`hover shows no value: "${hover}"`);
+
+    // Model view: one thumbnail per (layer, head); a click selects it.
+    const thumbs = await page.$$('#grid canvas');
+    if (thumbs.length !== layers.length * heads.length) fail(`model view has ${thumbs.length} thumbnails, want ${layers.length * heads.length}`);
+    if (thumbs.length > 1) {
+      await thumbs[1].click();
+      const [l, h] = [await page.$eval('#layer', s => s.value), await page.$eval('#head', s => s.value)];
+      if (l !== '0' || h !== '1') fail(`clicking thumbnail (0,1) selected layer ${l} head ${h}`);
+    }
+    // Every example renders.
+    for (const e of examples) {
+      await page.selectOption('#ex', e);
+      const n = await page.$eval('#view', c => c.width);
+      if (!(n > 100)) fail(`example ${e} did not render`);
+    }
+    const info = { bytes: size, load_ms: loadMs, figures: imgs.length, examples: examples.length, layers: layers.length, heads: heads.length,
+                   note: (await page.textContent('#note')).trim() };
+    if (shot) {
+      await page.selectOption('#ex', examples[0]);
+      await page.selectOption('#layer', layers[Math.floor(layers.length / 2)] || '0');
+      await page.selectOption('#head', heads[0]);
+      await page.locator('#explorer').screenshot({ path: shot });
+    }
+    for (const e of errors) fail(`console: ${e}`);
+    console.log('browser: ' + JSON.stringify(info));
+  } finally {
+    await browser.close();
+  }
+}
+
+main().catch(e => { fail(String(e && e.stack || e)); });

@@ -1,0 +1,207 @@
+// `ctxsim report` on stores with known contents: a real one-process run whose first example is
+// then overwritten with synthetic patterns (identity attention, zero similarity), checked pixel
+// by pixel in the PNG figures through the layout the report writes (figures/index.json); and
+// malformed stores, which must give one error naming what is missing and leave no report.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pipeline/commands.h"
+#include "pipeline/hdf5.h"
+#include "pipeline/run.h"
+#include "stages/error.h"
+#include "stages/random_checkpoint.h"
+#include "stages/render.h"
+#include "test_helpers.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+class Report : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(test::kBrownPath)) return;
+    tmp_ = new test::TempDir();
+    write_random_checkpoint(BertConfig::preset("bert-tiny"), 4, test::kVocabPath, (tmp_->path / "model").string());
+    const std::string cfg = tmp_->write("c.yaml",
+        "corpus: {path: data/brown, max_documents: 20}\n"
+        "samples: {num_samples: 12, seed: 5, seq_len: 32}\n"
+        "model: {path: " + (tmp_->path / "model").string() + "}\n"
+        "statistics: {examples: [0, 4]}\n"
+        "output: {dir: " + (tmp_->path / "out").string() + ", report: false}\n"
+        "runtime: {batch_size: 4, unit_size: 4}\n");
+    std::ostringstream out;
+    rc_ = run_job(cfg, {}, out);
+  }
+  static void TearDownTestSuite() { delete tmp_; }
+  void SetUp() override {
+    test::require_data();
+    ASSERT_EQ(rc_, 0);
+  }
+  // A private copy of the run's store, to damage or rewrite.
+  std::string copy_store(const std::string& name) {
+    const fs::path d = tmp_->path / name;
+    fs::create_directories(d);
+    fs::copy_file(tmp_->path / "out/store.h5", d / "store.h5", fs::copy_options::overwrite_existing);
+    return (d / "store.h5").string();
+  }
+  static test::TempDir* tmp_;
+  static int rc_;
+};
+test::TempDir* Report::tmp_ = nullptr;
+int Report::rc_ = -1;
+
+std::vector<hsize_t> dims(hid_t file, const char* path) { return h5::dims_of(h5::Id(H5Dopen2(file, path, H5P_DEFAULT), H5Dclose, path)); }
+
+template <class T>
+void write_slice0(hid_t file, const char* path, hid_t mem_type, const std::vector<T>& values) {
+  const h5::Id ds(H5Dopen2(file, path, H5P_DEFAULT), H5Dclose, path);
+  auto count = h5::dims_of(ds);
+  std::vector<hsize_t> start(count.size(), 0);
+  count[0] = 1;
+  const h5::Id fspace(H5Dget_space(ds), H5Sclose, "space");
+  ASSERT_GE(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), 0);
+  const hsize_t n = values.size();
+  const h5::Id mspace(H5Screate_simple(1, &n, nullptr), H5Sclose, "mspace");
+  ASSERT_GE(H5Dwrite(ds, mem_type, mspace, fspace, H5P_DEFAULT, values.data()), 0);
+}
+
+nlohmann::json figure_entry(const fs::path& dir, const std::string& stem) {
+  std::ifstream in(dir / "figures/index.json");
+  const auto index = nlohmann::json::parse(in);
+  for (const auto& f : index)
+    if (f["stem"] == stem) return f;
+  ADD_FAILURE() << "no figure " << stem << " in index.json";
+  return {};
+}
+
+// The colour at the centre of heatmap cell (r, c) of a figure's first panel.
+Rgb cell_colour(const Image& img, const nlohmann::json& fig, int r, int c) {
+  const auto& p = fig["panels"][0];
+  const double x = p["x"].get<double>() + (c + 0.5) * p["w"].get<double>() / p["cols"].get<int>();
+  const double y = p["y"].get<double>() + (r + 0.5) * p["h"].get<double>() / p["rows"].get<int>();
+  return img.at(int(x), int(y));
+}
+
+void expect_near(Rgb got, Rgb want, const std::string& what) {
+  for (int k = 0; k < 3; ++k) ASSERT_NEAR(int(got[size_t(k)]), int(want[size_t(k)]), 2) << what;
+}
+
+TEST_F(Report, SyntheticExampleIsDrawnPixelForPixel) {
+  const std::string store = copy_store("synthetic");
+  int n = 0;
+  {
+    const h5::Id f(H5Fopen(store.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose, "open");
+    const auto ad = dims(f, "examples/attention");  // [E, L, H, T, T]
+    const size_t L = ad[1], H = ad[2], T = ad[3];
+    const auto ids = h5::read_all<int64_t>(h5::open_group(f, "examples"), "sample_ids", H5T_NATIVE_INT64);
+    n = h5::read_all<int16_t>(h5::open_group(f, "samples"), "n_valid", H5T_NATIVE_INT16)[size_t(ids[0])];
+    // Example 0: every head attends to itself only; similarity zero; nothing selected.
+    std::vector<float> eye(L * H * T * T, 0.0f);
+    for (size_t k = 0; k < L * H; ++k)
+      for (size_t i = 0; i < T; ++i) eye[(k * T + i) * T + i] = 1.0f;
+    write_slice0<float>(f, "examples/attention", H5T_NATIVE_FLOAT, eye);
+    write_slice0<float>(f, "examples/similarity", H5T_NATIVE_FLOAT, std::vector<float>(eye.size(), 0.0f));
+    const auto sd = dims(f, "examples/selected");
+    write_slice0<uint8_t>(f, "examples/selected", H5T_NATIVE_UINT8, std::vector<uint8_t>(sd[1] * sd[2] * sd[3] * sd[4] * sd[5], 0));
+  }
+  const fs::path out = tmp_->path / "synthetic_report";
+  std::ostringstream log;
+  ASSERT_EQ(cmd_report(store, out.string(), 25 << 20, log), 0);
+  ASSERT_GT(n, 4);
+  const Rgb on = colour(ColourMap::Viridis, 1.0), off = colour(ColourMap::Viridis, 0.0), white{255, 255, 255};
+  // Attention = identity: exactly the diagonal is lit; rollout of identities is the identity.
+  for (const std::string stem : {"example0_L0H0_attention", "example0_L1H0_attention", "example0_rollout"}) {
+    const auto fig = figure_entry(out, stem);
+    ASSERT_EQ(fig["panels"][0]["rows"].get<int>(), n) << stem;
+    const Image img = read_png((out / "figures" / (stem + ".png")).string());
+    ASSERT_EQ(img.width, fig["width"].get<int>());
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < n; ++c) expect_near(cell_colour(img, fig, r, c), r == c ? on : off, stem + " cell " + std::to_string(r) + "," + std::to_string(c));
+  }
+  // Similarity = 0 everywhere: the diverging map's centre (white).
+  const auto fig = figure_entry(out, "example0_L0H0_similarity");
+  const Image img = read_png((out / "figures/example0_L0H0_similarity.png").string());
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < n; ++c) expect_near(cell_colour(img, fig, r, c), white, "similarity cell " + std::to_string(r) + "," + std::to_string(c));
+  // The untouched second example is not a pattern of ones and zeros.
+  const auto fig1 = figure_entry(out, "example1_L0H0_attention");
+  const Image img1 = read_png((out / "figures/example1_L0H0_attention.png").string());
+  EXPECT_NE(cell_colour(img1, fig1, 1, 0), off);
+  // Token labels are text in the SVG.
+  std::ifstream svg(out / "figures/example0_L0H0_attention.svg");
+  const std::string s((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(s.find(">[CLS]</text>"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out / "report.html"));
+  EXPECT_FALSE(fs::exists(out / "figures.partial"));
+}
+
+TEST_F(Report, EveryListedFigureIsWritten) {
+  const fs::path out = tmp_->path / "all";
+  std::ostringstream log;
+  ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), out.string(), 25 << 20, log), 0);
+  for (const char* stem : {"distance_by_layer", "distance_overlay", "same_sentence", "same_sentence_by_layer", "repetition_lift", "distinct_anchors",
+                           "top_anchors", "separator_attention", "signal_noise", "noise_share", "example0_L0H0_attention", "example0_L0H0_similarity",
+                           "example0_rollout", "example0_relevance", "example1_rollout"}) {
+    EXPECT_TRUE(fs::exists(out / "figures" / (std::string(stem) + ".png"))) << stem;
+    EXPECT_TRUE(fs::exists(out / "figures" / (std::string(stem) + ".svg"))) << stem;
+  }
+  std::ifstream in(out / "report.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("id=\"fig-top_anchors\""), std::string::npos);
+  EXPECT_NE(html.find("Top anchors per head"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);   // nothing from the network
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+}
+
+// Damages a copy of the store, then expects one error naming `needle` and no report at all.
+void expect_refused(const std::string& store, const fs::path& out, const std::string& needle) {
+  std::ostringstream log;
+  try {
+    cmd_report(store, out.string(), 25 << 20, log);
+    ADD_FAILURE() << "a damaged store gave a report";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ctxsim run"), std::string::npos) << "no fix given: " << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out / "report.html"));
+  EXPECT_FALSE(fs::exists(out / "figures"));
+  EXPECT_FALSE(fs::exists(out / "figures.partial"));
+}
+
+TEST_F(Report, MissingDatasetIsNamedAndNothingIsWritten) {
+  const std::string store = copy_store("missing");
+  {
+    const h5::Id f(H5Fopen(store.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose, "open");
+    ASSERT_GE(H5Ldelete(f, "stats/top_fraction=0.01/distance_hist", H5P_DEFAULT), 0);
+  }
+  expect_refused(store, tmp_->path / "missing_report", "/stats/top_fraction=0.01/distance_hist");
+}
+
+TEST_F(Report, MissingGroupAndBadShapesAreNamed) {
+  const std::string a = copy_store("no_examples");
+  {
+    const h5::Id f(H5Fopen(a.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose, "open");
+    ASSERT_GE(H5Ldelete(f, "examples", H5P_DEFAULT), 0);
+  }
+  expect_refused(a, tmp_->path / "no_examples_report", "missing group /examples");
+  const std::string b = copy_store("bad_shape");
+  {
+    const h5::Id f(H5Fopen(b.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose, "open");
+    ASSERT_GE(H5Ldelete(f, "stats/top_fraction=0.01/same_token", H5P_DEFAULT), 0);
+    const hsize_t d[1] = {3};
+    const h5::Id space(H5Screate_simple(1, d, nullptr), H5Sclose, "space");
+    const h5::Id g = h5::open_group(f, "stats/top_fraction=0.01");
+    const h5::Id ds(H5Dcreate2(g, "same_token", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose, "create");
+  }
+  expect_refused(b, tmp_->path / "bad_shape_report", "/stats/top_fraction=0.01/same_token has shape [3], expected [2,2]");
+}
+
+}  // namespace
+}  // namespace ctxsim
