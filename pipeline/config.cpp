@@ -218,6 +218,8 @@ const std::vector<Field>& schema() {
                            "replace an existing store made with a different config"));
     f.push_back(bool_field("output.report", [](Config& c) -> bool& { return c.output.report; },
                            "write the report when the run ends"));
+    f.push_back(int_field("output.report_max_bytes", [](Config& c) -> int64_t& { return c.output.report_max_bytes; }, 1 << 20, kBig,
+                          "size budget of report.html; large examples are block-pooled to fit"));
     f.push_back(int_field("runtime.threads", [](Config& c) -> int64_t& { return c.runtime.threads; }, 0, 4096,
                           "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores"));
     f.push_back(int_field("runtime.batch_size", [](Config& c) -> int64_t& { return c.runtime.batch_size; }, 1, 65536,
@@ -531,6 +533,7 @@ std::string identity_yaml(Config c) {
   const Config defaults;
   c.output.overwrite = defaults.output.overwrite;
   c.output.report = defaults.output.report;
+  c.output.report_max_bytes = defaults.output.report_max_bytes;
   c.runtime.threads = defaults.runtime.threads;
   c.runtime.progress_seconds = defaults.runtime.progress_seconds;
   c.runtime.flush_units = defaults.runtime.flush_units;

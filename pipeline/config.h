@@ -53,6 +53,7 @@ struct Config {
     std::string dir = "results/default";  // store.h5 and report go here
     bool overwrite = false;               // replace an existing store with a different config
     bool report = true;                   // write the report at the end of a run
+    int64_t report_max_bytes = 25 << 20;  // size budget of report.html
   } output;
   struct Runtime {
     int64_t threads = 0;                  // per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else cores

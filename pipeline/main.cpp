@@ -90,12 +90,15 @@ int main(int argc, char** argv) {
   submit->add_flag("--overcommit", submit_args.overcommit, "allow more tasks than cores (small clusters)");
   submit->add_option("--jobs-dir", submit_args.jobs_dir, "folder of ctxsim.sbatch and sweep.sbatch")->capture_default_str();
   submit->add_option("--logs", submit_args.logs_dir, "folder for the job script and logs");
-  std::string report_store, report_out;
-  int64_t report_budget = 25 << 20;
+  std::string report_store;
+  ctxsim::ReportArgs report_args;
   auto* report = app.add_subcommand("report", "figures (PNG, SVG) and a self-contained report.html with an example explorer");
   report->add_option("store", report_store, "store.h5 of a finished run")->required();
-  report->add_option("--out", report_out, "folder (default: next to the store)");
-  report->add_option("--max-bytes", report_budget, "size budget of report.html")->capture_default_str();
+  report->add_option("--out", report_args.out_dir, "folder (default: next to the store)");
+  report->add_option("--max-bytes", report_args.max_bytes, "size budget of report.html")->capture_default_str();
+  report->add_option("--rule", report_args.rule, "selection rule the figures use, as the store names it (default: the first)");
+  report->add_option("--heads", report_args.heads, "layer:head list drawn as figures per example, e.g. 3:5,11:0 (default: layers 0, L/2, L-1, head 0)")
+      ->delimiter(',');
   std::string collect_dir, collect_out;
   auto* collect = app.add_subcommand("collect", "one CSV of the headline statistics of every store in a sweep folder");
   collect->add_option("sweep_dir", collect_dir, "the sweep's folder (output.dir/<sweep name>)")->required();
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
     }
     if (*plan) return ctxsim::cmd_plan(config, overrides, plan_ranks, plan_batches, std::cout);
     if (*submit) return ctxsim::cmd_submit(config, overrides, submit_args, std::cout);
-    if (*report) return ctxsim::cmd_report(report_store, report_out, report_budget, std::cout);
+    if (*report) return ctxsim::cmd_report(report_store, report_args, std::cout);
     if (*collect) return ctxsim::cmd_collect(collect_dir, collect_out, std::cout);
     if (*status) return ctxsim::cmd_status(store_path, std::cout);
     if (*init) return ctxsim::cmd_init_model(init_args, std::cout);

@@ -106,7 +106,7 @@ std::vector<float> read_half_slice(hid_t file, const std::string& path, hsize_t 
 // Everything the report shows, read and checked up front.
 struct StoreData {
   std::string store, run, rule;
-  int L = 0, H = 0, T = 0, R = 0;
+  int L = 0, H = 0, T = 0, R = 0, rule_index = 0;
   double samples = 0, valid = 0, beta = 0.1;
   double ss_chance = 0, st_chance = 0, ha_chance = 0;
   std::vector<int64_t> hp, ss, el, st, in_att, noise, sep, hist, dist_all, distinct, anchors;
@@ -116,7 +116,7 @@ struct StoreData {
   std::vector<int16_t> n_valid;
 };
 
-StoreData load(hid_t file, const std::string& store) {
+StoreData load(hid_t file, const std::string& store, const std::string& rule) {
   StoreData d;
   d.store = store;
   for (const char* group : {"stats", "stats/baseline", "samples", "examples", "vocab"})
@@ -124,7 +124,13 @@ StoreData load(hid_t file, const std::string& store) {
   const h5::Id stats = h5::open_group(file, "stats");
   const std::vector<std::string> rules = store_rules(stats);
   if (rules.empty()) throw Error(store, "/stats lists no selection rule", kRegenerate);
-  d.rule = rules[0];
+  d.rule = rule.empty() ? rules[0] : rule;
+  if (std::find(rules.begin(), rules.end(), d.rule) == rules.end()) {
+    std::string list;
+    for (const auto& r : rules) list += (list.empty() ? "" : ", ") + r;
+    throw Error("--rule " + rule, "the store has no such selection rule", "pick one of: " + list);
+  }
+  d.rule_index = int(std::find(rules.begin(), rules.end(), d.rule) - rules.begin());
   d.R = int(rules.size());
   const std::string g = "stats/" + d.rule + "/";
   if (!h5::exists(file, "stats/" + d.rule)) throw Error(store, "missing group /stats/" + d.rule + " (named in /stats rules)", kRegenerate);
@@ -178,6 +184,25 @@ StoreData load(hid_t file, const std::string& store) {
   d.run = "run " + d.run + " · model " + fs::path(h5::get_attr_string(file, "model_path")).filename().string() + " · " + d.rule + " · " +
           std::to_string(int64_t(d.samples)) + " samples";
   return d;
+}
+
+// The (layer, head) pairs drawn as figures per example: "L:H" strings, or 0, L/2, L-1 at head 0.
+std::vector<std::pair<int, int>> parse_heads(const std::vector<std::string>& given, const StoreData& d) {
+  std::vector<std::pair<int, int>> out;
+  if (given.empty()) {
+    for (int l : {0, d.L / 2, d.L - 1})
+      if (std::find(out.begin(), out.end(), std::make_pair(l, 0)) == out.end()) out.emplace_back(l, 0);
+    return out;
+  }
+  for (const auto& g : given) {
+    int l = -1, h = -1;
+    char colon = 0, extra = 0;
+    if (std::sscanf(g.c_str(), "%d%c%d%c", &l, &colon, &h, &extra) != 3 || colon != ':' || l < 0 || h < 0 || l >= d.L || h >= d.H)
+      throw Error("--heads " + g, "not a LAYER:HEAD pair of this model (" + std::to_string(d.L) + " layers, " + std::to_string(d.H) + " heads)",
+                  "give e.g. --heads 0:0," + std::to_string(d.L - 1) + ":" + std::to_string(d.H - 1));
+    if (std::find(out.begin(), out.end(), std::make_pair(l, h)) == out.end()) out.emplace_back(l, h);
+  }
+  return out;
 }
 
 struct Entry {
@@ -366,7 +391,8 @@ std::string quantised_base64(const std::vector<float>& v, double lo, double hi) 
 // One stored example, in two passes: with `figures`, its static figures for a few layers
 // (head 0); without, the explorer's data (returned), block-pooled to fit `budget` bytes.
 // `rollout` caches the example's rollout between the passes.
-std::string example(hid_t file, const StoreData& d, size_t e, size_t budget, std::vector<Entry>* figures, std::vector<double>& roll) {
+std::string example(hid_t file, const StoreData& d, const std::vector<std::pair<int, int>>& heads, size_t e, size_t budget, std::vector<Entry>* figures,
+                    std::vector<double>& roll) {
   const int L = d.L, H = d.H, T = d.T;
   const int64_t id = d.example_ids[e];
   const int n = d.n_valid[size_t(id)];
@@ -377,7 +403,7 @@ std::string example(hid_t file, const StoreData& d, size_t e, size_t budget, std
   }
   const auto att = read_half_slice(file, "examples/attention", e);
   const auto sim = read_half_slice(file, "examples/similarity", e);
-  const auto sel = read_slice<uint8_t>(file, "examples/selected", H5T_NATIVE_UINT8, e, 0);
+  const auto sel = read_slice<uint8_t>(file, "examples/selected", H5T_NATIVE_UINT8, e, d.rule_index);
   const auto square = [&](const std::vector<float>& m, int l, int h) {
     std::vector<float> v(size_t(n) * size_t(n));
     for (int i = 0; i < n; ++i)
@@ -431,27 +457,27 @@ std::string example(hid_t file, const StoreData& d, size_t e, size_t budget, std
 
   // Static figures: layers 0, middle and last, head 0, with the overlays.
   if (figures) {
-  for (int l : std::vector<int>{0, L / 2, L - 1}) {
-    const std::string stem = "example" + std::to_string(e) + "_L" + std::to_string(l) + "H0";
-    if (std::any_of(figures->begin(), figures->end(), [&](const Entry& x) { return x.stem == stem + "_attention"; })) continue;
-    const auto a = square(att, l, 0), s = square(sim, l, 0);
-    const auto sel_cells = cells_of(selected(l, 0), n, block), ha_cells = cells_of(high_attention(a), n, block);
+  for (const auto& [l, hd] : heads) {
+    const std::string lh = "layer " + std::to_string(l) + " head " + std::to_string(hd);
+    const std::string stem = "example" + std::to_string(e) + "_L" + std::to_string(l) + "H" + std::to_string(hd);
+    const auto a = square(att, l, hd), s = square(sim, l, hd);
+    const auto sel_cells = cells_of(selected(l, hd), n, block), ha_cells = cells_of(high_attention(a), n, block);
     HeatmapSpec hm;
     hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "key j", hm.y_label = "query i";
     hm.overlays = {Overlay{"selected pair (" + d.rule + ")", outline, Rgb{255, 255, 255}, sel_cells},
                    Overlay{"attention pair max(A_ij, A_ji) >= " + fixed(d.beta, 2), dot, Rgb{255, 80, 0}, ha_cells}};
     const auto amat = pooled(a);
     hm.values = amat, hm.lo = 0, hm.hi = std::max(1e-9, double(*std::max_element(amat.begin(), amat.end()))), hm.bar_label = "attention weight";
-    figures->push_back({stem + "_attention", "Attention map of " + sample + ", layer " + std::to_string(l) + " head 0, with the selected pairs and the high-attention pairs (upper triangle)",
-                       heatmap_figure(hm, "Attention, " + sample + ", layer " + std::to_string(l) + " head 0", d.run + pool_note)});
+    figures->push_back({stem + "_attention", "Attention map of " + sample + ", " + lh + ", with the selected pairs and the high-attention pairs (upper triangle)",
+                       heatmap_figure(hm, "Attention, " + sample + ", " + lh, d.run + pool_note)});
     const auto smat = pooled(s);
     double sm = 1e-9;
     for (float x : smat) sm = std::max(sm, double(std::abs(x)));
     hm.values = smat, hm.lo = -sm, hm.hi = sm, hm.map = ColourMap::Diverging, hm.bar_label = "context similarity o_i · o_j", hm.x_label = "token j",
     hm.y_label = "token i";
     hm.overlays[0].colour = Rgb{0, 0, 0};
-    figures->push_back({stem + "_similarity", "Context similarity matrix of " + sample + ", layer " + std::to_string(l) + " head 0 (diagonal zeroed), with the same overlays",
-                       heatmap_figure(hm, "Context similarity, " + sample + ", layer " + std::to_string(l) + " head 0", d.run + pool_note)});
+    figures->push_back({stem + "_similarity", "Context similarity matrix of " + sample + ", " + lh + " (diagonal zeroed), with the same overlays",
+                       heatmap_figure(hm, "Context similarity, " + sample + ", " + lh, d.run + pool_note)});
   }
   {
     HeatmapSpec hm;
@@ -557,7 +583,9 @@ fill($('ex'),EX.length,'#');EX.forEach((x,i)=>$('ex').options[i].text='sample '+
 
 }  // namespace
 
-int cmd_report(const std::string& store_path, const std::string& out_arg, int64_t max_bytes, std::ostream& out) {
+int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  const std::string& out_arg = args.out_dir;
+  const int64_t max_bytes = args.max_bytes;
   ensure_mpi();
   const StoreInfo info = inspect_store(store_path);
   if (!info.exists) throw Error(store_path, "no store here", "give the store.h5 that 'ctxsim run' wrote");
@@ -565,7 +593,8 @@ int cmd_report(const std::string& store_path, const std::string& out_arg, int64_
     throw Error(store_path, "the store is not complete (interrupted or still running): no report written", "rerun the job to finish it");
   if (max_bytes < (1 << 20)) throw Error("--max-bytes", std::to_string(max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
   const h5::Id file(H5Fopen(store_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, ("open " + store_path).c_str());
-  const StoreData d = load(file, store_path);
+  const StoreData d = load(file, store_path, args.rule);
+  const auto heads = parse_heads(args.heads, d);
 
   const std::string dir = out_arg.empty() ? fs::path(store_path).parent_path().string() : out_arg;
   fs::create_directories(dir.empty() ? "." : dir);
@@ -577,7 +606,7 @@ int cmd_report(const std::string& store_path, const std::string& out_arg, int64_
     aggregate_figures(d, figures);
     const size_t E = d.example_ids.size();
     std::vector<std::vector<double>> rollouts(E);
-    for (size_t e = 0; e < E; ++e) example(file, d, e, 0, &figures, rollouts[e]);
+    for (size_t e = 0; e < E; ++e) example(file, d, heads, e, 0, &figures, rollouts[e]);
 
     nlohmann::json index = nlohmann::json::array();
     for (const auto& f : figures) {
@@ -606,7 +635,7 @@ int cmd_report(const std::string& store_path, const std::string& out_arg, int64_
             "</style></head><body>\n<h1>ctxsim report</h1>\n<p><b>"
          << html_escape(d.run) << "</b><br>store " << html_escape(store_path) << " · " << d.L << " layers × " << d.H << " heads · " << d.T
          << " tokens per sample · model " << html_escape(h5::get_attr_string(file, "model_path")) << " · figures use the rule <b>" << html_escape(d.rule)
-         << "</b>" << (d.R > 1 ? " (the first of " + std::to_string(d.R) + " in the store)" : "") << "</p>\n"
+         << "</b>" << (d.R > 1 ? " (one of " + std::to_string(d.R) + " in the store: ctxsim report --rule NAME for another)" : "") << "</p>\n"
          << "<nav><a href=\"#explorer\">explorer</a><a href=\"#figures\">figures</a><a href=\"#anchors\">top anchors</a><a href=\"#summary\">summary</a></nav>\n"
          << "<h2>Explorer</h2><div id=\"explorer\"><label>example <select id=\"ex\"></select></label> "
             "<label>layer <select id=\"layer\"></select></label> <label>head <select id=\"head\"></select></label> "
@@ -644,7 +673,7 @@ int cmd_report(const std::string& store_path, const std::string& out_arg, int64_
       throw Error(store_path, "the figures alone take " + std::to_string(fixed_part) + " bytes, over the budget of " + std::to_string(max_bytes) + " bytes",
                   "raise --max-bytes or store fewer examples (statistics.examples)");
     const size_t per = E ? (size_t(max_bytes) - fixed_part) / E : 0;
-    for (size_t e = 0; e < E; ++e) html << (e ? ",\n" : "") << example(file, d, e, per, nullptr, rollouts[e]);
+    for (size_t e = 0; e < E; ++e) html << (e ? ",\n" : "") << example(file, d, heads, e, per, nullptr, rollouts[e]);
     html << "];\n" << kExplorerJs << "</script></body></html>\n";
     const std::string page = html.str();
     if (page.size() > size_t(max_bytes))

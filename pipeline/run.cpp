@@ -415,7 +415,9 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   if (rank != 0) return 0;
   if (c.output.report) {
     std::ostringstream report_line;
-    cmd_report(store_path, "", 25 << 20, report_line);
+    ReportArgs args;
+    args.max_bytes = c.output.report_max_bytes;
+    cmd_report(store_path, args, report_line);
     log_info(report_line.str().substr(0, report_line.str().find('\n')));
   }
   return print_summary(store_path, SummaryOptions{}, out);

@@ -33,6 +33,7 @@ class Report : public ::testing::Test {
         "corpus: {path: data/brown, max_documents: 20}\n"
         "samples: {num_samples: 12, seed: 5, seq_len: 32}\n"
         "model: {path: " + (tmp_->path / "model").string() + "}\n"
+        "selection: [{top_fraction: 0.01}, {relative_to_max: 0.9}]\n"
         "statistics: {examples: [0, 4]}\n"
         "output: {dir: " + (tmp_->path / "out").string() + ", report: false}\n"
         "runtime: {batch_size: 4, unit_size: 4}\n");
@@ -56,6 +57,13 @@ class Report : public ::testing::Test {
 };
 test::TempDir* Report::tmp_ = nullptr;
 int Report::rc_ = -1;
+
+ReportArgs args_for(const fs::path& out, const std::string& rule = {}) {
+  ReportArgs a;
+  a.out_dir = out.string();
+  a.rule = rule;
+  return a;
+}
 
 std::vector<hsize_t> dims(hid_t file, const char* path) { return h5::dims_of(h5::Id(H5Dopen2(file, path, H5P_DEFAULT), H5Dclose, path)); }
 
@@ -113,7 +121,7 @@ TEST_F(Report, SyntheticExampleIsDrawnPixelForPixel) {
   }
   const fs::path out = tmp_->path / "synthetic_report";
   std::ostringstream log;
-  ASSERT_EQ(cmd_report(store, out.string(), 25 << 20, log), 0);
+  ASSERT_EQ(cmd_report(store, args_for(out), log), 0);
   ASSERT_GT(n, 4);
   const Rgb on = colour(ColourMap::Viridis, 1.0), off = colour(ColourMap::Viridis, 0.0), white{255, 255, 255};
   // Attention = identity: exactly the diagonal is lit; rollout of identities is the identity.
@@ -145,7 +153,7 @@ TEST_F(Report, SyntheticExampleIsDrawnPixelForPixel) {
 TEST_F(Report, EveryListedFigureIsWritten) {
   const fs::path out = tmp_->path / "all";
   std::ostringstream log;
-  ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), out.string(), 25 << 20, log), 0);
+  ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), args_for(out), log), 0);
   for (const char* stem : {"distance_by_layer", "distance_overlay", "same_sentence", "same_sentence_by_layer", "repetition_lift", "distinct_anchors",
                            "top_anchors", "separator_attention", "signal_noise", "noise_share", "example0_L0H0_attention", "example0_L0H0_similarity",
                            "example0_rollout", "example0_relevance", "example1_rollout"}) {
@@ -160,11 +168,46 @@ TEST_F(Report, EveryListedFigureIsWritten) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
 }
 
+TEST_F(Report, ChosenRuleDrivesTheFigures) {
+  const fs::path out = tmp_->path / "second_rule";
+  std::ostringstream log;
+  ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), args_for(out, "relative_to_max=0.9"), log), 0);
+  std::ifstream in(out / "figures/same_sentence.svg");
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(svg.find("relative_to_max=0.9"), std::string::npos);
+  try {
+    cmd_report((tmp_->path / "out/store.h5").string(), args_for(tmp_->path / "no_rule", "top_fraction=0.5"), log);
+    ADD_FAILURE() << "an unknown rule was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pick one of: top_fraction=0.01, relative_to_max=0.9"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Report, ChosenHeadsAreDrawn) {
+  const fs::path out = tmp_->path / "heads";
+  ReportArgs a = args_for(out);
+  a.heads = {"1:1", "0:1"};
+  std::ostringstream log;
+  ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), a, log), 0);
+  EXPECT_TRUE(fs::exists(out / "figures/example0_L1H1_attention.png"));
+  EXPECT_TRUE(fs::exists(out / "figures/example1_L0H1_similarity.svg"));
+  EXPECT_FALSE(fs::exists(out / "figures/example0_L0H0_attention.png"));
+  a.heads = {"2:0"};  // bert-tiny has layers 0 and 1
+  a.out_dir = (tmp_->path / "bad_heads").string();
+  try {
+    cmd_report((tmp_->path / "out/store.h5").string(), a, log);
+    ADD_FAILURE() << "a layer the model lacks was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--heads 2:0"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(tmp_->path / "bad_heads/report.html"));
+}
+
 // Damages a copy of the store, then expects one error naming `needle` and no report at all.
 void expect_refused(const std::string& store, const fs::path& out, const std::string& needle) {
   std::ostringstream log;
   try {
-    cmd_report(store, out.string(), 25 << 20, log);
+    cmd_report(store, args_for(out), log);
     ADD_FAILURE() << "a damaged store gave a report";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
