@@ -417,7 +417,13 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     std::ostringstream report_line;
     ReportArgs args;
     args.max_bytes = c.output.report_max_bytes;
-    cmd_report(store_path, args, report_line);
+    try {
+      cmd_report(store_path, args, report_line);
+    } catch (const Error& e) {
+      // The run's results are safe: say so, and how to get the report without rerunning.
+      throw Error(e.where(), "the run finished and its store is complete, but the report failed: " + e.problem(),
+                  (e.fix().empty() ? std::string() : e.fix() + "; then ") + "ctxsim report " + store_path + " makes it without rerunning");
+    }
     log_info(report_line.str().substr(0, report_line.str().find('\n')));
   }
   return print_summary(store_path, SummaryOptions{}, out);

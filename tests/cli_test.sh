@@ -194,6 +194,13 @@ PY
       grep -q "<svg" "$TMP/out/figures/$f.svg" || fail "$f.svg is not an SVG"
     done
     contains "$(cat "$TMP/out/figures/example0_L0H0_attention.svg")" ">[CLS]</text>"
+    # A report over its budget fails the run with the store kept complete, and no report.
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=12 output.dir="$TMP/budget" \
+      statistics.examples=[0,1,2,3,4,5] output.report_max_bytes=1048576 > /dev/null 2> "$TMP/err" && fail "a report over budget passed"
+    contains "$(cat "$TMP/err")" "the run finished and its store is complete, but the report failed"
+    contains "$(cat "$TMP/err")" "ctxsim report $TMP/budget/store.h5 makes it without rerunning"
+    contains "$("$CTXSIM" status "$TMP/budget/store.h5")" "complete"
+    [ ! -e "$TMP/budget/report.html" ] && [ ! -e "$TMP/budget/figures" ] || fail "a failed report left files"
     # An interrupted store gets no report.
     CTXSIM_UNIT_DELAY_MS=0 "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=12 output.dir="$TMP/out" \
       output.overwrite=true runtime.unit_size=4 > /dev/null 2>&1 || fail "rerun"

@@ -45,6 +45,13 @@ async function main() {
     const options = sel => page.$$eval(`#${sel} option`, os => os.map(o => o.value));
     const layers = await options('layer'), heads = await options('head'), examples = await options('ex');
     if (examples.length === 0) fail('the explorer lists no example');
+    // Heatmap pixels alone first (overlays off), then the overlay must add marks.
+    await page.uncheck('#ovSel');
+    await page.uncheck('#ovAtt');
+    const bare = await state();
+    await page.check('#ovSel');
+    if ((await state()) === bare) fail('the selected-pairs overlay drew nothing');
+    await page.uncheck('#ovSel');
     const s0 = await state();
     if (layers.length > 1) {
       await page.selectOption('#layer', layers[layers.length - 1]);
@@ -62,6 +69,7 @@ async function main() {
     const note = await page.textContent('#note');
     if (!/rollout/.test(note)) fail(`rollout note missing: ${note}`);
     await page.selectOption('#qty', 'attention');
+    await page.check('#ovSel');
 
     // Hover shows the token pair and a value.
     const box = await page.locator('#view').boundingBox();
