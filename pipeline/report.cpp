@@ -671,14 +671,14 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     const size_t fixed_part = html.str().size() + std::string(kExplorerJs).size() + 4096;
     if (fixed_part > size_t(max_bytes))
       throw Error(store_path, "the figures alone take " + std::to_string(fixed_part) + " bytes, over the budget of " + std::to_string(max_bytes) + " bytes",
-                  "raise --max-bytes or store fewer examples (statistics.examples)");
+                  "raise --max-bytes (output.report_max_bytes in a run) or store fewer examples (statistics.examples)");
     const size_t per = E ? (size_t(max_bytes) - fixed_part) / E : 0;
     for (size_t e = 0; e < E; ++e) html << (e ? ",\n" : "") << example(file, d, heads, e, per, nullptr, rollouts[e]);
     html << "];\n" << kExplorerJs << "</script></body></html>\n";
     const std::string page = html.str();
     if (page.size() > size_t(max_bytes))
       throw Error(store_path, "report.html would be " + std::to_string(page.size()) + " bytes, over the budget of " + std::to_string(max_bytes) + " bytes",
-                  "raise --max-bytes or store fewer examples (statistics.examples)");
+                  "raise --max-bytes (output.report_max_bytes in a run) or store fewer examples (statistics.examples)");
 
     // Commit: figures first, the page last.
     const std::string html_path = (fs::path(dir) / "report.html").string();

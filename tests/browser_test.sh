@@ -38,4 +38,9 @@ block=$(grep -o '"block":[0-9]*' "$TMP/small/report.html" | head -1 | cut -d: -f
 "$CTXSIM" report "$TMP/out/store.h5" --out "$TMP/tiny" --max-bytes 1048576 2> "$TMP/err" && fail "a 1 MiB budget was accepted"
 grep -q "over the budget" "$TMP/err" || fail "no budget error: $(cat "$TMP/err")"
 [ ! -e "$TMP/tiny/report.html" ] && [ ! -e "$TMP/tiny/figures" ] || fail "a refused report left files"
+# A store without examples: figures only, and an explorer that says so without errors.
+"$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=2 statistics.examples=[] output.dir="$TMP/noex" \
+  > /dev/null 2>&1 || fail "run without examples"
+node tests/browser/report_test.js "$TMP/noex/report.html" --no-examples --figures top_anchors,distance_overlay > "$TMP/noex.log" 2>&1 \
+  || { cat "$TMP/noex.log"; fail "report without examples"; }
 echo "ok [browser] $n-token example, $(stat -c %s "$html") bytes"

@@ -1,7 +1,7 @@
 // Opens a report.html from disk in Debian's chromium (headless, through playwright-core) and
 // checks what a reader would: no console errors, no network, every figure decodes, the
 // explorer redraws when the layer, head or quantity changes, hover values, the model view.
-//   node report_test.js REPORT.html --figures a,b,c [--max-bytes N] [--screenshot out.png]
+//   node report_test.js REPORT.html --figures a,b,c [--max-bytes N] [--screenshot out.png] [--no-examples]
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -44,6 +44,14 @@ async function main() {
     const state = () => page.$eval('#view', c => c.toDataURL());
     const options = sel => page.$$eval(`#${sel} option`, os => os.map(o => o.value));
     const layers = await options('layer'), heads = await options('head'), examples = await options('ex');
+    if (args.includes('--no-examples')) {
+      // A store without examples: the page says so, and nothing breaks.
+      if (examples.length !== 0) fail('expected a store without examples');
+      if (!/no examples/.test(await page.textContent('#note'))) fail('the explorer does not say the store has no examples');
+      for (const e of errors) fail(`console: ${e}`);
+      console.log('browser: ' + JSON.stringify({ bytes: size, figures: imgs.length, examples: 0 }));
+      return;
+    }
     if (examples.length === 0) fail('the explorer lists no example');
     // Heatmap pixels alone first (overlays off), then the overlay must add marks.
     await page.uncheck('#ovSel');
