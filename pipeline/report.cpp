@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include "pipeline/hdf5.h"
 #include "pipeline/run.h"
 #include "pipeline/store.h"
+#include "pipeline/store_stats.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
 #include "stages/figure.h"
@@ -32,7 +34,6 @@ namespace fs = std::filesystem;
 namespace ctxsim {
 namespace {
 
-const char* kRegenerate = "the store is damaged or was not written by ctxsim; rerun 'ctxsim run' to regenerate it";
 
 std::string html_escape(const std::string& s) { return xml_escape(s); }
 
@@ -49,28 +50,6 @@ std::string fixed(double v, int digits) {
   o.precision(digits);
   o << v;
   return o.str();
-}
-
-// One dataset read whole, after checking that it exists and has the expected shape
-// (-1: any extent).
-template <class T>
-std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, hid_t mem_type,
-                            const std::vector<long long>& shape, std::vector<hsize_t>* dims_out = nullptr) {
-  if (!h5::exists(file, path)) throw Error(store, "missing dataset /" + path, kRegenerate);
-  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
-  const auto dims = h5::dims_of(ds);
-  bool ok = dims.size() == shape.size();
-  for (size_t i = 0; ok && i < dims.size(); ++i) ok = shape[i] < 0 || hsize_t(shape[i]) == dims[i];
-  if (!ok) {
-    std::string got, want;
-    for (auto d : dims) got += (got.empty() ? "" : ",") + std::to_string(d);
-    for (auto d : shape) want += (want.empty() ? "" : ",") + (d < 0 ? std::string("*") : std::to_string(d));
-    throw Error(store, "/" + path + " has shape [" + got + "], expected [" + want + "]", kRegenerate);
-  }
-  if (dims_out) *dims_out = dims;
-  const size_t parent = path.rfind('/');
-  if (parent == std::string::npos) return h5::read_all<T>(file, path, mem_type);
-  return h5::read_all<T>(h5::open_group(file, path.substr(0, parent)), path.substr(parent + 1), mem_type);
 }
 
 // Slice `index` along the first dimension (and `index2` along the second when >= 0).
@@ -107,9 +86,9 @@ std::vector<float> read_half_slice(hid_t file, const std::string& path, hsize_t 
 struct StoreData {
   std::string store, run, rule;
   int L = 0, H = 0, T = 0, R = 0, rule_index = 0;
-  double samples = 0, valid = 0, beta = 0.1;
-  double ss_chance = 0, st_chance = 0, ha_chance = 0;
-  std::vector<int64_t> hp, ss, el, st, in_att, noise, sep, hist, dist_all, distinct, anchors;
+  double beta = 0.1;
+  Baseline base;
+  RuleStats stats;
   std::vector<std::string> vocab;
   std::vector<int64_t> example_ids;
   std::vector<int32_t> tokens;
@@ -120,10 +99,10 @@ StoreData load(hid_t file, const std::string& store, const std::string& rule) {
   StoreData d;
   d.store = store;
   for (const char* group : {"stats", "stats/baseline", "samples", "examples", "vocab"})
-    if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kRegenerate);
+    if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kDamagedStoreFix);
   const h5::Id stats = h5::open_group(file, "stats");
   const std::vector<std::string> rules = store_rules(stats);
-  if (rules.empty()) throw Error(store, "/stats lists no selection rule", kRegenerate);
+  if (rules.empty()) throw Error(store, "/stats lists no selection rule", kDamagedStoreFix);
   d.rule = rule.empty() ? rules[0] : rule;
   if (std::find(rules.begin(), rules.end(), d.rule) == rules.end()) {
     std::string list;
@@ -132,32 +111,12 @@ StoreData load(hid_t file, const std::string& store, const std::string& rule) {
   }
   d.rule_index = int(std::find(rules.begin(), rules.end(), d.rule) - rules.begin());
   d.R = int(rules.size());
-  const std::string g = "stats/" + d.rule + "/";
-  if (!h5::exists(file, "stats/" + d.rule)) throw Error(store, "missing group /stats/" + d.rule + " (named in /stats rules)", kRegenerate);
-  std::vector<hsize_t> dims;
-  d.hp = read_checked<int64_t>(file, store, g + "high_pairs", H5T_NATIVE_INT64, {-1, -1}, &dims);
-  d.L = int(dims[0]), d.H = int(dims[1]);
-  d.dist_all = read_checked<int64_t>(file, store, "stats/baseline/distance_all", H5T_NATIVE_INT64, {-1}, &dims);
-  d.T = int(dims[0]);
-  const long long L = d.L, H = d.H, T = d.T;
-  if (L <= 0 || H <= 0 || T < 2) throw Error(store, "/stats holds no layers, heads or positions", kRegenerate);
-  for (auto [name, v] : std::initializer_list<std::pair<const char*, std::vector<int64_t>*>>{
-           {"same_sentence", &d.ss}, {"sentence_eligible", &d.el}, {"same_token", &d.st}, {"in_attention", &d.in_att},
-           {"noise", &d.noise}, {"separator_mass", &d.sep}})
-    *v = read_checked<int64_t>(file, store, g + name, H5T_NATIVE_INT64, {L, H});
-  d.hist = read_checked<int64_t>(file, store, g + "distance_hist", H5T_NATIVE_INT64, {L, H, T});
-  d.distinct = read_checked<int64_t>(file, store, g + "distinct_anchors", H5T_NATIVE_INT64, {L});
-  const auto high_all = read_checked<int64_t>(file, store, g + "high_attention_all", H5T_NATIVE_INT64, {L, H});
   d.vocab = store_vocab(file);
-  d.anchors = read_checked<int64_t>(file, store, g + "anchor_counts", H5T_NATIVE_INT64, {L, H, (long long)d.vocab.size()});
-  const auto scalar = [&](const char* name) { return double(read_checked<int64_t>(file, store, std::string("stats/baseline/") + name, H5T_NATIVE_INT64, {})[0]); };
-  d.samples = scalar("samples");
-  d.valid = scalar("valid_pairs");
-  d.ss_chance = scalar("same_sentence_all") / std::max(1.0, scalar("sentence_eligible_all"));
-  d.st_chance = scalar("same_token_all") / std::max(1.0, d.valid);
-  double ha = 0;
-  for (auto v : high_all) ha += double(v);
-  d.ha_chance = ha / std::max(1.0, d.valid * double(L * H));
+  d.base = read_baseline(file, store);
+  d.stats = read_rule_stats(file, store, d.rule, int64_t(d.vocab.size()));
+  d.L = int(d.stats.L), d.H = int(d.stats.H), d.T = int(d.stats.T);
+  const long long L = d.L, H = d.H, T = d.T;
+  std::vector<hsize_t> dims;
   // The rule's own attention threshold (a folded sweep names it), else the run's.
   const size_t b = d.rule.find(",beta=");
   if (b != std::string::npos) d.beta = std::stod(d.rule.substr(b + 6));
@@ -168,21 +127,21 @@ StoreData load(hid_t file, const std::string& store, const std::string& rule) {
   d.example_ids = read_checked<int64_t>(file, store, "examples/sample_ids", H5T_NATIVE_INT64, {-1}, &dims);
   const long long E = (long long)dims[0];
   for (auto id : d.example_ids)
-    if (id < 0 || hsize_t(id) >= sdims[0]) throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kRegenerate);
+    if (id < 0 || hsize_t(id) >= sdims[0]) throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kDamagedStoreFix);
   if (E > 0) {
     for (const char* name : {"examples/attention", "examples/similarity"}) {
-      if (!h5::exists(file, name)) throw Error(store, std::string("missing dataset /") + name, kRegenerate);
+      if (!h5::exists(file, name)) throw Error(store, std::string("missing dataset /") + name, kDamagedStoreFix);
       const auto ed = h5::dims_of(h5::Id(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, name));
       if (ed != std::vector<hsize_t>{hsize_t(E), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)})
         throw Error(store, std::string("/") + name + " does not have shape [E,L,H,T,T] = [" + std::to_string(E) + "," + std::to_string(L) + "," +
-                               std::to_string(H) + "," + std::to_string(T) + "," + std::to_string(T) + "]", kRegenerate);
+                               std::to_string(H) + "," + std::to_string(T) + "," + std::to_string(T) + "]", kDamagedStoreFix);
     }
-    if (!h5::exists(file, "examples/selected")) throw Error(store, "missing dataset /examples/selected", kRegenerate);
+    if (!h5::exists(file, "examples/selected")) throw Error(store, "missing dataset /examples/selected", kDamagedStoreFix);
   }
   d.run = fs::path(store).parent_path().filename().string();
   if (d.run.empty()) d.run = store;
   d.run = "run " + d.run + " · model " + fs::path(h5::get_attr_string(file, "model_path")).filename().string() + " · " + d.rule + " · " +
-          std::to_string(int64_t(d.samples)) + " samples";
+          std::to_string(d.base.samples) + " samples";
   return d;
 }
 
@@ -227,89 +186,77 @@ const Rgb kChance{0, 0, 0}, kBlue{31, 119, 180}, kOrange{230, 120, 20}, kGrey{12
 // The study's aggregate figures.
 void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
   const int L = d.L, H = d.H, T = d.T;
-  const auto k_of = [&](int l, int h) { return size_t(l * H + h); };
-  const auto layer_sum = [&](const std::vector<int64_t>& v, int l) {
-    double s = 0;
-    for (int h = 0; h < H; ++h) s += double(v[k_of(l, h)]);
-    return s;
-  };
-  const auto lh_heatmap = [&](const std::string& stem, const std::string& title, const std::string& bar, std::vector<float> v, double lo,
-                              double hi, ColourMap map, const std::string& caption) {
+  const Baseline& b = d.base;
+  const RuleStats& r = d.stats;
+  std::vector<Counts> layers;
+  for (int l = 0; l < L; ++l) layers.push_back(r.layer(l));
+  // A per-(layer, head) quantity as a heatmap figure.
+  const auto lh_heatmap = [&](const std::string& stem, const std::string& title, const std::string& bar, const std::function<double(const Counts&)>& f,
+                              double hi, const std::string& caption) {
     HeatmapSpec m;
-    m.values = std::move(v), m.rows = L, m.cols = H, m.lo = lo, m.hi = hi, m.map = map;
+    m.rows = L, m.cols = H, m.lo = 0, m.map = ColourMap::Viridis;
+    for (int l = 0; l < L; ++l)
+      for (int h = 0; h < H; ++h) m.values.push_back(float(f(r.head(l, h))));
+    m.hi = hi > 0 ? hi : std::max(1e-9, double(*std::max_element(m.values.begin(), m.values.end())));
     m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = bar;
     m.cell = std::clamp(420.0 / std::max(L, H), 8.0, 36.0);
     out.push_back({stem, caption, heatmap_figure(m, title, d.run)});
   };
-  const auto maxof = [](const std::vector<float>& v) { return std::max(1e-9, double(*std::max_element(v.begin(), v.end()))); };
+  const auto per_layer = [&](const std::string& name, Rgb colour, const std::function<double(const Counts&)>& f) {
+    Series s{name, range(0, L), {}, colour};
+    for (const auto& c : layers) s.y.push_back(f(c));
+    return s;
+  };
+  const auto flat = [&](const std::string& name, double v, Rgb colour) { return Series{name, range(0, L), std::vector<double>(size_t(L), v), colour, true}; };
 
   // Distance distribution per layer against chance: one panel per layer, and an overlay.
-  std::vector<double> chance(size_t(T - 1));
-  for (int x = 1; x < T; ++x) chance[size_t(x - 1)] = 100.0 * double(d.dist_all[size_t(x)]) / std::max(1.0, d.valid);
+  std::vector<double> chance;
+  for (int x = 1; x < T; ++x) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(x)]), b.valid_pairs));
+  const Series chance_series{"chance (all valid pairs)", range(1, T), chance, kChance, true};
   std::vector<PlotSpec> panels;
   PlotSpec overlay;
   overlay.title = "all layers", overlay.x_label = "distance j - i (tokens)", overlay.y_label = "% of selected pairs";
-  double ymax = 0;
+  double ymax = *std::max_element(chance.begin(), chance.end());
   for (int l = 0; l < L; ++l) {
-    Series s;
-    s.name = "layer " + std::to_string(l), s.x = range(1, T), s.colour = sequence_colour(l, L);
-    const double tot = layer_sum(d.hp, l);
-    for (int x = 1; x < T; ++x) {
-      double c = 0;
-      for (int h = 0; h < H; ++h) c += double(d.hist[k_of(l, h) * size_t(T) + size_t(x)]);
-      s.y.push_back(100.0 * c / std::max(1.0, tot));
-    }
+    Series s{"layer " + std::to_string(l), range(1, T), {}, sequence_colour(l, L)};
+    for (int x = 1; x < T; ++x) s.y.push_back(100.0 * Counts::ratio(layers[size_t(l)].distance[size_t(x)], layers[size_t(l)].pairs));
     ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
-    PlotSpec p;
-    p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = false;
-    p.series = {s, Series{"chance (all valid pairs)", range(1, T), chance, kChance, true}};
-    p.series[0].colour = kBlue;
-    panels.push_back(p);
     overlay.series.push_back(s);
+    PlotSpec p;
+    p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = l == 0;
+    s.name = "selected pairs", s.colour = kBlue;
+    p.series = {s, chance_series};
+    panels.push_back(p);
   }
-  overlay.series.push_back(Series{"chance (all valid pairs)", range(1, T), chance, kChance, true});
-  ymax = std::max(ymax, *std::max_element(chance.begin(), chance.end())) * 1.05;
-  for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax;
-  panels[0].legend = true;
-  panels[0].series[0].name = "selected pairs";
+  overlay.series.push_back(chance_series);
+  for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax * 1.05;
   out.push_back({"distance_by_layer", "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
                  plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer vs chance", d.run)});
   out.push_back({"distance_overlay", "The same distributions overlaid: the shift from long- to short-range pairs across layers",
                  plot_figure({overlay}, 1, 640, 340, "Distance of high-similarity pairs, all layers vs chance", d.run)});
 
   // Same sentence: per head, and per layer against chance with the lift.
-  std::vector<float> ssr(size_t(L * H));
-  for (int k = 0; k < L * H; ++k) ssr[size_t(k)] = float(d.el[size_t(k)] > 0 ? 100.0 * double(d.ss[size_t(k)]) / double(d.el[size_t(k)]) : 0);
-  lh_heatmap("same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + fixed(100 * d.ss_chance, 1) + "%)", ssr, 0,
-             100, ColourMap::Viridis, "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + fixed(100 * d.ss_chance, 1) + "%");
+  const std::string ss_chance = fixed(100 * b.same_sentence_chance(), 1) + "%";
+  lh_heatmap("same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + ss_chance + ")",
+             [](const Counts& c) { return 100 * c.same_sentence_rate(); }, 100,
+             "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + ss_chance);
   {
     PlotSpec rate, lift;
     rate.title = "same-sentence %", rate.x_label = "layer", rate.y_label = "% of selected pairs", rate.y_lo = 0, rate.y_hi = 100;
     lift.title = "lift over chance", lift.x_label = "layer", lift.y_label = "rate / chance", lift.y_lo = 0;
-    Series r{"selected pairs", range(0, L), {}, kBlue}, c{"chance", range(0, L), std::vector<double>(size_t(L), 100 * d.ss_chance), kChance, true},
-        lf{"lift", range(0, L), {}, kOrange}, one{"no lift (1)", range(0, L), std::vector<double>(size_t(L), 1.0), kGrey, true};
-    for (int l = 0; l < L; ++l) {
-      const double rr = layer_sum(d.ss, l) / std::max(1.0, layer_sum(d.el, l));
-      r.y.push_back(100 * rr);
-      lf.y.push_back(d.ss_chance > 0 ? rr / d.ss_chance : 0);
-    }
-    rate.series = {r, c}, lift.series = {lf, one};
+    rate.series = {per_layer("selected pairs", kBlue, [](const Counts& c) { return 100 * c.same_sentence_rate(); }),
+                   flat("chance", 100 * b.same_sentence_chance(), kChance)};
+    lift.series = {per_layer("lift", kOrange, [&](const Counts& c) { return b.same_sentence_lift(c); }), flat("no lift (1)", 1.0, kGrey)};
     out.push_back({"same_sentence_by_layer", "Same-sentence % per layer (all heads pooled) against chance, and the lift (rate / chance)",
                    plot_figure({rate, lift}, 2, 320, 220, "Same-sentence pairs per layer vs chance", d.run)});
   }
-
-  std::vector<float> rep(size_t(L * H)), sepm(size_t(L * H)), nshare(size_t(L * H));
-  for (int k = 0; k < L * H; ++k) {
-    const double pairs = std::max<double>(1, double(d.hp[size_t(k)]));
-    rep[size_t(k)] = float(double(d.st[size_t(k)]) / pairs / std::max(1e-12, d.st_chance));
-    sepm[size_t(k)] = float(double(d.sep[size_t(k)]) / kFixedPointScale / std::max(1.0, d.samples));
-    nshare[size_t(k)] = float(100.0 * double(d.noise[size_t(k)]) / pairs);
-  }
-  lh_heatmap("repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate " + fixed(100 * d.st_chance, 2) + "%)", rep, 0, maxof(rep),
-             ColourMap::Viridis, "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
-  lh_heatmap("separator_attention", "Attention mass on separators per head", "mean attention on separators", sepm, 0, maxof(sepm), ColourMap::Viridis,
+  lh_heatmap("repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate " + fixed(100 * b.repetition_chance(), 2) + "%)",
+             [&](const Counts& c) { return b.repetition_lift(c); }, 0,
+             "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
+  lh_heatmap("separator_attention", "Attention mass on separators per head", "mean attention on separators",
+             [&](const Counts& c) { return b.separator_attention(c); }, 0,
              "Mean attention mass that valid query tokens put on separator keys, per layer and head");
-  lh_heatmap("noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise", nshare, 0, 100, ColourMap::Viridis,
+  lh_heatmap("noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise", [](const Counts& c) { return 100 * c.noise_share(); }, 100,
              "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
 
   {
@@ -317,23 +264,19 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
     PlotSpec p;
     p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05, p.x_ticks = numbered("L", L);
     Series bars{"distinct anchors", range(0, L), {}, kBlue, false, true};
-    for (int l = 0; l < L; ++l) bars.y.push_back(double(d.distinct[size_t(l)]) / std::max(1.0, d.samples));
+    for (int l = 0; l < L; ++l) bars.y.push_back(Counts::ratio(double(r.distinct_anchors[size_t(l)]), double(b.samples)));
     p.series = {bars, Series{"all heads different (" + std::to_string(H) + ")", {-0.5, L - 0.5}, {double(H), double(H)}, kGrey, true}};
     out.push_back({"distinct_anchors", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
                    plot_figure({p}, 1, std::max(300.0, 36.0 * L), 240, "Distinct anchors per layer", d.run)});
+    Counts all;
+    for (const auto& c : layers) all.high_attention_all += c.high_attention_all, all.heads += c.heads;
     PlotSpec sn, att;
     sn.title = "signal and noise", sn.x_label = "layer", sn.y_label = "% of selected pairs", sn.y_lo = 0, sn.y_hi = 100;
     att.title = "attention overlap", att.x_label = "layer", att.y_label = "% high-attention", att.y_lo = 0;
-    Series sig{"signal (some explanation)", range(0, L), {}, kBlue}, noi{"noise", range(0, L), {}, kOrange},
-        inat{"selected pairs with attention >= " + fixed(d.beta, 2), range(0, L), {}, Rgb{44, 160, 44}},
-        ch{"chance (all valid pairs)", range(0, L), std::vector<double>(size_t(L), 100 * d.ha_chance), kChance, true};
-    for (int l = 0; l < L; ++l) {
-      const double pairs = std::max(1.0, layer_sum(d.hp, l));
-      noi.y.push_back(100 * layer_sum(d.noise, l) / pairs);
-      sig.y.push_back(100 - noi.y.back());
-      inat.y.push_back(100 * layer_sum(d.in_att, l) / pairs);
-    }
-    sn.series = {sig, noi}, att.series = {inat, ch};
+    sn.series = {per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs > 0 ? 100 * (1 - c.noise_share()) : 0; }),
+                 per_layer("noise", kOrange, [](const Counts& c) { return 100 * c.noise_share(); })};
+    att.series = {per_layer("selected pairs with attention >= " + fixed(d.beta, 2), Rgb{44, 160, 44}, [](const Counts& c) { return 100 * c.in_attention_rate(); }),
+                  flat("chance (all valid pairs)", 100 * b.in_attention_chance(all), kChance)};
     out.push_back({"signal_noise", "Signal (same sentence, repeated token or anchor) and noise per layer; high-attention share of the selected pairs vs chance",
                    plot_figure({sn, att}, 2, 320, 220, "Signal / noise and attention overlap per layer", d.run)});
   }
@@ -344,14 +287,13 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
     m.rows = L, m.cols = H, m.lo = 0, m.hi = 100, m.cell = std::clamp(760.0 / H, 24.0, 64.0);
     m.values.resize(size_t(L * H));
     m.cell_text.resize(size_t(L * H));
-    const size_t V = d.vocab.size();
-    for (int k = 0; k < L * H; ++k) {
-      const auto b = d.anchors.begin() + long(size_t(k) * V);
-      const auto top = std::max_element(b, b + long(V));
-      if (*top <= 0) continue;
-      m.values[size_t(k)] = float(100.0 * double(*top) / std::max(1.0, d.samples));
-      m.cell_text[size_t(k)] = d.vocab[size_t(top - b)];
-    }
+    for (int l = 0; l < L; ++l)
+      for (int h = 0; h < H; ++h) {
+        const auto top = r.top_anchors(l, h, 1);
+        if (top.empty()) continue;
+        m.values[size_t(l * H + h)] = float(100.0 * Counts::ratio(double(r.anchor_count(l, h, top[0])), double(b.samples)));
+        m.cell_text[size_t(l * H + h)] = d.vocab[size_t(top[0])];
+      }
     m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = "% of samples with this anchor";
     out.push_back({"top_anchors", "Each head's most frequent anchor (the token most of its selected pairs touch), coloured by the share of samples where it is the anchor",
                    heatmap_figure(m, "Top anchor token per head", d.run)});
@@ -653,17 +595,14 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     // Top anchors per head, decoded.
     html << "<h2 id=\"anchors\">Top anchors per head</h2><p>Anchor: the token that most endpoints of a head's selected pairs are, per sample; "
             "count = samples where it is the anchor.</p><table><tr><th>layer</th><th>head</th><th>top anchors (samples)</th></tr>\n";
-    const size_t V = d.vocab.size();
-    for (int k = 0; k < d.L * d.H; ++k) {
-      std::vector<std::pair<int64_t, size_t>> top;
-      for (size_t t = 0; t < V; ++t)
-        if (d.anchors[size_t(k) * V + t] > 0) top.emplace_back(-d.anchors[size_t(k) * V + t], t);
-      std::sort(top.begin(), top.end());
-      html << "<tr><td>" << k / d.H << "</td><td>" << k % d.H << "</td><td>";
-      for (size_t i = 0; i < top.size() && i < 10; ++i)
-        html << (i ? ", " : "") << "<code>" << html_escape(d.vocab[top[i].second]) << "</code> (" << -top[i].first << ")";
-      html << "</td></tr>\n";
-    }
+    for (int l = 0; l < d.L; ++l)
+      for (int h = 0; h < d.H; ++h) {
+        html << "<tr><td>" << l << "</td><td>" << h << "</td><td>";
+        const auto top = d.stats.top_anchors(l, h, 10);
+        for (size_t i = 0; i < top.size(); ++i)
+          html << (i ? ", " : "") << "<code>" << html_escape(d.vocab[size_t(top[i])]) << "</code> (" << d.stats.anchor_count(l, h, top[i]) << ")";
+        html << "</td></tr>\n";
+      }
     html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << html_escape(summary.str()) << "</pre>\n<script>\n"
          << "const L=" << d.L << ",H=" << d.H << ";const LUT=[" << lut << "];\nconst EX=[";
     // The explorer's data gets what the page and its figures leave of the budget, shared

@@ -1,0 +1,152 @@
+#include "pipeline/store_stats.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "pipeline/hdf5.h"
+#include "stages/accumulator.h"
+#include "stages/error.h"
+
+namespace ctxsim {
+namespace {
+
+double sum_range(const std::vector<double>& v, int64_t lo, int64_t hi) {
+  double s = 0;
+  for (int64_t d = std::max<int64_t>(0, lo); d < std::min<int64_t>(hi, int64_t(v.size())); ++d) s += v[size_t(d)];
+  return s;
+}
+
+}  // namespace
+
+template <class T>
+std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, hid_t mem_type,
+                            const std::vector<long long>& shape, std::vector<hsize_t>* dims_out) {
+  if (!h5::exists(file, path)) throw Error(store, "missing dataset /" + path, kDamagedStoreFix);
+  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+  const auto dims = h5::dims_of(ds);
+  bool ok = dims.size() == shape.size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) ok = shape[i] < 0 || hsize_t(shape[i]) == dims[i];
+  if (!ok) {
+    std::string got, want;
+    for (auto d : dims) got += (got.empty() ? "" : ",") + std::to_string(d);
+    for (auto d : shape) want += (want.empty() ? "" : ",") + (d < 0 ? std::string("*") : std::to_string(d));
+    throw Error(store, "/" + path + " has shape [" + got + "], expected [" + want + "]", kDamagedStoreFix);
+  }
+  if (dims_out) *dims_out = dims;
+  const size_t parent = path.rfind('/');
+  if (parent == std::string::npos) return h5::read_all<T>(file, path, mem_type);
+  return h5::read_all<T>(h5::open_group(file, path.substr(0, parent)), path.substr(parent + 1), mem_type);
+}
+
+template std::vector<int64_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&, std::vector<hsize_t>*);
+template std::vector<int32_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&, std::vector<hsize_t>*);
+template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&, std::vector<hsize_t>*);
+
+double Counts::mean_distance() const {
+  double m = 0;
+  for (size_t d = 0; d < distance.size(); ++d) m += double(d) * distance[d];
+  return ratio(m, pairs);
+}
+
+int64_t Counts::median_distance() const {
+  double cum = 0;
+  for (size_t d = 0; d < distance.size(); ++d) {
+    cum += distance[d];
+    if (cum * 2 >= pairs) return int64_t(d);
+  }
+  return 0;
+}
+
+double Counts::short_range() const { return ratio(sum_range(distance, 0, kShortRange + 1), pairs); }
+double Counts::long_range() const { return ratio(sum_range(distance, kLongRange, int64_t(distance.size())), pairs); }
+
+double Baseline::short_range_chance() const {
+  const std::vector<double> d(distance_all.begin(), distance_all.end());
+  return Counts::ratio(sum_range(d, 0, kShortRange + 1), valid_pairs);
+}
+
+double Baseline::long_range_chance() const {
+  const std::vector<double> d(distance_all.begin(), distance_all.end());
+  return Counts::ratio(sum_range(d, kLongRange, T()), valid_pairs);
+}
+
+Counts RuleStats::head(int64_t l, int64_t h) const {
+  Counts c;
+  const size_t i = size_t(l * H + h);
+  c.pairs = double(high_pairs[i]);
+  c.same_sentence = double(same_sentence[i]);
+  c.eligible = double(sentence_eligible[i]);
+  c.same_token = double(same_token[i]);
+  c.in_attention = double(in_attention[i]);
+  c.noise = double(noise[i]);
+  c.high_attention_all = double(high_attention_all[i]);
+  c.separator_mass = double(separator_mass[i]) / kFixedPointScale;
+  c.heads = 1;
+  c.distance.assign(distance_hist.begin() + long(i * size_t(T)), distance_hist.begin() + long((i + 1) * size_t(T)));
+  return c;
+}
+
+Counts RuleStats::layer(int64_t l) const {
+  Counts c;
+  c.distance.assign(size_t(T), 0.0);
+  for (int64_t h = 0; h < H; ++h) {
+    const Counts x = head(l, h);
+    c.pairs += x.pairs, c.same_sentence += x.same_sentence, c.eligible += x.eligible, c.same_token += x.same_token;
+    c.in_attention += x.in_attention, c.noise += x.noise, c.high_attention_all += x.high_attention_all;
+    c.separator_mass += x.separator_mass, c.heads += 1;
+    for (int64_t d = 0; d < T; ++d) c.distance[size_t(d)] += x.distance[size_t(d)];
+  }
+  return c;
+}
+
+std::vector<int64_t> RuleStats::top_anchors(int64_t l, int64_t h, int64_t n) const {
+  const int64_t* row = &anchor_counts[size_t((l * H + h) * V)];
+  std::vector<int64_t> ids(static_cast<size_t>(V));
+  std::iota(ids.begin(), ids.end(), 0);
+  n = std::min(n, V);
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int64_t a, int64_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+  ids.resize(size_t(n));
+  while (!ids.empty() && row[ids.back()] <= 0) ids.pop_back();
+  return ids;
+}
+
+Baseline read_baseline(hid_t file, const std::string& store) {
+  Baseline b;
+  const auto scalar = [&](const char* name) {
+    return read_checked<int64_t>(file, store, std::string("stats/baseline/") + name, H5T_NATIVE_INT64, {})[0];
+  };
+  b.samples = scalar("samples");
+  b.valid_pairs = double(scalar("valid_pairs"));
+  b.same_sentence_all = double(scalar("same_sentence_all"));
+  b.sentence_eligible_all = double(scalar("sentence_eligible_all"));
+  b.same_token_all = double(scalar("same_token_all"));
+  b.distance_all = read_checked<int64_t>(file, store, "stats/baseline/distance_all", H5T_NATIVE_INT64, {-1});
+  if (b.T() < 2) throw Error(store, "/stats/baseline/distance_all holds fewer than 2 positions", kDamagedStoreFix);
+  return b;
+}
+
+RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, int64_t vocab_size) {
+  RuleStats r;
+  r.name = rule;
+  const std::string g = "stats/" + rule + "/";
+  if (!h5::exists(file, "stats/" + rule)) throw Error(store, "missing group /stats/" + rule + " (named in /stats rules)", kDamagedStoreFix);
+  std::vector<hsize_t> dims;
+  r.high_pairs = read_checked<int64_t>(file, store, g + "high_pairs", H5T_NATIVE_INT64, {-1, -1}, &dims);
+  r.L = int64_t(dims[0]), r.H = int64_t(dims[1]);
+  read_checked<int64_t>(file, store, "stats/baseline/distance_all", H5T_NATIVE_INT64, {-1}, &dims);
+  r.T = int64_t(dims[0]);
+  r.V = vocab_size;
+  if (r.L <= 0 || r.H <= 0) throw Error(store, "/" + g + "high_pairs holds no layers or heads", kDamagedStoreFix);
+  const long long L = r.L, H = r.H;
+  for (auto [name, v] : std::initializer_list<std::pair<const char*, std::vector<int64_t>*>>{
+           {"same_sentence", &r.same_sentence}, {"sentence_eligible", &r.sentence_eligible}, {"same_token", &r.same_token},
+           {"in_attention", &r.in_attention}, {"noise", &r.noise}, {"high_attention_all", &r.high_attention_all},
+           {"separator_mass", &r.separator_mass}})
+    *v = read_checked<int64_t>(file, store, g + name, H5T_NATIVE_INT64, {L, H});
+  r.distance_hist = read_checked<int64_t>(file, store, g + "distance_hist", H5T_NATIVE_INT64, {L, H, (long long)r.T});
+  r.distinct_anchors = read_checked<int64_t>(file, store, g + "distinct_anchors", H5T_NATIVE_INT64, {L});
+  r.anchor_counts = read_checked<int64_t>(file, store, g + "anchor_counts", H5T_NATIVE_INT64, {L, H, (long long)vocab_size});
+  return r;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,86 @@
+// The aggregate statistics of a finished store, read back with their shapes checked, and the
+// derived rates (SPEC: "every percentage next to its chance baseline") defined once for
+// `summary`, `collect` and `report`.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ctxsim {
+
+// The fix of every "damaged store" error.
+inline constexpr const char* kDamagedStoreFix =
+    "the store is damaged or was not written by ctxsim; rerun 'ctxsim run' to regenerate it";
+
+// Distance classes the tables and CSVs report: d <= 5 (short range) and d >= 32 (long range).
+constexpr int64_t kShortRange = 5, kLongRange = 32;
+
+// Counts of one head, or summed over the heads of a layer. Ratios are 0 when undefined.
+struct Counts {
+  double pairs = 0, same_sentence = 0, eligible = 0, same_token = 0, in_attention = 0, noise = 0;
+  double high_attention_all = 0;  // the in-attention baseline: high-attention valid pairs
+  double separator_mass = 0;      // summed over samples (and heads), attention units
+  int64_t heads = 0;
+  std::vector<double> distance;   // [T] selected pairs by distance j - i
+
+  double mean_distance() const;
+  int64_t median_distance() const;
+  double short_range() const;     // share of pairs with d <= kShortRange
+  double long_range() const;      // share with d >= kLongRange
+  double same_sentence_rate() const { return ratio(same_sentence, eligible); }
+  double repetition_rate() const { return ratio(same_token, pairs); }
+  double in_attention_rate() const { return ratio(in_attention, pairs); }
+  double noise_share() const { return ratio(noise, pairs); }
+  static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+};
+
+// /stats/baseline: what a rule picking pairs at random would give.
+struct Baseline {
+  int64_t samples = 0;
+  double valid_pairs = 0, same_sentence_all = 0, sentence_eligible_all = 0, same_token_all = 0;
+  std::vector<int64_t> distance_all;  // [T]
+
+  int64_t T() const { return int64_t(distance_all.size()); }
+  double same_sentence_chance() const { return Counts::ratio(same_sentence_all, sentence_eligible_all); }
+  double repetition_chance() const { return Counts::ratio(same_token_all, valid_pairs); }
+  double short_range_chance() const;
+  double long_range_chance() const;
+  double in_attention_chance(const Counts& c) const { return Counts::ratio(c.high_attention_all, valid_pairs * double(c.heads)); }
+  double same_sentence_lift(const Counts& c) const { return Counts::ratio(c.same_sentence_rate(), same_sentence_chance()); }
+  double repetition_lift(const Counts& c) const { return Counts::ratio(c.repetition_rate(), repetition_chance()); }
+  // Mean attention mass on separators per sample and head.
+  double separator_attention(const Counts& c) const { return Counts::ratio(c.separator_mass, double(samples) * double(c.heads)); }
+};
+
+// /stats/<rule>: the int64 aggregates, [L, H] unless noted.
+struct RuleStats {
+  std::string name;
+  int64_t L = 0, H = 0, T = 0, V = 0;
+  std::vector<int64_t> high_pairs, same_sentence, sentence_eligible, same_token, in_attention, noise, high_attention_all,
+      separator_mass;                    // fixed point, see kFixedPointScale
+  std::vector<int64_t> distance_hist;    // [L, H, T]
+  std::vector<int64_t> distinct_anchors; // [L]
+  std::vector<int64_t> anchor_counts;    // [L, H, V]
+
+  Counts head(int64_t layer, int64_t head) const;
+  Counts layer(int64_t layer) const;     // all heads of the layer
+  // Token ids of a head's anchors by count (ties: smaller id), at most n with a count > 0.
+  std::vector<int64_t> top_anchors(int64_t layer, int64_t head, int64_t n) const;
+  int64_t anchor_count(int64_t layer, int64_t head, int64_t token) const {
+    return anchor_counts[size_t((layer * H + head) * V + token)];
+  }
+};
+
+// Both throw ctxsim::Error naming `store` and the missing or misshapen dataset.
+Baseline read_baseline(hid_t file, const std::string& store);
+RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, int64_t vocab_size);
+
+// A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`
+// receives the actual extents.
+template <class T>
+std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, hid_t mem_type,
+                            const std::vector<long long>& shape, std::vector<hsize_t>* dims_out = nullptr);
+
+}  // namespace ctxsim
