@@ -30,6 +30,7 @@
 #include "pipeline/store.h"
 #include "stages/analysis.h"
 #include "stages/error.h"
+#include "stages/files.h"
 #include "stages/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -43,10 +44,6 @@ extern "C" void on_sigterm(int) { g_terminate = 1; }
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::vector<uint16_t> half_bits(const at::Tensor& t) {
   const at::Tensor h = t.to(at::kHalf).contiguous();
@@ -248,7 +245,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     attrs.config_path = config_path;
     attrs.model_path = dir;
     attrs.model_sha256 = report.weights_sha256;
-    const std::string vocab_text = read_bytes(vocab_path);
+    const std::string vocab_text = read_file_bytes(vocab_path);
     attrs.vocab_path = vocab_path;
     attrs.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab_text.data()), vocab_text.size());
     attrs.corpus = c.corpus.format + ":" + c.corpus.path + " (" + std::to_string(prepared.documents) + " documents)";

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace ctxsim {
 
@@ -232,28 +233,13 @@ void Store::finish(const std::string& finished, double seconds) {
   file_.reset();
 }
 
-namespace {
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(std::move(line));
-    pos = end + 1;
-  }
-  return out;
-}
-}  // namespace
 
 std::vector<std::string> store_vocab(hid_t file) {
   const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
-  return lines(std::string(bytes.begin(), bytes.end()));
+  return split_lines(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-std::vector<std::string> store_rules(hid_t stats_group) { return lines(h5::get_attr_string(stats_group, "rules")); }
+std::vector<std::string> store_rules(hid_t stats_group) { return split_lines(h5::get_attr_string(stats_group, "rules")); }
 
 StoreInfo inspect_store(const std::string& path) {
   StoreInfo info;

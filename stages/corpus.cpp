@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "stages/error.h"
+#include "stages/files.h"
 #include "stages/utf8.h"
 
 namespace fs = std::filesystem;
@@ -18,17 +19,10 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Error(p.string(), "cannot open the file", "check that it exists and is readable");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The file's text as valid UTF-8, or an error naming the byte offset.
 std::string read_text_file(const fs::path& p, InvalidUtf8 policy) {
-  std::string content = read_file(p);
+  std::string content = read_file_bytes(p.string());
   const size_t bad = utf8::find_invalid(content);
   if (bad == utf8::npos) return content;
   if (policy == InvalidUtf8::Replace) return utf8::replace_invalid(content);

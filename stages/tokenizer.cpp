@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "stages/error.h"
+#include "stages/files.h"
 #include "stages/utf8.h"
 
 namespace ctxsim {
@@ -81,16 +82,7 @@ Vocab Vocab::load(const std::string& path) {
   if (bad != utf8::npos)
     throw Error(path, "invalid UTF-8 at " + utf8::describe_offset(content, bad),
                 "a vocab.txt is UTF-8 text, one token per line");
-  std::vector<std::string> tokens;
-  size_t pos = 0;
-  while (pos < content.size()) {
-    size_t end = content.find('\n', pos);
-    if (end == std::string::npos) end = content.size();
-    std::string line = content.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    tokens.push_back(std::move(line));
-    pos = end + 1;
-  }
+  const std::vector<std::string> tokens = split_lines(content);
   if (tokens.empty()) throw Error(path, "the vocabulary is empty", "give a WordPiece vocab.txt");
   Vocab v = from_tokens(tokens);
   if (v.unk_ < 0)
