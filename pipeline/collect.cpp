@@ -56,7 +56,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
     const auto vocab = store_vocab(file);
     const double ss_chance = base.same_sentence_chance(), st_chance = base.repetition_chance();
     for (const auto& rule : store_rules(stats)) {
-      const RuleStats r = read_rule_stats(file, path.string(), rule, int64_t(vocab.size()));
+      const RuleStats r = read_rule_stats(file, path.string(), rule, base, int64_t(vocab.size()));
       for (int64_t l = 0; l < r.L; ++l)
         for (int64_t h = 0; h < r.H; ++h) {
           const Counts c = r.head(l, h);

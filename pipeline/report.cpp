@@ -12,7 +12,6 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -23,9 +22,9 @@
 #include "pipeline/run.h"
 #include "pipeline/store.h"
 #include "pipeline/store_stats.h"
-#include "stages/accumulator.h"
 #include "stages/error.h"
 #include "stages/figure.h"
+#include "stages/files.h"
 #include "stages/render.h"
 #include "stages/rollout.h"
 #include "stages/safetensors.h"
@@ -34,14 +33,6 @@ namespace fs = std::filesystem;
 
 namespace ctxsim {
 namespace {
-
-
-std::string html_escape(const std::string& s) { return xml_escape(s); }
-
-std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string json_str(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
@@ -114,7 +105,7 @@ StoreData load(hid_t file, const std::string& store, const std::string& rule) {
   d.R = int(rules.size());
   d.vocab = store_vocab(file);
   d.base = read_baseline(file, store);
-  d.stats = read_rule_stats(file, store, d.rule, int64_t(d.vocab.size()));
+  d.stats = read_rule_stats(file, store, d.rule, d.base, int64_t(d.vocab.size()));
   d.L = int(d.stats.L), d.H = int(d.stats.H), d.T = int(d.stats.T);
   const long long L = d.L, H = d.H, T = d.T;
   std::vector<hsize_t> dims;
@@ -331,133 +322,138 @@ std::string quantised_base64(const std::vector<float>& v, double lo, double hi) 
   return base64(bytes);
 }
 
-// One stored example, in two passes: with `figures`, its static figures for a few layers
-// (head 0); without, the explorer's data (returned), block-pooled to fit `budget` bytes.
-// `rollout` caches the example's rollout between the passes.
-std::string example(hid_t file, const StoreData& d, const std::vector<std::pair<int, int>>& heads, size_t e, size_t budget, std::vector<Entry>* figures,
-                    std::vector<double>& roll) {
-  const int L = d.L, H = d.H, T = d.T;
-  const int64_t id = d.example_ids[e];
-  const int n = d.n_valid[size_t(id)];
-  std::vector<std::string> labels;
-  for (int i = 0; i < n; ++i) {
-    const int32_t t = d.tokens[size_t(id) * size_t(T) + size_t(i)];
-    labels.push_back(t >= 0 && size_t(t) < d.vocab.size() ? d.vocab[size_t(t)] : "?");
+// One stored example as read from the store: every head's matrices, [L, H, T, T], of which
+// the first n positions are the sample's valid tokens.
+struct Example {
+  int64_t id = 0;
+  int n = 0, H = 0, T = 0;
+  std::vector<std::string> labels;  // the n decoded tokens
+  std::vector<float> attention, similarity;
+  std::vector<uint8_t> selected;    // of the report's rule
+
+  // Head (l, h) of one of the [L, H, T, T] arrays, as an n x n matrix.
+  template <class V>
+  V head(const V& all, int l, int h) const {
+    V v(size_t(n) * size_t(n));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) v[size_t(i * n + j)] = all[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
+    return v;
   }
-  const auto att = read_half_slice(file, "examples/attention", e);
-  const auto sim = read_half_slice(file, "examples/similarity", e);
-  const auto sel = read_slice<uint8_t>(file, "examples/selected", H5T_NATIVE_UINT8, e, d.rule_index);
-  const auto square = [&](const std::vector<float>& m, int l, int h) {
-    std::vector<float> v(size_t(n) * size_t(n));
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) v[size_t(i * n + j)] = m[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
-    return v;
-  };
-  const auto selected = [&](int l, int h) {
-    std::vector<uint8_t> v(size_t(n) * size_t(n));
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) v[size_t(i * n + j)] = sel[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
-    return v;
-  };
-  const auto high_attention = [&](const std::vector<float>& a) {
-    std::vector<uint8_t> v(size_t(n) * size_t(n));
-    for (int i = 0; i < n; ++i)
-      for (int j = i + 1; j < n; ++j) v[size_t(i * n + j)] = std::max(a[size_t(i * n + j)], a[size_t(j * n + i)]) >= d.beta;
-    return v;
-  };
+};
+
+Example load_example(hid_t file, const StoreData& d, size_t e) {
+  Example x;
+  x.id = d.example_ids[e];
+  x.n = d.n_valid[size_t(x.id)], x.H = d.H, x.T = d.T;
+  for (int i = 0; i < x.n; ++i) {
+    const int32_t t = d.tokens[size_t(x.id) * size_t(d.T) + size_t(i)];
+    x.labels.push_back(t >= 0 && size_t(t) < d.vocab.size() ? d.vocab[size_t(t)] : "?");
+  }
+  x.attention = read_half_slice(file, "examples/attention", e);
+  x.similarity = read_half_slice(file, "examples/similarity", e);
+  x.selected = read_slice<uint8_t>(file, "examples/selected", H5T_NATIVE_UINT8, e, d.rule_index);
+  return x;
+}
+
+// Pairs i < j that are high-attention, max(A_ij, A_ji) >= beta, of an n x n attention matrix.
+std::vector<uint8_t> high_attention(const std::vector<float>& a, int n, double beta) {
+  std::vector<uint8_t> v(size_t(n) * size_t(n));
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) v[size_t(i * n + j)] = std::max(a[size_t(i * n + j)], a[size_t(j * n + i)]) >= beta;
+  return v;
+}
+
+// Mean pooling of an n x n matrix in block x block cells (none when block is 1).
+std::vector<float> pooled(const std::vector<float>& v, int n, int block) {
+  if (block == 1) return v;
+  int r = 0, c = 0;
+  return pool_blocks(v, n, n, block, r, c);
+}
+
+// The coarsest pooling figures and explorer always use: at most 256 cells a side.
+int legible_block(int n) { return std::max(1, (n + 255) / 256); }
+
+// An example's static figures: attention and similarity of the chosen heads with the selected
+// and high-attention pairs overlaid, the rollout, and the [CLS] relevance bars.
+void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,
+                     const std::vector<std::pair<int, int>>& heads, std::vector<Entry>& figures) {
+  const int n = x.n, block = legible_block(n), m = (n + block - 1) / block;
+  std::vector<std::string> plabels;
+  for (int i = 0; i < n; i += block) plabels.push_back(block > 1 ? x.labels[size_t(i)] + "…" : x.labels[size_t(i)]);
+  const std::string pool_note = block > 1 ? " · block-pooled " + std::to_string(block) + "x" + std::to_string(block) + " (mean) to stay legible" : "";
+  const std::string sample = "sample " + std::to_string(x.id) + " (" + std::to_string(n) + " tokens)";
+  const Overlay::Shape outline = Overlay::Shape::Outline, dot = Overlay::Shape::Dot;
+  for (const auto& [l, hd] : heads) {
+    const std::string lh = "layer " + std::to_string(l) + " head " + std::to_string(hd);
+    const std::string stem = "example" + std::to_string(e) + "_L" + std::to_string(l) + "H" + std::to_string(hd);
+    const auto a = x.head(x.attention, l, hd);
+    HeatmapSpec hm;
+    hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "key j", hm.y_label = "query i";
+    hm.overlays = {Overlay{"selected pair (" + d.rule + ")", outline, Rgb{255, 255, 255}, cells_of(x.head(x.selected, l, hd), n, block)},
+                   Overlay{"attention pair max(A_ij, A_ji) >= " + fixed(d.beta, 2), dot, Rgb{255, 80, 0}, cells_of(high_attention(a, n, d.beta), n, block)}};
+    hm.values = pooled(a, n, block), hm.lo = 0, hm.bar_label = "attention weight";
+    hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end())));
+    figures.push_back({stem + "_attention", "Attention map of " + sample + ", " + lh + ", with the selected pairs and the high-attention pairs (upper triangle)",
+                       heatmap_figure(hm, "Attention, " + sample + ", " + lh, d.run + pool_note)});
+    hm.values = pooled(x.head(x.similarity, l, hd), n, block);
+    double sm = 1e-9;
+    for (float v : hm.values) sm = std::max(sm, double(std::abs(v)));
+    hm.lo = -sm, hm.hi = sm, hm.map = ColourMap::Diverging, hm.bar_label = "context similarity o_i · o_j", hm.x_label = "token j", hm.y_label = "token i";
+    hm.overlays[0].colour = Rgb{0, 0, 0};
+    figures.push_back({stem + "_similarity", "Context similarity matrix of " + sample + ", " + lh + " (diagonal zeroed), with the same overlays",
+                       heatmap_figure(hm, "Context similarity, " + sample + ", " + lh, d.run + pool_note)});
+  }
+  HeatmapSpec hm;
+  hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "input token j", hm.y_label = "position i after the last layer";
+  hm.values = pooled(std::vector<float>(roll.begin(), roll.end()), n, block), hm.lo = 0, hm.bar_label = "rollout weight";
+  hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end())));
+  figures.push_back({"example" + std::to_string(e) + "_rollout",
+                     "Attention rollout of " + sample + " (Abnar & Zuidema: heads averaged, identity added, rows renormalised, layers multiplied)",
+                     heatmap_figure(hm, "Attention rollout, " + sample, d.run + pool_note)});
+  PlotSpec p;
+  p.title = "relevance of each input token for [CLS] (rollout row 0)", p.y_label = "rollout weight", p.x_label = "input token", p.y_lo = 0, p.legend = false;
+  p.x_ticks = x.labels;
+  Series bars{"relevance", range(0, n), {}, kBlue, false, true};
+  const auto rel = cls_relevance(roll, n);
+  bars.y.assign(rel.begin(), rel.end());
+  p.series = {bars};
+  figures.push_back({"example" + std::to_string(e) + "_relevance", "Per-token relevance of " + sample + " for the [CLS] position: row 0 of the attention rollout",
+                     plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
+}
+
+// The explorer's data of an example (a JSON object, see report_explorer.js), pooled coarser
+// than legible_block when it would not fit `budget` bytes.
+std::string example_data(const StoreData& d, const Example& x, const std::vector<double>& roll, size_t budget) {
+  const int L = d.L, H = d.H, n = x.n;
   double att_max = 1e-9, sim_max = 1e-9;
-  for (int l = 0; l < L; ++l)
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j) {
-          const size_t o = ((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j);
-          att_max = std::max(att_max, double(att[o]));
-          sim_max = std::max(sim_max, double(std::abs(sim[o])));
-        }
-  if (roll.empty()) roll = attention_rollout(att, L, H, T, n);
+  for (int k = 0; k < L * H; ++k) {
+    for (float v : x.head(x.attention, k / H, k % H)) att_max = std::max(att_max, double(v));
+    for (float v : x.head(x.similarity, k / H, k % H)) sim_max = std::max(sim_max, double(std::abs(v)));
+  }
   const std::vector<float> rollf(roll.begin(), roll.end());
   const double roll_max = std::max(1e-9, double(*std::max_element(rollf.begin(), rollf.end())));
-
-  // Block size: at least n/256 per side, more when the explorer data would not fit the budget
-  // (two byte matrices and two bit masks per head, base64).
-  int block = std::max(1, (n + 255) / 256);
+  // Per head: two byte matrices and two bit masks, base64.
   const auto bytes_at = [&](int b) {
     const double m = std::ceil(double(n) / b);
     return 4.0 / 3.0 * double(L * H) * (2 * m * m + m * m / 4) + 8.0 * n;
   };
-  while (!figures && bytes_at(block) > double(budget) && block < n) ++block;
+  int block = legible_block(n);
+  while (bytes_at(block) > double(budget) && block < n) ++block;
   const int m = (n + block - 1) / block;
-  const auto pooled = [&](const std::vector<float>& v) {
-    if (block == 1) return v;
-    int r = 0, c = 0;
-    return pool_blocks(v, n, n, block, r, c);
-  };
-  std::vector<std::string> plabels;
-  for (int i = 0; i < n; i += block) plabels.push_back(block > 1 ? labels[size_t(i)] + "…" : labels[size_t(i)]);
-  const std::string pool_note = block > 1 ? " · block-pooled " + std::to_string(block) + "x" + std::to_string(block) + " (mean) to stay legible" : "";
-  const std::string sample = "sample " + std::to_string(id) + " (" + std::to_string(n) + " tokens)";
-  const Overlay::Shape outline = Overlay::Shape::Outline, dot = Overlay::Shape::Dot;
-
-  // Static figures: layers 0, middle and last, head 0, with the overlays.
-  if (figures) {
-  for (const auto& [l, hd] : heads) {
-    const std::string lh = "layer " + std::to_string(l) + " head " + std::to_string(hd);
-    const std::string stem = "example" + std::to_string(e) + "_L" + std::to_string(l) + "H" + std::to_string(hd);
-    const auto a = square(att, l, hd), s = square(sim, l, hd);
-    const auto sel_cells = cells_of(selected(l, hd), n, block), ha_cells = cells_of(high_attention(a), n, block);
-    HeatmapSpec hm;
-    hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "key j", hm.y_label = "query i";
-    hm.overlays = {Overlay{"selected pair (" + d.rule + ")", outline, Rgb{255, 255, 255}, sel_cells},
-                   Overlay{"attention pair max(A_ij, A_ji) >= " + fixed(d.beta, 2), dot, Rgb{255, 80, 0}, ha_cells}};
-    const auto amat = pooled(a);
-    hm.values = amat, hm.lo = 0, hm.hi = std::max(1e-9, double(*std::max_element(amat.begin(), amat.end()))), hm.bar_label = "attention weight";
-    figures->push_back({stem + "_attention", "Attention map of " + sample + ", " + lh + ", with the selected pairs and the high-attention pairs (upper triangle)",
-                       heatmap_figure(hm, "Attention, " + sample + ", " + lh, d.run + pool_note)});
-    const auto smat = pooled(s);
-    double sm = 1e-9;
-    for (float x : smat) sm = std::max(sm, double(std::abs(x)));
-    hm.values = smat, hm.lo = -sm, hm.hi = sm, hm.map = ColourMap::Diverging, hm.bar_label = "context similarity o_i · o_j", hm.x_label = "token j",
-    hm.y_label = "token i";
-    hm.overlays[0].colour = Rgb{0, 0, 0};
-    figures->push_back({stem + "_similarity", "Context similarity matrix of " + sample + ", " + lh + " (diagonal zeroed), with the same overlays",
-                       heatmap_figure(hm, "Context similarity, " + sample + ", " + lh, d.run + pool_note)});
-  }
-  {
-    HeatmapSpec hm;
-    hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "input token j", hm.y_label = "position i after the last layer";
-    hm.values = pooled(rollf), hm.lo = 0, hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end()))), hm.bar_label = "rollout weight";
-    figures->push_back({"example" + std::to_string(e) + "_rollout",
-                       "Attention rollout of " + sample + " (Abnar & Zuidema: heads averaged, identity added, rows renormalised, layers multiplied)",
-                       heatmap_figure(hm, "Attention rollout, " + sample, d.run + pool_note)});
-    PlotSpec p;
-    p.title = "relevance of each input token for [CLS] (rollout row 0)", p.y_label = "rollout weight", p.x_label = "input token", p.y_lo = 0, p.legend = false;
-    p.x_ticks = labels;
-    Series bars{"relevance", range(0, n), {}, kBlue, false, true};
-    const auto rel = cls_relevance(roll, n);
-    bars.y.assign(rel.begin(), rel.end());
-    p.series = {bars};
-    figures->push_back({"example" + std::to_string(e) + "_relevance", "Per-token relevance of " + sample + " for the [CLS] position: row 0 of the attention rollout",
-                       plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
-  }
-
-  return "";
-  }
-
-  // The explorer's data.
   std::ostringstream js;
-  js << "{\"sample\":" << id << ",\"n\":" << n << ",\"m\":" << m << ",\"block\":" << block << ",\"tokens\":[";
-  for (size_t i = 0; i < labels.size(); ++i) js << (i ? "," : "") << json_str(labels[i]);
+  js << "{\"sample\":" << x.id << ",\"n\":" << n << ",\"m\":" << m << ",\"block\":" << block << ",\"tokens\":[";
+  for (size_t i = 0; i < x.labels.size(); ++i) js << (i ? "," : "") << json_str(x.labels[i]);
   js << "],\"attMax\":" << att_max << ",\"simMax\":" << sim_max << ",\"rolloutMax\":" << roll_max;
   std::ostringstream a_js, s_js, sel_js, ha_js;
   for (int k = 0; k < L * H; ++k) {
-    const auto a = square(att, k / H, k % H);
-    a_js << (k ? "," : "") << '"' << quantised_base64(pooled(a), 0, att_max) << '"';
-    s_js << (k ? "," : "") << '"' << quantised_base64(pooled(square(sim, k / H, k % H)), -sim_max, sim_max) << '"';
-    sel_js << (k ? "," : "") << '"' << bits_base64(cells_of(selected(k / H, k % H), n, block), m) << '"';
-    ha_js << (k ? "," : "") << '"' << bits_base64(cells_of(high_attention(a), n, block), m) << '"';
+    const auto a = x.head(x.attention, k / H, k % H);
+    a_js << (k ? "," : "") << '"' << quantised_base64(pooled(a, n, block), 0, att_max) << '"';
+    s_js << (k ? "," : "") << '"' << quantised_base64(pooled(x.head(x.similarity, k / H, k % H), n, block), -sim_max, sim_max) << '"';
+    sel_js << (k ? "," : "") << '"' << bits_base64(cells_of(x.head(x.selected, k / H, k % H), n, block), m) << '"';
+    ha_js << (k ? "," : "") << '"' << bits_base64(cells_of(high_attention(a, n, d.beta), n, block), m) << '"';
   }
   js << ",\"attention\":[" << a_js.str() << "],\"similarity\":[" << s_js.str() << "],\"selected\":[" << sel_js.str() << "],\"highAttention\":["
-     << ha_js.str() << "],\"rollout\":\"" << quantised_base64(pooled(rollf), 0, roll_max) << "\"}";
+     << ha_js.str() << "],\"rollout\":\"" << quantised_base64(pooled(rollf, n, block), 0, roll_max) << "\"}";
   return js.str();
 }
 
@@ -488,7 +484,11 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     aggregate_figures(d, figures);
     const size_t E = d.example_ids.size();
     std::vector<std::vector<double>> rollouts(E);
-    for (size_t e = 0; e < E; ++e) example(file, d, heads, e, 0, &figures, rollouts[e]);
+    for (size_t e = 0; e < E; ++e) {
+      const Example x = load_example(file, d, e);
+      rollouts[e] = attention_rollout(x.attention, d.L, d.H, d.T, x.n);
+      example_figures(d, x, e, rollouts[e], heads, figures);
+    }
 
     nlohmann::json index = nlohmann::json::array();
     for (const auto& f : figures) {
@@ -508,15 +508,15 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
       for (int x : {c[0], c[1], c[2], v[0], v[1], v[2]}) lut += (lut.empty() ? "" : ",") + std::to_string(x);
     }
     std::ostringstream html;
-    html << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ctxsim report · " << html_escape(d.run) << "</title><style>"
+    html << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>ctxsim report · " << xml_escape(d.run) << "</title><style>"
             "body{font-family:sans-serif;margin:2em auto;max-width:1250px;padding:0 1em;color:#222}img{max-width:100%}"
             "figure{margin:1.5em 0}figcaption{color:#444;font-size:14px}pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}"
             "#explorer canvas{image-rendering:pixelated}#view{max-width:100%;border:1px solid #ccc}#hover{font-family:monospace;min-height:1.5em}"
             "#grid{display:inline-grid;gap:3px;align-items:center;font-size:11px;margin-top:1em}#grid canvas{width:60px;height:60px;cursor:pointer;border:1px solid #ddd}"
             "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}nav a{margin-right:1em}"
             "</style></head><body>\n<h1>ctxsim report</h1>\n<p><b>"
-         << html_escape(d.run) << "</b><br>store " << html_escape(store_path) << " · " << d.L << " layers × " << d.H << " heads · " << d.T
-         << " tokens per sample · model " << html_escape(h5::get_attr_string(file, "model_path")) << " · figures use the rule <b>" << html_escape(d.rule)
+         << xml_escape(d.run) << "</b><br>store " << xml_escape(store_path) << " · " << d.L << " layers × " << d.H << " heads · " << d.T
+         << " tokens per sample · model " << xml_escape(h5::get_attr_string(file, "model_path")) << " · figures use the rule <b>" << xml_escape(d.rule)
          << "</b>" << (d.R > 1 ? " (one of " + std::to_string(d.R) + " in the store: ctxsim report --rule NAME for another)" : "") << "</p>\n"
          << "<nav><a href=\"#explorer\">explorer</a><a href=\"#figures\">figures</a><a href=\"#anchors\">top anchors</a><a href=\"#summary\">summary</a></nav>\n"
          << "<h2>Explorer</h2><div id=\"explorer\"><label>example <select id=\"ex\"></select></label> "
@@ -529,8 +529,8 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
             "<canvas id=\"bars\" width=\"640\" height=\"160\"></canvas><h3>Model view: every layer and head (click one)</h3><div id=\"grid\"></div></div>\n"
             "<h2 id=\"figures\">Figures</h2>\n";
     for (const auto& f : figures)
-      html << "<figure id=\"fig-" << f.stem << "\"><img alt=\"" << html_escape(f.caption) << "\" src=\"data:image/png;base64,"
-           << base64(read_file_bytes((staging / (f.stem + ".png")).string())) << "\"><figcaption>" << html_escape(f.caption)
+      html << "<figure id=\"fig-" << f.stem << "\"><img alt=\"" << xml_escape(f.caption) << "\" src=\"data:image/png;base64,"
+           << base64(read_file_bytes((staging / (f.stem + ".png")).string())) << "\"><figcaption>" << xml_escape(f.caption)
            << " · <a href=\"figures/" << f.stem << ".svg\">SVG</a> · <a href=\"figures/" << f.stem << ".png\">PNG</a></figcaption></figure>\n";
     // Top anchors per head, decoded.
     html << "<h2 id=\"anchors\">Top anchors per head</h2><p>Anchor: the token that most endpoints of a head's selected pairs are, per sample; "
@@ -540,10 +540,10 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
         html << "<tr><td>" << l << "</td><td>" << h << "</td><td>";
         const auto top = d.stats.top_anchors(l, h, 10);
         for (size_t i = 0; i < top.size(); ++i)
-          html << (i ? ", " : "") << "<code>" << html_escape(d.vocab[size_t(top[i])]) << "</code> (" << d.stats.anchor_count(l, h, top[i]) << ")";
+          html << (i ? ", " : "") << "<code>" << xml_escape(d.vocab[size_t(top[i])]) << "</code> (" << d.stats.anchor_count(l, h, top[i]) << ")";
         html << "</td></tr>\n";
       }
-    html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << html_escape(summary.str()) << "</pre>\n<script>\n"
+    html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << xml_escape(summary.str()) << "</pre>\n<script>\n"
          << "const L=" << d.L << ",H=" << d.H << ";const LUT=[" << lut << "];\nconst EX=[";
     // The explorer's data gets what the page and its figures leave of the budget, shared
     // equally by the examples (each pooled coarser until it fits).
@@ -552,7 +552,8 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
       throw Error(store_path, "the figures alone take " + std::to_string(fixed_part) + " bytes, over the budget of " + std::to_string(max_bytes) + " bytes",
                   "raise --max-bytes (output.report_max_bytes in a run) or store fewer examples (statistics.examples)");
     const size_t per = E ? (size_t(max_bytes) - fixed_part) / E : 0;
-    for (size_t e = 0; e < E; ++e) html << (e ? ",\n" : "") << example(file, d, heads, e, per, nullptr, rollouts[e]);
+    // Examples are read again here rather than held: memory stays one example's worth.
+    for (size_t e = 0; e < E; ++e) html << (e ? ",\n" : "") << example_data(d, load_example(file, d, e), rollouts[e], per);
     html << "];\n" << kExplorerJs << "</script></body></html>\n";
     const std::string page = html.str();
     if (page.size() > size_t(max_bytes))

@@ -125,7 +125,7 @@ Baseline read_baseline(hid_t file, const std::string& store) {
   return b;
 }
 
-RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, int64_t vocab_size) {
+RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_size) {
   RuleStats r;
   r.name = rule;
   const std::string g = "stats/" + rule + "/";
@@ -133,8 +133,7 @@ RuleStats read_rule_stats(hid_t file, const std::string& store, const std::strin
   std::vector<hsize_t> dims;
   r.high_pairs = read_checked<int64_t>(file, store, g + "high_pairs", H5T_NATIVE_INT64, {-1, -1}, &dims);
   r.L = int64_t(dims[0]), r.H = int64_t(dims[1]);
-  read_checked<int64_t>(file, store, "stats/baseline/distance_all", H5T_NATIVE_INT64, {-1}, &dims);
-  r.T = int64_t(dims[0]);
+  r.T = base.T();
   r.V = vocab_size;
   if (r.L <= 0 || r.H <= 0) throw Error(store, "/" + g + "high_pairs holds no layers or heads", kDamagedStoreFix);
   const long long L = r.L, H = r.H;

@@ -75,7 +75,8 @@ struct RuleStats {
 
 // Both throw ctxsim::Error naming `store` and the missing or misshapen dataset.
 Baseline read_baseline(hid_t file, const std::string& store);
-RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, int64_t vocab_size);
+// T comes from the baseline (read first); V is the size of the store's vocabulary.
+RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_size);
 
 // A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`
 // receives the actual extents.

@@ -54,7 +54,7 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
 
   bool header = true;
   for (const auto& rule : rule_names) {
-    const RuleStats r = read_rule_stats(file, path, rule, int64_t(vocab.size()));
+    const RuleStats r = read_rule_stats(file, path, rule, base, int64_t(vocab.size()));
     const int64_t L = r.L, H = r.H;
     if (header) {
       out << "ctxsim summary of " << path << "\n"

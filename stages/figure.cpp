@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "stages/error.h"
@@ -106,10 +105,10 @@ Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std:
   double cell = m.cell > 0 ? m.cell : std::clamp(720.0 / std::max(m.rows, m.cols), 1.0, 28.0);
   if (raster) cell = std::max(1.0, std::floor(cell));
   const double font = std::clamp(cell - 1, 6.0, 11.0);
-  const int rstep = label_step(cell, font + 1), cstep = rstep;
+  const int step = label_step(cell, font + 1);  // rows and columns alike
   double row_w = 0, col_h = 0;
-  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += rstep) row_w = std::max(row_w, text_width(m.row_labels[size_t(i)], font));
-  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += cstep) col_h = std::max(col_h, text_width(m.col_labels[size_t(i)], font));
+  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += step) row_w = std::max(row_w, text_width(m.row_labels[size_t(i)], font));
+  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += step) col_h = std::max(col_h, text_width(m.col_labels[size_t(i)], font));
   const double pw = cell * m.cols, ph = cell * m.rows;
   const double left = std::ceil(12 + (m.y_label.empty() ? 0 : 18) + row_w + 6), top = subtitle.empty() ? 38 : 54;
   const double bar_x = left + pw + 14;
@@ -153,9 +152,9 @@ Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std:
             << num(std::max(0.6, cell * 0.28), 3) << "\" fill=\"" << hex(o.colour) << "\"/>\n";
     }
   g.rect(left, top, pw, ph, "none", " stroke=\"#333\" stroke-width=\"0.6\"");
-  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += rstep)
+  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += step)
     g.text(left - 4, top + (i + 0.5) * cell + font * 0.35, m.row_labels[size_t(i)], font, "end");
-  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += cstep)
+  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += step)
     g.text(left + (i + 0.5) * cell + font * 0.35, top + ph + 4, m.col_labels[size_t(i)], font, "start", 90);
   if (!m.y_label.empty()) g.text(20, top + ph / 2, m.y_label, 12, "middle", -90);
   if (!m.x_label.empty()) g.text(left + pw / 2, top + ph + col_h + 22, m.x_label, 12, "middle");

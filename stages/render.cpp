@@ -6,8 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <memory>
-#include <sstream>
 
 #include "stages/error.h"
 
