@@ -76,6 +76,8 @@ int cmd_model_info(const std::string& dir, const std::string& dtype, std::ostrea
 
 struct BenchModelArgs {
   std::string preset = "bert-base";
+  std::string model;   // a Hugging Face folder instead of the preset's random weights
+  int64_t rules = 3;   // selection rules of (c): 1, 3 or 7
   std::vector<int64_t> batches = {1, 8, 32};
   std::vector<std::string> dtypes = {"float32", "bfloat16"};
   int64_t seq_len = 128;

@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
   ctxsim::BenchModelArgs bench_args;
   auto* bench_model = app.add_subcommand("bench-model", "forward-pass speed: plain vs handing out per-head vectors and maps");
   bench_model->add_option("--preset", bench_args.preset, "model shape")->capture_default_str();
+  bench_model->add_option("--model", bench_args.model, "a Hugging Face BERT folder instead of the preset's random weights");
+  bench_model->add_option("--rules", bench_args.rules, "selection rules of (c): 1 (top_fraction 0.01), 3 (+ relative_to_max 0.9, absolute 1.0), 7 (configs/sweeps/thresholds.yaml)")->capture_default_str();
   bench_model->add_option("--batch", bench_args.batches, "batch sizes")->delimiter(',');
   bench_model->add_option("--dtype", bench_args.dtypes, "float32,bfloat16,float64")->delimiter(',');
   bench_model->add_option("--seq-len", bench_args.seq_len, "tokens per sample")->capture_default_str();

@@ -46,22 +46,48 @@ int cmd_model_info(const std::string& dir, const std::string& dtype, std::ostrea
   return 0;
 }
 
+namespace {
+
+// The selection rules of `bench-model --rules N`: 1 = the default rule; 3 adds a dense and an
+// absolute rule; 7 = configs/sweeps/thresholds.yaml folded into one run.
+std::vector<SelectionRule> bench_rules(int64_t n) {
+  const auto rule = [](SelectionRule::Kind k, double v) {
+    SelectionRule r;
+    r.kind = k;
+    r.value = v;
+    return r;
+  };
+  using K = SelectionRule::Kind;
+  if (n == 1) return {rule(K::TopFraction, 0.01)};
+  if (n == 3) return {rule(K::TopFraction, 0.01), rule(K::RelativeToMax, 0.9), rule(K::Absolute, 1.0)};
+  if (n == 7)
+    return {rule(K::TopFraction, 0.005), rule(K::TopFraction, 0.01), rule(K::TopFraction, 0.02), rule(K::TopFraction, 0.05),
+            rule(K::RelativeToMax, 0.8), rule(K::RelativeToMax, 0.9), rule(K::RelativeToMax, 0.95)};
+  throw Error("--rules " + std::to_string(n), "not a benchmark rule set", "use 1, 3 or 7");
+}
+
+}  // namespace
+
 int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   using Clock = std::chrono::steady_clock;
-  const BertConfig c = BertConfig::preset(a.preset);
+  const std::vector<SelectionRule> rules = bench_rules(a.rules);
   const int threads = configure_threads(a.threads);
-  // Random weights in memory: speed does not depend on their values.
+  // A real checkpoint (--model), or random weights in memory: speed does not depend on their values.
+  const bool real = !a.model.empty();
+  const BertConfig c = real ? BertConfig::load(a.model + "/config.json") : BertConfig::preset(a.preset);
   std::map<std::string, at::Tensor> tensors;
-  for (const auto& [name, shape] : bert_tensor_shapes(c)) tensors[name] = at::randn(shape) * 0.02;
+  if (!real)
+    for (const auto& [name, shape] : bert_tensor_shapes(c)) tensors[name] = at::randn(shape) * 0.02;
+  const std::string what = real ? a.model : a.preset;
   const double gflop = c.flops_per_sample(a.seq_len) / 1e9;
-  out << "bench-model: " << a.preset << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads
-      << " threads\n"
+  out << "bench-model: " << what << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads << " threads, "
+      << rules.size() << " selection rule(s)\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
-      << "per-sample pipeline: forward + similarity + all statistics for 3 selection rules\n"
+      << "per-sample pipeline: forward + similarity + all statistics\n"
       << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s"
       << std::setw(24) << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)" << "c/a\n";
   for (const auto& dt : a.dtypes) {
-    const BertModel m = BertModel::from_tensors(c, tensors, parse_dtype(dt));
+    const BertModel m = real ? BertModel::load(a.model, parse_dtype(dt)) : BertModel::from_tensors(c, tensors, parse_dtype(dt));
     for (int64_t B : a.batches) {
       const at::Tensor ids = at::randint(1000, 2000, {B, a.seq_len}, at::kLong);
       const at::Tensor valid = at::ones({B, a.seq_len}, at::kBool);
@@ -78,15 +104,9 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
         secs += std::chrono::duration<double>(Clock::now() - t0).count();
         samples += double(B);
       };
-      // (c): synthetic samples of full length, sentences of 20 tokens.
+      // (c): synthetic samples of full length, sentences of 20 tokens, the rules of --rules.
       StatisticsOptions opt;
-      opt.rules.resize(3);
-      opt.rules[0].kind = SelectionRule::Kind::TopFraction;
-      opt.rules[0].value = 0.01;
-      opt.rules[1].kind = SelectionRule::Kind::RelativeToMax;
-      opt.rules[1].value = 0.9;
-      opt.rules[2].kind = SelectionRule::Kind::Absolute;
-      opt.rules[2].value = 1.0;
+      opt.rules = rules;
       opt.separator_ids = {1010, 1012, 102};
       opt.special_ids = {0, 100, 101, 102, 103};
       const Analysis analysis(m, opt, false);
