@@ -290,7 +290,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
         high_pairs.assign(anchor_token.size(), 0);
         for (const auto& [b0, B] : unit_batches(unit, c.runtime.batch_size)) {
           const BatchSamples bs{&samples.token_ids[size_t(b0 * T)], &samples.sentence_ids[size_t(b0 * T)],
-                                &samples.n_valid[size_t(b0)], B, T};
+                                &samples.n_valid[size_t(b0)], B, T, b0};
           std::vector<std::pair<int64_t, int64_t>> in_batch;  // (example index, row in batch)
           for (size_t e = 0; e < examples.size(); ++e)
             if (examples[e] >= b0 && examples[e] < b0 + B) in_batch.emplace_back(int64_t(e), examples[e] - b0);
@@ -303,7 +303,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
                 ex_att[q].push_back(attention[row].to(at::kFloat).clone());
                 ex_sim[q].push_back(sim[row].to(at::kFloat).clone());
                 std::vector<at::Tensor> per_rule;
-                for (int64_t r = 0; r < R; ++r) per_rule.push_back(stats.selection_matrix(r)[row]);
+                for (int64_t r = 0; r < R; ++r) per_rule.push_back(stats.selection_matrix(r, row));
                 ex_sel[q].push_back(at::stack(per_rule));  // [R, H, T, T]
               }
             };

@@ -24,10 +24,14 @@ PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, con
   const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(at::kLong);
   const at::Tensor valid = at::arange(T, at::kLong).view({1, T}) <
                            at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
-  model_.forward(ids, valid, {}, [&](const LayerOutputs& o) {
-    const at::Tensor sim = context_similarity(o.context, valid, metrics_.empty() ? at::Tensor() : metrics_[size_t(o.layer)]);
-    stats.add_layer(o.layer, sim, o.attention);
-    if (hook) hook(o.layer, sim, o.attention, stats);
+  LayerRequest request;
+  request.final_hidden = false;
+  model_.forward(ids, valid, request, [&](const LayerOutputs& o) {
+    const at::Tensor metric = metrics_.empty() ? at::Tensor() : metrics_[size_t(o.layer)];
+    // The kernels form each head's similarities from its vectors: C = (o M) oᵀ or o oᵀ.
+    const at::Tensor vectors = o.context.scalar_type() == at::kDouble ? o.context : o.context.to(at::kFloat);
+    stats.add_layer(o.layer, metric.defined() ? at::matmul(vectors, metric.to(vectors.scalar_type())) : vectors, vectors, o.attention);
+    if (hook) hook(o.layer, context_similarity(o.context, valid, metric), o.attention, stats);
   });
   return stats.per_sample();
 }

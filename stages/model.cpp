@@ -144,9 +144,10 @@ BertModel BertModel::from_tensors(const BertConfig& config, const std::map<std::
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
     Layer L;
-    L.q_w = get(p + "attention.self.query.weight");   L.q_b = get(p + "attention.self.query.bias");
-    L.k_w = get(p + "attention.self.key.weight");     L.k_b = get(p + "attention.self.key.bias");
-    L.v_w = get(p + "attention.self.value.weight");   L.v_b = get(p + "attention.self.value.bias");
+    L.qkv_w = at::cat({get(p + "attention.self.query.weight"), get(p + "attention.self.key.weight"),
+                       get(p + "attention.self.value.weight")});
+    L.qkv_b = at::cat({get(p + "attention.self.query.bias"), get(p + "attention.self.key.bias"),
+                       get(p + "attention.self.value.bias")});
     L.o_w = get(p + "attention.output.dense.weight"); L.o_b = get(p + "attention.output.dense.bias");
     L.ln1_w = get(p + "attention.output.LayerNorm.weight"); L.ln1_b = get(p + "attention.output.LayerNorm.bias");
     L.i_w = get(p + "intermediate.dense.weight");     L.i_b = get(p + "intermediate.dense.bias");
@@ -178,12 +179,11 @@ at::Tensor BertModel::forward(const at::Tensor& ids, const at::Tensor& valid, co
                                                   : double(std::numeric_limits<float>::lowest());
   const at::Tensor mask = at::zeros({B, 1, 1, T}, x.options()).masked_fill(valid.logical_not().view({B, 1, 1, T}), lowest);
   const double scale = 1.0 / std::sqrt(double(d));
-  const auto heads = [&](const at::Tensor& t) { return t.view({B, T, H, d}).transpose(1, 2); };  // [B, H, T, d]
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Layer& L = layers_[l];
-    const at::Tensor q = heads(at::linear(x, L.q_w, L.q_b));
-    const at::Tensor k = heads(at::linear(x, L.k_w, L.k_b));
-    const at::Tensor v = heads(at::linear(x, L.v_w, L.v_b));
+    // One GEMM for the three projections, then [B, T, 3, H, d] → three [B, H, T, d] views.
+    const at::Tensor qkv = at::linear(x, L.qkv_w, L.qkv_b).view({B, T, 3, H, d}).permute({2, 0, 3, 1, 4});
+    const at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
     const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).mul_(scale).add_(mask);  // [B, H, T, T]
     const at::Tensor attention = at::softmax(scores, -1);
     const at::Tensor context = at::matmul(attention, v);                                    // [B, H, T, d]
@@ -199,6 +199,7 @@ at::Tensor BertModel::forward(const at::Tensor& ids, const at::Tensor& valid, co
       if (request.projected) out.projected = at::matmul(context, L.o_by_head);  // [B,H,T,d] @ [H,d,hidden]
       on_layer(out);
     }
+    if (l + 1 == config_.num_layers && !request.final_hidden) return {};  // its feed-forward block feeds nothing
     at::Tensor inter = at::linear(attention_output, L.i_w, L.i_b);
     if (config_.hidden_act == "relu") inter = at::relu(inter);
     else inter = at::gelu(inter, config_.hidden_act == "gelu_new" ? "tanh" : "none");

@@ -22,7 +22,9 @@ struct LoadReport {
 
 // What the caller wants of each layer; nothing else is materialised.
 struct LayerRequest {
-  bool projected = false;  // o_i W_O[h]: [B, H, T, hidden]
+  bool projected = false;     // o_i W_O[h]: [B, H, T, hidden]
+  bool final_hidden = true;   // false: the caller uses only the layer outputs, so the last
+                              // layer's feed-forward block is skipped and forward returns undefined
 };
 
 // Views of one layer's tensors, valid during the callback only.
@@ -48,7 +50,8 @@ class BertModel {
   at::ScalarType dtype() const { return dtype_; }
 
   // ids [B, T] int64; valid [B, T] bool (false on [PAD]). Returns the last hidden states
-  // [B, T, hidden]. Calls on_layer after each layer's attention when given.
+  // [B, T, hidden] (undefined when !request.final_hidden). Calls on_layer after each layer's
+  // attention when given.
   at::Tensor forward(const at::Tensor& ids, const at::Tensor& valid, const LayerRequest& request = {},
                      const LayerCallback& on_layer = nullptr) const;
 
@@ -57,7 +60,8 @@ class BertModel {
 
  private:
   struct Layer {
-    at::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, i_w, i_b, out_w, out_b, ln2_w, ln2_b;
+    at::Tensor qkv_w, qkv_b;  // [3 hidden, hidden], [3 hidden]: W_q, W_k, W_v stacked, one GEMM
+    at::Tensor o_w, o_b, ln1_w, ln1_b, i_w, i_b, out_w, out_b, ln2_w, ln2_b;
     at::Tensor o_by_head;  // [H, d, hidden]
   };
   BertConfig config_;

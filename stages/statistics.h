@@ -1,7 +1,6 @@
-// Context similarity (SPEC §2), pair selection (§3) and the statistics of §4, computed with
-// tensor operations over whole batches into an Accumulator. Pairs are handled in the flattened
-// upper triangle (i < j), and per-pair attributes only for the selected pairs, so the cost is a
-// few passes over [B, H, T(T-1)/2] per layer and rule. No MPI, no HDF5.
+// Context similarity (SPEC §2) as batched tensor products, and the batch driver of pair
+// selection (§3) and the statistics of §4: per (sample, head) kernels in parallel, merged into
+// an Accumulator. No MPI, no HDF5.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "stages/accumulator.h"
+#include "stages/head_statistics.h"
 #include "stages/selection.h"
 
 namespace ctxsim {
@@ -37,6 +37,7 @@ struct BatchSamples {
   const int16_t* sentence_ids = nullptr;
   const int16_t* n_valid = nullptr;
   int64_t batch = 0, seq_len = 0;
+  int64_t first = 0;  // sample id of row 0, for messages
 };
 
 // Per-sample results of a batch, [R, B, L, H] row-major.
@@ -47,40 +48,34 @@ struct PerSampleStats {
 };
 
 // Accumulates one batch: construct (adds the rule-independent baselines), then add_layer for
-// each layer in order.
+// each layer in order. The work of a layer runs in parallel over (sample, head), each in plain
+// loops (stages/head_statistics.h); the results are merged into the accumulator in a fixed order.
 class BatchStatistics {
  public:
   BatchStatistics(const StatisticsOptions& options, const BatchSamples& samples, Accumulator& acc);
 
-  // similarity [B, H, T, T] from context_similarity; attention [B, H, T, T].
-  void add_layer(int64_t layer, const at::Tensor& similarity, const at::Tensor& attention);
+  // The layer's similarities C_ij = left_i · right_j from vectors [B, H, T, k] (right = the head
+  // outputs o, left = o or o M; computed per head by the kernel, float64 when right is float64,
+  // else float32); attention [B, H, T, T] float32, bfloat16 or float64.
+  void add_layer(int64_t layer, const at::Tensor& left, const at::Tensor& right, const at::Tensor& attention);
+  // The same with left = right = vectors (the context similarity).
+  void add_layer(int64_t layer, const at::Tensor& vectors, const at::Tensor& attention) { add_layer(layer, vectors, vectors, attention); }
 
   const PerSampleStats& per_sample() const { return out_; }
-  // The last add_layer's selection of rule r as a [B, H, T, T] uint8 mask (for stored examples).
-  at::Tensor selection_matrix(int64_t rule) const;
+  // The last add_layer's selection of rule r for batch row b as a [H, T, T] uint8 0/1 matrix
+  // (upper triangle), for stored examples.
+  at::Tensor selection_matrix(int64_t rule, int64_t row) const;
 
  private:
-  // The selected pairs of one rule, either as indices into the P pairs with a validity mask
-  // ([B, H, K] each; few pairs) or, when index is undefined, as a dense mask [B, H, P].
-  struct Selection {
-    at::Tensor index;  // [B, H, K] int64, or undefined
-    at::Tensor mask;   // [B, H, K] or [B, H, P] bool
-  };
-  Selection select(const SelectionRule& rule, const at::Tensor& c_pairs) const;
   const StatisticsOptions& opt_;
   Accumulator& acc_;
-  int64_t B_, T_, H_ = 0, L_, R_;
-  at::Tensor tokens_;        // [B, T] int64
-  at::Tensor valid_;         // [B, T] bool
-  at::Tensor iu_, ju_;       // [P] int64: the upper-triangle pairs in (i, j) lexicographic order
-  at::Tensor dist_;          // [P] int64: j - i
-  at::Tensor pair_valid_;    // [B, P] bool
-  at::Tensor same_sentence_, eligible_, same_token_;  // [B, P] bool
-  at::Tensor n_pairs_;       // [B] int64
-  at::Tensor rank_, token_of_rank_;  // [B, T]: rank of each position's token among the sample's distinct ids
-  at::Tensor rank_i_, rank_j_;       // [B, P]: token rank of each pair's endpoints
-  at::Tensor separator_keys(const std::vector<int64_t>& ids) const;  // [B, T] bool: valid separator keys
-  std::vector<Selection> last_selection_;
+  int64_t B_, T_, H_ = 0, L_, R_, first_;
+  std::vector<SampleFacts> facts_;          // [B]
+  std::vector<HeadRule> rules_;             // [R] with the index of their attention threshold
+  std::vector<double> betas_;               // distinct attention thresholds
+  std::vector<int64_t> rule_set_;           // [R] index of the rule's separator set
+  std::vector<HeadResult> results_;         // [B, H] of the current layer
+  at::Tensor last_left_, last_right_;       // [B, H, T, k] of the last add_layer
   PerSampleStats out_;
 };
 

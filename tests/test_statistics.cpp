@@ -94,7 +94,7 @@ TEST_P(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
   opt.special_ids = {0, 100, 101, 102, 103};
   Accumulator acc(shape_for(3, 1, 1, 8));
   BatchStatistics stats(opt, b.view(), acc);
-  stats.add_layer(0, sim, uniform_attention(b, 1));
+  stats.add_layer(0, one_hot_vectors(b), uniform_attention(b, 1));
   for (int64_t r = 0; r < 3; ++r) {
     SCOPED_TRACE("rule " + std::to_string(r));
     EXPECT_EQ(acc.at("high_pairs", r)[0], 4);
@@ -138,7 +138,6 @@ TEST_P(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
 TEST_P(HandBuilt, VectorsGrowingWithPosition) {
   const HandBatch b{6, {101, 50, 40, 30, 20, 10}, {-1, 0, 0, 0, 0, 0}, {6}};
   at::Tensor v = at::arange(6, at::kDouble).view({1, 1, 6, 1});
-  const at::Tensor sim = context_similarity(v, valid_of(b));
   StatisticsOptions opt;
   opt.dense_only = GetParam();
   // P = 15. f = 0.2 → k = 3: (4,5)=20 (3,5)=15 (3,4)=12. a = 0.6 → C >= 12: the same three
@@ -146,11 +145,11 @@ TEST_P(HandBuilt, VectorsGrowingWithPosition) {
   opt.rules = {rule(kTop, 0.2), rule(kRel, 0.6), rule(kAbs, 10)};
   Accumulator acc(shape_for(3, 1, 1, 6));
   BatchStatistics stats(opt, b.view(), acc);
-  stats.add_layer(0, sim, uniform_attention(b, 1));
+  stats.add_layer(0, v, uniform_attention(b, 1));
   EXPECT_EQ(acc.at("high_pairs", 0)[0], 3);
   EXPECT_EQ(acc.at("high_pairs", 1)[0], 3);
   EXPECT_EQ(acc.at("high_pairs", 2)[0], 4);
-  const at::Tensor m = stats.selection_matrix(1)[0][0];
+  const at::Tensor m = stats.selection_matrix(1, 0)[0];
   EXPECT_EQ(m[4][5].item<int>(), 1);
   EXPECT_EQ(m[3][5].item<int>(), 1);
   EXPECT_EQ(m[3][4].item<int>(), 1);
@@ -175,8 +174,8 @@ TEST_P(HandBuilt, TiesGoToSmallerIThenSmallerJ) {
   opt.rules = {rule(kTop, 0.2)};  // k = 3 of 15 equal pairs
   Accumulator acc(shape_for(1, 1, 1, 6));
   BatchStatistics stats(opt, b.view(), acc);
-  stats.add_layer(0, context_similarity(v, valid_of(b)), uniform_attention(b, 1));
-  const at::Tensor m = stats.selection_matrix(0)[0][0];
+  stats.add_layer(0, v, uniform_attention(b, 1));
+  const at::Tensor m = stats.selection_matrix(0, 0)[0];
   EXPECT_EQ(m[0][1].item<int>() + m[0][2].item<int>() + m[0][3].item<int>(), 3);
   EXPECT_EQ(m.sum().item<int64_t>(), 3);
 }
@@ -190,29 +189,35 @@ TEST_P(HandBuilt, RoundingIsHalfAwayFromZero) {
   opt.rules = {rule(kTop, 0.25), rule(kTop, 0.0001)};  // the second: max(1, round(0.001)) = 1
   Accumulator acc(shape_for(2, 1, 1, 5));
   BatchStatistics stats(opt, b.view(), acc);
-  stats.add_layer(0, context_similarity(v, valid_of(b)), uniform_attention(b, 1));
+  stats.add_layer(0, v, uniform_attention(b, 1));
   EXPECT_EQ(acc.at("high_pairs", 0)[0], 3);
   EXPECT_EQ(acc.at("high_pairs", 1)[0], 1);
 }
 
 TEST_P(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
   const HandBatch b{5, {101, 1, 2, 3, 102}, {-1, 0, 0, 0, -1}, {5}};
-  at::Tensor sim = at::zeros({1, 1, 5, 5}, at::kDouble);
-  for (int i = 0; i < 5; ++i)
-    for (int j = 0; j < 5; ++j)
-      if (i != j) sim[0][0][i][j] = -1.0 - i - j;
+  // C_ij = left_i · right_j = -1 - i - j with left_i = (-1, -i, -1), right_j = (1, 1, j).
+  at::Tensor left = at::zeros({1, 1, 5, 3}, at::kDouble), right = at::zeros({1, 1, 5, 3}, at::kDouble);
+  for (int i = 0; i < 5; ++i) {
+    left[0][0][i][0] = -1.0;
+    left[0][0][i][1] = -double(i);
+    left[0][0][i][2] = -1.0;
+    right[0][0][i][0] = 1.0;
+    right[0][0][i][1] = 1.0;
+    right[0][0][i][2] = double(i);
+  }
   StatisticsOptions opt;
   opt.dense_only = GetParam();
   opt.rules = {rule(kRel, 0.5), rule(kTop, 0.01), rule(kAbs, -3.0)};
   Accumulator acc(shape_for(3, 1, 1, 5));
   BatchStatistics stats(opt, b.view(), acc);
-  stats.add_layer(0, sim, uniform_attention(b, 1));
+  stats.add_layer(0, left, right, uniform_attention(b, 1));
   EXPECT_EQ(acc.at("high_pairs", 0)[0], 0);
   EXPECT_EQ(stats.per_sample().anchor_token[0], -1);
   EXPECT_EQ(stats.per_sample().anchor_share[0], 0.0f);
   EXPECT_EQ(acc.at("samples_with_pairs", 0)[0], 0);
   EXPECT_EQ(acc.at("high_pairs", 1)[0], 1);  // the least negative pair (0,1) = -2
-  EXPECT_EQ(stats.selection_matrix(1)[0][0][0][1].item<int>(), 1);
+  EXPECT_EQ(stats.selection_matrix(1, 0)[0][0][1].item<int>(), 1);
   EXPECT_EQ(acc.at("high_pairs", 2)[0], 2);  // (0,1) = -2 and (0,2) = -3
   EXPECT_TRUE(check_invariants(acc).empty());
 }
@@ -231,12 +236,12 @@ TEST_P(HandBuilt, PaddingNeverSelected) {
   opt.special_ids = {0, 101, 102};
   Accumulator acc(shape_for(2, 1, 1, 8));
   BatchStatistics stats(opt, b.view(), acc);
-  stats.add_layer(0, sim, uniform_attention(b, 1));
+  stats.add_layer(0, v, uniform_attention(b, 1));
   // P = 6 and 28 → top half: 3 + 14; absolute selects every valid pair: 34.
   EXPECT_EQ(acc.at("high_pairs", 0)[0], 17);
   EXPECT_EQ(acc.at("high_pairs", 1)[0], 34);
   EXPECT_EQ(*acc.at("valid_pairs"), 34);
-  EXPECT_EQ(stats.selection_matrix(1)[0][0].slice(1, 4, 8).sum().item<int64_t>(), 0);
+  EXPECT_EQ(stats.selection_matrix(1, 0)[0].slice(1, 4, 8).sum().item<int64_t>(), 0);
   // Repetition: token 5 at positions 1 and 6 of sample 1; [PAD] pairs never count.
   EXPECT_EQ(*acc.at("same_token_all"), 1);
   EXPECT_TRUE(check_invariants(acc).empty());
@@ -253,7 +258,7 @@ TEST_P(HandBuilt, RulesCarryTheirOwnAttentionThresholdAndSeparators) {
   opt.rule_separator_ids = {{}, {}, {10}};  // rule 2: token 'a' (3 keys of 8) is the separator
   Accumulator acc(shape_for(3, 1, 1, 8));
   BatchStatistics stats(opt, b.view(), acc);
-  stats.add_layer(0, context_similarity(one_hot_vectors(b), valid_of(b)), uniform_attention(b, 1));
+  stats.add_layer(0, one_hot_vectors(b), uniform_attention(b, 1));
   EXPECT_EQ(acc.at("in_attention", 0)[0], 4);
   EXPECT_EQ(acc.at("high_attention_all", 0)[0], 28);
   EXPECT_EQ(acc.at("in_attention", 1)[0], 0);
