@@ -34,6 +34,11 @@ void ensure_mpi() {
   int ready = 0;
   MPI_Initialized(&ready);
   if (ready) return;
+  // A process no launcher started (no mpirun, no srun --mpi=pmix) is a world of one: it needs
+  // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
+  // A user's own choice of transport wins.
+  const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+  if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   // Errors come back as return codes and become exceptions (MpiComm), not silent aborts.

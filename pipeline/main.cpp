@@ -35,9 +35,10 @@ int fail(const std::string& message, int code) {
 
 int main(int argc, char** argv) {
   // LibTorch's multi-MB per-layer temporaries would otherwise get a fresh mmap (and page
-  // faults) on every use under glibc's default thresholds; keep them on the heap.
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  // faults) on every use under glibc's default thresholds; keep them on the heap. 32 MB is the
+  // largest threshold glibc accepts on 64-bit (it refuses more and keeps its default).
+  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 512 << 20) != 1)
+    std::cerr << "ctxsim: warning: mallopt refused the allocator thresholds; runs may be slower\n";
   CLI::App app{"ctxsim: context-similarity statistics of transformer attention heads (SPEC in docs/)", "ctxsim"};
   app.require_subcommand(1);
   app.set_version_flag("--version", ctxsim::version_string());

@@ -8,6 +8,7 @@
 #include "stages/analysis.h"
 #include "stages/model.h"
 #include "stages/random_checkpoint.h"
+#include "stages/safetensors.h"
 
 namespace ctxsim {
 
@@ -37,7 +38,7 @@ int cmd_model_info(const std::string& dir, const std::string& dtype, std::ostrea
       << c.max_position_embeddings << "\n"
       << "tensors:     " << r.tensors_in_file << " in the file: " << r.encoder_tensors << " BERT (encoder + pooler), "
       << r.ignored.size() << " ignored (heads, buffers), " << r.unexpected.size() << " unexpected\n"
-      << "sha256:      " << r.weights_sha256 << "\n";
+      << "sha256:      " << sha256_file(r.weights_path) << "\n";
   if (!r.unexpected.empty()) {
     std::cerr << "ctxsim: warning: unexpected tensors ignored:";
     for (const auto& u : r.unexpected) std::cerr << " " << u;

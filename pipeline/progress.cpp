@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 namespace ctxsim {
 
@@ -14,6 +17,42 @@ std::string format_duration(double s) {
   else if (t >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
   else std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(t));
   return buf;
+}
+
+double seconds_since_process_start() {
+  // /proc/self/stat field 22 is the start time in clock ticks since boot; /proc/uptime is now.
+  std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
+  std::string text;
+  double up = 0;
+  if (!std::getline(stat, text) || !(uptime >> up)) return 0;
+  std::istringstream rest(text.substr(text.rfind(')') + 2));  // the command name may hold spaces
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+  }
+  return std::max(0.0, up - std::stod(field) / double(sysconf(_SC_CLK_TCK)));
+}
+
+void BatchTimes::add(double seconds, double started_after) {
+  if (first_ < 0) {
+    first_ = seconds;
+    first_at_ = started_after;
+  } else {
+    later_.push_back(seconds);
+  }
+}
+
+std::string BatchTimes::describe() const {
+  if (first_ < 0) return "no batch computed";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "first batch began %.2f s after the process started and took %.3f s", first_at_, first_);
+  std::string s = buf;
+  if (!later_.empty()) {
+    std::vector<double> v = later_;
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    std::snprintf(buf, sizeof buf, "; later batches %.3f s median (%zu)", v[v.size() / 2], v.size());
+    s += buf;
+  }
+  return s;
 }
 
 Progress::Progress(int64_t total, double interval, bool enabled)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ctxsim {
 
@@ -23,5 +24,21 @@ class Progress {
 };
 
 std::string format_duration(double seconds);
+
+// Seconds since this process started (from the kernel's start time, so the dynamic loading and
+// static initialisation before main count too); 10 ms resolution.
+double seconds_since_process_start();
+
+// Durations of the batches a rank computed: the first one (cold caches, first allocations)
+// apart from the rest, for the run's closing line.
+class BatchTimes {
+ public:
+  void add(double seconds, double started_after);  // started_after: seconds_since_process_start()
+  bool started() const { return first_ >= 0; }
+  std::string describe() const;  // "first batch at 1.2 s took 0.66 s; later 0.61 s median (31)"
+ private:
+  double first_ = -1, first_at_ = 0;
+  std::vector<double> later_;
+};
 
 }  // namespace ctxsim

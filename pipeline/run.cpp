@@ -4,6 +4,7 @@
 // store flush, accumulators reduced to rank 0, resume state renamed into place.
 #include "pipeline/run.h"
 
+#include <malloc.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -169,6 +171,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   std::optional<BertTokenizer> tokenizer;
   std::optional<BertModel> model;
   LoadReport report;
+  std::future<std::string> weights_sha256;  // rank 0 of a new store
   StatisticsOptions opt;
   std::vector<int64_t> examples;
   coordinated(world, [&] {
@@ -176,9 +179,15 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     threads = configure_threads(c.runtime.threads, world.local_size());
     log_info(version_string() + "; config " + config_path + "; " + std::to_string(size) + " rank(s) x " + std::to_string(threads) +
              " thread(s), cpu");
+    // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
+    // three are independent, and together they are most of the start-up.
+    const at::ScalarType dtype = parse_dtype(c.model.dtype);
+    auto loading = std::async(std::launch::async, [&] { return BertModel::load(dir, dtype, &report); });
+    if (mode == Create && rank == 0)
+      weights_sha256 = std::async(std::launch::async, [w = (fs::path(dir) / "model.safetensors").string()] { return sha256_file(w); });
     tokenizer.emplace(make_tokenizer(c));
     prepared = prepare_samples(c, *tokenizer);
-    model.emplace(BertModel::load(dir, parse_dtype(c.model.dtype), &report));
+    model.emplace(loading.get());
     const BertConfig& mc = model->config();
     if (c.samples.seq_len > mc.max_position_embeddings)
       throw Error(c.where("samples.seq_len"), std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
@@ -196,6 +205,9 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
       examples.push_back(e);
     }
   });
+  // What the set-up freed (the corpus text and its tokenization, load buffers) goes back to the
+  // system before the long part: glibc keeps freed memory under our trim threshold (main.cpp).
+  malloc_trim(0);
   // The large reductions: NCCL with runtime.device=cuda (CTXSIM_CUDA builds), else MPI.
   std::unique_ptr<Communicator> nccl;
   coordinated(world, [&] { nccl = make_reduction_comm(world, c.runtime.device == "cuda"); });
@@ -237,6 +249,11 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     const int64_t n_done = std::count(done.begin(), done.end(), uint8_t(1));
     log_info("resuming " + store_path + ": " + std::to_string(n_done) + " of " + std::to_string(units.size()) + " units done");
   } else {
+    std::string model_sha256;  // attributes are written collectively: every rank passes rank 0's
+    coordinated(world, [&] {
+      if (rank == 0) model_sha256 = weights_sha256.get();
+    });
+    model_sha256 = broadcast_string(world, model_sha256);
     if (rank == 0) fs::create_directories(c.output.dir);
     world.barrier();
     if (rank == 0) fs::remove(progress_path);
@@ -244,7 +261,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     attrs.config_yaml = identity;
     attrs.config_path = config_path;
     attrs.model_path = dir;
-    attrs.model_sha256 = report.weights_sha256;
+    attrs.model_sha256 = model_sha256;
     const std::string vocab_text = read_file_bytes(vocab_path);
     attrs.vocab_path = vocab_path;
     attrs.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab_text.data()), vocab_text.size());
@@ -272,6 +289,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   const int64_t R = static_cast<int64_t>(c.selection.size()), L = mc.num_layers, H = mc.num_heads, T = samples.seq_len;
   const int delay_ms = std::getenv("CTXSIM_UNIT_DELAY_MS") ? std::atoi(std::getenv("CTXSIM_UNIT_DELAY_MS")) : 0;
   double compute_s = 0, store_s = 0, flush_s = 0;
+  BatchTimes batch_times;
   int64_t units_since_flush = 0;
   auto last_flush = Clock::now();
 
@@ -307,7 +325,10 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
                 ex_sel[q].push_back(at::stack(per_rule));  // [R, H, T, T]
               }
             };
+          const auto tb = Clock::now();
+          const double started_after = batch_times.started() ? 0 : seconds_since_process_start();
           const PerSampleStats ps = analysis.run_batch(bs, acc_new, keep_examples);
+          batch_times.add(since(tb), started_after);
           // [R, B, L, H] of the batch into [R, unit.count, L, H] of the unit.
           for (int64_t r = 0; r < R; ++r) {
             const size_t src = size_t(r * B * L * H), dst = size_t((r * unit.count + (b0 - unit.first)) * L * H), n = size_t(B * L * H);
@@ -409,6 +430,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   timing << "done: " << samples.size() << " samples in " << total << " s on " << size << " rank(s) (compute " << compute_s
          << " s on rank 0; store writes " << store_s << " s, progress flushes " << flush_s << " s); wrote " << store_path;
   log_info(timing.str());
+  log_info(batch_times.describe() + " (rank 0)");
   if (rank != 0) return 0;
   if (c.output.report) {
     std::ostringstream report_line;

@@ -288,6 +288,7 @@ struct HeadKernel::Typed {
   const int64_t T, n;
   const F* c;  // [T, cs]
   const int64_t cs = similarity_stride<F>(T);
+  bool from_candidates = false;  // kth_largest: values_/candidates_ hold every pair above the bound
 
   const F* row(int64_t i) const { return c + i * cs + i + 1; }
   uint8_t* mask_row(int64_t i) const { return k.mask_.data() + i * T + i + 1; }
@@ -339,6 +340,7 @@ struct HeadKernel::Typed {
     }
     auto& ties = k.ties_;
     ties.clear();
+    from_candidates = gt >= kk;
     if (gt < kk) {  // vk = b: take the first kk - gt pairs equal to b
       int64_t need = kk - gt;
       for (int64_t i = 0; i + 1 < n && need > 0; ++i) {
@@ -379,44 +381,58 @@ struct HeadKernel::Typed {
     return F(vk);
   }
 
-  // Selects the pairs of a rule into mask_ (every row of the valid triangle written) and, when
-  // they are few, also into pairs_; returns the number selected and sets dense.
-  int64_t select(const HeadRule& rule, bool dense_only, bool& dense) {
+  // Selects the pairs of a rule: into mask_ (every row of the valid triangle written) when they
+  // are many (dense, returned true), else into pairs_. Sets the number selected.
+  bool select(const HeadRule& rule, bool dense_only, int64_t& selected) {
     const int64_t P = n * (n - 1) / 2;
     k.pairs_.clear();
-    dense = false;
-    if (P == 0) return 0;
-    int64_t selected = 0;
-    if (rule.kind == SelectionRule::Kind::TopFraction) {
-      const int64_t kk = top_fraction_k(rule.value, P);
-      const F vk = kth_largest(kk);
-      // Every pair above the k-th value, then the tied ones in (i, j) order (SPEC §3).
-      for (int64_t i = 0; i + 1 < n; ++i) k.row_count_[size_t(i)] = mask_gt(row(i), len(i), vk, mask_row(i));
-      for (uint32_t p : k.ties_) {
-        k.mask_[(p >> 16) * T + (p & 0xffff)] = 1;
-        ++k.row_count_[p >> 16];
-      }
-      selected = kk;
-    } else {
-      F threshold;
-      if (rule.kind == SelectionRule::Kind::RelativeToMax) {
-        F mx = -std::numeric_limits<F>::infinity();
-        for (int64_t i = 0; i + 1 < n; ++i) mx = row_max(row(i), len(i), mx);
-        // None when max C <= 0: NaN, which no value reaches.
-        threshold = mx > 0 ? ceil_to<F>(double(mx) * rule.value) : std::numeric_limits<F>::quiet_NaN();
-      } else {
-        threshold = ceil_to<F>(rule.value);
-      }
+    selected = 0;
+    if (P == 0) return false;
+    return rule.kind == SelectionRule::Kind::TopFraction ? select_top(top_fraction_k(rule.value, P), dense_only, selected)
+                                                         : select_threshold(rule, dense_only, selected);
+  }
+
+  // The kk largest: every pair above the k-th value vk, then the tied ones in (i, j) order.
+  bool select_top(int64_t kk, bool dense_only, int64_t& selected) {
+    const int64_t P = n * (n - 1) / 2;
+    const F vk = kth_largest(kk);
+    selected = kk;
+    if (dense_only || kk * 16 > P) {
+      for (int64_t i = 0; i + 1 < n; ++i) mask_gt(row(i), len(i), vk, mask_row(i));
+      for (uint32_t p : k.ties_) k.mask_[(p >> 16) * T + (p & 0xffff)] = 1;
+      return true;
+    }
+    if (from_candidates) {  // the pairs above vk are among the candidates
+      for (size_t q = 0; q < k.values_.size(); ++q)
+        if (k.values_[q] > double(vk)) k.pairs_.push_back(k.candidates_[q]);
+    } else {  // vk is the bound: the pairs above it lie in the rows counted above it
       for (int64_t i = 0; i + 1 < n; ++i) {
-        k.row_count_[size_t(i)] = mask_ge(row(i), len(i), threshold, mask_row(i));
-        selected += k.row_count_[size_t(i)];
+        if (k.row_count_[size_t(i)] == 0) continue;
+        mask_gt(row(i), len(i), vk, mask_row(i));
+        for_each_set(mask_row(i), len(i), [&](int64_t j) { k.pairs_.push_back(pack(i, i + 1 + j)); });
       }
     }
-    dense = dense_only || selected * 16 > P;
-    if (!dense)
-      for (int64_t i = 0; i + 1 < n; ++i)
-        if (k.row_count_[size_t(i)] > 0) for_each_set(mask_row(i), len(i), [&](int64_t j) { k.pairs_.push_back(pack(i, i + 1 + j)); });
-    return selected;
+    k.pairs_.insert(k.pairs_.end(), k.ties_.begin(), k.ties_.end());
+    return false;
+  }
+
+  // relative_to_max (C >= a max C, none when max C <= 0) and absolute (C >= t).
+  bool select_threshold(const HeadRule& rule, bool dense_only, int64_t& selected) {
+    const int64_t P = n * (n - 1) / 2;
+    F threshold = ceil_to<F>(rule.value);
+    if (rule.kind == SelectionRule::Kind::RelativeToMax) {
+      F mx = -std::numeric_limits<F>::infinity();
+      for (int64_t i = 0; i + 1 < n; ++i) mx = row_max(row(i), len(i), mx);
+      threshold = mx > 0 ? ceil_to<F>(double(mx) * rule.value) : std::numeric_limits<F>::quiet_NaN();  // NaN: nothing reaches it
+    }
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      k.row_count_[size_t(i)] = mask_ge(row(i), len(i), threshold, mask_row(i));
+      selected += k.row_count_[size_t(i)];
+    }
+    if (dense_only || selected * 16 > P) return true;
+    for (int64_t i = 0; i + 1 < n; ++i)
+      if (k.row_count_[size_t(i)] > 0) for_each_set(mask_row(i), len(i), [&](int64_t j) { k.pairs_.push_back(pack(i, i + 1 + j)); });
+    return false;
   }
 
   // ---- attributes of the selected pairs ----------------------------------------------------
@@ -431,8 +447,9 @@ struct HeadKernel::Typed {
     return best;
   }
 
-  // The counts from the list of the few selected pairs.
-  void count_pairs(HeadCounts& h, int32_t* hist) {
+  // The counts from the list of the few selected pairs; in_attention from their attention.
+  template <class A>
+  void count_pairs(HeadCounts& h, int32_t* hist, const A* att, typename Scalar<A>::type beta) {
     std::fill_n(k.count_.begin(), s.rank_token.size(), 0);
     const int32_t* tok = s.token.data();
     const int32_t* sent = s.sentence.data();
@@ -445,6 +462,7 @@ struct HeadKernel::Typed {
         h.same_sentence += sent[i] == sent[j];
       }
       h.same_token += !s.special[size_t(i)] && tok[i] == tok[j];
+      h.in_attention += std::max(Scalar<A>::get(att[i * T + j]), Scalar<A>::get(att[j * T + i])) >= beta;
       ++k.count_[size_t(rank[i])];
       ++k.count_[size_t(rank[j])];
     }
@@ -496,8 +514,8 @@ struct HeadKernel::Typed {
     }
   }
 
-  // in_attention: the high-attention pairs that are selected.
-  int64_t in_attention() const {
+  // in_attention of the dense mask: the high-attention pairs that are selected.
+  int64_t in_attention_of_mask() const {
     int64_t hits = 0;
     for (uint32_t p : k.attention_pairs_) hits += k.mask_[(p >> 16) * T + (p & 0xffff)];
     return hits;
@@ -588,11 +606,12 @@ void HeadKernel::run(const SampleFacts& s, int64_t T, const VectorsRef& vectors,
         for (int64_t r = 0; r < R; ++r) {
           if (rules[size_t(r)].beta != int(b)) continue;
           HeadCounts& h = out.rules[size_t(r)];
-          bool dense = false;
-          h.high_pairs = t.select(rules[size_t(r)], dense_only, dense);
-          if (dense) t.count_mask(h, out.distance_hist.data() + r * T);
-          else t.count_pairs(h, out.distance_hist.data() + r * T);
-          h.in_attention = t.in_attention();
+          if (t.select(rules[size_t(r)], dense_only, h.high_pairs)) {
+            t.count_mask(h, out.distance_hist.data() + r * T);
+            h.in_attention = t.in_attention_of_mask();
+          } else {
+            t.count_pairs(h, out.distance_hist.data() + r * T, a, ceil_to<AF>(betas[b]));
+          }
         }
       }
     };
@@ -612,9 +631,11 @@ void HeadKernel::selection(const SampleFacts& s, int64_t T, const VectorsRef& ve
   const auto with_similarity = [&](auto* cp) {
     using F = std::remove_const_t<std::remove_pointer_t<decltype(cp)>>;
     Typed<F> t{*this, s, T, s.n, cp};
-    bool dense = false;
-    t.select(rule, false, dense);
-    for (int64_t i = 0; i + 1 < s.n; ++i) std::memcpy(out + i * T + i + 1, t.mask_row(i), size_t(t.len(i)));
+    int64_t selected = 0;
+    if (t.select(rule, false, selected))
+      for (int64_t i = 0; i + 1 < s.n; ++i) std::memcpy(out + i * T + i + 1, t.mask_row(i), size_t(t.len(i)));
+    else
+      for (uint32_t p : pairs_) out[(p >> 16) * T + (p & 0xffff)] = 1;
   };
   if (vectors.type == ValueType::F64) with_similarity(similarity<double>(s, T, vectors));
   else with_similarity(similarity<float>(s, T, vectors));

@@ -104,9 +104,11 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
       continue;
     }
     if (is_pooler) continue;  // present and well-formed; ctxsim does not use it
-    // Copy out of the mapping (offsets may be unaligned), then convert to the run's dtype.
+    // Copy out of the mapping (offsets may be unaligned), then convert to the run's dtype. The
+    // mapped pages are dropped once copied, so the weights are not resident twice.
     at::Tensor raw = at::empty(view.shape, at::TensorOptions().dtype(torch_dtype(view.dtype)));
     std::memcpy(raw.data_ptr(), view.data, view.nbytes);
+    file.file().release(view.data, view.nbytes);
     tensors[name] = raw.to(dtype);
   }
   if (!mismatched.empty())
@@ -122,25 +124,28 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
   for (const auto& [name, shape] : pooler)
     for (const auto& [key, view] : file.tensors())
       if (canonical_tensor_name(key) == name) ++r.encoder_tensors;
-  r.weights_sha256 = sha256_bytes(file.file().data(), file.file().size());
-  return from_tensors(config, tensors, dtype);
+  r.weights_path = weights;
+  return from_tensors(config, std::move(tensors), dtype);
 }
 
-BertModel BertModel::from_tensors(const BertConfig& config, const std::map<std::string, at::Tensor>& t, at::ScalarType dtype) {
+BertModel BertModel::from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> t, at::ScalarType dtype) {
   BertModel m;
   m.config_ = config;
   m.dtype_ = dtype;
+  // Each tensor leaves the map as it is taken, so that the stacked projections are not held
+  // twice for the whole model.
   const auto get = [&](const std::string& name) {
     const auto it = t.find(name);
     if (it == t.end()) throw Error("model", "missing tensor " + name, "use a complete BERT checkpoint");
-    return it->second.to(dtype).contiguous();
+    at::Tensor v = it->second.to(dtype).contiguous();
+    t.erase(it);
+    return v;
   };
   m.word_ = get("embeddings.word_embeddings.weight");
   m.pos_ = get("embeddings.position_embeddings.weight");
   m.type_ = get("embeddings.token_type_embeddings.weight");
   m.ln_w_ = get("embeddings.LayerNorm.weight");
   m.ln_b_ = get("embeddings.LayerNorm.bias");
-  const int64_t H = config.num_heads, d = config.head_dim(), hidden = config.hidden_size;
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
     Layer L;
@@ -153,14 +158,16 @@ BertModel BertModel::from_tensors(const BertConfig& config, const std::map<std::
     L.i_w = get(p + "intermediate.dense.weight");     L.i_b = get(p + "intermediate.dense.bias");
     L.out_w = get(p + "output.dense.weight");         L.out_b = get(p + "output.dense.bias");
     L.ln2_w = get(p + "output.LayerNorm.weight");     L.ln2_b = get(p + "output.LayerNorm.bias");
-    // W_O is [hidden_out, hidden_in]; head h owns input columns h*d … (h+1)*d - 1.
-    L.o_by_head = L.o_w.view({hidden, H, d}).permute({1, 2, 0}).contiguous();  // [H, d, hidden]
     m.layers_.push_back(std::move(L));
   }
   return m;
 }
 
-at::Tensor BertModel::output_projection_by_head(int64_t layer) const { return layers_.at(layer).o_by_head; }
+at::Tensor BertModel::output_projection_by_head(int64_t layer) const {
+  // W_O is [hidden_out, hidden_in]; head h owns input columns h*d … (h+1)*d - 1.
+  const int64_t H = config_.num_heads, d = config_.head_dim(), hidden = config_.hidden_size;
+  return layers_.at(size_t(layer)).o_w.view({hidden, H, d}).permute({1, 2, 0}).contiguous();  // [H, d, hidden]
+}
 
 at::Tensor BertModel::forward(const at::Tensor& ids, const at::Tensor& valid, const LayerRequest& request,
                               const LayerCallback& on_layer) const {
@@ -178,15 +185,27 @@ at::Tensor BertModel::forward(const at::Tensor& ids, const at::Tensor& valid, co
                         : dtype_ == at::kBFloat16 ? -3.3895313892515355e38
                                                   : double(std::numeric_limits<float>::lowest());
   const at::Tensor mask = at::zeros({B, 1, 1, T}, x.options()).masked_fill(valid.logical_not().view({B, 1, 1, T}), lowest);
+  std::vector<at::Tensor> sample_mask;  // [H, T, T] per sample: the GEMM adds it (beta = 1)
+  for (int64_t b = 0; b < B; ++b) sample_mask.push_back(mask[b].expand({H, T, T}));
   const double scale = 1.0 / std::sqrt(double(d));
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Layer& L = layers_[l];
     // One GEMM for the three projections, then [B, T, 3, H, d] → three [B, H, T, d] views.
     const at::Tensor qkv = at::linear(x, L.qkv_w, L.qkv_b).view({B, T, 3, H, d}).permute({2, 0, 3, 1, 4});
     const at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
-    const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).mul_(scale).add_(mask);  // [B, H, T, T]
+    // Per sample, so that BLAS reads the strided [H, T, d] views in place (a batched matmul over
+    // [B, H] copies them first), with the scale and the key mask folded into the GEMM.
+    at::Tensor scores = at::empty({B, H, T, T}, x.options());  // q kᵀ / √d + mask
+    for (int64_t b = 0; b < B; ++b) {
+      at::Tensor out = scores[b];
+      at::baddbmm_out(out, sample_mask[size_t(b)], q[b], k[b].transpose(-1, -2), /*beta=*/1, /*alpha=*/scale);
+    }
     const at::Tensor attention = at::softmax(scores, -1);
-    const at::Tensor context = at::matmul(attention, v);                                    // [B, H, T, d]
+    at::Tensor context = at::empty({B, H, T, d}, x.options());  // [B, H, T, d]
+    for (int64_t b = 0; b < B; ++b) {
+      at::Tensor out = context[b];
+      at::bmm_out(out, attention[b], v[b]);
+    }
     const at::Tensor merged = context.transpose(1, 2).reshape({B, T, hidden});
     const at::Tensor attention_output = at::layer_norm(at::linear(merged, L.o_w, L.o_b) + x, {hidden}, L.ln1_w, L.ln1_b, eps);
     if (on_layer) {
@@ -196,7 +215,7 @@ at::Tensor BertModel::forward(const at::Tensor& ids, const at::Tensor& valid, co
       out.context = context;
       out.attention = attention;
       out.attention_output = attention_output;
-      if (request.projected) out.projected = at::matmul(context, L.o_by_head);  // [B,H,T,d] @ [H,d,hidden]
+      if (request.projected) out.projected = at::matmul(context, output_projection_by_head(l));  // [B,H,T,d] @ [H,d,hidden]
       on_layer(out);
     }
     if (l + 1 == config_.num_layers && !request.final_hidden) return {};  // its feed-forward block feeds nothing

@@ -17,7 +17,7 @@ struct LoadReport {
   int64_t encoder_tensors = 0;              // loaded (the pooler included when present)
   std::vector<std::string> ignored;         // cls.* heads and buffers, skipped on purpose
   std::vector<std::string> unexpected;      // neither encoder nor known heads: listed in one warning
-  std::string weights_sha256;               // of model.safetensors, for the store
+  std::string weights_path;                 // <dir>/model.safetensors (hash it with sha256_file)
 };
 
 // What the caller wants of each layer; nothing else is materialised.
@@ -43,8 +43,7 @@ class BertModel {
   // Reads <dir>/config.json and <dir>/model.safetensors (F32/F16/BF16/F64, converted to dtype).
   static BertModel load(const std::string& dir, at::ScalarType dtype, LoadReport* report = nullptr);
   // From named tensors in canonical BertModel names (see bert_tensor_shapes).
-  static BertModel from_tensors(const BertConfig& config, const std::map<std::string, at::Tensor>& tensors,
-                                at::ScalarType dtype);
+  static BertModel from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> tensors, at::ScalarType dtype);
 
   const BertConfig& config() const { return config_; }
   at::ScalarType dtype() const { return dtype_; }
@@ -55,14 +54,13 @@ class BertModel {
   at::Tensor forward(const at::Tensor& ids, const at::Tensor& valid, const LayerRequest& request = {},
                      const LayerCallback& on_layer = nullptr) const;
 
-  // W_O of layer l split by head: [H, d, hidden], so projected = context @ this.
+  // W_O of layer l split by head: [H, d, hidden], so projected = context @ this (a new tensor).
   at::Tensor output_projection_by_head(int64_t layer) const;
 
  private:
   struct Layer {
     at::Tensor qkv_w, qkv_b;  // [3 hidden, hidden], [3 hidden]: W_q, W_k, W_v stacked, one GEMM
     at::Tensor o_w, o_b, ln1_w, ln1_b, i_w, i_b, out_w, out_b, ln2_w, ln2_b;
-    at::Tensor o_by_head;  // [H, d, hidden]
   };
   BertConfig config_;
   at::ScalarType dtype_ = at::kFloat;

@@ -81,6 +81,13 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void MappedFile::release(const uint8_t* p, size_t n) const {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice only: failure is harmless
+}
+
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
   const size_t size = file_->size();
   if (size < 8)
@@ -192,11 +199,9 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   std::filesystem::rename(tmp, path);
 }
 
-std::string sha256_bytes(const uint8_t* data, size_t n) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data, n, digest, &len, EVP_sha256(), nullptr) != 1)
-    throw Error("sha256", "OpenSSL EVP_Digest failed", "check the OpenSSL installation");
+namespace {
+
+std::string hex_digest(const unsigned char* digest, unsigned int len) {
   static const char* hex = "0123456789abcdef";
   std::string s;
   for (unsigned int i = 0; i < len; ++i) {
@@ -206,9 +211,33 @@ std::string sha256_bytes(const uint8_t* data, size_t n) {
   return s;
 }
 
+}  // namespace
+
+std::string sha256_bytes(const uint8_t* data, size_t n) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data, n, digest, &len, EVP_sha256(), nullptr) != 1)
+    throw Error("sha256", "OpenSSL EVP_Digest failed", "check the OpenSSL installation");
+  return hex_digest(digest, len);
+}
+
 std::string sha256_file(const std::string& path) {
-  MappedFile f(path);
-  return sha256_bytes(f.data(), f.size());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path, std::string("cannot open: ") + std::strerror(errno), "check the path and permissions");
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+    throw Error("sha256", "OpenSSL EVP_DigestInit_ex failed", "check the OpenSSL installation");
+  std::vector<char> buffer(size_t(4) << 20);
+  while (in) {
+    in.read(buffer.data(), std::streamsize(buffer.size()));
+    if (in.gcount() > 0 && EVP_DigestUpdate(ctx.get(), buffer.data(), size_t(in.gcount())) != 1)
+      throw Error("sha256", "OpenSSL EVP_DigestUpdate failed", "check the OpenSSL installation");
+  }
+  if (in.bad()) throw Error(path, "read error while hashing", "check the file and the disk");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) throw Error("sha256", "OpenSSL EVP_DigestFinal_ex failed", "check the OpenSSL installation");
+  return hex_digest(digest, len);
 }
 
 float half_to_float(uint16_t h) {

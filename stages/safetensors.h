@@ -33,6 +33,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Drops the resident pages wholly inside [p, p + n) (they are read again if touched), so a
+  // reader that copied them out does not hold the file in memory twice.
+  void release(const uint8_t* p, size_t n) const;
 
  private:
   std::string path_;
@@ -67,7 +70,7 @@ struct TensorData {
 void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-// Hex SHA-256 of a file's bytes.
+// Hex SHA-256 of a file's bytes, read in chunks (the file is not mapped or held in memory).
 std::string sha256_file(const std::string& path);
 std::string sha256_bytes(const uint8_t* data, size_t n);
 
