@@ -6,6 +6,7 @@
 #include "pipeline/commands.h"
 #include "stages/error.h"
 #include "stages/analysis.h"
+#include "stages/cpu_features.h"
 #include "stages/model.h"
 #include "stages/random_checkpoint.h"
 #include "stages/safetensors.h"
@@ -82,12 +83,17 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const std::string what = real ? a.model : a.preset;
   const double gflop = c.flops_per_sample(a.seq_len) / 1e9;
   out << "bench-model: " << what << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads << " threads, "
-      << rules.size() << " selection rule(s)\n"
+      << rules.size() << " selection rule(s); CPU: " << cpu_features().describe() << "\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
       << "per-sample pipeline: forward + similarity + all statistics\n"
       << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s"
       << std::setw(24) << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)" << "c/a\n";
+  const CpuFeatures cpu = cpu_features();
   for (const auto& dt : a.dtypes) {
+    if (dt == "bfloat16" && !cpu.native_bf16()) {
+      out << std::left << std::setw(10) << dt << "skipped: this CPU has neither avx512_bf16 nor amx_bf16, so LibTorch would emulate it\n";
+      continue;
+    }
     const BertModel m = real ? BertModel::load(a.model, parse_dtype(dt)) : BertModel::from_tensors(c, tensors, parse_dtype(dt));
     for (int64_t B : a.batches) {
       const at::Tensor ids = at::randint(1000, 2000, {B, a.seq_len}, at::kLong);

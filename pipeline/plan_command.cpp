@@ -14,6 +14,7 @@
 #include "pipeline/plan.h"
 #include "pipeline/progress.h"
 #include "stages/analysis.h"
+#include "stages/cpu_features.h"
 #include "stages/error.h"
 
 namespace fs = std::filesystem;
@@ -40,6 +41,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   BertTokenizer tokenizer = make_tokenizer(c);
   const PreparedSamples prepared = prepare_samples(c, tokenizer);
   const SampleSet& s = prepared.samples;
+  require_native_dtype(c.model.dtype, c.where("model.dtype"));
   const BertModel model = BertModel::load(dir, parse_dtype(c.model.dtype));
   const BertConfig& mc = model.config();
   const int threads = configure_threads(c.runtime.threads, 1);

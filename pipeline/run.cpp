@@ -31,6 +31,7 @@
 #include "pipeline/progress.h"
 #include "pipeline/store.h"
 #include "stages/analysis.h"
+#include "stages/cpu_features.h"
 #include "stages/error.h"
 #include "stages/files.h"
 #include "stages/safetensors.h"
@@ -133,6 +134,8 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     if (dir.empty())
       throw Error(c.where("model.path"), "a run needs a model",
                   "set model.path to a Hugging Face BERT folder (scripts/setup.sh makes data/models/bert-base-seed0) or model.name");
+    // Every rank computes on the CPU today: a dtype it would only emulate stops the run here.
+    require_native_dtype(c.model.dtype, c.where("model.dtype"));
     identity = identity_yaml(c);
     store_path = (fs::path(c.output.dir) / "store.h5").string();
     progress_path = checkpoint_path(store_path);
@@ -224,20 +227,22 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
            std::to_string(mc.num_heads) + " heads, " + c.model.dtype + ")");
 
   const Analysis analysis(*model, opt, c.model.vector == "projected");
-  Accumulator acc_new(analysis.shape(samples.seq_len));  // this rank's units since the last flush
-  Accumulator acc_done = acc_new;                        // rank 0: every flushed unit
+  // One accumulator per rank: rank 0's holds every unit so far (its own added as computed, the
+  // others' at each flush, the reduction being in place at the root); another rank's holds its
+  // units since the last flush.
+  Accumulator acc(analysis.shape(samples.seq_len));
   const auto units = make_units(samples.size(), c.runtime.unit_size);
   std::vector<uint8_t> done(units.size(), 0);
 
-  StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads, mc.vocab_size, c.selection, examples, acc_new.fields()};
+  StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads, mc.vocab_size, c.selection, examples, acc.fields()};
   const std::string id_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(identity.data()), identity.size());
   int64_t generation = 0;
   if (mode == Resume) {
     if (rank == 0) {
-      if (checkpoint->done.size() != units.size() || checkpoint->acc.size() != acc_done.buffer().size())
+      if (checkpoint->done.size() != units.size() || checkpoint->acc.size() != acc.buffer().size())
         throw std::logic_error("resume state does not match the plan");
       done = checkpoint->done;
-      acc_done.buffer() = checkpoint->acc;
+      acc.buffer() = checkpoint->acc;
       generation = checkpoint->generation;
     }
     world.broadcast(done.data(), done.size(), 0);
@@ -327,7 +332,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
             };
           const auto tb = Clock::now();
           const double started_after = batch_times.started() ? 0 : seconds_since_process_start();
-          const PerSampleStats ps = analysis.run_batch(bs, acc_new, keep_examples);
+          const PerSampleStats ps = analysis.run_batch(bs, acc, keep_examples);
           batch_times.add(since(tb), started_after);
           // [R, B, L, H] of the batch into [R, unit.count, L, H] of the unit.
           for (int64_t r = 0; r < R; ++r) {
@@ -380,12 +385,9 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
       const auto t2 = Clock::now();
       // Durability order: the units' per-sample data, then the state that vouches for it.
       store->flush();
-      reducer.reduce_sum_to_root(acc_new.buffer().data(), acc_new.buffer().size());
-      if (rank == 0) {
-        acc_done.merge(acc_new);
-        write_checkpoint(progress_path, Checkpoint{id_hash, ++generation, done, acc_done.buffer()});
-      }
-      std::fill(acc_new.buffer().begin(), acc_new.buffer().end(), 0);
+      reducer.reduce_sum_to_root(acc.buffer().data(), acc.buffer().size());
+      if (rank == 0) write_checkpoint(progress_path, Checkpoint{id_hash, ++generation, done, acc.buffer()});
+      else std::fill(acc.buffer().begin(), acc.buffer().end(), 0);
       units_since_flush = 0;
       last_flush = Clock::now();
       flush_s += since(t2);
@@ -403,7 +405,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   // ------------------------------------------------------------------ the end ------------
   std::string bad;
   if (rank == 0) {
-    const auto v = check_invariants(acc_done);
+    const auto v = check_invariants(acc);
     if (!v.empty()) bad = v.front();
   }
   bad = broadcast_string(world, bad);
@@ -412,7 +414,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     throw JobExit(3);
   }
   const auto t3 = Clock::now();
-  store->write_statistics(acc_done, c.statistics.attention_threshold, c.statistics.separators);
+  store->write_statistics(acc, c.statistics.attention_threshold, c.statistics.separators);
   // Per-rank compute seconds, the same string on every rank (attributes are collective).
   std::vector<int64_t> ms(size_t(size), 0);
   ms[size_t(rank)] = int64_t(compute_s * 1000);
@@ -432,6 +434,10 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   log_info(timing.str());
   log_info(batch_times.describe() + " (rank 0)");
   if (rank != 0) return 0;
+  // The report reads the store: the model and the samples are done with.
+  model.reset();
+  prepared = PreparedSamples{};
+  malloc_trim(0);
   if (c.output.report) {
     std::ostringstream report_line;
     ReportArgs args;

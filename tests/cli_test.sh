@@ -147,6 +147,21 @@ PY
     "$CTXSIM" summary "$TMP/nope.h5" 2> "$TMP/err" && fail "summary of a missing store"
     contains "$(cat "$TMP/err")" "cannot open"
     ;;
+  bf16_refused)
+    # Without native bfloat16 (hidden here by the test hook) a bfloat16 run stops before any
+    # work: one error naming the key, the missing CPU features and the fix; nothing written.
+    export CTXSIM_HIDE_CPU_FEATURES=avx512_bf16,amx_bf16
+    "$CTXSIM" run configs/default.yaml model.dtype=bfloat16 output.dir="$TMP/out" 2> "$TMP/err" && fail "bfloat16 run accepted"
+    contains "$(cat "$TMP/err")" "model.dtype: bfloat16 needs a CPU with avx512_bf16 or amx_bf16"
+    contains "$(cat "$TMP/err")" "fix: use float32"
+    [ "$(grep -c . "$TMP/err")" -eq 1 ] || fail "more than one line: $(cat "$TMP/err")"
+    [ ! -e "$TMP/out" ] || fail "output folder written"
+    "$CTXSIM" plan configs/default.yaml model.dtype=bfloat16 2> "$TMP/err" > /dev/null && fail "bfloat16 plan accepted"
+    contains "$(cat "$TMP/err")" "avx512_bf16 or amx_bf16"
+    out=$("$CTXSIM" bench-model --preset bert-tiny --batch 1 --dtype bfloat16 --seconds 0.1) || fail "bench-model"
+    contains "$out" "bfloat16  skipped: this CPU has neither avx512_bf16 nor amx_bf16"
+    unset CTXSIM_HIDE_CPU_FEATURES
+    ;;
   sweep_plan_submit)
     out=$("$CTXSIM" sweep configs/sweeps/thresholds.yaml) || fail "sweep"
     contains "$out" "sweep thresholds: 1 point(s)"

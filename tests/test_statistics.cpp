@@ -3,7 +3,13 @@
 // tiny random model.
 #include "stages/statistics.h"
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
 
 #include "stages/analysis.h"
 #include "stages/corpus.h"
@@ -383,6 +389,187 @@ TEST_F(BrownTiny, ProjectedVectorsGiveSoundStatistics) {
   const Accumulator acc = accumulate(an, 0, 40, 8);
   EXPECT_TRUE(check_invariants(acc).empty());
   EXPECT_GT(acc.at("high_pairs", 0)[0], 0);
+}
+
+}  // namespace
+}  // namespace ctxsim
+
+// ------------------------------------ an independent, plain implementation of SPEC §3-§4 -----
+namespace ctxsim {
+namespace {
+
+// Everything from SPEC's words with loops over pairs: no kernels, no shortcuts. vectors
+// [B, H, T, k] and attention [B, H, T, T] in float64.
+void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_t layer, const at::Tensor& vectors,
+                     const at::Tensor& attention, Accumulator& acc) {
+  const int64_t B = s.batch, T = s.seq_len, H = vectors.size(1), K = vectors.size(3), V = acc.shape().vocab;
+  const auto o = vectors.accessor<double, 4>();
+  const auto a = attention.accessor<double, 4>();
+  const auto special = [&](int32_t id) { return std::find(opt.special_ids.begin(), opt.special_ids.end(), id) != opt.special_ids.end(); };
+  for (size_t r = 0; r < opt.rules.size(); ++r) {
+    const SelectionRule& rule = opt.rules[r];
+    const double beta = std::isnan(rule.attention_threshold) ? opt.attention_threshold : rule.attention_threshold;
+    const auto& seps = r < opt.rule_separator_ids.size() && !opt.rule_separator_ids[r].empty() ? opt.rule_separator_ids[r] : opt.separator_ids;
+    for (int64_t b = 0; b < B; ++b) {
+      const int32_t* tok = s.token_ids + b * T;
+      const int16_t* sent = s.sentence_ids + b * T;
+      const int64_t n = s.n_valid[b];
+      std::set<int32_t> anchors_of_sample;
+      for (int64_t h = 0; h < H; ++h) {
+        struct Pair { double c; int64_t i, j; };
+        std::vector<Pair> all;
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = i + 1; j < n; ++j) {
+            double c = 0;
+            for (int64_t q = 0; q < K; ++q) c += o[b][h][i][q] * o[b][h][j][q];
+            all.push_back({c, i, j});
+          }
+        std::vector<Pair> sel;
+        const int64_t P = int64_t(all.size());
+        if (rule.kind == SelectionRule::Kind::TopFraction && P > 0) {
+          std::sort(all.begin(), all.end(), [](const Pair& x, const Pair& y) {
+            return x.c != y.c ? x.c > y.c : (x.i != y.i ? x.i < y.i : x.j < y.j);
+          });
+          const int64_t k = std::min<int64_t>(P, std::max<int64_t>(1, int64_t(std::round(rule.value * double(P)))));
+          sel.assign(all.begin(), all.begin() + k);
+        } else if (rule.kind == SelectionRule::Kind::RelativeToMax) {
+          double mx = -INFINITY;
+          for (const auto& p : all) mx = std::max(mx, p.c);
+          if (mx > 0)
+            for (const auto& p : all)
+              if (p.c >= rule.value * mx) sel.push_back(p);
+        } else if (rule.kind == SelectionRule::Kind::Absolute) {
+          for (const auto& p : all)
+            if (p.c >= rule.value) sel.push_back(p);
+        }
+        const auto high_att = [&](int64_t i, int64_t j) { return std::max(a[b][h][i][j], a[b][h][j][i]) >= beta; };
+        const auto same_sentence = [&](const Pair& p) { return sent[p.i] >= 0 && sent[p.i] == sent[p.j]; };
+        const auto same_token = [&](const Pair& p) { return tok[p.i] == tok[p.j] && !special(tok[p.i]); };
+        std::map<int32_t, int64_t> ends;
+        for (const auto& p : sel) {
+          ++acc.at("distance_hist", int64_t(r))[(layer * H + h) * T + (p.j - p.i)];
+          acc.at("same_sentence", int64_t(r))[layer * H + h] += same_sentence(p);
+          acc.at("sentence_eligible", int64_t(r))[layer * H + h] += sent[p.i] >= 0 && sent[p.j] >= 0;
+          acc.at("same_token", int64_t(r))[layer * H + h] += same_token(p);
+          acc.at("in_attention", int64_t(r))[layer * H + h] += high_att(p.i, p.j);
+          ++ends[tok[p.i]];
+          ++ends[tok[p.j]];
+        }
+        acc.at("high_pairs", int64_t(r))[layer * H + h] += int64_t(sel.size());
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = i + 1; j < n; ++j) acc.at("high_attention_all", int64_t(r))[layer * H + h] += high_att(i, j);
+        double total = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          double row = 0;
+          for (int64_t p = 0; p < n; ++p)
+            if (std::find(seps.begin(), seps.end(), tok[p]) != seps.end()) row += a[b][h][i][p];
+          total += row;
+        }
+        acc.at("separator_mass", int64_t(r))[layer * H + h] += int64_t(std::nearbyint(total / double(n) * kFixedPointScale));
+        if (sel.empty()) continue;
+        int32_t anchor = -1;
+        int64_t best = -1;
+        for (const auto& [id, count] : ends)  // ascending ids: the first maximum is the smaller id
+          if (count > best) {
+            best = count;
+            anchor = id;
+          }
+        anchors_of_sample.insert(anchor);
+        ++acc.at("samples_with_pairs", int64_t(r))[layer * H + h];
+        ++acc.at("anchor_counts", int64_t(r))[(layer * H + h) * V + anchor];
+        for (const auto& p : sel) {
+          const bool touch = tok[p.i] == anchor || tok[p.j] == anchor;
+          acc.at("anchor_pairs", int64_t(r))[layer * H + h] += touch;
+          acc.at("noise", int64_t(r))[layer * H + h] += !(touch || same_sentence(p) || same_token(p));
+        }
+      }
+      acc.at("distinct_anchors", int64_t(r))[layer] += int64_t(anchors_of_sample.size());
+    }
+  }
+  if (layer > 0) return;
+  for (int64_t b = 0; b < B; ++b) {  // baselines, once per batch
+    const int32_t* tok = s.token_ids + b * T;
+    const int16_t* sent = s.sentence_ids + b * T;
+    const int64_t n = s.n_valid[b];
+    ++*acc.at("samples");
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = i + 1; j < n; ++j) {
+        ++*acc.at("valid_pairs");
+        ++acc.at("distance_all")[j - i];
+        *acc.at("sentence_eligible_all") += sent[i] >= 0 && sent[j] >= 0;
+        *acc.at("same_sentence_all") += sent[i] >= 0 && sent[i] == sent[j];
+        *acc.at("same_token_all") += tok[i] == tok[j] && !special(tok[i]);
+      }
+  }
+}
+
+TEST_F(BrownTiny, KernelsMatchAPlainImplementationOfTheSpecCountForCount) {
+  StatisticsOptions opt = opt_;
+  opt.rules.push_back(rule(kTop, 0.2));    // dense top-k
+  opt.rules.push_back(rule(kRel, 0.999));  // few pairs
+  opt.rules.push_back(rule(kAbs, 1e9));    // none
+  opt.rules[2].attention_threshold = 0.02;
+  opt.rule_separator_ids = {{}, {1012}, {}};
+  for (const bool dense : {false, true}) {
+    SCOPED_TRACE(dense ? "dense" : "sparse");
+    opt.dense_only = dense;
+    const Analysis an(*model64_, opt, false);
+    const int64_t T = samples_->seq_len, B = 6, first = 17;
+    const BatchSamples bs{&samples_->token_ids[size_t(first * T)], &samples_->sentence_ids[size_t(first * T)],
+                          &samples_->n_valid[size_t(first)], B, T, first};
+    Accumulator fast(an.shape(T)), ref(an.shape(T));
+    BatchStatistics stats(opt, bs, fast);
+    const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(at::kLong);
+    const at::Tensor valid = at::arange(T).view({1, T}) < at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
+    model64_->forward(ids, valid, {}, [&](const LayerOutputs& o) {
+      stats.add_layer(o.layer, o.context, o.attention);
+      reference_layer(opt, bs, o.layer, o.context.contiguous(), o.attention.contiguous(), ref);
+    });
+    for (const auto& f : fast.fields()) {
+      const size_t n = f.size * size_t(f.group == "rule" ? fast.shape().rules : 1);
+      const std::vector<int64_t> a(fast.buffer().begin() + long(f.offset), fast.buffer().begin() + long(f.offset + n));
+      const std::vector<int64_t> b(ref.buffer().begin() + long(f.offset), ref.buffer().begin() + long(f.offset + n));
+      EXPECT_EQ(a, b) << f.name;
+    }
+    EXPECT_GT(fast.at("high_pairs", 3)[0], 0);
+    EXPECT_EQ(fast.at("high_pairs", 5)[0], 0);
+  }
+}
+
+TEST_F(BrownTiny, ThreadCountDoesNotChangeResults) {
+  const Analysis an(*model64_, opt_, false);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const Accumulator one = accumulate(an, 0, 24, 8);
+  at::set_num_threads(2);
+  const Accumulator two = accumulate(an, 0, 24, 8);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(one == two);
+}
+
+// Random models tie massively in float32: every similarity equal. The counting path must still
+// take exactly k pairs, the first in (i, j) order, on both paths.
+TEST_P(HandBuilt, Float32TiesOnALongSample) {
+  const int64_t T = 96;
+  HandBatch b{T, std::vector<int32_t>(size_t(T), 7), std::vector<int16_t>(size_t(T), 0), {int16_t(T)}};
+  StatisticsOptions opt;
+  opt.dense_only = GetParam();
+  opt.rules = {rule(kTop, 0.01), rule(kTop, 0.3)};
+  const at::Tensor v = at::full({1, 1, T, 8}, 0.25f, at::kFloat);
+  Accumulator acc(shape_for(2, 1, 1, T));
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, v, uniform_attention(b, 1).to(at::kFloat));
+  const int64_t P = T * (T - 1) / 2;
+  for (int64_t r = 0; r < 2; ++r) {
+    const int64_t k = int64_t(std::round((r ? 0.3 : 0.01) * double(P)));
+    EXPECT_EQ(acc.at("high_pairs", r)[0], k);
+    // The first k pairs in (i, j) order: row 0 holds T - 1 of them, then row 1, ...
+    const at::Tensor m = stats.selection_matrix(r, 0)[0];
+    int64_t expect_rows = 0, left = k;
+    for (int64_t i = 0; left > 0; ++i) left -= std::min<int64_t>(left, T - 1 - i), ++expect_rows;
+    EXPECT_EQ(m.sum(1).gt(0).sum().item<int64_t>(), expect_rows);
+    EXPECT_EQ(m[0].sum().item<int64_t>(), std::min<int64_t>(k, T - 1));
+  }
 }
 
 }  // namespace
