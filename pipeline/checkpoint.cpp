@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "stages/error.h"
+#include "stages/files.h"
 #include "stages/safetensors.h"  // sha256_bytes
 
 namespace ctxsim {
@@ -27,14 +28,6 @@ bool get(const std::string& s, size_t& pos, T& v) {
   std::memcpy(&v, s.data() + pos, sizeof v);
   pos += sizeof v;
   return true;
-}
-
-void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
 }
 
 }  // namespace
@@ -60,23 +53,17 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
       put(s, c.acc[i]);
     }
   s += sha256_bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(s.data(), std::streamsize(s.size()));
-    out.flush();
-    if (!out) throw Error(tmp, "cannot write the resume state", "check free disk space and permissions of output.dir");
-  }
-  fsync_path(tmp, O_RDONLY);                     // the bytes are durable …
-  std::filesystem::rename(tmp, path);            // … before the new state replaces the old
-  fsync_path(std::filesystem::path(path).parent_path().string().empty() ? "." : std::filesystem::path(path).parent_path().string(),
-             O_RDONLY | O_DIRECTORY);            // and the rename itself is durable
+  // The bytes are durable before the new state replaces the old, and the rename itself too.
+  atomic_write(path, s, /*durable=*/true);
 }
 
 std::optional<Checkpoint> read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  const std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s;
+  try {
+    s = read_file_bytes(path);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
   if (s.size() < sizeof kMagic + 64 || std::memcmp(s.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   const std::string body = s.substr(0, s.size() - 64);
   if (sha256_bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size()) != s.substr(s.size() - 64)) return std::nullopt;

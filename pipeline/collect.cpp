@@ -14,6 +14,7 @@
 #include "pipeline/store.h"
 #include "pipeline/store_stats.h"
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace fs = std::filesystem;
 
@@ -76,7 +77,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   if (used == 0)
     throw Error(dir, "no complete store.h5 under this folder (" + std::to_string(stores.size()) + " found)",
                 "run the sweep's points first (ctxsim run CONFIG, or ctxsim submit CONFIG)");
-  std::ofstream(target) << csv.str();
+  atomic_write(target, csv.str());
   out << "collect: " << rows << " rows from " << used << " store(s) into " << target << "\n";
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace ctxsim {
 namespace {
@@ -83,14 +84,12 @@ bool parse_bool(const YAML::Node& n, const std::string& where, const std::string
 std::string parse_string(const YAML::Node& n, const std::string& where, const std::string& key,
                          const std::vector<std::string>& choices) {
   if (!n.IsScalar()) {
-    std::string expect = choices.empty() ? "expected a string" : "expected one of ";
-    for (size_t i = 0; i < choices.size(); ++i) expect += (i ? ", " : "") + choices[i];
+    const std::string expect = choices.empty() ? "expected a string" : "expected one of " + join(choices);
     throw Error(where + ": " + key, expect + ", got " + shown(n), "give " + key + " a single value");
   }
   const std::string& s = n.Scalar();
   if (!choices.empty() && std::find(choices.begin(), choices.end(), s) == choices.end()) {
-    std::string list;
-    for (size_t i = 0; i < choices.size(); ++i) list += (i ? ", " : "") + choices[i];
+    const std::string list = join(choices);
     const std::string guess = did_you_mean(s, choices);
     throw Error(where + ": " + key, "expected one of " + list + ", got '" + s + "'",
                 guess.empty() ? "use one of " + list : "did you mean '" + guess + "'?");
@@ -257,12 +256,6 @@ std::vector<std::string> keys_of(const std::string& section) {
   for (const auto& f : schema())
     if (f.path.compare(0, section.size() + 1, section + ".") == 0) out.push_back(f.path.substr(section.size() + 1));
   return out;
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
 }
 
 // An unknown key: suggest a close spelling, or the section it belongs to.
@@ -650,11 +643,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw Error(path, "the config file does not exist", "give the path of a YAML config, e.g. configs/default.yaml");
   if (fs::is_directory(path))
     throw Error(path, "is a folder, not a config file", "give the path of a YAML config, e.g. configs/default.yaml");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "cannot read the config file", "check its permissions");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path, overrides);
+  return parse_config(read_file_bytes(path, kMaxConfigBytes, "the config file", "check its permissions"), path, overrides);
 }
 
 void check_paths(const Config& c) {

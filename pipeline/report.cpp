@@ -97,9 +97,7 @@ StoreData load(hid_t file, const std::string& store, const std::string& rule) {
   if (rules.empty()) throw Error(store, "/stats lists no selection rule", kDamagedStoreFix);
   d.rule = rule.empty() ? rules[0] : rule;
   if (std::find(rules.begin(), rules.end(), d.rule) == rules.end()) {
-    std::string list;
-    for (const auto& r : rules) list += (list.empty() ? "" : ", ") + r;
-    throw Error("--rule " + rule, "the store has no such selection rule", "pick one of: " + list);
+    throw Error("--rule " + rule, "the store has no such selection rule", "pick one of: " + join(rules));
   }
   d.rule_index = int(std::find(rules.begin(), rules.end(), d.rule) - rules.begin());
   d.R = int(rules.size());
@@ -497,7 +495,7 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
       for (const auto& p : f.figure.panels) panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}, {"rows", p.rows}, {"cols", p.cols}});
       index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
     }
-    std::ofstream(staging / "index.json") << index.dump(1) << "\n";
+    atomic_write((staging / "index.json").string(), index.dump(1) + "\n");
 
     // ------------------------------------------------ report.html ----------------------------
     std::ostringstream summary;
@@ -565,12 +563,7 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     fs::remove(html_path);
     fs::remove_all(figs);
     fs::rename(staging, figs);
-    {
-      std::ofstream o(html_path + ".tmp", std::ios::binary);
-      o << page;
-      if (!o.flush()) throw Error(html_path, "cannot write the report", "check free space");
-    }
-    fs::rename(html_path + ".tmp", html_path);
+    atomic_write(html_path, page);
     out << "report: " << html_path << " (" << page.size() / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in " << figs.string() << "\n";
   } catch (...) {
     std::error_code ec;

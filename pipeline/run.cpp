@@ -239,8 +239,8 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   int64_t generation = 0;
   if (mode == Resume) {
     if (rank == 0) {
-      if (checkpoint->done.size() != units.size() || checkpoint->acc.size() != acc.buffer().size())
-        throw std::logic_error("resume state does not match the plan");
+      CTXSIM_CHECK(checkpoint->done.size() == units.size() && checkpoint->acc.size() == acc.buffer().size(),
+                   "resume state does not match the plan");
       done = checkpoint->done;
       acc.buffer() = checkpoint->acc;
       generation = checkpoint->generation;
@@ -419,9 +419,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   std::vector<int64_t> ms(size_t(size), 0);
   ms[size_t(rank)] = int64_t(compute_s * 1000);
   world.allreduce(ms.data(), ms.size(), ReduceOp::Sum);
-  std::string per_rank;
-  for (int r = 0; r < size; ++r) per_rank += (r ? " " : "") + std::to_string(double(ms[size_t(r)]) / 1000.0);
-  store->set_attribute("per_rank_seconds", per_rank);
+  store->set_attribute("per_rank_seconds", join_each(ms, [](int64_t v) { return std::to_string(double(v) / 1000.0); }, " "));
   const double total = since(t_start);
   store->finish(utc_now(), total);
   store_s += since(t3);

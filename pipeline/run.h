@@ -8,8 +8,6 @@
 
 namespace ctxsim {
 
-// Exit code of a run stopped by SIGTERM after saving its progress: rerun to resume.
-constexpr int kExitInterrupted = 75;
 
 // Thrown on every rank when the job stops for a reason all ranks agreed on (an error already
 // reported by one rank, SIGTERM): main exits with code() and prints nothing more.

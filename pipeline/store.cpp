@@ -107,9 +107,7 @@ Store Store::create(const std::string& path, MPI_Comm comm, int rank, const Stor
   }
   {
     const h5::Id g = h5::create_group(file_, "stats");
-    std::string names;
-    for (const auto& r : layout.rules) names += (names.empty() ? "" : "\n") + r.name();
-    h5::set_attr(g, "rules", names);
+    h5::set_attr(g, "rules", join_each(layout.rules, [](const SelectionRule& r) { return r.name(); }, "\n"));
     for (const auto& r : layout.rules) {
       const h5::Id rg = h5::create_group(g, r.name());
       h5::set_attr(rg, "kind", r.key());
@@ -125,10 +123,10 @@ Store Store::create(const std::string& path, MPI_Comm comm, int rank, const Stor
     for (const auto& f : layout.fields) {
       std::vector<hsize_t> d;
       for (auto x : f.dims) d.push_back(hsize_t(x));
-      if (f.group == "rule") {
-        for (const auto& r : layout.rules) h5::create_dataset(h5::open_group(stats, r.name()), f.name, H5T_STD_I64LE, d, f.description);
+      if (f.per_rule()) {
+        for (const auto& r : layout.rules) h5::create_dataset(h5::open_group(stats, r.name()), f.name(), H5T_STD_I64LE, d, f.info->description);
       } else {
-        h5::create_dataset(h5::open_group(stats, f.group), f.name, H5T_STD_I64LE, d, f.description);
+        h5::create_dataset(h5::open_group(stats, "baseline"), f.name(), H5T_STD_I64LE, d, f.info->description);
       }
     }
   }
@@ -196,7 +194,7 @@ void Store::write_example(int64_t e, const std::vector<uint16_t>& attention, con
 void Store::write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators) {
   const h5::Id stats = h5::open_group(file_, "stats");
   const auto put = [&](hid_t group, const StatField& f, const int64_t* data) {
-    const h5::Id ds(H5Dopen2(group, f.name.c_str(), H5P_DEFAULT), H5Dclose, f.name.c_str());
+    const h5::Id ds(H5Dopen2(group, f.name(), H5P_DEFAULT), H5Dclose, f.name());
     std::vector<hsize_t> count;
     for (auto x : f.dims) count.push_back(rank_ == 0 ? hsize_t(x) : 0);
     if (count.empty()) {  // a scalar: the whole dataspace or nothing
@@ -207,17 +205,15 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
     h5::write_slab(ds, H5T_NATIVE_INT64, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
   };
   for (const auto& f : acc.fields()) {
-    if (f.group == "rule") {
-      for (size_t r = 0; r < layout_.rules.size(); ++r) put(h5::open_group(stats, layout_.rules[r].name()), f, acc.at(f.name, int64_t(r)));
+    if (f.per_rule()) {
+      for (size_t r = 0; r < layout_.rules.size(); ++r) put(h5::open_group(stats, layout_.rules[r].name()), f, acc.at(f.info->id, int64_t(r)));
     } else {
-      put(h5::open_group(stats, f.group), f, acc.at(f.name));
+      put(h5::open_group(stats, "baseline"), f, acc.at(f.info->id));
     }
   }
   const h5::Id att = h5::open_group(stats, "attention");
   h5::set_attr(att, "attention_threshold", attention_threshold);
-  std::string seps;
-  for (const auto& s : separators) seps += (seps.empty() ? "" : "\n") + s;
-  h5::set_attr(att, "separators", seps);
+  h5::set_attr(att, "separators", join(separators, "\n"));
   h5::set_attr(att, "fixed_point_scale", kFixedPointScale);
 }
 

@@ -6,6 +6,7 @@
 #include "pipeline/hdf5.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace ctxsim {
 namespace {
@@ -27,9 +28,8 @@ std::vector<T> read_checked(hid_t file, const std::string& store, const std::str
   bool ok = dims.size() == shape.size();
   for (size_t i = 0; ok && i < dims.size(); ++i) ok = shape[i] < 0 || hsize_t(shape[i]) == dims[i];
   if (!ok) {
-    std::string got, want;
-    for (auto d : dims) got += (got.empty() ? "" : ",") + std::to_string(d);
-    for (auto d : shape) want += (want.empty() ? "" : ",") + (d < 0 ? std::string("*") : std::to_string(d));
+    const std::string got = join_each(dims, [](hsize_t d) { return std::to_string(d); }, ",");
+    const std::string want = join_each(shape, [](long long d) { return d < 0 ? std::string("*") : std::to_string(d); }, ",");
     throw Error(store, "/" + path + " has shape [" + got + "], expected [" + want + "]", kDamagedStoreFix);
   }
   if (dims_out) *dims_out = dims;
@@ -112,15 +112,14 @@ std::vector<int64_t> RuleStats::top_anchors(int64_t l, int64_t h, int64_t n) con
 
 Baseline read_baseline(hid_t file, const std::string& store) {
   Baseline b;
-  const auto scalar = [&](const char* name) {
-    return read_checked<int64_t>(file, store, std::string("stats/baseline/") + name, H5T_NATIVE_INT64, {})[0];
-  };
-  b.samples = scalar("samples");
-  b.valid_pairs = double(scalar("valid_pairs"));
-  b.same_sentence_all = double(scalar("same_sentence_all"));
-  b.sentence_eligible_all = double(scalar("sentence_eligible_all"));
-  b.same_token_all = double(scalar("same_token_all"));
-  b.distance_all = read_checked<int64_t>(file, store, "stats/baseline/distance_all", H5T_NATIVE_INT64, {-1});
+  const auto path = [](Stat s) { return std::string("stats/baseline/") + stat_info(s).name; };
+  const auto scalar = [&](Stat s) { return read_checked<int64_t>(file, store, path(s), H5T_NATIVE_INT64, {})[0]; };
+  b.samples = scalar(Stat::Samples);
+  b.valid_pairs = double(scalar(Stat::ValidPairs));
+  b.same_sentence_all = double(scalar(Stat::SameSentenceAll));
+  b.sentence_eligible_all = double(scalar(Stat::SentenceEligibleAll));
+  b.same_token_all = double(scalar(Stat::SameTokenAll));
+  b.distance_all = read_checked<int64_t>(file, store, path(Stat::DistanceAll), H5T_NATIVE_INT64, {-1});
   if (b.T() < 2) throw Error(store, "/stats/baseline/distance_all holds fewer than 2 positions", kDamagedStoreFix);
   return b;
 }
@@ -130,21 +129,22 @@ RuleStats read_rule_stats(hid_t file, const std::string& store, const std::strin
   r.name = rule;
   const std::string g = "stats/" + rule + "/";
   if (!h5::exists(file, "stats/" + rule)) throw Error(store, "missing group /stats/" + rule + " (named in /stats rules)", kDamagedStoreFix);
+  const auto path = [&](Stat s) { return g + stat_info(s).name; };
   std::vector<hsize_t> dims;
-  r.high_pairs = read_checked<int64_t>(file, store, g + "high_pairs", H5T_NATIVE_INT64, {-1, -1}, &dims);
+  r.high_pairs = read_checked<int64_t>(file, store, path(Stat::HighPairs), H5T_NATIVE_INT64, {-1, -1}, &dims);
   r.L = int64_t(dims[0]), r.H = int64_t(dims[1]);
   r.T = base.T();
   r.V = vocab_size;
-  if (r.L <= 0 || r.H <= 0) throw Error(store, "/" + g + "high_pairs holds no layers or heads", kDamagedStoreFix);
+  if (r.L <= 0 || r.H <= 0) throw Error(store, "/" + path(Stat::HighPairs) + " holds no layers or heads", kDamagedStoreFix);
   const long long L = r.L, H = r.H;
-  for (auto [name, v] : std::initializer_list<std::pair<const char*, std::vector<int64_t>*>>{
-           {"same_sentence", &r.same_sentence}, {"sentence_eligible", &r.sentence_eligible}, {"same_token", &r.same_token},
-           {"in_attention", &r.in_attention}, {"noise", &r.noise}, {"high_attention_all", &r.high_attention_all},
-           {"separator_mass", &r.separator_mass}})
-    *v = read_checked<int64_t>(file, store, g + name, H5T_NATIVE_INT64, {L, H});
-  r.distance_hist = read_checked<int64_t>(file, store, g + "distance_hist", H5T_NATIVE_INT64, {L, H, (long long)r.T});
-  r.distinct_anchors = read_checked<int64_t>(file, store, g + "distinct_anchors", H5T_NATIVE_INT64, {L});
-  r.anchor_counts = read_checked<int64_t>(file, store, g + "anchor_counts", H5T_NATIVE_INT64, {L, H, (long long)vocab_size});
+  for (auto [s, v] : std::initializer_list<std::pair<Stat, std::vector<int64_t>*>>{
+           {Stat::SameSentence, &r.same_sentence}, {Stat::SentenceEligible, &r.sentence_eligible}, {Stat::SameToken, &r.same_token},
+           {Stat::InAttention, &r.in_attention}, {Stat::Noise, &r.noise}, {Stat::HighAttentionAll, &r.high_attention_all},
+           {Stat::SeparatorMass, &r.separator_mass}})
+    *v = read_checked<int64_t>(file, store, path(s), H5T_NATIVE_INT64, {L, H});
+  r.distance_hist = read_checked<int64_t>(file, store, path(Stat::DistanceHist), H5T_NATIVE_INT64, {L, H, (long long)r.T});
+  r.distinct_anchors = read_checked<int64_t>(file, store, path(Stat::DistinctAnchors), H5T_NATIVE_INT64, {L});
+  r.anchor_counts = read_checked<int64_t>(file, store, path(Stat::AnchorCounts), H5T_NATIVE_INT64, {L, H, (long long)vocab_size});
   return r;
 }
 

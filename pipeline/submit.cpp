@@ -12,6 +12,7 @@
 #include "pipeline/commands.h"
 #include "pipeline/config.h"
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace fs = std::filesystem;
 
@@ -37,11 +38,8 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   const SweepPlan plan = expand_sweep(c);
   const bool sweep = !c.sweep.empty();
   const std::string template_path = (fs::path(a.jobs_dir) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
-  std::ifstream in(template_path);
-  if (!in) throw Error(template_path, "cannot read the job script template", "run from the ctxsim folder or give --jobs-dir");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string script = text.str();
+  std::string script = read_file_bytes(template_path, kMaxConfigBytes, "the job script template",
+                                       "run from the ctxsim folder or give --jobs-dir");
   const std::string marker = "# @CTXSIM_SUBMIT@";
   const size_t at = script.find(marker);
   if (at == std::string::npos) throw Error(template_path, "has no '" + marker + "' line", "restore the template from jobs/");
@@ -67,8 +65,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   if (a.overcommit) args.push_back("--overcommit");
   const std::string script_path = (fs::absolute(logs) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   args.push_back(script_path);
-  std::string command;
-  for (const auto& x : args) command += (command.empty() ? "" : " ") + quote(x);
+  const std::string command = join_each(args, quote, " ");
 
   if (a.dry_run) {
     out << "# " << (sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name : "one run")
@@ -76,7 +73,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
     return 0;
   }
   fs::create_directories(logs);
-  std::ofstream(script_path) << script;
+  atomic_write(script_path, script);
   FILE* p = ::popen((command + " 2>&1").c_str(), "r");
   if (!p) throw Error("sbatch", "cannot start sbatch", "install slurm-wlm, or submit from a cluster login node");
   std::string reply;

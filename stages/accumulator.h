@@ -1,7 +1,10 @@
-// Mergeable statistics of SPEC §4: one flat int64 buffer with named, shaped fields, so a merge
-// is an element-wise sum and a reduction across ranks is one all-reduce. Integer sums make
-// results independent of how samples were split. No LibTorch, MPI or HDF5 here.
+// Mergeable statistics of SPEC §4: one schema, one buffer. kStatSchema names every statistic
+// (its dataset in the store, its shape and meaning) once; the Accumulator lays one flat int64
+// buffer out from it, so a merge is an element-wise sum and a reduction across ranks is one
+// all-reduce. The statistics kernels, the store's writer and reader and docs/STORE.md (a test
+// checks it) all go through the table. No LibTorch, MPI or HDF5 here.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,13 +22,38 @@ struct StatsShape {
 // Separator attention mass is summed as fixed point: round(mass × 2^32) per sample and head.
 constexpr double kFixedPointScale = 4294967296.0;
 
+// Every statistic, in the order of the buffer (and of kStatSchema).
+enum class Stat : uint8_t {
+  // per rule, layer and head, summed over samples
+  HighPairs, DistanceHist, SameSentence, SentenceEligible, SameToken, InAttention, AnchorPairs, Noise,
+  SamplesWithPairs, DistinctAnchors, AnchorCounts,
+  // chance baselines: the same counts over every valid pair
+  Samples, ValidPairs, DistanceAll, SameSentenceAll, SentenceEligibleAll, SameTokenAll,
+  // attention, per rule: a folded sweep may give each rule its own threshold and separators
+  HighAttentionAll, SeparatorMass,
+};
+inline constexpr size_t kStatCount = 19;
+
+enum class StatShape : uint8_t { Scalar, T, L, LH, LHT, LHV };
+
+struct StatInfo {
+  Stat id;
+  const char* name;         // dataset name in the store
+  bool per_rule;            // one per selection rule (in /stats/<rule>), else once (in /stats/baseline)
+  StatShape shape;          // without the leading R of rule fields
+  const char* description;  // meaning and units: the dataset's description attribute
+};
+extern const std::array<StatInfo, kStatCount> kStatSchema;
+const StatInfo& stat_info(Stat s);
+
+// A field of one accumulator: its schema entry, extents and place in the buffer.
 struct StatField {
-  std::string group;              // "rule" (one per selection rule), "baseline" or "attention"
-  std::string name;               // dataset name in the store
-  std::vector<int64_t> dims;      // without the leading R of rule fields
-  std::string description;        // meaning and units, stored as the dataset's description
-  size_t offset = 0;              // into the flat buffer (rule fields: of rule 0)
-  size_t size = 0;                // elements per rule (or in all)
+  const StatInfo* info = nullptr;
+  std::vector<int64_t> dims;  // without the leading R of rule fields
+  size_t offset = 0;          // into the flat buffer (rule fields: of rule 0)
+  size_t size = 0;            // elements per rule (or in all)
+  const char* name() const { return info->name; }
+  bool per_rule() const { return info->per_rule; }
 };
 
 class Accumulator {
@@ -34,12 +62,12 @@ class Accumulator {
   explicit Accumulator(const StatsShape& shape);
 
   const StatsShape& shape() const { return shape_; }
-  const std::vector<StatField>& fields() const { return fields_; }
-  const StatField& field(const std::string& name) const;   // throws on an unknown name
+  const std::vector<StatField>& fields() const { return fields_; }  // in kStatSchema order
+  const StatField& field(Stat s) const { return fields_[size_t(s)]; }
 
-  // Pointer to a field's data; rule fields take the rule index.
-  int64_t* at(const std::string& name, int64_t rule = 0);
-  const int64_t* at(const std::string& name, int64_t rule = 0) const;
+  // A field's data; rule fields take the rule index.
+  int64_t* at(Stat s, int64_t rule = 0) { return buffer_.data() + offset(s, rule); }
+  const int64_t* at(Stat s, int64_t rule = 0) const { return buffer_.data() + offset(s, rule); }
 
   std::vector<int64_t>& buffer() { return buffer_; }
   const std::vector<int64_t>& buffer() const { return buffer_; }
@@ -48,7 +76,10 @@ class Accumulator {
   bool operator==(const Accumulator& o) const { return buffer_ == o.buffer_; }
 
  private:
-  void add(const std::string& group, const std::string& name, std::vector<int64_t> dims, std::string description);
+  size_t offset(Stat s, int64_t rule) const {
+    const StatField& f = fields_[size_t(s)];
+    return f.offset + (f.per_rule() ? static_cast<size_t>(rule) * f.size : 0);
+  }
   StatsShape shape_;
   std::vector<StatField> fields_;
   std::vector<int64_t> buffer_;

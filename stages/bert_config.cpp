@@ -4,15 +4,16 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace ctxsim {
 
 BertConfig BertConfig::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path, "cannot open config.json", "a Hugging Face model folder holds config.json next to model.safetensors");
+  const std::string text = read_file_bytes(path, kMaxJsonBytes, "config.json",
+                                           "a Hugging Face model folder holds config.json next to model.safetensors");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path, std::string("malformed JSON: ") + e.what(), "restore the model's config.json");
   }

@@ -1,10 +1,19 @@
-// The one exception type of ctxsim: what was wrong, where (file, key, line, sample) and how
-// to fix it. Only `main` catches it; it prints the one-line message and exits non-zero.
+// ctxsim's two error tiers and its exit codes. Error: the user's input was wrong — where (file,
+// key, line, sample), what, and how to fix it. InternalError (CTXSIM_CHECK): an invariant of
+// ctxsim itself broke — a bug, named by its source line. Only `main` catches them.
 #pragma once
 #include <stdexcept>
 #include <string>
 
 namespace ctxsim {
+
+// The exit codes of the ctxsim process.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitUserError = 1,     // bad input or a failed run: the message names it and the fix
+  kExitInternal = 3,      // a bug: the message names the source line
+  kExitInterrupted = 75,  // SIGTERM or SIGINT: progress saved, rerun to resume (EX_TEMPFAIL)
+};
 
 class Error : public std::runtime_error {
  public:
@@ -29,4 +38,23 @@ class Error : public std::runtime_error {
   std::string where_, what_, fix_;
 };
 
+// A broken invariant of ctxsim itself, never the user's input: "file.cpp:123: what".
+class InternalError : public std::logic_error {
+ public:
+  InternalError(const char* file, int line, const std::string& what)
+      : std::logic_error(std::string(file) + ":" + std::to_string(line) + ": " + what) {}
+};
+
+[[noreturn]] inline void internal_failure(const char* file, int line, const std::string& what) {
+  throw InternalError(file, line, what);
+}
+
 }  // namespace ctxsim
+
+// An internal invariant: its failure is a bug in ctxsim (exit code kExitInternal), reported with
+// the source line. CTXSIM_FAIL is the unconditional form.
+#define CTXSIM_FAIL(what) ::ctxsim::internal_failure(__FILE__, __LINE__, (what))
+#define CTXSIM_CHECK(cond, what) \
+  do {                           \
+    if (!(cond)) CTXSIM_FAIL(what); \
+  } while (0)

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace ctxsim {
 namespace {
@@ -97,8 +99,8 @@ std::string xml_escape(const std::string& s) {
 Rgb sequence_colour(int k, int n) { return colour(ColourMap::Viridis, n > 1 ? 0.88 * k / (n - 1) : 0.0); }
 
 Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std::string& subtitle) {
-  if (m.values.size() != size_t(m.rows) * size_t(m.cols) || m.rows <= 0 || m.cols <= 0)
-    throw Error("heatmap_figure", "values do not match rows x cols", "this is a bug");
+  CTXSIM_CHECK(m.values.size() == size_t(m.rows) * size_t(m.cols) && m.rows > 0 && m.cols > 0,
+               "heatmap_figure: values do not match rows x cols");
   // Large matrices are one embedded raster at a whole number of pixels per cell (drawn 1:1,
   // so that no renderer smooths it); small ones are one rect per cell, editable.
   const bool raster = size_t(m.rows) * size_t(m.cols) > 4096;
@@ -282,41 +284,52 @@ Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double pw, 
   return f;
 }
 
+namespace {
+
+// Owners of the librsvg and cairo handles (each freed on every path out).
+struct GErrorFree { void operator()(GError* e) const { g_error_free(e); } };
+struct GObjectUnref { void operator()(RsvgHandle* h) const { g_object_unref(h); } };
+struct SurfaceDestroy { void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); } };
+struct CairoDestroy { void operator()(cairo_t* c) const { cairo_destroy(c); } };
+using GErrorPtr = std::unique_ptr<GError, GErrorFree>;
+
+cairo_status_t append_png_bytes(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+}  // namespace
+
 void svg_to_png(const std::string& svg, const std::string& path) {
-  GError* err = nullptr;
-  RsvgHandle* handle = rsvg_handle_new_from_data(reinterpret_cast<const guint8*>(svg.data()), svg.size(), &err);
-  if (!handle) {
-    const std::string why = err ? err->message : "unknown";
-    if (err) g_error_free(err);
-    throw Error(path, "librsvg cannot read the figure's SVG: " + why, "this is a bug; the SVG is written next to it");
-  }
+  GError* raw = nullptr;
+  const std::unique_ptr<RsvgHandle, GObjectUnref> handle(
+      rsvg_handle_new_from_data(reinterpret_cast<const guint8*>(svg.data()), svg.size(), &raw));
+  GErrorPtr err(raw);
+  CTXSIM_CHECK(handle, "librsvg cannot read a figure's SVG (" + path + "): " + std::string(err ? err->message : "unknown"));
   gdouble w = 0, h = 0;
-  if (!rsvg_handle_get_intrinsic_size_in_pixels(handle, &w, &h)) w = h = 0;
-  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(std::ceil(w)), int(std::ceil(h)));
-  cairo_t* cr = cairo_create(surface);
-  const RsvgRectangle viewport{0, 0, w, h};
-  const bool ok = rsvg_handle_render_document(handle, cr, &viewport, &err);
-  cairo_destroy(cr);
-  g_object_unref(handle);
-  std::string why = err ? err->message : "";
-  if (err) g_error_free(err);
-  const std::string tmp = path + ".tmp";
-  const cairo_status_t st = ok ? cairo_surface_write_to_png(surface, tmp.c_str()) : CAIRO_STATUS_WRITE_ERROR;
-  cairo_surface_destroy(surface);
-  if (!ok) throw Error(path, "librsvg cannot render the figure: " + why, "this is a bug; the SVG is written next to it");
-  if (st != CAIRO_STATUS_SUCCESS)
-    throw Error(path, std::string("cannot write the PNG: ") + cairo_status_to_string(st), "check that the folder is writable and has space");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path, "cannot move the PNG into place", "check permissions");
+  if (!rsvg_handle_get_intrinsic_size_in_pixels(handle.get(), &w, &h)) w = h = 0;
+  const std::unique_ptr<cairo_surface_t, SurfaceDestroy> surface(
+      cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(std::ceil(w)), int(std::ceil(h))));
+  if (cairo_surface_status(surface.get()) != CAIRO_STATUS_SUCCESS)
+    throw Error(path, std::string("cannot make the image: ") + cairo_status_to_string(cairo_surface_status(surface.get())),
+                "check free memory");
+  {
+    const std::unique_ptr<cairo_t, CairoDestroy> cr(cairo_create(surface.get()));
+    const RsvgRectangle viewport{0, 0, w, h};
+    raw = nullptr;
+    const bool ok = rsvg_handle_render_document(handle.get(), cr.get(), &viewport, &raw);
+    err.reset(raw);
+    CTXSIM_CHECK(ok && cairo_status(cr.get()) == CAIRO_STATUS_SUCCESS,
+                 "librsvg cannot render a figure (" + path + "): " + std::string(err ? err->message : cairo_status_to_string(cairo_status(cr.get()))));
+  }
+  std::string png;
+  const cairo_status_t st = cairo_surface_write_to_png_stream(surface.get(), append_png_bytes, &png);
+  if (st != CAIRO_STATUS_SUCCESS) throw Error(path, std::string("cannot encode the PNG: ") + cairo_status_to_string(st), "check free memory");
+  atomic_write(path, png);
 }
 
 void write_figure(const Figure& figure, const std::string& dir, const std::string& stem) {
-  const std::string svg_path = dir + "/" + stem + ".svg";
-  {
-    std::ofstream out(svg_path + ".tmp", std::ios::binary);
-    out << figure.svg;
-    if (!out.flush()) throw Error(svg_path, "cannot write the SVG", "check that the folder is writable and has space");
-  }
-  if (std::rename((svg_path + ".tmp").c_str(), svg_path.c_str()) != 0) throw Error(svg_path, "cannot move the SVG into place", "check permissions");
+  atomic_write(dir + "/" + stem + ".svg", figure.svg);
   svg_to_png(figure.svg, dir + "/" + stem + ".png");
 }
 

@@ -1,18 +1,112 @@
 #include "stages/files.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "stages/error.h"
 
 namespace ctxsim {
+namespace {
 
-std::string read_file_bytes(const std::string& path) {
+std::string reason(int err) {
+  return std::strerror(err);
+}
+
+std::string fix_for(int err) {
+  if (err == ENOSPC || err == EDQUOT) return "free space on that file system (or write elsewhere)";
+  if (err == EACCES || err == EPERM || err == EROFS) return "write to a folder you may write to";
+  return "check that the folder exists and is writable";
+}
+
+// Closes fd on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void fsync_checked(const std::string& path, int flags, const std::string& what) {
+  Fd f{::open(path.c_str(), flags | O_CLOEXEC)};
+  if (f.fd < 0 || ::fsync(f.fd) != 0) {
+    const int e = errno;
+    throw Error(path, "cannot make " + what + " durable (fsync): " + reason(e), fix_for(e));
+  }
+}
+
+}  // namespace
+
+std::string read_file_bytes(const std::string& path, size_t max_bytes, const std::string& what, const std::string& fix) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "cannot open the file", "check that it exists and is readable");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  if (!in) throw Error(path, "cannot open " + what, fix);
+  std::string out;
+  char buffer[1 << 16];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    out.append(buffer, size_t(in.gcount()));
+    if (out.size() > max_bytes)
+      throw Error(path, "is longer than " + std::to_string(max_bytes) + " bytes, too long for what it should be",
+                  "point at the right file (a config, config.json or vocab.txt is far smaller)");
+  }
+  if (in.bad()) throw Error(path, "read error", "check the file and the disk");
+  return out;
+}
+
+void atomic_write(const std::string& path, std::string_view bytes, bool durable) {
+  namespace fs = std::filesystem;
+  const std::string tmp = path + ".tmp";
+  {
+    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (f.fd < 0) {
+      const int e = errno;
+      throw Error(path, "cannot write: " + reason(e), fix_for(e));
+    }
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int e = n < 0 ? errno : EIO;
+        ::unlink(tmp.c_str());
+        throw Error(path, "cannot write: " + reason(e), fix_for(e));
+      }
+      done += size_t(n);
+    }
+    if (durable && ::fsync(f.fd) != 0) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
+      throw Error(path, "cannot make the file durable (fsync): " + reason(e), fix_for(e));
+    }
+    const int fd = f.fd;
+    f.fd = -1;
+    if (::close(fd) != 0) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
+      throw Error(path, "cannot write: " + reason(e), fix_for(e));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(path, "cannot move the new file into place: " + reason(e), fix_for(e));
+  }
+  if (durable) {
+    const std::string dir = fs::path(path).parent_path().string();
+    fsync_checked(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY, "the rename");
+  }
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) s += sep;
+    s += items[i];
+  }
+  return s;
 }
 
 std::vector<std::string> split_lines(std::string_view text) {

@@ -1,4 +1,5 @@
-// Whole-file reading and line splitting shared by the stages and the pipeline.
+// Files and text shared by the stages and the pipeline: the one whole-file reader, the one
+// atomic writer (temporary file, rename, optionally fsync'ed), line splitting and joining.
 #pragma once
 #include <string>
 #include <string_view>
@@ -6,8 +7,32 @@
 
 namespace ctxsim {
 
-// The file's bytes; throws ctxsim::Error naming `path` when it cannot be opened.
-std::string read_file_bytes(const std::string& path);
+// The file's bytes; throws ctxsim::Error naming `path` when it cannot be opened, or when it holds
+// more than max_bytes (a config, a header, a vocabulary: not data) — so that a path like
+// /dev/zero cannot read without bound.
+// `what` and `fix` word the error of a file that cannot be opened ("cannot open <what>").
+std::string read_file_bytes(const std::string& path, size_t max_bytes = size_t(-1), const std::string& what = "the file",
+                            const std::string& fix = "check that it exists and is readable");
+
+// Limits of the inputs that are not data (read_file_bytes' max_bytes).
+constexpr size_t kMaxConfigBytes = size_t(4) << 20;   // a YAML config, a job template
+constexpr size_t kMaxJsonBytes = size_t(4) << 20;     // config.json, tokenizer_config.json
+constexpr size_t kMaxVocabBytes = size_t(64) << 20;   // vocab.txt
+
+// Writes `bytes` to `path` through a temporary file in the same folder renamed over it, so a
+// reader sees the old file or the new one, never half. durable: the file is fsync'ed before the
+// rename and the folder after it, every result checked (resume state, checkpoints). Throws
+// ctxsim::Error naming the path, the system's reason and a fix (a full disk says so).
+void atomic_write(const std::string& path, std::string_view bytes, bool durable = false);
+
+// The items with `sep` between them; join_each spells each item with `text` first.
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+template <class Range, class Text>
+std::string join_each(const Range& items, Text&& text, std::string_view sep = ", ") {
+  std::vector<std::string> parts;
+  for (const auto& item : items) parts.push_back(text(item));
+  return join(parts, sep);
+}
 
 // The lines of a text (vocab.txt, a list attribute): split at '\n', one trailing '\r' removed
 // from each, no empty last line for a final '\n'.

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "stages/error.h"
+#include "stages/files.h"
 #include "stages/safetensors.h"
 
 namespace ctxsim {
@@ -29,16 +30,16 @@ at::ScalarType torch_dtype(DType t) {
   return at::kFloat;
 }
 
-std::string join(const std::vector<std::string>& v, size_t max_items = 12) {
-  std::string s;
-  for (size_t i = 0; i < v.size() && i < max_items; ++i) s += (i ? ", " : "") + v[i];
+// The first items, then how many there are in all.
+std::string join_first(const std::vector<std::string>& v, size_t max_items = 12) {
+  std::string s = join(std::vector<std::string>(v.begin(), v.begin() + long(std::min(max_items, v.size()))));
   if (v.size() > max_items) s += ", … (" + std::to_string(v.size()) + " in all)";
   return s;
 }
 
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  t += join_each(s, [](int64_t d) { return std::to_string(d); });
   return t + "]";
 }
 
@@ -112,13 +113,13 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
     tensors[name] = raw.to(dtype);
   }
   if (!mismatched.empty())
-    throw Error(weights, "tensor shapes do not match " + (fs::path(dir) / "config.json").string() + ": " + join(mismatched),
+    throw Error(weights, "tensor shapes do not match " + (fs::path(dir) / "config.json").string() + ": " + join_first(mismatched),
                 "use the config.json that belongs to these weights");
   std::vector<std::string> missing;
   for (const auto& [name, shape] : expected)
     if (!tensors.count(name)) missing.push_back(name);
   if (!missing.empty())
-    throw Error(weights, "missing encoder tensors: " + join(missing),
+    throw Error(weights, "missing encoder tensors: " + join_first(missing),
                 "use a complete BERT checkpoint (BertModel, BertForMaskedLM or BertForPreTraining)");
   r.encoder_tensors = static_cast<int64_t>(tensors.size());
   for (const auto& [name, shape] : pooler)

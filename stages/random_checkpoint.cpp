@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "stages/error.h"
+#include "stages/files.h"
 #include "stages/samples.h"  // SplitMix64
 
 namespace ctxsim {
@@ -56,9 +57,8 @@ std::map<std::string, TensorData> random_bert_weights(const BertConfig& config, 
 
 void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir) {
   namespace fs = std::filesystem;
-  std::ifstream vin(vocab_path, std::ios::binary);
-  if (!vin) throw Error(vocab_path, "cannot read the vocabulary", "give --vocab a vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
-  std::string vocab((std::istreambuf_iterator<char>(vin)), std::istreambuf_iterator<char>());
+  const std::string vocab = read_file_bytes(vocab_path, kMaxVocabBytes, "the vocabulary",
+                                            "give --vocab a vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
   int64_t lines = 0;
   for (char c : vocab) lines += c == '\n';
   if (!vocab.empty() && vocab.back() != '\n') ++lines;
@@ -67,8 +67,8 @@ void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string
   fs::create_directories(out_dir);
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_bert_weights(config, seed),
                     {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
-  std::ofstream(fs::path(out_dir) / "config.json", std::ios::binary) << config.to_json();
-  std::ofstream(fs::path(out_dir) / "vocab.txt", std::ios::binary) << vocab;
+  atomic_write((fs::path(out_dir) / "config.json").string(), config.to_json());
+  atomic_write((fs::path(out_dir) / "vocab.txt").string(), vocab);
 }
 
 }  // namespace ctxsim

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace ctxsim {
 namespace {
@@ -58,7 +59,7 @@ void Image::set(int x, int y, Rgb c) {
 }
 
 Image heatmap(const std::vector<float>& v, int rows, int cols, double lo, double hi, ColourMap map, int cell) {
-  if (v.size() != size_t(rows) * size_t(cols)) throw Error("heatmap", "values do not match rows x cols", "this is a bug");
+  CTXSIM_CHECK(v.size() == size_t(rows) * size_t(cols), "heatmap: values do not match rows x cols");
   Image img(cols * cell, rows * cell);
   const double span = hi > lo ? hi - lo : 1.0;
   for (int r = 0; r < rows; ++r)
@@ -76,7 +77,7 @@ std::string encode_png(const Image& image) {
   std::string out;
   if (!png || !info || setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    throw Error("PNG", "libpng failed to encode the image", "this is a bug");
+    CTXSIM_FAIL("libpng failed to encode an image");
   }
   png_set_write_fn(
       png, &out, [](png_structp p, png_bytep data, png_size_t n) { static_cast<std::string*>(png_get_io_ptr(p))->append(reinterpret_cast<char*>(data), n); },
@@ -91,15 +92,7 @@ std::string encode_png(const Image& image) {
   return out;
 }
 
-void write_png(const std::string& path, const Image& image) {
-  const std::string bytes = encode_png(image);
-  {
-    std::ofstream out(path + ".tmp", std::ios::binary);
-    out << bytes;
-    if (!out.flush()) throw Error(path, "cannot write the PNG", "check that the folder exists, is writable and has space");
-  }
-  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw Error(path, "cannot move the PNG into place", "check permissions");
-}
+void write_png(const std::string& path, const Image& image) { atomic_write(path, encode_png(image)); }
 
 std::string base64(const std::string& bytes) {
   static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -7,8 +7,8 @@
 namespace ctxsim {
 
 std::vector<double> attention_rollout(const std::vector<float>& a, int L, int H, int T, int n) {
-  if (a.size() != size_t(L) * size_t(H) * size_t(T) * size_t(T) || n < 1 || n > T)
-    throw Error("rollout", "attention is not [layers, heads, T, T] or n_valid is out of range", "this is a bug");
+  CTXSIM_CHECK(a.size() == size_t(L) * size_t(H) * size_t(T) * size_t(T) && n >= 1 && n <= T,
+               "rollout: attention is not [layers, heads, T, T] or n_valid is out of range");
   const size_t N = size_t(n);
   std::vector<double> r(N * N, 0.0), layer(N * N), next(N * N);
   for (size_t i = 0; i < N; ++i) r[i * N + i] = 1.0;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stages/error.h"
+#include "stages/files.h"
 
 namespace ctxsim {
 namespace {
@@ -176,27 +177,18 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   for (const auto& [name, t] : tensors) {
     size_t expect = dtype_size(t.dtype);
     for (auto d : t.shape) expect *= static_cast<size_t>(d);
-    if (expect != t.bytes.size())
-      throw Error(path + ": tensor '" + name + "'", "byte count does not match its shape", "this is a bug in the caller");
+    CTXSIM_CHECK(expect == t.bytes.size(), path + ": tensor '" + name + "': byte count does not match its shape");
     header[name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
   std::string text = header.dump();
   while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // data starts 8-byte aligned
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(tmp, "cannot write", "check that the folder exists and is writable");
-    uint8_t len[8];
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& [name, t] : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-    out.flush();
-    if (!out) throw Error(tmp, "write failed", "check free disk space");
-  }
-  std::filesystem::rename(tmp, path);
+  std::string bytes;
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(n >> (8 * i)));
+  bytes += text;
+  for (const auto& [name, t] : tensors) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  atomic_write(path, bytes);
 }
 
 namespace {

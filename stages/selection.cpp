@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "stages/files.h"
+
 namespace ctxsim {
 
 std::string SelectionRule::key() const {
@@ -19,7 +21,7 @@ std::string SelectionRule::name() const {
   if (!std::isnan(attention_threshold)) s << ",beta=" << attention_threshold;
   if (!separators.empty()) {
     s << ",separators=";
-    for (size_t i = 0; i < separators.size(); ++i) s << (i ? "|" : "") << separators[i];
+    s << join(separators, "|");
   }
   return s.str();
 }

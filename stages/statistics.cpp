@@ -32,7 +32,7 @@ ValueType value_type(const at::Tensor& t, const char* what) {
     case at::kFloat: return ValueType::F32;
     case at::kDouble: return ValueType::F64;
     case at::kBFloat16: return ValueType::BF16;
-    default: throw std::logic_error(std::string("statistics: unsupported ") + what + " dtype " + std::string(c10::toString(t.scalar_type())));
+    default: CTXSIM_FAIL(std::string("statistics: unsupported ") + what + " dtype " + std::string(c10::toString(t.scalar_type())));
   }
 }
 
@@ -48,8 +48,7 @@ int64_t index_of(std::vector<T>& list, const T& v) {
 
 BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSamples& s, Accumulator& acc)
     : opt_(opt), acc_(acc), B_(s.batch), T_(s.seq_len), L_(acc.shape().layers), R_(static_cast<int64_t>(opt.rules.size())), first_(s.first) {
-  if (T_ != acc.shape().seq_len || R_ != acc.shape().rules)
-    throw std::logic_error("statistics: batch and accumulator shapes differ");
+  CTXSIM_CHECK(T_ == acc.shape().seq_len && R_ == acc.shape().rules, "statistics: batch and accumulator shapes differ");
   H_ = acc.shape().heads;
   // Each distinct attention threshold and separator set is evaluated once per head.
   std::vector<std::vector<int64_t>> sets;
@@ -62,32 +61,32 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   }
 
   // Per-sample facts and the rule-independent baselines, in closed form from the ids.
-  int64_t* distance_all = acc_.at("distance_all");
+  int64_t* distance_all = acc_.at(Stat::DistanceAll);
   for (int64_t b = 0; b < B_; ++b) {
     const int64_t n = std::clamp<int64_t>(s.n_valid[b], 0, T_);
     facts_.push_back(SampleFacts::build(s.token_ids + b * T_, s.sentence_ids + b * T_, n, opt.special_ids, sets));
     const SampleFacts& f = facts_.back();
-    *acc_.at("valid_pairs") += n * (n - 1) / 2;
+    *acc_.at(Stat::ValidPairs) += n * (n - 1) / 2;
     for (int64_t d = 1; d < n; ++d) distance_all[d] += n - d;
     std::vector<int32_t> in_sentence;
     for (int64_t i = 0; i < n; ++i)
       if (f.sentence[size_t(i)] >= 0) in_sentence.push_back(f.sentence[size_t(i)]);
     const int64_t e = int64_t(in_sentence.size());
-    *acc_.at("sentence_eligible_all") += e * (e - 1) / 2;
+    *acc_.at(Stat::SentenceEligibleAll) += e * (e - 1) / 2;
     std::sort(in_sentence.begin(), in_sentence.end());
     std::vector<int64_t> per_rank(f.rank_token.size(), 0);
     for (int64_t i = 0; i < n; ++i)
       if (!f.special[size_t(i)]) ++per_rank[size_t(f.rank[size_t(i)])];
-    for (int64_t c : per_rank) *acc_.at("same_token_all") += c * (c - 1) / 2;
+    for (int64_t c : per_rank) *acc_.at(Stat::SameTokenAll) += c * (c - 1) / 2;
     for (size_t i = 0; i < in_sentence.size();) {
       size_t j = i;
       while (j < in_sentence.size() && in_sentence[j] == in_sentence[i]) ++j;
       const int64_t c = int64_t(j - i);
-      *acc_.at("same_sentence_all") += c * (c - 1) / 2;
+      *acc_.at(Stat::SameSentenceAll) += c * (c - 1) / 2;
       i = j;
     }
   }
-  *acc_.at("samples") += B_;
+  *acc_.at(Stat::Samples) += B_;
 
   const size_t n = static_cast<size_t>(R_ * B_ * L_ * H_);
   out_.anchor_token.assign(n, -1);
@@ -99,9 +98,10 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
 void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const at::Tensor& right_in, const at::Tensor& attention) {
   const auto dtype = right_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   const at::Tensor left = left_in.to(dtype).contiguous(), right = right_in.to(dtype).contiguous();
-  if (right.dim() != 4 || right.size(0) != B_ || right.size(1) != H_ || right.size(2) != T_ || left.sizes() != right.sizes() ||
-      attention.dim() != 4 || attention.size(0) != B_ || attention.size(1) != H_ || attention.size(2) != T_ || attention.size(3) != T_)
-    throw std::logic_error("statistics: vectors or attention of the wrong shape");
+  CTXSIM_CHECK(right.dim() == 4 && right.size(0) == B_ && right.size(1) == H_ && right.size(2) == T_ && left.sizes() == right.sizes() &&
+                   attention.dim() == 4 && attention.size(0) == B_ && attention.size(1) == H_ && attention.size(2) == T_ &&
+                   attention.size(3) == T_,
+               "statistics: vectors or attention of the wrong shape");
   const at::Tensor att = attention.contiguous();
   last_left_ = left;
   last_right_ = right;
@@ -124,19 +124,19 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const 
   // Merge in (rule, sample, head) order.
   const int64_t V = acc_.shape().vocab;
   for (int64_t r = 0; r < R_; ++r) {
-    int64_t* high_pairs = acc_.at("high_pairs", r) + layer * H_;
-    int64_t* same_sentence = acc_.at("same_sentence", r) + layer * H_;
-    int64_t* eligible = acc_.at("sentence_eligible", r) + layer * H_;
-    int64_t* same_token = acc_.at("same_token", r) + layer * H_;
-    int64_t* in_attention = acc_.at("in_attention", r) + layer * H_;
-    int64_t* anchor_pairs = acc_.at("anchor_pairs", r) + layer * H_;
-    int64_t* noise = acc_.at("noise", r) + layer * H_;
-    int64_t* with_pairs = acc_.at("samples_with_pairs", r) + layer * H_;
-    int64_t* high_attention_all = acc_.at("high_attention_all", r) + layer * H_;
-    int64_t* separator_mass = acc_.at("separator_mass", r) + layer * H_;
-    int64_t* hist = acc_.at("distance_hist", r) + layer * H_ * T_;
-    int64_t* anchor_counts = acc_.at("anchor_counts", r) + layer * H_ * V;
-    int64_t& distinct = acc_.at("distinct_anchors", r)[layer];
+    int64_t* high_pairs = acc_.at(Stat::HighPairs, r) + layer * H_;
+    int64_t* same_sentence = acc_.at(Stat::SameSentence, r) + layer * H_;
+    int64_t* eligible = acc_.at(Stat::SentenceEligible, r) + layer * H_;
+    int64_t* same_token = acc_.at(Stat::SameToken, r) + layer * H_;
+    int64_t* in_attention = acc_.at(Stat::InAttention, r) + layer * H_;
+    int64_t* anchor_pairs = acc_.at(Stat::AnchorPairs, r) + layer * H_;
+    int64_t* noise = acc_.at(Stat::Noise, r) + layer * H_;
+    int64_t* with_pairs = acc_.at(Stat::SamplesWithPairs, r) + layer * H_;
+    int64_t* high_attention_all = acc_.at(Stat::HighAttentionAll, r) + layer * H_;
+    int64_t* separator_mass = acc_.at(Stat::SeparatorMass, r) + layer * H_;
+    int64_t* hist = acc_.at(Stat::DistanceHist, r) + layer * H_ * T_;
+    int64_t* anchor_counts = acc_.at(Stat::AnchorCounts, r) + layer * H_ * V;
+    int64_t& distinct = acc_.at(Stat::DistinctAnchors, r)[layer];
     const int beta = rules_[size_t(r)].beta;
     const int64_t set = rule_set_[size_t(r)];
     std::vector<int32_t> anchors(static_cast<size_t>(H_));

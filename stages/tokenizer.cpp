@@ -71,13 +71,8 @@ const char* const kSpecialNames[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]
 // ----------------------------------------------------------------------------- Vocab ----
 
 Vocab Vocab::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path, "cannot open the vocabulary",
-                "give a WordPiece vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string content = ss.str();
+  const std::string content = read_file_bytes(path, kMaxVocabBytes, "the vocabulary",
+                                              "give a WordPiece vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
   const size_t bad = utf8::find_invalid(content);
   if (bad != utf8::npos)
     throw Error(path, "invalid UTF-8 at " + utf8::describe_offset(content, bad),
@@ -144,10 +139,10 @@ TokenizerOptions read_tokenizer_options(const std::string& model_dir, bool defau
   o.strip_accents = default_lower_case;
   const auto file = std::filesystem::path(model_dir) / "tokenizer_config.json";
   if (!std::filesystem::exists(file)) return o;
-  std::ifstream in(file);
+  const std::string text = read_file_bytes(file.string(), kMaxJsonBytes);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(file.string(), std::string("malformed JSON: ") + e.what(),
                 "fix the file or delete it to use the defaults");

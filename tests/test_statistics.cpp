@@ -103,39 +103,39 @@ TEST_P(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
   stats.add_layer(0, one_hot_vectors(b), uniform_attention(b, 1));
   for (int64_t r = 0; r < 3; ++r) {
     SCOPED_TRACE("rule " + std::to_string(r));
-    EXPECT_EQ(acc.at("high_pairs", r)[0], 4);
-    EXPECT_EQ(acc.at("same_token", r)[0], 4);
+    EXPECT_EQ(acc.at(Stat::HighPairs, r)[0], 4);
+    EXPECT_EQ(acc.at(Stat::SameToken, r)[0], 4);
     // Distances 2, 5, 3 and 3.
-    const int64_t* h = acc.at("distance_hist", r);
+    const int64_t* h = acc.at(Stat::DistanceHist, r);
     EXPECT_EQ(h[2], 1);
     EXPECT_EQ(h[3], 2);
     EXPECT_EQ(h[5], 1);
     EXPECT_EQ(h[1] + h[4] + h[6] + h[7], 0);
-    EXPECT_EQ(acc.at("same_sentence", r)[0], 1);      // only (1,3)
-    EXPECT_EQ(acc.at("sentence_eligible", r)[0], 4);
-    EXPECT_EQ(acc.at("in_attention", r)[0], 4);       // uniform 1/8 >= 0.1
-    EXPECT_EQ(acc.at("noise", r)[0], 0);              // all explained by repetition
-    EXPECT_EQ(acc.at("anchor_pairs", r)[0], 3);       // the three pairs of 'a'
+    EXPECT_EQ(acc.at(Stat::SameSentence, r)[0], 1);      // only (1,3)
+    EXPECT_EQ(acc.at(Stat::SentenceEligible, r)[0], 4);
+    EXPECT_EQ(acc.at(Stat::InAttention, r)[0], 4);       // uniform 1/8 >= 0.1
+    EXPECT_EQ(acc.at(Stat::Noise, r)[0], 0);              // all explained by repetition
+    EXPECT_EQ(acc.at(Stat::AnchorPairs, r)[0], 3);       // the three pairs of 'a'
     // Anchor: 'a' has 6 of the 8 endpoints.
     const auto& ps = stats.per_sample();
     EXPECT_EQ(ps.anchor_token[size_t(r)], 10);
     EXPECT_FLOAT_EQ(ps.anchor_share[size_t(r)], 0.75f);
     EXPECT_EQ(ps.high_pairs[size_t(r)], 4);
-    EXPECT_EQ(acc.at("anchor_counts", r)[10], 1);
-    EXPECT_EQ(acc.at("samples_with_pairs", r)[0], 1);
-    EXPECT_EQ(acc.at("distinct_anchors", r)[0], 1);
+    EXPECT_EQ(acc.at(Stat::AnchorCounts, r)[10], 1);
+    EXPECT_EQ(acc.at(Stat::SamplesWithPairs, r)[0], 1);
+    EXPECT_EQ(acc.at(Stat::DistinctAnchors, r)[0], 1);
   }
   // Baselines over all 28 valid pairs.
-  EXPECT_EQ(*acc.at("samples"), 1);
-  EXPECT_EQ(*acc.at("valid_pairs"), 28);
-  for (int d = 1; d < 8; ++d) EXPECT_EQ(acc.at("distance_all")[d], 8 - d);
-  EXPECT_EQ(*acc.at("same_token_all"), 4);
-  EXPECT_EQ(*acc.at("same_sentence_all"), 6);
-  EXPECT_EQ(*acc.at("sentence_eligible_all"), 15);
+  EXPECT_EQ(*acc.at(Stat::Samples), 1);
+  EXPECT_EQ(*acc.at(Stat::ValidPairs), 28);
+  for (int d = 1; d < 8; ++d) EXPECT_EQ(acc.at(Stat::DistanceAll)[d], 8 - d);
+  EXPECT_EQ(*acc.at(Stat::SameTokenAll), 4);
+  EXPECT_EQ(*acc.at(Stat::SameSentenceAll), 6);
+  EXPECT_EQ(*acc.at(Stat::SentenceEligibleAll), 15);
   for (int64_t r = 0; r < 3; ++r) {
-    EXPECT_EQ(acc.at("high_attention_all", r)[0], 28);
+    EXPECT_EQ(acc.at(Stat::HighAttentionAll, r)[0], 28);
     // Every row puts 1/8 on the one [SEP] key: 0.125 in fixed point.
-    EXPECT_EQ(acc.at("separator_mass", r)[0], int64_t(0.125 * kFixedPointScale));
+    EXPECT_EQ(acc.at(Stat::SeparatorMass, r)[0], int64_t(0.125 * kFixedPointScale));
   }
   EXPECT_TRUE(check_invariants(acc).empty());
 }
@@ -152,17 +152,17 @@ TEST_P(HandBuilt, VectorsGrowingWithPosition) {
   Accumulator acc(shape_for(3, 1, 1, 6));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1));
-  EXPECT_EQ(acc.at("high_pairs", 0)[0], 3);
-  EXPECT_EQ(acc.at("high_pairs", 1)[0], 3);
-  EXPECT_EQ(acc.at("high_pairs", 2)[0], 4);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 0)[0], 3);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 1)[0], 3);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 2)[0], 4);
   const at::Tensor m = stats.selection_matrix(1, 0)[0];
   EXPECT_EQ(m[4][5].item<int>(), 1);
   EXPECT_EQ(m[3][5].item<int>(), 1);
   EXPECT_EQ(m[3][4].item<int>(), 1);
   EXPECT_EQ(m.sum().item<int64_t>(), 3);
   // Distances of the top 3: 1, 2, 1.
-  EXPECT_EQ(acc.at("distance_hist", 0)[1], 2);
-  EXPECT_EQ(acc.at("distance_hist", 0)[2], 1);
+  EXPECT_EQ(acc.at(Stat::DistanceHist, 0)[1], 2);
+  EXPECT_EQ(acc.at(Stat::DistanceHist, 0)[2], 1);
   // Anchor tie: positions 3, 4, 5 have two endpoints each; the smallest id (10) wins.
   EXPECT_EQ(stats.per_sample().anchor_token[0], 10);
   EXPECT_FLOAT_EQ(stats.per_sample().anchor_share[0], 2.0f / 6.0f);
@@ -196,8 +196,8 @@ TEST_P(HandBuilt, RoundingIsHalfAwayFromZero) {
   Accumulator acc(shape_for(2, 1, 1, 5));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1));
-  EXPECT_EQ(acc.at("high_pairs", 0)[0], 3);
-  EXPECT_EQ(acc.at("high_pairs", 1)[0], 1);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 0)[0], 3);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 1)[0], 1);
 }
 
 TEST_P(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
@@ -218,13 +218,13 @@ TEST_P(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
   Accumulator acc(shape_for(3, 1, 1, 5));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, left, right, uniform_attention(b, 1));
-  EXPECT_EQ(acc.at("high_pairs", 0)[0], 0);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 0)[0], 0);
   EXPECT_EQ(stats.per_sample().anchor_token[0], -1);
   EXPECT_EQ(stats.per_sample().anchor_share[0], 0.0f);
-  EXPECT_EQ(acc.at("samples_with_pairs", 0)[0], 0);
-  EXPECT_EQ(acc.at("high_pairs", 1)[0], 1);  // the least negative pair (0,1) = -2
+  EXPECT_EQ(acc.at(Stat::SamplesWithPairs, 0)[0], 0);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 1)[0], 1);  // the least negative pair (0,1) = -2
   EXPECT_EQ(stats.selection_matrix(1, 0)[0][0][1].item<int>(), 1);
-  EXPECT_EQ(acc.at("high_pairs", 2)[0], 2);  // (0,1) = -2 and (0,2) = -3
+  EXPECT_EQ(acc.at(Stat::HighPairs, 2)[0], 2);  // (0,1) = -2 and (0,2) = -3
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
@@ -244,12 +244,12 @@ TEST_P(HandBuilt, PaddingNeverSelected) {
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1));
   // P = 6 and 28 → top half: 3 + 14; absolute selects every valid pair: 34.
-  EXPECT_EQ(acc.at("high_pairs", 0)[0], 17);
-  EXPECT_EQ(acc.at("high_pairs", 1)[0], 34);
-  EXPECT_EQ(*acc.at("valid_pairs"), 34);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 0)[0], 17);
+  EXPECT_EQ(acc.at(Stat::HighPairs, 1)[0], 34);
+  EXPECT_EQ(*acc.at(Stat::ValidPairs), 34);
   EXPECT_EQ(stats.selection_matrix(1, 0)[0].slice(1, 4, 8).sum().item<int64_t>(), 0);
   // Repetition: token 5 at positions 1 and 6 of sample 1; [PAD] pairs never count.
-  EXPECT_EQ(*acc.at("same_token_all"), 1);
+  EXPECT_EQ(*acc.at(Stat::SameTokenAll), 1);
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
@@ -265,12 +265,12 @@ TEST_P(HandBuilt, RulesCarryTheirOwnAttentionThresholdAndSeparators) {
   Accumulator acc(shape_for(3, 1, 1, 8));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, one_hot_vectors(b), uniform_attention(b, 1));
-  EXPECT_EQ(acc.at("in_attention", 0)[0], 4);
-  EXPECT_EQ(acc.at("high_attention_all", 0)[0], 28);
-  EXPECT_EQ(acc.at("in_attention", 1)[0], 0);
-  EXPECT_EQ(acc.at("high_attention_all", 1)[0], 0);
-  EXPECT_EQ(acc.at("separator_mass", 0)[0], int64_t(0.125 * kFixedPointScale));
-  EXPECT_EQ(acc.at("separator_mass", 2)[0], int64_t(0.375 * kFixedPointScale));
+  EXPECT_EQ(acc.at(Stat::InAttention, 0)[0], 4);
+  EXPECT_EQ(acc.at(Stat::HighAttentionAll, 0)[0], 28);
+  EXPECT_EQ(acc.at(Stat::InAttention, 1)[0], 0);
+  EXPECT_EQ(acc.at(Stat::HighAttentionAll, 1)[0], 0);
+  EXPECT_EQ(acc.at(Stat::SeparatorMass, 0)[0], int64_t(0.125 * kFixedPointScale));
+  EXPECT_EQ(acc.at(Stat::SeparatorMass, 2)[0], int64_t(0.375 * kFixedPointScale));
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
@@ -286,12 +286,12 @@ TEST_P(HandBuilt, ProjectedMetricEqualsExplicitProjection) {
 
 TEST(Accumulator, MergeIsElementwiseSumAndChecksShape) {
   Accumulator a(shape_for(2, 1, 1, 4)), b(shape_for(2, 1, 1, 4)), other(shape_for(1, 1, 1, 4));
-  a.at("high_pairs", 1)[0] = 3;
-  b.at("high_pairs", 1)[0] = 4;
-  *b.at("samples") = 2;
+  a.at(Stat::HighPairs, 1)[0] = 3;
+  b.at(Stat::HighPairs, 1)[0] = 4;
+  *b.at(Stat::Samples) = 2;
   a.merge(b);
-  EXPECT_EQ(a.at("high_pairs", 1)[0], 7);
-  EXPECT_EQ(*a.at("samples"), 2);
+  EXPECT_EQ(a.at(Stat::HighPairs, 1)[0], 7);
+  EXPECT_EQ(*a.at(Stat::Samples), 2);
   EXPECT_THROW(a.merge(other), Error);
 }
 
@@ -349,16 +349,16 @@ TEST_F(BrownTiny, InvariantsHoldOn200Samples) {
   const Accumulator acc = accumulate(an, 0, 200, 8);
   const auto bad = check_invariants(acc);
   EXPECT_TRUE(bad.empty()) << bad.front();
-  EXPECT_EQ(*acc.at("samples"), 200);
+  EXPECT_EQ(*acc.at(Stat::Samples), 200);
   // Rule 0 selects 1% of each sample's pairs: high_pairs = Σ max(1, round(0.01 P)) per head.
   int64_t expect = 0;
   for (auto n : samples_->n_valid) {
     const int64_t P = int64_t(n) * (n - 1) / 2;
     expect += std::min<int64_t>(P, std::max<int64_t>(1, int64_t(std::round(0.01 * double(P)))));
   }
-  for (int64_t lh = 0; lh < 4; ++lh) EXPECT_EQ(acc.at("high_pairs", 0)[lh], expect);
+  for (int64_t lh = 0; lh < 4; ++lh) EXPECT_EQ(acc.at(Stat::HighPairs, 0)[lh], expect);
   // absolute 0.0 keeps only non-negative pairs; with every rule selecting, samples have anchors.
-  EXPECT_EQ(acc.at("samples_with_pairs", 0)[0], 200);
+  EXPECT_EQ(acc.at(Stat::SamplesWithPairs, 0)[0], 200);
 }
 
 TEST_F(BrownTiny, MergingHalvesEqualsOnePass) {
@@ -388,7 +388,7 @@ TEST_F(BrownTiny, ProjectedVectorsGiveSoundStatistics) {
   const Analysis an(*model64_, opt_, true);
   const Accumulator acc = accumulate(an, 0, 40, 8);
   EXPECT_TRUE(check_invariants(acc).empty());
-  EXPECT_GT(acc.at("high_pairs", 0)[0], 0);
+  EXPECT_GT(acc.at(Stat::HighPairs, 0)[0], 0);
 }
 
 }  // namespace
@@ -447,17 +447,17 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
         const auto same_token = [&](const Pair& p) { return tok[p.i] == tok[p.j] && !special(tok[p.i]); };
         std::map<int32_t, int64_t> ends;
         for (const auto& p : sel) {
-          ++acc.at("distance_hist", int64_t(r))[(layer * H + h) * T + (p.j - p.i)];
-          acc.at("same_sentence", int64_t(r))[layer * H + h] += same_sentence(p);
-          acc.at("sentence_eligible", int64_t(r))[layer * H + h] += sent[p.i] >= 0 && sent[p.j] >= 0;
-          acc.at("same_token", int64_t(r))[layer * H + h] += same_token(p);
-          acc.at("in_attention", int64_t(r))[layer * H + h] += high_att(p.i, p.j);
+          ++acc.at(Stat::DistanceHist, int64_t(r))[(layer * H + h) * T + (p.j - p.i)];
+          acc.at(Stat::SameSentence, int64_t(r))[layer * H + h] += same_sentence(p);
+          acc.at(Stat::SentenceEligible, int64_t(r))[layer * H + h] += sent[p.i] >= 0 && sent[p.j] >= 0;
+          acc.at(Stat::SameToken, int64_t(r))[layer * H + h] += same_token(p);
+          acc.at(Stat::InAttention, int64_t(r))[layer * H + h] += high_att(p.i, p.j);
           ++ends[tok[p.i]];
           ++ends[tok[p.j]];
         }
-        acc.at("high_pairs", int64_t(r))[layer * H + h] += int64_t(sel.size());
+        acc.at(Stat::HighPairs, int64_t(r))[layer * H + h] += int64_t(sel.size());
         for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = i + 1; j < n; ++j) acc.at("high_attention_all", int64_t(r))[layer * H + h] += high_att(i, j);
+          for (int64_t j = i + 1; j < n; ++j) acc.at(Stat::HighAttentionAll, int64_t(r))[layer * H + h] += high_att(i, j);
         double total = 0;
         for (int64_t i = 0; i < n; ++i) {
           double row = 0;
@@ -465,7 +465,7 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
             if (std::find(seps.begin(), seps.end(), tok[p]) != seps.end()) row += a[b][h][i][p];
           total += row;
         }
-        acc.at("separator_mass", int64_t(r))[layer * H + h] += int64_t(std::nearbyint(total / double(n) * kFixedPointScale));
+        acc.at(Stat::SeparatorMass, int64_t(r))[layer * H + h] += int64_t(std::nearbyint(total / double(n) * kFixedPointScale));
         if (sel.empty()) continue;
         int32_t anchor = -1;
         int64_t best = -1;
@@ -475,15 +475,15 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
             anchor = id;
           }
         anchors_of_sample.insert(anchor);
-        ++acc.at("samples_with_pairs", int64_t(r))[layer * H + h];
-        ++acc.at("anchor_counts", int64_t(r))[(layer * H + h) * V + anchor];
+        ++acc.at(Stat::SamplesWithPairs, int64_t(r))[layer * H + h];
+        ++acc.at(Stat::AnchorCounts, int64_t(r))[(layer * H + h) * V + anchor];
         for (const auto& p : sel) {
           const bool touch = tok[p.i] == anchor || tok[p.j] == anchor;
-          acc.at("anchor_pairs", int64_t(r))[layer * H + h] += touch;
-          acc.at("noise", int64_t(r))[layer * H + h] += !(touch || same_sentence(p) || same_token(p));
+          acc.at(Stat::AnchorPairs, int64_t(r))[layer * H + h] += touch;
+          acc.at(Stat::Noise, int64_t(r))[layer * H + h] += !(touch || same_sentence(p) || same_token(p));
         }
       }
-      acc.at("distinct_anchors", int64_t(r))[layer] += int64_t(anchors_of_sample.size());
+      acc.at(Stat::DistinctAnchors, int64_t(r))[layer] += int64_t(anchors_of_sample.size());
     }
   }
   if (layer > 0) return;
@@ -491,14 +491,14 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
     const int32_t* tok = s.token_ids + b * T;
     const int16_t* sent = s.sentence_ids + b * T;
     const int64_t n = s.n_valid[b];
-    ++*acc.at("samples");
+    ++*acc.at(Stat::Samples);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = i + 1; j < n; ++j) {
-        ++*acc.at("valid_pairs");
-        ++acc.at("distance_all")[j - i];
-        *acc.at("sentence_eligible_all") += sent[i] >= 0 && sent[j] >= 0;
-        *acc.at("same_sentence_all") += sent[i] >= 0 && sent[i] == sent[j];
-        *acc.at("same_token_all") += tok[i] == tok[j] && !special(tok[i]);
+        ++*acc.at(Stat::ValidPairs);
+        ++acc.at(Stat::DistanceAll)[j - i];
+        *acc.at(Stat::SentenceEligibleAll) += sent[i] >= 0 && sent[j] >= 0;
+        *acc.at(Stat::SameSentenceAll) += sent[i] >= 0 && sent[i] == sent[j];
+        *acc.at(Stat::SameTokenAll) += tok[i] == tok[j] && !special(tok[i]);
       }
   }
 }
@@ -526,13 +526,13 @@ TEST_F(BrownTiny, KernelsMatchAPlainImplementationOfTheSpecCountForCount) {
       reference_layer(opt, bs, o.layer, o.context.contiguous(), o.attention.contiguous(), ref);
     });
     for (const auto& f : fast.fields()) {
-      const size_t n = f.size * size_t(f.group == "rule" ? fast.shape().rules : 1);
+      const size_t n = f.size * size_t(f.per_rule() ? fast.shape().rules : 1);
       const std::vector<int64_t> a(fast.buffer().begin() + long(f.offset), fast.buffer().begin() + long(f.offset + n));
       const std::vector<int64_t> b(ref.buffer().begin() + long(f.offset), ref.buffer().begin() + long(f.offset + n));
-      EXPECT_EQ(a, b) << f.name;
+      EXPECT_EQ(a, b) << f.name();
     }
-    EXPECT_GT(fast.at("high_pairs", 3)[0], 0);
-    EXPECT_EQ(fast.at("high_pairs", 5)[0], 0);
+    EXPECT_GT(fast.at(Stat::HighPairs, 3)[0], 0);
+    EXPECT_EQ(fast.at(Stat::HighPairs, 5)[0], 0);
   }
 }
 
@@ -562,7 +562,7 @@ TEST_P(HandBuilt, Float32TiesOnALongSample) {
   const int64_t P = T * (T - 1) / 2;
   for (int64_t r = 0; r < 2; ++r) {
     const int64_t k = int64_t(std::round((r ? 0.3 : 0.01) * double(P)));
-    EXPECT_EQ(acc.at("high_pairs", r)[0], k);
+    EXPECT_EQ(acc.at(Stat::HighPairs, r)[0], k);
     // The first k pairs in (i, j) order: row 0 holds T - 1 of them, then row 1, ...
     const at::Tensor m = stats.selection_matrix(r, 0)[0];
     int64_t expect_rows = 0, left = k;

@@ -5,12 +5,15 @@
 #include <hdf5.h>
 
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <numeric>
 #include <sstream>
 
 #include "pipeline/hdf5.h"
 #include "pipeline/run.h"
 #include "pipeline/store.h"
+#include "stages/accumulator.h"
 #include "stages/error.h"
 #include "stages/random_checkpoint.h"
 #include "test_helpers.h"
@@ -86,6 +89,31 @@ TEST_F(RunStore, ShapesAsDocumented) {
   EXPECT_EQ(dims(file_, "stats/relative_to_max=0.95/high_attention_all"), (std::vector<hsize_t>{2, 2}));
   EXPECT_EQ(dims(file_, "examples/attention"), (std::vector<hsize_t>{2, 2, 2, 128, 128}));
   EXPECT_EQ(dims(file_, "examples/selected"), (std::vector<hsize_t>{2, 2, 2, 2, 128, 128}));
+}
+
+// docs/STORE.md's statistics table is the schema: the same datasets, groups and shapes, in order,
+// and each of them is in the store where the table says.
+TEST_F(RunStore, StoreDocumentsExactlyTheStatisticsSchema) {
+  std::ifstream in("docs/STORE.md");
+  ASSERT_TRUE(in) << "run from the source folder";
+  const std::regex row(R"(^\| `(\w+)` \| (/stats/<rule>|/stats/baseline) \| (\[[A-Z,]*\]) \| .+ \|$)");
+  std::vector<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    const size_t i = names.size();
+    names.push_back(m[1]);
+    ASSERT_LT(i, kStatCount) << "the table documents more statistics than the schema has: " << m[1];
+    const StatInfo& info = kStatSchema[i];
+    EXPECT_EQ(m[1].str(), info.name) << "row " << i;
+    EXPECT_EQ(m[2].str() == "/stats/<rule>", info.per_rule) << info.name;
+    const char* shapes[] = {"[]", "[T]", "[L]", "[L,H]", "[L,H,T]", "[L,H,V]"};
+    EXPECT_EQ(m[3].str(), shapes[int(info.shape)]) << info.name;
+    const std::string where = info.per_rule ? "stats/top_fraction=0.01/" : "stats/baseline/";
+    EXPECT_TRUE(h5::exists(file_, where + info.name)) << where << info.name;
+  }
+  EXPECT_EQ(names.size(), kStatCount) << "docs/STORE.md's statistics table misses schema entries";
 }
 
 TEST_F(RunStore, EveryDatasetHasADescription) {

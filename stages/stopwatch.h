@@ -1,0 +1,17 @@
+// Elapsed wall time since construction or the last restart, in seconds (steady clock).
+#pragma once
+#include <chrono>
+
+namespace ctxsim {
+
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  void restart() { start_ = std::chrono::steady_clock::now(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace ctxsim
