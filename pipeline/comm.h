@@ -65,6 +65,8 @@ class LocalComm final : public Communicator {
 // CTXSIM_CUDA, else the MPI one. Throws, saying how to build it, when "nccl" is asked of a
 // build without CUDA.
 std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda);
+// Whether this build has CUDA and this process sees a GPU (runtime.device: auto).
+bool cuda_device_visible();
 
 // MPI initialised once per process (funneled: only the main thread calls MPI), finalised at exit.
 void ensure_mpi();

@@ -85,6 +85,15 @@ class NcclComm final : public Communicator {
 }  // namespace
 #endif
 
+bool cuda_device_visible() {
+#ifdef CTXSIM_WITH_CUDA
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda) {
   if (!cuda) return nullptr;  // the caller reduces over MPI
 #ifdef CTXSIM_WITH_CUDA

@@ -27,12 +27,10 @@ double seconds_since(Clock::time_point t0) {
 
 CorpusOptions corpus_options(const Config& c) {
   CorpusOptions o;
-  o.format = c.corpus.format == "text" ? CorpusFormat::Text
-             : c.corpus.format == "jsonl" ? CorpusFormat::Jsonl
-                                          : CorpusFormat::Brown;
+  o.format = c.corpus.format;
   o.path = c.corpus.path;
   o.text_field = c.corpus.text_field;
-  o.invalid_utf8 = c.corpus.invalid_utf8 == "replace" ? InvalidUtf8::Replace : InvalidUtf8::Error;
+  o.invalid_utf8 = c.corpus.invalid_utf8;
   o.max_documents = c.corpus.max_documents;
   return o;
 }
@@ -40,7 +38,7 @@ CorpusOptions corpus_options(const Config& c) {
 SampleOptions sample_options(const Config& c) {
   SampleOptions o;
   o.seq_len = static_cast<int32_t>(c.samples.seq_len);
-  o.windows = c.samples.windows == "documents" ? WindowMode::Documents : WindowMode::Sentences;
+  o.windows = c.samples.windows;
   o.stride_sentences = static_cast<int32_t>(c.samples.stride_sentences);
   o.num_samples = c.samples.num_samples;
   o.seed = static_cast<uint64_t>(c.samples.seed);
@@ -132,7 +130,7 @@ int cmd_samples(const std::string& path, const std::vector<std::string>& overrid
   out << "documents:           " << p.documents << "\n"
       << "sentences:           " << p.sentences << "\n"
       << "corpus tokens:       " << p.corpus_tokens << "\n"
-      << "candidates:          " << s.num_candidates << " (" << c.samples.windows << " windows)\n"
+      << "candidates:          " << s.num_candidates << " (" << name_of(c.samples.windows) << " windows)\n"
       << "drawn samples:       " << s.size() << " of " << s.requested << " requested (seed " << c.samples.seed << ")\n"
       << "sample tokens:       " << s.valid_tokens() << " valid of " << s.size() * s.seq_len << " (T=" << s.seq_len << ")\n"
       << "truncated sentences: " << s.truncated_sentences << "\n";

@@ -97,13 +97,85 @@ std::string parse_string(const YAML::Node& n, const std::string& where, const st
   return s;
 }
 
+// ------------------------------------------------------------------ choice keys ---------
+
+template <class E>
+const std::vector<std::pair<std::string, E>>& choices_of();
+template <>
+const std::vector<std::pair<std::string, CorpusFormat>>& choices_of() {
+  static const std::vector<std::pair<std::string, CorpusFormat>> c = {
+      {"brown", CorpusFormat::Brown}, {"text", CorpusFormat::Text}, {"jsonl", CorpusFormat::Jsonl}};
+  return c;
+}
+template <>
+const std::vector<std::pair<std::string, InvalidUtf8>>& choices_of() {
+  static const std::vector<std::pair<std::string, InvalidUtf8>> c = {{"error", InvalidUtf8::Error}, {"replace", InvalidUtf8::Replace}};
+  return c;
+}
+template <>
+const std::vector<std::pair<std::string, WindowMode>>& choices_of() {
+  static const std::vector<std::pair<std::string, WindowMode>> c = {{"sentences", WindowMode::Sentences},
+                                                                    {"documents", WindowMode::Documents}};
+  return c;
+}
+template <>
+const std::vector<std::pair<std::string, LowerCase>>& choices_of() {
+  static const std::vector<std::pair<std::string, LowerCase>> c = {
+      {"auto", LowerCase::Auto}, {"true", LowerCase::True}, {"false", LowerCase::False}};
+  return c;
+}
+template <>
+const std::vector<std::pair<std::string, Precision>>& choices_of() {
+  static const std::vector<std::pair<std::string, Precision>> c = {
+      {"float32", Precision::Float32}, {"bfloat16", Precision::BFloat16}, {"float64", Precision::Float64}};
+  return c;
+}
+template <>
+const std::vector<std::pair<std::string, HeadVector>>& choices_of() {
+  static const std::vector<std::pair<std::string, HeadVector>> c = {{"context", HeadVector::Context},
+                                                                    {"projected", HeadVector::Projected}};
+  return c;
+}
+template <>
+const std::vector<std::pair<std::string, Device>>& choices_of() {
+  static const std::vector<std::pair<std::string, Device>> c = {{"auto", Device::Auto}, {"cpu", Device::Cpu}, {"cuda", Device::Cuda}};
+  return c;
+}
+
+}  // namespace
+
+template <class E>
+std::string name_of(E value) {
+  for (const auto& [name, v] : choices_of<E>())
+    if (v == value) return name;
+  return "?";
+}
+template std::string name_of(CorpusFormat);
+template std::string name_of(InvalidUtf8);
+template std::string name_of(WindowMode);
+template std::string name_of(LowerCase);
+template std::string name_of(Precision);
+template std::string name_of(HeadVector);
+template std::string name_of(Device);
+
+namespace {
+
 // ------------------------------------------------------------------------ schema ---------
 
+// One key: its path, help, how it is read, written and copied, and whether it determines a run's
+// results (the identity of a store) or only steers how the run goes. The defaults are Config's
+// own member initialisers.
 struct Field {
   std::string path;  // "samples.seq_len"
   std::string help;  // meaning, units, sentinels: the comment in the effective config
   std::function<void(Config&, const YAML::Node&, const std::string& where)> set;
   std::function<void(const Config&, YAML::Emitter&)> emit;
+  std::function<void(const Config& from, Config& to)> copy;
+  bool determines_results = true;
+  Field& steering() {
+    determines_results = false;
+    return *this;
+  }
 };
 
 template <class T>
@@ -112,11 +184,16 @@ using Ref = T& (*)(Config&);
 template <class T>
 const T& cref(Ref<T> ref, const Config& c) { return ref(const_cast<Config&>(c)); }
 
+template <class T>
+std::function<void(const Config&, Config&)> copier(Ref<T> ref) {
+  return [=](const Config& from, Config& to) { ref(to) = cref(ref, from); };
+}
+
 Field int_field(std::string path, Ref<int64_t> ref, int64_t lo, int64_t hi, std::string help) {
   const std::string example = std::to_string(ref(*std::make_unique<Config>()));
   return {path, std::move(help),
           [=](Config& c, const YAML::Node& n, const std::string& w) { ref(c) = parse_int(n, w, path, lo, hi, example); },
-          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }};
+          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref)};
 }
 
 Field double_field(std::string path, Ref<double> ref, double lo, double hi, bool lo_open, std::string help) {
@@ -127,19 +204,33 @@ Field double_field(std::string path, Ref<double> ref, double lo, double hi, bool
           [=](Config& c, const YAML::Node& n, const std::string& w) {
             ref(c) = parse_double(n, w, path, lo, hi, lo_open, example);
           },
-          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }};
+          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref)};
 }
 
 Field bool_field(std::string path, Ref<bool> ref, std::string help) {
   return {path, std::move(help),
           [=](Config& c, const YAML::Node& n, const std::string& w) { ref(c) = parse_bool(n, w, path); },
-          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }};
+          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref)};
 }
 
 Field string_field(std::string path, Ref<std::string> ref, std::vector<std::string> choices, std::string help) {
   return {path, std::move(help),
           [=](Config& c, const YAML::Node& n, const std::string& w) { ref(c) = parse_string(n, w, path, choices); },
-          [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << cref(ref, c); }};
+          [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << cref(ref, c); }, copier(ref)};
+}
+
+// A choice key, read and written by the names of choices_of<E>().
+template <class E>
+Field enum_field(std::string path, Ref<E> ref, std::string help) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : choices_of<E>()) names.push_back(name);
+  return {path, std::move(help),
+          [=](Config& c, const YAML::Node& n, const std::string& w) {
+            const std::string s = parse_string(n, w, path, names);
+            for (const auto& [name, value] : choices_of<E>())
+              if (name == s) ref(c) = value;
+          },
+          [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << name_of(cref(ref, c)); }, copier(ref)};
 }
 
 template <class T, class ParseItem>
@@ -159,26 +250,27 @@ Field list_field(std::string path, Ref<std::vector<T>> ref, std::string item_kin
             e << YAML::Flow << YAML::BeginSeq;
             for (const auto& v : cref(ref, c)) e << v;
             e << YAML::EndSeq;
-          }};
+          },
+          copier(ref)};
 }
 
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f;
-    f.push_back(string_field("corpus.format", [](Config& c) -> std::string& { return c.corpus.format; },
-                             {"brown", "text", "jsonl"}, "brown (one sentence per line, word/tag) | text | jsonl"));
+    f.push_back(enum_field<CorpusFormat>("corpus.format", [](Config& c) -> CorpusFormat& { return c.corpus.format; },
+                                         "brown (one sentence per line, word/tag) | text | jsonl"));
     f.push_back(string_field("corpus.path", [](Config& c) -> std::string& { return c.corpus.path; }, {},
                              "corpus folder or file, relative to the working directory"));
     f.push_back(string_field("corpus.text_field", [](Config& c) -> std::string& { return c.corpus.text_field; }, {},
                              "jsonl: the member holding each document's text"));
-    f.push_back(string_field("corpus.invalid_utf8", [](Config& c) -> std::string& { return c.corpus.invalid_utf8; },
-                             {"error", "replace"}, "error | replace (invalid bytes become U+FFFD)"));
+    f.push_back(enum_field<InvalidUtf8>("corpus.invalid_utf8", [](Config& c) -> InvalidUtf8& { return c.corpus.invalid_utf8; },
+                                        "error | replace (invalid bytes become U+FFFD)"));
     f.push_back(int_field("corpus.max_documents", [](Config& c) -> int64_t& { return c.corpus.max_documents; }, 0, kBig,
                           "0 = all documents, else the first N in corpus order"));
     f.push_back(int_field("samples.seq_len", [](Config& c) -> int64_t& { return c.samples.seq_len; }, 3, 8192,
                           "T: tokens per sample including [CLS] and [SEP]"));
-    f.push_back(string_field("samples.windows", [](Config& c) -> std::string& { return c.samples.windows; },
-                             {"sentences", "documents"}, "sentences: a window at every stride-th sentence start | documents: one per document"));
+    f.push_back(enum_field<WindowMode>("samples.windows", [](Config& c) -> WindowMode& { return c.samples.windows; },
+                                       "sentences: a window at every stride-th sentence start | documents: one per document"));
     f.push_back(int_field("samples.stride_sentences", [](Config& c) -> int64_t& { return c.samples.stride_sentences; }, 1, kBig,
                           "sentences mode: a window starts every N sentences"));
     f.push_back(int_field("samples.num_samples", [](Config& c) -> int64_t& { return c.samples.num_samples; }, 1, kBig,
@@ -191,12 +283,12 @@ const std::vector<Field>& schema() {
                              "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)"));
     f.push_back(string_field("model.vocab", [](Config& c) -> std::string& { return c.model.vocab; }, {},
                              "vocab.txt; empty = the model folder's vocab.txt"));
-    f.push_back(string_field("model.do_lower_case", [](Config& c) -> std::string& { return c.model.do_lower_case; },
-                             {"auto", "true", "false"}, "auto = tokenizer_config.json, else true (uncased)"));
-    f.push_back(string_field("model.dtype", [](Config& c) -> std::string& { return c.model.dtype; },
-                             {"float32", "bfloat16", "float64"}, "compute dtype; float64 for count-for-count checks"));
-    f.push_back(string_field("model.vector", [](Config& c) -> std::string& { return c.model.vector; },
-                             {"context", "projected"}, "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"));
+    f.push_back(enum_field<LowerCase>("model.do_lower_case", [](Config& c) -> LowerCase& { return c.model.do_lower_case; },
+                                      "auto = tokenizer_config.json, else true (uncased)"));
+    f.push_back(enum_field<Precision>("model.dtype", [](Config& c) -> Precision& { return c.model.dtype; },
+                                      "compute dtype; float64 for count-for-count checks"));
+    f.push_back(enum_field<HeadVector>("model.vector", [](Config& c) -> HeadVector& { return c.model.vector; },
+                                       "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"));
     f.push_back(double_field("statistics.attention_threshold", [](Config& c) -> double& { return c.statistics.attention_threshold; },
                              0.0, 1.0, false, "beta: a pair is high-attention when max(A_ij, A_ji) >= beta"));
     f.push_back(list_field<std::string>("statistics.separators", [](Config& c) -> std::vector<std::string>& { return c.statistics.separators; },
@@ -214,25 +306,25 @@ const std::vector<Field>& schema() {
     f.push_back(string_field("output.dir", [](Config& c) -> std::string& { return c.output.dir; }, {},
                              "folder of store.h5 and the report"));
     f.push_back(bool_field("output.overwrite", [](Config& c) -> bool& { return c.output.overwrite; },
-                           "replace an existing store made with a different config"));
+                           "replace an existing store made with a different config").steering());
     f.push_back(bool_field("output.report", [](Config& c) -> bool& { return c.output.report; },
-                           "write the report when the run ends"));
+                           "write the report when the run ends").steering());
     f.push_back(int_field("output.report_max_bytes", [](Config& c) -> int64_t& { return c.output.report_max_bytes; }, 1 << 20, kBig,
-                          "size budget of report.html; large examples are block-pooled to fit"));
+                          "size budget of report.html; large examples are block-pooled to fit").steering());
     f.push_back(int_field("runtime.threads", [](Config& c) -> int64_t& { return c.runtime.threads; }, 0, 4096,
-                          "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores"));
+                          "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores").steering());
     f.push_back(int_field("runtime.batch_size", [](Config& c) -> int64_t& { return c.runtime.batch_size; }, 1, 65536,
                           "samples per forward pass"));
     f.push_back(int_field("runtime.unit_size", [](Config& c) -> int64_t& { return c.runtime.unit_size; }, 1, kBig,
                           "samples per work unit (the resume granularity; independent of the rank count)"));
-    f.push_back(string_field("runtime.device", [](Config& c) -> std::string& { return c.runtime.device; },
-                             {"auto", "cpu", "cuda"}, "auto = the local GPU when built with CUDA, else CPU"));
+    f.push_back(enum_field<Device>("runtime.device", [](Config& c) -> Device& { return c.runtime.device; },
+                                   "auto = the local GPU when built with CUDA and one is visible, else CPU").steering());
     f.push_back(double_field("runtime.progress_seconds", [](Config& c) -> double& { return c.runtime.progress_seconds; },
-                             0.0, 1e6, true, "seconds between progress lines when not on a terminal"));
+                             0.0, 1e6, true, "seconds between progress lines when not on a terminal").steering());
     f.push_back(int_field("runtime.flush_units", [](Config& c) -> int64_t& { return c.runtime.flush_units; }, 1, kBig,
-                          "make progress durable (resume state) every N completed work units"));
+                          "make progress durable (resume state) every N completed work units").steering());
     f.push_back(double_field("runtime.flush_seconds", [](Config& c) -> double& { return c.runtime.flush_seconds; }, 0.0, 1e7, true,
-                             "… or every N seconds, whichever comes first"));
+                             "… or every N seconds, whichever comes first").steering());
     return f;
   }();
   return fields;
@@ -524,14 +616,8 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 
 std::string identity_yaml(Config c) {
   const Config defaults;
-  c.output.overwrite = defaults.output.overwrite;
-  c.output.report = defaults.output.report;
-  c.output.report_max_bytes = defaults.output.report_max_bytes;
-  c.runtime.threads = defaults.runtime.threads;
-  c.runtime.progress_seconds = defaults.runtime.progress_seconds;
-  c.runtime.flush_units = defaults.runtime.flush_units;
-  c.runtime.flush_seconds = defaults.runtime.flush_seconds;
-  c.runtime.device = defaults.runtime.device;
+  for (const auto& f : schema())
+    if (!f.determines_results) f.copy(defaults, c);
   return to_yaml(c, false);
 }
 

@@ -7,9 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "stages/corpus.h"
+#include "stages/precision.h"
+#include "stages/samples.h"
 #include "stages/selection.h"
 
 namespace ctxsim {
+
+// The choice keys' values (their spellings are in the schema table of config.cpp).
+enum class HeadVector { Context, Projected };  // SPEC §2: o_i, or o_i W_O[h]
+enum class Device { Auto, Cpu, Cuda };
+enum class LowerCase { Auto, True, False };     // Auto: tokenizer_config.json, else true
+
+// A choice value as the config spells it ("sentences", "float32", …).
+template <class E>
+std::string name_of(E value);
 
 // One axis of a sweep: a key with its values, or a zip group of keys whose values vary together.
 struct SweepAxis {
@@ -21,15 +33,15 @@ struct SweepAxis {
 
 struct Config {
   struct Corpus {
-    std::string format = "brown";       // brown | text | jsonl
+    CorpusFormat format = CorpusFormat::Brown;  // brown | text | jsonl
     std::string path = "data/brown";    // folder or file, relative to the working directory
     std::string text_field = "text";    // jsonl: member holding each document's text
-    std::string invalid_utf8 = "error"; // error | replace (with U+FFFD)
+    InvalidUtf8 invalid_utf8 = InvalidUtf8::Error;  // error | replace (with U+FFFD)
     int64_t max_documents = 0;          // 0 = all documents, else the first N
   } corpus;
   struct Samples {
     int64_t seq_len = 128;              // T: tokens per sample incl. [CLS] and [SEP]
-    std::string windows = "sentences";  // sentences | documents
+    WindowMode windows = WindowMode::Sentences;  // sentences | documents
     int64_t stride_sentences = 1;       // sentences mode: a window every N sentence starts
     int64_t num_samples = 20000;        // windows drawn (all when fewer exist)
     int64_t seed = 42;                  // SplitMix64 seed of the draw
@@ -38,9 +50,9 @@ struct Config {
     std::string path;                   // Hugging Face model folder (config.json, model.safetensors, vocab.txt)
     std::string name;                   // or a name resolved offline in the HF cache, e.g. bert-base-uncased
     std::string vocab;                  // vocab.txt; empty = <model folder>/vocab.txt
-    std::string do_lower_case = "auto"; // auto (tokenizer_config.json, else true) | true | false
-    std::string dtype = "float32";      // float32 | bfloat16 | float64
-    std::string vector = "context";     // context | projected (SPEC §2)
+    LowerCase do_lower_case = LowerCase::Auto;  // auto (tokenizer_config.json, else true) | true | false
+    Precision dtype = Precision::Float32;       // float32 | bfloat16 | float64
+    HeadVector vector = HeadVector::Context;    // context | projected (SPEC §2)
   } model;
   std::vector<SelectionRule> selection = {SelectionRule{}};  // SPEC §3; evaluated in one pass
   struct Statistics {
@@ -59,7 +71,7 @@ struct Config {
     int64_t threads = 0;                  // per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else cores
     int64_t batch_size = 8;               // samples per forward pass
     int64_t unit_size = 64;               // samples per work unit (never derived from rank count)
-    std::string device = "auto";          // auto | cpu | cuda
+    Device device = Device::Auto;         // auto | cpu | cuda
     double progress_seconds = 30;         // seconds between progress lines in non-terminal logs
     int64_t flush_units = 1;              // make progress durable every N completed units …
     double flush_seconds = 60;            // … or every N seconds, whichever comes first
@@ -91,10 +103,9 @@ void check_paths(const Config& config);
 // The effective config as YAML, every key present, with a comment on each.
 std::string to_yaml(const Config& config, bool with_comments = true);
 
-// The YAML of the settings that determine a run's results: to_yaml without the keys that only
-// steer how it runs (output.overwrite and .report; runtime threads, device, progress and flush
-// intervals).
-// Two runs may share a store only when these agree.
+// The YAML of the settings that determine a run's results: to_yaml with the keys that only steer
+// how it runs (marked so in the schema: output.overwrite and .report; runtime threads, device,
+// progress and flush intervals) at their defaults. Two runs may share a store only when these agree.
 std::string identity_yaml(Config config);
 
 // One point of a sweep: the overrides that make it, and where its store goes.

@@ -63,10 +63,10 @@ BertTokenizer make_tokenizer(const Config& c) {
                   "add the model's vocab.txt there or set model.vocab");
   }
   TokenizerOptions options;
-  if (c.model.do_lower_case == "auto") {
+  if (c.model.do_lower_case == LowerCase::Auto) {
     options = dir.empty() ? TokenizerOptions{} : read_tokenizer_options(dir, true);
   } else {
-    options.lower_case = options.strip_accents = c.model.do_lower_case == "true";
+    options.lower_case = options.strip_accents = c.model.do_lower_case == LowerCase::True;
   }
   return BertTokenizer(Vocab::load(vocab_path), options);
 }

@@ -42,13 +42,13 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const PreparedSamples prepared = prepare_samples(c, tokenizer);
   const SampleSet& s = prepared.samples;
   require_native_dtype(c.model.dtype, c.where("model.dtype"));
-  const BertModel model = BertModel::load(dir, parse_dtype(c.model.dtype));
+  const BertModel model = BertModel::load(dir, torch_dtype(c.model.dtype));
   const BertConfig& mc = model.config();
   const int threads = configure_threads(c.runtime.threads, 1);
   const int64_t N = s.size(), T = s.seq_len, B = c.runtime.batch_size, R = int64_t(c.selection.size());
   const int64_t L = mc.num_layers, H = mc.num_heads, V = mc.vocab_size, E = int64_t(c.statistics.examples.size());
   const auto units = make_units(N, c.runtime.unit_size);
-  const double dsize = c.model.dtype == "float64" ? 8 : c.model.dtype == "bfloat16" ? 2 : 4;
+  const double dsize = c.model.dtype == Precision::Float64 ? 8 : c.model.dtype == Precision::BFloat16 ? 2 : 4;
   double params = 0;
   for (const auto& [name, shape] : bert_tensor_shapes(mc)) {
     double n = 1;
@@ -62,7 +62,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const double store = double(N * T) * 8 + double(N) * 24 + double(R * N * L * H) * 12 + acc_bytes + double(E * L * H * T * T) * (4 + R);
 
   // Calibration: the first batches of real samples through forward + statistics.
-  const Analysis analysis(model, statistics_options(c, tokenizer.vocab()), c.model.vector == "projected");
+  const Analysis analysis(model, statistics_options(c, tokenizer.vocab()), c.model.vector == HeadVector::Projected);
   Accumulator acc(analysis.shape(T));
   const int64_t runs = std::max<int64_t>(1, std::min<int64_t>(batches, (N + B - 1) / B));
   double secs = 0;
@@ -82,7 +82,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
       << "  samples:        " << N << " (T=" << T << "), " << units.size() << " units of " << c.runtime.unit_size
       << ", " << (units.size() + size_t(ranks) - 1) / size_t(ranks) << " rounds\n"
       << "  model:          " << L << " layers x " << H << " heads, " << std::fixed << std::setprecision(1) << params / 1e6
-      << " M parameters, " << c.model.dtype << "\n"
+      << " M parameters, " << name_of(c.model.dtype) << "\n"
       << "  memory / rank:  ~" << bytes_text(memory) << " (weights " << bytes_text(params * dsize) << ", accumulators "
       << bytes_text(2 * acc_bytes) << ", batch of " << B << " " << bytes_text(activations) << ")\n"
       << "  store:          ~" << bytes_text(store) << " in " << (fs::path(c.output.dir) / "store.h5").string() << "\n"

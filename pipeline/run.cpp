@@ -184,7 +184,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
              " thread(s), cpu");
     // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
     // three are independent, and together they are most of the start-up.
-    const at::ScalarType dtype = parse_dtype(c.model.dtype);
+    const at::ScalarType dtype = torch_dtype(c.model.dtype);
     auto loading = std::async(std::launch::async, [&] { return BertModel::load(dir, dtype, &report); });
     if (mode == Create && rank == 0)
       weights_sha256 = std::async(std::launch::async, [w = (fs::path(dir) / "model.safetensors").string()] { return sha256_file(w); });
@@ -213,7 +213,8 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   malloc_trim(0);
   // The large reductions: NCCL with runtime.device=cuda (CTXSIM_CUDA builds), else MPI.
   std::unique_ptr<Communicator> nccl;
-  coordinated(world, [&] { nccl = make_reduction_comm(world, c.runtime.device == "cuda"); });
+  const bool cuda = c.runtime.device == Device::Cuda || (c.runtime.device == Device::Auto && cuda_device_visible());
+  coordinated(world, [&] { nccl = make_reduction_comm(world, cuda); });
   Communicator& reducer = nccl ? *nccl : static_cast<Communicator&>(world);
   const SampleSet& samples = prepared.samples;
   const BertConfig& mc = model->config();
@@ -224,9 +225,9 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   }
   log_info("samples: " + std::to_string(samples.size()) + " of " + std::to_string(samples.num_candidates) + " candidates, T=" +
            std::to_string(samples.seq_len) + "; model " + dir + " (" + std::to_string(mc.num_layers) + " layers, " +
-           std::to_string(mc.num_heads) + " heads, " + c.model.dtype + ")");
+           std::to_string(mc.num_heads) + " heads, " + name_of(c.model.dtype) + ")");
 
-  const Analysis analysis(*model, opt, c.model.vector == "projected");
+  const Analysis analysis(*model, opt, c.model.vector == HeadVector::Projected);
   // One accumulator per rank: rank 0's holds every unit so far (its own added as computed, the
   // others' at each flush, the reduction being in place at the root); another rank's holds its
   // units since the last flush.
@@ -270,12 +271,12 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     const std::string vocab_text = read_file_bytes(vocab_path);
     attrs.vocab_path = vocab_path;
     attrs.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab_text.data()), vocab_text.size());
-    attrs.corpus = c.corpus.format + ":" + c.corpus.path + " (" + std::to_string(prepared.documents) + " documents)";
+    attrs.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(prepared.documents) + " documents)";
     attrs.version = version_string();
     attrs.git_revision = CTXSIM_GIT_REVISION;
     attrs.started = utc_now();
-    attrs.vector_kind = c.model.vector;
-    attrs.dtype = c.model.dtype;
+    attrs.vector_kind = name_of(c.model.vector);
+    attrs.dtype = name_of(c.model.dtype);
     attrs.ranks = size;
     attrs.threads = threads;
     attrs.devices = std::to_string(size) + " x cpu, reductions over " + reducer.name();

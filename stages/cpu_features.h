@@ -4,6 +4,8 @@
 #pragma once
 #include <string>
 
+#include "stages/precision.h"
+
 namespace ctxsim {
 
 struct CpuFeatures {
@@ -17,8 +19,8 @@ struct CpuFeatures {
 // that lets a machine that has them check the refusal).
 CpuFeatures cpu_features();
 
-// Throws ctxsim::Error naming `where` (the config key) when dtype is "bfloat16" and the CPU has
-// no native bfloat16: such a run would crawl.
-void require_native_dtype(const std::string& dtype, const std::string& where);
+// Throws ctxsim::Error naming `where` (the config key) when the precision is bfloat16 and the CPU
+// has no native bfloat16: such a run would crawl.
+void require_native_dtype(Precision precision, const std::string& where);
 
 }  // namespace ctxsim

@@ -45,11 +45,19 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 }  // namespace
 
+at::ScalarType torch_dtype(Precision p) {
+  switch (p) {
+    case Precision::Float32: return at::kFloat;
+    case Precision::BFloat16: return at::kBFloat16;
+    case Precision::Float64: return at::kDouble;
+  }
+  return at::kFloat;
+}
+
 at::ScalarType parse_dtype(const std::string& name) {
-  if (name == "float32") return at::kFloat;
-  if (name == "bfloat16") return at::kBFloat16;
-  if (name == "float64") return at::kDouble;
-  throw Error("model.dtype", "'" + name + "' is not float32, bfloat16 or float64", "pick one of them");
+  const auto p = parse_precision(name);
+  if (!p) throw Error("model.dtype", "'" + name + "' is not float32, bfloat16 or float64", "pick one of them");
+  return torch_dtype(*p);
 }
 
 int configure_threads(int64_t requested, int ranks_on_node) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stages/bert_config.h"
+#include "stages/precision.h"
 
 namespace ctxsim {
 
@@ -68,7 +69,8 @@ class BertModel {
   std::vector<Layer> layers_;
 };
 
-// Parses "float32" | "bfloat16" | "float64".
+// The LibTorch dtype of a precision; parse_dtype reads "float32" | "bfloat16" | "float64".
+at::ScalarType torch_dtype(Precision p);
 at::ScalarType parse_dtype(const std::string& name);
 
 // Sets LibTorch's intra-op threads: requested > 0, else SLURM_CPUS_PER_TASK, else

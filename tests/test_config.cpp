@@ -28,14 +28,14 @@ TEST(Config, DefaultsFollowSpec) {
   EXPECT_EQ(c.samples.seq_len, 128);
   EXPECT_EQ(c.samples.num_samples, 20000);
   EXPECT_EQ(c.samples.seed, 42);
-  EXPECT_EQ(c.samples.windows, "sentences");
+  EXPECT_EQ(c.samples.windows, WindowMode::Sentences);
   EXPECT_EQ(c.samples.stride_sentences, 1);
   ASSERT_EQ(c.selection.size(), 1u);
   EXPECT_EQ(c.selection[0].name(), "top_fraction=0.01");
   EXPECT_DOUBLE_EQ(c.statistics.attention_threshold, 0.1);
   EXPECT_EQ(c.statistics.separators, (std::vector<std::string>{".", ",", "[SEP]"}));
-  EXPECT_EQ(c.model.vector, "context");
-  EXPECT_EQ(c.model.dtype, "float32");
+  EXPECT_EQ(c.model.vector, HeadVector::Context);
+  EXPECT_EQ(c.model.dtype, Precision::Float32);
 }
 
 TEST(Config, ValuesAndSelectionList) {
@@ -43,7 +43,7 @@ TEST(Config, ValuesAndSelectionList) {
       "samples:\n  seq_len: 64\n  windows: documents\nselection:\n  - top_fraction: 0.005\n"
       "  - relative_to_max: 0.9\n  - absolute: -2.5\nruntime:\n", "cfg.yaml");
   EXPECT_EQ(c.samples.seq_len, 64);
-  EXPECT_EQ(c.samples.windows, "documents");
+  EXPECT_EQ(c.samples.windows, WindowMode::Documents);
   ASSERT_EQ(c.selection.size(), 3u);
   EXPECT_EQ(c.selection[1].kind, SelectionRule::Kind::RelativeToMax);
   EXPECT_DOUBLE_EQ(c.selection[2].value, -2.5);
@@ -179,7 +179,7 @@ TEST(Sweep, CartesianProductInOrderWithDeterministicNames) {
                                                               "output.dir=out/s/model.vector=projected,samples.seq_len=256"}));
   // Applying a point's overrides gives that point's config.
   const Config point = parse_config("output: {dir: out}\n", "cfg.yaml", p.points[3].overrides);
-  EXPECT_EQ(point.model.vector, "projected");
+  EXPECT_EQ(point.model.vector, HeadVector::Projected);
   EXPECT_EQ(point.samples.seq_len, 64);
   EXPECT_EQ(expand_sweep(c).points[4].name, p.points[4].name);  // deterministic
 }

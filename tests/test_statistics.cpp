@@ -292,7 +292,7 @@ TEST(Accumulator, MergeIsElementwiseSumAndChecksShape) {
   a.merge(b);
   EXPECT_EQ(a.at(Stat::HighPairs, 1)[0], 7);
   EXPECT_EQ(*a.at(Stat::Samples), 2);
-  EXPECT_THROW(a.merge(other), Error);
+  EXPECT_THROW(a.merge(other), InternalError);
 }
 
 // ------------------------------------------ real samples through a tiny random model -----
