@@ -7,12 +7,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "pipeline/log.h"
-#include "pipeline/run.h"
+#include "pipeline/job/log.h"
+#include "pipeline/commands/run.h"
 
 #include <mpi.h>
 
-#include "pipeline/commands.h"
+#include "pipeline/commands/commands.h"
 #include "stages/error.h"
 
 namespace {

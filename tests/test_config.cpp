@@ -1,6 +1,6 @@
 // Config: defaults, overrides, the shipped configs, and one test per class of bad input, each
 // asserting that the message names the file, line, key path and a fix.
-#include "pipeline/config.h"
+#include "pipeline/job/config.h"
 
 #include <gtest/gtest.h>
 

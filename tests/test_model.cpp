@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipeline/model_files.h"
+#include "pipeline/job/inputs.h"
 #include "stages/error.h"
 #include "stages/random_checkpoint.h"
 #include "stages/safetensors.h"

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <set>
 
-#include "pipeline/checkpoint.h"
-#include "pipeline/plan.h"
+#include "pipeline/job/checkpoint.h"
+#include "pipeline/job/work_units.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "pipeline/commands.h"
-#include "pipeline/hdf5.h"
-#include "pipeline/run.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/commands/run.h"
 #include "stages/error.h"
 #include "stages/random_checkpoint.h"
 #include "stages/render.h"

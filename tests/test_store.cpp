@@ -10,9 +10,9 @@
 #include <numeric>
 #include <sstream>
 
-#include "pipeline/hdf5.h"
-#include "pipeline/run.h"
-#include "pipeline/store.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/commands/run.h"
+#include "pipeline/store/store.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
 #include "stages/random_checkpoint.h"

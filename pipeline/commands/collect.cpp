@@ -7,12 +7,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "pipeline/commands.h"
-#include "pipeline/comm.h"
-#include "pipeline/hdf5.h"
-#include "pipeline/log.h"
-#include "pipeline/store.h"
-#include "pipeline/store_stats.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/job/comm.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/job/log.h"
+#include "pipeline/store/store.h"
+#include "pipeline/store/store_reader.h"
 #include "stages/error.h"
 #include "stages/files.h"
 

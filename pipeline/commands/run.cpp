@@ -2,7 +2,7 @@
 // units (or nothing), then all ranks agree in one small all-reduce on errors, SIGTERM and
 // progress, write their per-sample results collectively, and (when due) make the round durable:
 // store flush, accumulators reduced to rank 0, resume state renamed into place.
-#include "pipeline/run.h"
+#include "pipeline/commands/run.h"
 
 #include <malloc.h>
 #include <mpi.h>
@@ -20,16 +20,16 @@
 #include <thread>
 
 #include "ctxsim_revision.h"
-#include "pipeline/analysis_options.h"
-#include "pipeline/checkpoint.h"
-#include "pipeline/comm.h"
-#include "pipeline/commands.h"
-#include "pipeline/config.h"
-#include "pipeline/log.h"
-#include "pipeline/model_files.h"
-#include "pipeline/plan.h"
-#include "pipeline/progress.h"
-#include "pipeline/store.h"
+#include "pipeline/job/statistics_options.h"
+#include "pipeline/job/checkpoint.h"
+#include "pipeline/job/comm.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/job/config.h"
+#include "pipeline/job/log.h"
+#include "pipeline/job/inputs.h"
+#include "pipeline/job/work_units.h"
+#include "pipeline/job/progress.h"
+#include "pipeline/store/store.h"
 #include "stages/analysis.h"
 #include "stages/cpu_features.h"
 #include "stages/error.h"

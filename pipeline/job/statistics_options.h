@@ -1,7 +1,7 @@
 // The statistics options of a run from its config and vocabulary, shared by `run` and the
 // calibration of `plan` so that both measure the same arithmetic.
 #pragma once
-#include "pipeline/config.h"
+#include "pipeline/job/config.h"
 #include "stages/statistics.h"
 #include "stages/tokenizer.h"
 

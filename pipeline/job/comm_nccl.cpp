@@ -1,7 +1,7 @@
 // NCCL reductions for CUDA ranks (CTXSIM_CUDA=ON): the communicator is bootstrapped over MPI
 // (rank 0 makes the unique id and broadcasts it), owns its CUDA stream, and reduces int64
 // buffers on the device. Without CUDA this file only says how to get it.
-#include "pipeline/comm.h"
+#include "pipeline/job/comm.h"
 #include "stages/error.h"
 
 #ifdef CTXSIM_WITH_CUDA

@@ -1,4 +1,4 @@
-#include "pipeline/checkpoint.h"
+#include "pipeline/job/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "pipeline/model_files.h"
+#include "pipeline/job/inputs.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "pipeline/config.h"
+#include "pipeline/job/config.h"
 #include "stages/tokenizer.h"
 
 namespace ctxsim {

@@ -1,4 +1,4 @@
-#include "pipeline/config.h"
+#include "pipeline/job/config.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -1,4 +1,4 @@
-#include "pipeline/progress.h"
+#include "pipeline/job/progress.h"
 
 #include <unistd.h>
 

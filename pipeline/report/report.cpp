@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "pipeline/commands.h"
-#include "report_explorer.h"  // generated: kExplorerJs, from pipeline/report_explorer.js
-#include "pipeline/comm.h"
-#include "pipeline/hdf5.h"
-#include "pipeline/run.h"
-#include "pipeline/store.h"
-#include "pipeline/store_stats.h"
+#include "pipeline/commands/commands.h"
+#include "report_explorer.h"  // generated: kExplorerJs, from pipeline/report/explorer.js
+#include "pipeline/job/comm.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/commands/run.h"
+#include "pipeline/store/store.h"
+#include "pipeline/store/store_reader.h"
 #include "stages/error.h"
 #include "stages/figure.h"
 #include "stages/files.h"
@@ -419,7 +419,7 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
                      plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
 }
 
-// The explorer's data of an example (a JSON object, see report_explorer.js), pooled coarser
+// The explorer's data of an example (a JSON object, see explorer.js), pooled coarser
 // than legible_block when it would not fit `budget` bytes.
 std::string example_data(const StoreData& d, const Example& x, const std::vector<double>& roll, size_t budget) {
   const int L = d.L, H = d.H, n = x.n;

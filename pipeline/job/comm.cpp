@@ -1,4 +1,4 @@
-#include "pipeline/comm.h"
+#include "pipeline/job/comm.h"
 
 #include <cstdlib>
 #include <limits>

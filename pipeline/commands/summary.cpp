@@ -8,10 +8,10 @@
 #include <numeric>
 #include <sstream>
 
-#include "pipeline/hdf5.h"
-#include "pipeline/run.h"
-#include "pipeline/store.h"
-#include "pipeline/store_stats.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/commands/run.h"
+#include "pipeline/store/store.h"
+#include "pipeline/store/store_reader.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/config.h"
+#include "pipeline/job/config.h"
 #include "stages/samples.h"
 
 namespace ctxsim {

@@ -2,7 +2,7 @@
 // in the same order; each rank writes only its own hyperslabs; dataset storage is allocated at
 // creation; transfers are collective (H5FD_MPIO_COLLECTIVE) and a rank with nothing to write
 // takes part with an empty selection.
-#include "pipeline/store.h"
+#include "pipeline/store/store.h"
 
 #include <chrono>
 #include <ctime>

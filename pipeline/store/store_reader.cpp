@@ -1,9 +1,9 @@
-#include "pipeline/store_stats.h"
+#include "pipeline/store/store_reader.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "pipeline/hdf5.h"
+#include "pipeline/store/hdf5.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
 #include "stages/files.h"

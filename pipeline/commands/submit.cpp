@@ -9,8 +9,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "pipeline/commands.h"
-#include "pipeline/config.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/job/config.h"
 #include "stages/error.h"
 #include "stages/files.h"
 

@@ -1,4 +1,4 @@
-#include "pipeline/plan.h"
+#include "pipeline/job/work_units.h"
 
 #include <algorithm>
 

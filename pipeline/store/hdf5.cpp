@@ -1,4 +1,4 @@
-#include "pipeline/hdf5.h"
+#include "pipeline/store/hdf5.h"
 
 #include "stages/error.h"
 

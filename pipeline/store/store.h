@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/hdf5.h"
+#include "pipeline/store/hdf5.h"
 #include "stages/accumulator.h"
 #include "stages/samples.h"
 #include "stages/selection.h"

@@ -3,7 +3,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include "pipeline/commands.h"
+#include "pipeline/commands/commands.h"
 #include "stages/error.h"
 #include "stages/analysis.h"
 #include "stages/cpu_features.h"

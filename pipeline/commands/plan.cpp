@@ -7,12 +7,12 @@
 #include <iomanip>
 #include <iostream>
 
-#include "pipeline/analysis_options.h"
-#include "pipeline/commands.h"
-#include "pipeline/config.h"
-#include "pipeline/model_files.h"
-#include "pipeline/plan.h"
-#include "pipeline/progress.h"
+#include "pipeline/job/statistics_options.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/job/config.h"
+#include "pipeline/job/inputs.h"
+#include "pipeline/job/work_units.h"
+#include "pipeline/job/progress.h"
 #include "stages/analysis.h"
 #include "stages/cpu_features.h"
 #include "stages/error.h"

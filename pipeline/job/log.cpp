@@ -1,4 +1,4 @@
-#include "pipeline/log.h"
+#include "pipeline/job/log.h"
 
 #include <iostream>
 

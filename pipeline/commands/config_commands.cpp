@@ -1,4 +1,4 @@
-#include "pipeline/commands.h"
+#include "pipeline/commands/commands.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,12 +7,12 @@
 #include <sstream>
 
 #include "ctxsim_revision.h"
-#include "pipeline/checkpoint.h"
-#include "pipeline/comm.h"
-#include "pipeline/log.h"
-#include "pipeline/store.h"
-#include "pipeline/model_files.h"
-#include "pipeline/run.h"
+#include "pipeline/job/checkpoint.h"
+#include "pipeline/job/comm.h"
+#include "pipeline/job/log.h"
+#include "pipeline/store/store.h"
+#include "pipeline/job/inputs.h"
+#include "pipeline/commands/run.h"
 #include "stages/corpus.h"
 #include "stages/error.h"
 #include "stages/utf8.h"
