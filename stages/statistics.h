@@ -10,6 +10,7 @@
 #include "stages/accumulator.h"
 #include "stages/head_statistics.h"
 #include "stages/selection.h"
+#include "stages/statistics_options.h"
 
 namespace ctxsim {
 
@@ -22,14 +23,7 @@ at::Tensor context_similarity(const at::Tensor& vectors, const at::Tensor& valid
 // M_h = W_O[h] W_O[h]ᵀ from W_O split by head [H, d, hidden] → [H, d, d].
 at::Tensor projection_metric(const at::Tensor& o_by_head);
 
-struct StatisticsOptions {
-  std::vector<SelectionRule> rules;
-  double attention_threshold = 0.1;     // beta (SPEC §4.6), for rules without their own
-  std::vector<int64_t> separator_ids;   // token ids of separators (SPEC §4.7), for rules without their own
-  std::vector<std::vector<int64_t>> rule_separator_ids;  // per rule; empty (or missing) = separator_ids
-  std::vector<int64_t> special_ids;     // [PAD] [UNK] [CLS] [SEP] [MASK]: never a repetition
-  bool dense_only = false;              // tests: always take the dense path (same results, slower)
-};
+
 
 // One batch of samples, row-major [B, T] as in SampleSet.
 struct BatchSamples {

@@ -12,7 +12,7 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/commands/run.h"
+#include "pipeline/commands/commands.h"
 #include "stages/error.h"
 #include "stages/random_checkpoint.h"
 #include "stages/render.h"

@@ -11,7 +11,8 @@
 #include <sstream>
 
 #include "pipeline/store/hdf5.h"
-#include "pipeline/commands/run.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/job/agree.h"
 #include "pipeline/store/store.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"

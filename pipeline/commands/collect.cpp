@@ -32,7 +32,7 @@ std::string csv_field(const std::string& s) {
 
 int cmd_collect(const std::string& dir, const std::string& out_path, std::ostream& out) {
   if (!fs::is_directory(dir)) throw Error(dir, "not a folder", "give the sweep's folder: output.dir/<sweep name>");
-  ensure_mpi();
+  MpiSession::ensure();
   std::vector<fs::path> stores;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file() && e.path().filename() == "store.h5") stores.push_back(e.path());

@@ -7,19 +7,14 @@
 #include <vector>
 
 #include "pipeline/job/config.h"
+#include "pipeline/job/inputs.h"
 #include "stages/samples.h"
 
 namespace ctxsim {
 
 std::string version_string();  // "ctxsim 0.1.0 (git abc123)"
 
-// Corpus → tokens → drawn samples, with the counts the `samples` command prints.
-struct PreparedSamples {
-  SampleSet samples;
-  int64_t documents = 0, sentences = 0, corpus_tokens = 0, dropped_sentences = 0;
-  double read_seconds = 0, tokenize_seconds = 0, sample_seconds = 0;
-};
-PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer);
+
 
 // A sample as text: "[CLS] | s0: the jury said … | s1: … | [SEP]" with word pieces joined.
 std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab);
@@ -29,6 +24,15 @@ int cmd_samples(const std::string& config, const std::vector<std::string>& overr
 int cmd_tokenize(const std::string& vocab, bool cased, bool tokens, std::istream& in, std::ostream& out);
 // Runs the config; a sweep config runs point sweep_index, or every point in turn when it is -1.
 int cmd_run(const std::string& config, const std::vector<std::string>& overrides, int64_t sweep_index, std::ostream& out);
+// One run across the MPI ranks (commands/run.cpp): the store, the report and the summary.
+int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out);
+
+// `ctxsim summary`: per-layer tables of a store's statistics vs chance.
+struct SummaryOptions {
+  std::vector<std::pair<int64_t, int64_t>> heads;  // (layer, head) whose top anchors are listed; empty = one per layer
+  int64_t top = 5;                                 // anchors listed per head
+};
+int print_summary(const std::string& store_path, const SummaryOptions& options, std::ostream& out);
 struct SubmitArgs {
   bool dry_run = false;
   int64_t ranks = 0, cpus_per_task = 0;  // 0 = the job script's #SBATCH lines

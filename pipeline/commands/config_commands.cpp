@@ -12,7 +12,7 @@
 #include "pipeline/job/log.h"
 #include "pipeline/store/store.h"
 #include "pipeline/job/inputs.h"
-#include "pipeline/commands/run.h"
+#include "pipeline/commands/commands.h"
 #include "stages/corpus.h"
 #include "stages/error.h"
 #include "stages/utf8.h"
@@ -23,26 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-CorpusOptions corpus_options(const Config& c) {
-  CorpusOptions o;
-  o.format = c.corpus.format;
-  o.path = c.corpus.path;
-  o.text_field = c.corpus.text_field;
-  o.invalid_utf8 = c.corpus.invalid_utf8;
-  o.max_documents = c.corpus.max_documents;
-  return o;
-}
-
-SampleOptions sample_options(const Config& c) {
-  SampleOptions o;
-  o.seq_len = static_cast<int32_t>(c.samples.seq_len);
-  o.windows = c.samples.windows;
-  o.stride_sentences = static_cast<int32_t>(c.samples.stride_sentences);
-  o.num_samples = c.samples.num_samples;
-  o.seed = static_cast<uint64_t>(c.samples.seed);
-  return o;
 }
 
 std::string join_pieces(const Vocab& vocab, const int32_t* ids, size_t n) {
@@ -63,28 +43,6 @@ std::string join_pieces(const Vocab& vocab, const int32_t* ids, size_t n) {
 
 std::string version_string() {
   return std::string("ctxsim ") + CTXSIM_VERSION + " (git " + CTXSIM_GIT_REVISION + ")";
-}
-
-PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer) {
-  PreparedSamples p;
-  auto t0 = Clock::now();
-  const Corpus corpus = read_corpus(corpus_options(config));
-  p.read_seconds = seconds_since(t0);
-  t0 = Clock::now();
-  const TokenizedCorpus tokenized = tokenize_corpus(corpus, tokenizer);
-  p.tokenize_seconds = seconds_since(t0);
-  p.documents = static_cast<int64_t>(corpus.documents.size());
-  p.sentences = tokenized.num_sentences;
-  p.corpus_tokens = tokenized.num_tokens;
-  p.dropped_sentences = tokenized.dropped_sentences;
-  t0 = Clock::now();
-  p.samples = build_samples(tokenized, sample_options(config), SpecialIds::from(tokenizer.vocab()));
-  p.sample_seconds = seconds_since(t0);
-  if (p.samples.shortfall() > 0)
-    log_info("samples.num_samples=" + std::to_string(config.samples.num_samples) + " but the corpus has only " +
-             std::to_string(p.samples.num_candidates) + " candidate windows: using all of them (shortfall " +
-             std::to_string(p.samples.shortfall()) + ")");
-  return p;
 }
 
 std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab) {
@@ -161,43 +119,6 @@ int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::is
   return 0;
 }
 
-int cmd_run(const std::string& path, const std::vector<std::string>& overrides, int64_t sweep_index, std::ostream& out) {
-  ensure_mpi();
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  set_log_rank(rank, size);
-  Config c;
-  try {
-    c = load_config(path, overrides);
-  } catch (const Error&) {
-    return run_job(path, overrides, out);  // reports the error once, across ranks
-  }
-  if (c.sweep.empty()) {
-    if (sweep_index >= 0)
-      throw Error("--sweep-index", path + " has no sweep: section", "drop --sweep-index, or add a sweep: section");
-    return run_job(path, overrides, out);
-  }
-  const SweepPlan plan = expand_sweep(c);
-  const auto run_point = [&](const SweepPoint& p) {
-    std::vector<std::string> all = overrides;
-    all.insert(all.end(), p.overrides.begin(), p.overrides.end());
-    log_info("sweep " + plan.name + ": point " + std::to_string(p.index) + " of " + std::to_string(plan.points.size()) + ": " + p.name);
-    return run_job(path, all, out);
-  };
-  if (sweep_index >= 0) {
-    if (sweep_index >= int64_t(plan.points.size()))
-      throw Error("--sweep-index " + std::to_string(sweep_index), "the sweep has " + std::to_string(plan.points.size()) + " points",
-                  "use an index from 0 to " + std::to_string(plan.points.size() - 1) + " ('ctxsim sweep CONFIG' lists them)");
-    return run_point(plan.points[size_t(sweep_index)]);
-  }
-  for (const auto& p : plan.points) {
-    const int rc = run_point(p);
-    if (rc != 0) return rc;
-  }
-  return 0;
-}
-
 int cmd_sweep(const std::string& path, const std::vector<std::string>& overrides, std::ostream& out) {
   const Config c = load_config(path, overrides);
   const SweepPlan plan = expand_sweep(c);
@@ -216,7 +137,7 @@ int cmd_sweep(const std::string& path, const std::vector<std::string>& overrides
 }
 
 int cmd_status(const std::string& store, std::ostream& out) {
-  ensure_mpi();  // parallel HDF5 needs MPI even to read
+  MpiSession::ensure();  // parallel HDF5 needs MPI even to read
   const StoreInfo info = inspect_store(store);
   if (!info.exists) throw Error(store, "no store here", "give the store.h5 of a run (output.dir/store.h5)");
   if (info.complete) {

@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include "pipeline/job/statistics_options.h"
+#include "pipeline/job/inputs.h"
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/config.h"
 #include "pipeline/job/inputs.h"

@@ -9,7 +9,8 @@
 #include <sstream>
 
 #include "pipeline/store/hdf5.h"
-#include "pipeline/commands/run.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/commands/head_list.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/accumulator.h"
@@ -52,9 +53,13 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
   if (rule_names.empty()) throw Error(path, "the store lists no selection rule", "rerun the job");
   const int64_t samples = base.samples, T = base.T();
 
+  // The heads asked for are checked before anything is printed.
+  RuleStats first = read_rule_stats(file, path, rule_names[0], base, int64_t(vocab.size()));
+  check_head_list(options.heads, first.L, first.H);
   bool header = true;
-  for (const auto& rule : rule_names) {
-    const RuleStats r = read_rule_stats(file, path, rule, base, int64_t(vocab.size()));
+  for (size_t i = 0; i < rule_names.size(); ++i) {
+    const std::string& rule = rule_names[i];
+    const RuleStats r = i == 0 ? std::move(first) : read_rule_stats(file, path, rule, base, int64_t(vocab.size()));
     const int64_t L = r.L, H = r.H;
     if (header) {
       out << "ctxsim summary of " << path << "\n"
@@ -97,8 +102,6 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
     }
     out << "  top anchors (token: samples)\n";
     for (const auto& [l, k] : heads) {
-      if (l < 0 || l >= L || k < 0 || k >= H) throw Error("--heads", "layer " + std::to_string(l) + " head " + std::to_string(k) +
-                                                                         " is outside the model", "use 0-based layer:head within the model");
       out << "   L" << l << " H" << k << ":";
       for (int64_t t : r.top_anchors(l, k, options.top))
         out << "  " << (t < int64_t(vocab.size()) ? vocab[size_t(t)] : "?") << ": " << r.anchor_count(l, k, t);

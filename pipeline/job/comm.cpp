@@ -30,9 +30,9 @@ constexpr size_t kChunk = size_t(1) << 28;
 
 }  // namespace
 
-void ensure_mpi() {
+void MpiSession::ensure() {
   int ready = 0;
-  MPI_Initialized(&ready);
+  check_mpi(MPI_Initialized(&ready), "MPI_Initialized");
   if (ready) return;
   // A process no launcher started (no mpirun, no srun --mpi=pmix) is a world of one: it needs
   // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
@@ -40,25 +40,27 @@ void ensure_mpi() {
   const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
   if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
   int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   // Errors come back as return codes and become exceptions (MpiComm), not silent aborts.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  std::atexit([] {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (!done) MPI_Finalize();
-  });
+  check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+}
+
+MpiSession::~MpiSession() {
+  int ready = 0, done = 0;
+  MPI_Initialized(&ready);
+  MPI_Finalized(&done);
+  if (ready && !done) MPI_Finalize();  // nothing to report to at exit: a failure is left to the launcher
 }
 
 MpiComm::MpiComm(MPI_Comm parent) {
   check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
   MPI_Comm local;
   check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
-  MPI_Comm_size(local, &local_size_);
-  MPI_Comm_free(&local);
+  check_mpi(MPI_Comm_size(local, &local_size_), "MPI_Comm_size");
+  check_mpi(MPI_Comm_free(&local), "MPI_Comm_free");
 }
 
 MpiComm::~MpiComm() {

@@ -34,6 +34,8 @@ class MpiComm final : public Communicator {
  public:
   explicit MpiComm(MPI_Comm parent);  // duplicates parent
   ~MpiComm() override;
+  MpiComm(const MpiComm&) = delete;   // it owns its MPI communicator
+  MpiComm& operator=(const MpiComm&) = delete;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return "mpi"; }
@@ -68,7 +70,16 @@ std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda);
 // Whether this build has CUDA and this process sees a GPU (runtime.device: auto).
 bool cuda_device_visible();
 
-// MPI initialised once per process (funneled: only the main thread calls MPI), finalised at exit.
-void ensure_mpi();
+// MPI for this process: initialised on first use, so a command that never needs it never starts
+// it (funneled: only the main thread calls MPI), and finalised when the session object that main
+// holds goes out of scope, after every communicator and HDF5 file of the command has closed.
+class MpiSession {
+ public:
+  MpiSession() = default;
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  static void ensure();  // MPI_Init_thread, once
+};
 
 }  // namespace ctxsim

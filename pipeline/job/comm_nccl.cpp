@@ -41,6 +41,8 @@ class NcclComm final : public Communicator {
     check_nccl(ncclCommInitRank(&comm_, world.size(), id, world.rank()), "ncclCommInitRank");
     check_cuda(cudaStreamCreate(&stream_), "cudaStreamCreate");
   }
+  NcclComm(const NcclComm&) = delete;  // it owns its NCCL communicator, stream and buffer
+  NcclComm& operator=(const NcclComm&) = delete;
   ~NcclComm() override {
     if (buffer_) cudaFree(buffer_);
     if (stream_) cudaStreamDestroy(stream_);

@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pipeline/job/log.h"
 #include "stages/error.h"
+#include "stages/stopwatch.h"
 
 namespace fs = std::filesystem;
 
@@ -69,6 +71,70 @@ BertTokenizer make_tokenizer(const Config& c) {
     options.lower_case = options.strip_accents = c.model.do_lower_case == LowerCase::True;
   }
   return BertTokenizer(Vocab::load(vocab_path), options);
+}
+
+CorpusOptions corpus_options(const Config& c) {
+  CorpusOptions o;
+  o.format = c.corpus.format;
+  o.path = c.corpus.path;
+  o.text_field = c.corpus.text_field;
+  o.invalid_utf8 = c.corpus.invalid_utf8;
+  o.max_documents = c.corpus.max_documents;
+  return o;
+}
+
+SampleOptions sample_options(const Config& c) {
+  SampleOptions o;
+  o.seq_len = static_cast<int32_t>(c.samples.seq_len);
+  o.windows = c.samples.windows;
+  o.stride_sentences = static_cast<int32_t>(c.samples.stride_sentences);
+  o.num_samples = c.samples.num_samples;
+  o.seed = static_cast<uint64_t>(c.samples.seed);
+  return o;
+}
+
+PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer) {
+  PreparedSamples p;
+  Stopwatch clock;
+  const Corpus corpus = read_corpus(corpus_options(config));
+  p.read_seconds = clock.seconds();
+  clock.restart();
+  const TokenizedCorpus tokenized = tokenize_corpus(corpus, tokenizer);
+  p.tokenize_seconds = clock.seconds();
+  p.documents = static_cast<int64_t>(corpus.documents.size());
+  p.sentences = tokenized.num_sentences;
+  p.corpus_tokens = tokenized.num_tokens;
+  p.dropped_sentences = tokenized.dropped_sentences;
+  clock.restart();
+  p.samples = build_samples(tokenized, sample_options(config), SpecialIds::from(tokenizer.vocab()));
+  p.sample_seconds = clock.seconds();
+  if (p.samples.shortfall() > 0)
+    log_info("samples.num_samples=" + std::to_string(config.samples.num_samples) + " but the corpus has only " +
+             std::to_string(p.samples.num_candidates) + " candidate windows: using all of them (shortfall " +
+             std::to_string(p.samples.shortfall()) + ")");
+  return p;
+}
+
+StatisticsOptions statistics_options(const Config& c, const Vocab& vocab) {
+  StatisticsOptions opt;
+  opt.rules = c.selection;
+  opt.attention_threshold = c.statistics.attention_threshold;
+  const auto separator_ids = [&](const std::vector<std::string>& tokens, const std::string& key) {
+    std::vector<int64_t> ids;
+    for (const auto& s : tokens) {
+      const int32_t id = vocab.id(s);
+      if (id < 0)
+        throw Error(c.where(key), "'" + s + "' is not a token of the vocabulary",
+                    "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
+      ids.push_back(id);
+    }
+    return ids;
+  };
+  opt.separator_ids = separator_ids(c.statistics.separators, "statistics.separators");
+  for (const auto& r : c.selection) opt.rule_separator_ids.push_back(separator_ids(r.separators, "selection"));
+  for (int32_t id : {vocab.pad_id(), vocab.unk_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()})
+    if (id >= 0) opt.special_ids.push_back(id);
+  return opt;
 }
 
 }  // namespace ctxsim

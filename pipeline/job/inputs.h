@@ -1,9 +1,13 @@
-// Where a run's model files are: model.path, or model.name resolved offline in the Hugging
-// Face cache, and which vocab.txt and lower-casing the tokenizer uses.
+// The inputs of a job from its config: where the model files are (model.path, or model.name
+// resolved offline in the Hugging Face cache), the tokenizer, the corpus read and cut into
+// samples, and the statistics options. Shared by run, plan and samples.
 #pragma once
 #include <string>
 
 #include "pipeline/job/config.h"
+#include "stages/corpus.h"
+#include "stages/samples.h"
+#include "stages/statistics_options.h"
 #include "stages/tokenizer.h"
 
 namespace ctxsim {
@@ -19,5 +23,21 @@ std::string model_dir(const Config& config);
 // The tokenizer of a run: model.vocab (else <model dir>/vocab.txt) and do_lower_case
 // (config, else tokenizer_config.json, else true).
 BertTokenizer make_tokenizer(const Config& config);
+
+CorpusOptions corpus_options(const Config& config);
+SampleOptions sample_options(const Config& config);
+
+// Corpus → tokens → drawn samples, with the counts the `samples` command prints.
+struct PreparedSamples {
+  SampleSet samples;
+  int64_t documents = 0, sentences = 0, corpus_tokens = 0, dropped_sentences = 0;
+  double read_seconds = 0, tokenize_seconds = 0, sample_seconds = 0;
+};
+PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer);
+
+// Rules, thresholds, separator ids (global and per rule) and special ids, shared by `run` and the
+// calibration of `plan` so that both measure the same arithmetic. Throws, naming the key, when a
+// separator is not a token of the vocabulary.
+StatisticsOptions statistics_options(const Config& config, const Vocab& vocab);
 
 }  // namespace ctxsim

@@ -16,10 +16,11 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/head_list.h"
 #include "report_explorer.h"  // generated: kExplorerJs, from pipeline/report/explorer.js
 #include "pipeline/job/comm.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/commands/run.h"
+#include "pipeline/commands/commands.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/error.h"
@@ -137,20 +138,13 @@ StoreData load(hid_t file, const std::string& store, const std::string& rule) {
 
 // The (layer, head) pairs drawn as figures per example: "L:H" strings, or 0, L/2, L-1 at head 0.
 std::vector<std::pair<int, int>> parse_heads(const std::vector<std::string>& given, const StoreData& d) {
+  HeadList list = parse_head_list(given);
+  if (given.empty())
+    for (int64_t l : {int64_t(0), int64_t(d.L / 2), int64_t(d.L - 1)})
+      if (std::find(list.begin(), list.end(), std::make_pair(l, int64_t(0))) == list.end()) list.emplace_back(l, 0);
+  check_head_list(list, d.L, d.H);
   std::vector<std::pair<int, int>> out;
-  if (given.empty()) {
-    for (int l : {0, d.L / 2, d.L - 1})
-      if (std::find(out.begin(), out.end(), std::make_pair(l, 0)) == out.end()) out.emplace_back(l, 0);
-    return out;
-  }
-  for (const auto& g : given) {
-    int l = -1, h = -1;
-    char colon = 0, extra = 0;
-    if (std::sscanf(g.c_str(), "%d%c%d%c", &l, &colon, &h, &extra) != 3 || colon != ':' || l < 0 || h < 0 || l >= d.L || h >= d.H)
-      throw Error("--heads " + g, "not a LAYER:HEAD pair of this model (" + std::to_string(d.L) + " layers, " + std::to_string(d.H) + " heads)",
-                  "give e.g. --heads 0:0," + std::to_string(d.L - 1) + ":" + std::to_string(d.H - 1));
-    if (std::find(out.begin(), out.end(), std::make_pair(l, h)) == out.end()) out.emplace_back(l, h);
-  }
+  for (const auto& [l, h] : list) out.emplace_back(int(l), int(h));
   return out;
 }
 
@@ -462,7 +456,7 @@ std::string example_data(const StoreData& d, const Example& x, const std::vector
 int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
   const std::string& out_arg = args.out_dir;
   const int64_t max_bytes = args.max_bytes;
-  ensure_mpi();
+  MpiSession::ensure();
   const StoreInfo info = inspect_store(store_path);
   if (!info.exists) throw Error(store_path, "no store here", "give the store.h5 that 'ctxsim run' wrote");
   if (!info.complete)

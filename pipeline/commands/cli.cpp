@@ -1,0 +1,190 @@
+#include "pipeline/commands/cli.h"
+
+#include <iostream>
+
+#include "pipeline/commands/commands.h"
+#include "pipeline/commands/head_list.h"
+
+namespace ctxsim {
+namespace {
+
+// Every subcommand's arguments, in one place the table's options bind to.
+struct Args {
+  std::string config, vocab, store, dir, out, dtype = "float32";
+  std::vector<std::string> overrides, heads;
+  int64_t show = 3, sweep_index = -1, ranks = 1, batches = 2;
+  bool cased = false, tokens = false;
+  int repeat = 3;
+  SummaryOptions summary;
+  SubmitArgs submit;
+  ReportArgs report;
+  InitModelArgs init;
+  BenchModelArgs bench;
+};
+
+void with_config(CLI::App& sub, Args& a) {
+  sub.add_option("config", a.config, "YAML config (e.g. configs/default.yaml)")->required();
+  sub.add_option("overrides", a.overrides, "key.sub=value overrides of config values");
+}
+
+std::vector<Subcommand> config_commands(Args& a) {
+  return {
+      {"validate", "check a config and print it with defaults filled in", [&](CLI::App& s) { with_config(s, a); },
+       [&] { return cmd_validate(a.config, a.overrides, std::cout); }},
+      {"samples", "build the sample set and print counts and a few decoded samples",
+       [&](CLI::App& s) {
+         with_config(s, a);
+         s.add_option("--show", a.show, "how many samples to print")->check(CLI::NonNegativeNumber);
+       },
+       [&] { return cmd_samples(a.config, a.overrides, a.show, std::cout); }},
+      {"tokenize", "stdin lines → WordPiece ids (no [CLS]/[SEP]), one line each",
+       [&](CLI::App& s) {
+         s.add_option("--vocab", a.vocab, "vocab.txt")->required();
+         s.add_flag("--cased", a.cased, "keep case and accents (cased vocabularies)");
+         s.add_flag("--tokens", a.tokens, "print token strings instead of ids");
+       },
+       [&] { return cmd_tokenize(a.vocab, a.cased, a.tokens, std::cin, std::cout); }},
+      {"run", "run the job a config describes (every point of a sweep, or one)",
+       [&](CLI::App& s) {
+         with_config(s, a);
+         s.add_option("--sweep-index", a.sweep_index, "run only this point of the config's sweep (0-based)");
+       },
+       [&] { return cmd_run(a.config, a.overrides, a.sweep_index, std::cout); }},
+      {"sweep", "list the points of a config's sweep: section", [&](CLI::App& s) { with_config(s, a); },
+       [&] { return cmd_sweep(a.config, a.overrides, std::cout); }},
+      {"plan", "estimate memory, store size and time of a run (a short calibration)",
+       [&](CLI::App& s) {
+         with_config(s, a);
+         s.add_option("--ranks", a.ranks, "ranks the run will use")->check(CLI::PositiveNumber)->capture_default_str();
+         s.add_option("--batches", a.batches, "batches timed for the calibration")->check(CLI::PositiveNumber)->capture_default_str();
+       },
+       [&] { return cmd_plan(a.config, a.overrides, a.ranks, a.batches, std::cout); }},
+      {"submit", "submit a run (or a sweep as an array job) to SLURM with sbatch",
+       [&](CLI::App& s) {
+         with_config(s, a);
+         s.add_flag("--dry-run", a.submit.dry_run, "print the filled job script and the sbatch command only");
+         s.add_option("--ranks", a.submit.ranks, "MPI ranks (--ntasks)");
+         s.add_option("--cpus-per-task", a.submit.cpus_per_task, "threads per rank");
+         s.add_option("--time", a.submit.time, "time limit, e.g. 02:00:00");
+         s.add_option("--partition", a.submit.partition, "SLURM partition");
+         s.add_flag("--overcommit", a.submit.overcommit, "allow more tasks than cores (small clusters)");
+         s.add_option("--jobs-dir", a.submit.jobs_dir, "folder of ctxsim.sbatch and sweep.sbatch")->capture_default_str();
+         s.add_option("--logs", a.submit.logs_dir, "folder for the job script and logs");
+       },
+       [&] { return cmd_submit(a.config, a.overrides, a.submit, std::cout); }},
+      {"bench-tokenizer", "time tokenizing the config's whole corpus (one thread)",
+       [&](CLI::App& s) {
+         with_config(s, a);
+         s.add_option("--repeat", a.repeat, "rounds")->check(CLI::PositiveNumber);
+       },
+       [&] { return cmd_bench_tokenizer(a.config, a.overrides, a.repeat, std::cout); }},
+  };
+}
+
+std::vector<Subcommand> store_commands(Args& a) {
+  return {
+      {"summary", "print per-layer tables of a store's statistics vs chance",
+       [&](CLI::App& s) {
+         s.add_option("store", a.store, "store.h5 written by ctxsim run")->required();
+         s.add_option("--heads", a.heads, "layer:head list whose top anchors are shown, e.g. 0:3,11:0")->delimiter(',');
+         s.add_option("--top", a.summary.top, "anchors shown per head")->capture_default_str();
+       },
+       [&] {
+         a.summary.heads = parse_head_list(a.heads);
+         return print_summary(a.store, a.summary, std::cout);
+       }},
+      {"report", "figures (PNG, SVG) and a self-contained report.html with an example explorer",
+       [&](CLI::App& s) {
+         s.add_option("store", a.store, "store.h5 of a finished run")->required();
+         s.add_option("--out", a.report.out_dir, "folder (default: next to the store)");
+         s.add_option("--max-bytes", a.report.max_bytes, "size budget of report.html")->capture_default_str();
+         s.add_option("--rule", a.report.rule, "selection rule the figures use, as the store names it (default: the first)");
+         s.add_option("--heads", a.report.heads,
+                      "layer:head list drawn as figures per example, e.g. 3:5,11:0 (default: layers 0, L/2, L-1, head 0)")
+             ->delimiter(',');
+       },
+       [&] { return cmd_report(a.store, a.report, std::cout); }},
+      {"collect", "one CSV of the headline statistics of every store in a sweep folder",
+       [&](CLI::App& s) {
+         s.add_option("sweep_dir", a.dir, "the sweep's folder (output.dir/<sweep name>)")->required();
+         s.add_option("--out", a.out, "CSV path (default: SWEEP_DIR/collect.csv)");
+       },
+       [&] { return cmd_collect(a.dir, a.out, std::cout); }},
+      {"status", "where a run stands: complete, or units done (from its resume state)",
+       [&](CLI::App& s) { s.add_option("store", a.store, "store.h5 of a run")->required(); },
+       [&] { return cmd_status(a.store, std::cout); }},
+  };
+}
+
+std::vector<Subcommand> model_commands(Args& a) {
+  return {
+      {"init-model", "write a seeded random BERT checkpoint in the Hugging Face format",
+       [&](CLI::App& s) {
+         s.add_option("--preset", a.init.preset, "bert-base | bert-mini | bert-tiny")->capture_default_str();
+         s.add_option("--layers", a.init.layers, "override the preset's layer count");
+         s.add_option("--hidden", a.init.hidden, "override the preset's hidden size");
+         s.add_option("--heads", a.init.heads, "override the preset's head count");
+         s.add_option("--ffn", a.init.ffn, "override the preset's intermediate size");
+         s.add_option("--positions", a.init.positions, "override max_position_embeddings (longest sample the model takes)");
+         s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")->capture_default_str();
+         s.add_option("--vocab", a.init.vocab, "vocab.txt to copy in (its size sets vocab_size)")->required();
+         s.add_option("--out", a.init.out, "output folder")->required();
+       },
+       [&] { return cmd_init_model(a.init, std::cout); }},
+      {"model-info", "load a Hugging Face BERT folder and report its shape, tensors and sha256",
+       [&](CLI::App& s) {
+         s.add_option("dir", a.dir, "model folder")->required();
+         s.add_option("--dtype", a.dtype, "float32 | bfloat16 | float64")->capture_default_str();
+       },
+       [&] { return cmd_model_info(a.dir, a.dtype, std::cout); }},
+      {"bench-model", "forward-pass speed: plain vs handing out per-head vectors and maps",
+       [&](CLI::App& s) {
+         s.add_option("--preset", a.bench.preset, "model shape")->capture_default_str();
+         s.add_option("--model", a.bench.model, "a Hugging Face BERT folder instead of the preset's random weights");
+         s.add_option("--rules", a.bench.rules,
+                      "selection rules of (c): 1 (top_fraction 0.01), 3 (+ relative_to_max 0.9, absolute 1.0), 7 "
+                      "(configs/sweeps/thresholds.yaml)")
+             ->capture_default_str();
+         s.add_option("--batch", a.bench.batches, "batch sizes")->delimiter(',');
+         s.add_option("--dtype", a.bench.dtypes, "float32,bfloat16,float64")->delimiter(',');
+         s.add_option("--seq-len", a.bench.seq_len, "tokens per sample")->capture_default_str();
+         s.add_option("--threads", a.bench.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores");
+         s.add_option("--seconds", a.bench.seconds, "seconds per measurement")->capture_default_str();
+       },
+       [&] { return cmd_bench_model(a.bench, std::cout); }},
+  };
+}
+
+}  // namespace
+
+CommandTable command_table() {
+  auto args = std::make_shared<Args>();
+  CommandTable t;
+  for (auto* part : {&config_commands, &store_commands, &model_commands})
+    for (auto& c : (*part)(*args)) t.commands.push_back(std::move(c));
+  t.args = args;
+  return t;
+}
+
+int run_command_line(int argc, char** argv) {
+  CLI::App app{"ctxsim: context-similarity statistics of transformer attention heads (SPEC in docs/)", "ctxsim"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", version_string());
+  app.footer("Config values can be overridden after CONFIG as key.sub=value, e.g. samples.seq_len=64.\n");
+  const CommandTable table = command_table();
+  std::vector<CLI::App*> subs;
+  for (const auto& c : table.commands) {
+    subs.push_back(app.add_subcommand(c.name, c.help));
+    c.options(*subs.back());
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (size_t i = 0; i < subs.size(); ++i)
+    if (*subs[i]) return table.commands[i].run();
+  return 0;
+}
+
+}  // namespace ctxsim
