@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipeline/job/inputs.h"
 #include "stages/error.h"
 #include "stages/random_checkpoint.h"
 #include "stages/safetensors.h"
@@ -414,26 +413,6 @@ TEST(InitModel, DeterministicAndBertInitialisation) {
   const at::Tensor w = values("encoder.layer.0.intermediate.dense.weight");  // 65,536 draws
   EXPECT_NEAR(w.std().item<float>(), 0.02f, 0.0005f);
   EXPECT_NEAR(w.mean().item<float>(), 0.0f, 0.0005f);
-}
-
-TEST(HuggingFaceCache, ResolvesRefsMainAndSaysWhereItLooked) {
-  test::TempDir tmp;
-  const auto snap = tmp.path / "hub/models--google--bert_uncased/snapshots/abc123";
-  std::filesystem::create_directories(snap);
-  tmp.write("hub/models--google--bert_uncased/refs/main", "abc123");
-  setenv("HF_HUB_CACHE", (tmp.path / "hub").c_str(), 1);
-  EXPECT_EQ(resolve_hf_cache("google/bert_uncased"), snap.string());
-  try {
-    resolve_hf_cache("bert-base-uncased");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_HAS(e.what(), (tmp.path / "hub/models--bert-base-uncased/snapshots").string());
-    EXPECT_HAS(e.what(), "model.path");
-  }
-  unsetenv("HF_HUB_CACHE");
-  setenv("HF_HOME", tmp.path.c_str(), 1);
-  EXPECT_EQ(resolve_hf_cache("google/bert_uncased"), snap.string());
-  unsetenv("HF_HOME");
 }
 
 TEST(Threads, ConfiguredCountIsApplied) {
