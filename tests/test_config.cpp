@@ -1,6 +1,7 @@
 // Config: defaults, overrides, the shipped configs, and one test per class of bad input, each
 // asserting that the message names the file, line, key path and a fix.
 #include "pipeline/job/config.h"
+#include "pipeline/job/sweep.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
 #include "pipeline/commands/commands.h"
+#include "pipeline/job/sweep.h"
 
 #include <algorithm>
 #include <chrono>

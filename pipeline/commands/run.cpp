@@ -16,6 +16,7 @@
 #include "pipeline/job/checkpoint.h"
 #include "pipeline/job/comm.h"
 #include "pipeline/job/config.h"
+#include "pipeline/job/sweep.h"
 #include "pipeline/job/inputs.h"
 #include "pipeline/job/log.h"
 #include "pipeline/job/rounds.h"

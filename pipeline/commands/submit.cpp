@@ -11,6 +11,7 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/config.h"
+#include "pipeline/job/sweep.h"
 #include "stages/error.h"
 #include "stages/files.h"
 

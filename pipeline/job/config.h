@@ -108,21 +108,7 @@ std::string to_yaml(const Config& config, bool with_comments = true);
 // progress and flush intervals) at their defaults. Two runs may share a store only when these agree.
 std::string identity_yaml(Config config);
 
-// One point of a sweep: the overrides that make it, and where its store goes.
-struct SweepPoint {
-  int64_t index = 0;
-  std::string name;                    // "model.vector=projected,samples.seq_len=64" ("all" when only folded axes)
-  std::vector<std::string> overrides;  // key=value, applied after the config's own overrides
-  std::string output_dir;              // output.dir/<sweep name>/<point name>
-};
-struct SweepPlan {
-  std::string name;
-  std::vector<SweepPoint> points;
-  std::vector<std::string> folded;     // axes folded into every point's rule list (no extra runs)
-};
-// Expands config.sweep. Axes of selection rules do not change the forward pass: they are folded
-// into each point's `selection` list (SPEC §3: one pass evaluates every rule).
-SweepPlan expand_sweep(const Config& config);
+
 
 // All key paths of the schema ("corpus.format", …, "selection.top_fraction", …).
 std::vector<std::string> config_keys();

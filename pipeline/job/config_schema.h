@@ -1,0 +1,56 @@
+// The key table of the config (config_schema.cpp) and the YAML value readers it is built from,
+// for config.cpp and sweep expansion only: every key's path, help, reader, writer, copier and
+// whether it determines a run's results.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipeline/job/config.h"
+
+namespace ctxsim {
+
+// One key: its path, help, how it is read, written and copied, and whether it determines a run's
+// results (the identity of a store) or only steers how the run goes. The defaults are Config's
+// own member initialisers.
+struct Field {
+  std::string path;  // "samples.seq_len"
+  std::string help;  // meaning, units, sentinels: the comment in the effective config
+  std::function<void(Config&, const YAML::Node&, const std::string& where)> set;
+  std::function<void(const Config&, YAML::Emitter&)> emit;
+  std::function<void(const Config& from, Config& to)> copy;
+  bool determines_results = true;
+  Field& steering() {
+    determines_results = false;
+    return *this;
+  }
+};
+
+// Every key of the sections corpus … runtime, in the order of the effective config.
+const std::vector<Field>& schema();
+const Field* find_field(const std::string& path);           // nullptr for an unknown path
+const std::vector<std::string>& sections();                 // corpus, samples, …, sweep
+std::vector<std::string> keys_of(const std::string& section);  // "seq_len", … of a section
+extern const std::vector<std::string> kRuleKeys;            // top_fraction, relative_to_max, absolute
+
+// The names and values of a choice key's enum.
+template <class E>
+const std::vector<std::pair<std::string, E>>& choices_of();
+
+// YAML values read with errors that name where (file:line:col), the key and the fix.
+constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 2;  // "no upper bound"
+std::string location(const std::string& file, const YAML::Mark& mark);
+std::string shown(const YAML::Node& n);  // 'abc', a list, a mapping, nothing
+int64_t parse_int(const YAML::Node& n, const std::string& where, const std::string& key, int64_t lo, int64_t hi,
+                  const std::string& example);
+double parse_double(const YAML::Node& n, const std::string& where, const std::string& key, double lo, double hi, bool lo_open,
+                    const std::string& example);
+bool parse_bool(const YAML::Node& n, const std::string& where, const std::string& key);
+std::string parse_string(const YAML::Node& n, const std::string& where, const std::string& key, const std::vector<std::string>& choices);
+
+}  // namespace ctxsim
