@@ -1,0 +1,151 @@
+#include "pipeline/report/report_data.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "pipeline/commands/head_list.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/store/store.h"
+#include "stages/error.h"
+#include "stages/files.h"
+#include "stages/render.h"
+#include "stages/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim::report {
+namespace {
+
+// Slice `index` along the first dimension (and `index2` along the second when >= 0).
+template <class T>
+std::vector<T> read_slice(hid_t file, const std::string& path, hid_t mem_type, hsize_t index, long long index2 = -1) {
+  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+  auto dims = h5::dims_of(ds);
+  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  start[0] = index, count[0] = 1;
+  if (index2 >= 0) start[1] = hsize_t(index2), count[1] = 1;
+  size_t n = 1;
+  for (auto c : count) n *= size_t(c);
+  std::vector<T> out(n);
+  const h5::Id fspace(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+  CTXSIM_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
+  // A memory space of the selection's own shape lets HDF5 copy whole rows (a flat one makes
+  // it walk the selection element by element).
+  const h5::Id mspace(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose, "H5Screate_simple");
+  CTXSIM_H5(H5Dread(ds, mem_type, mspace, fspace, H5P_DEFAULT, out.data()));
+  return out;
+}
+
+// The float16 example matrices: read as stored and widened here (HDF5's own float16 -> float
+// conversion goes bit by bit, ~10x slower).
+std::vector<float> read_half_slice(hid_t file, const std::string& path, hsize_t index) {
+  const h5::Id f16 = h5::float16_type();
+  const auto raw = read_slice<uint16_t>(file, path, f16, index);
+  std::vector<float> out(raw.size());
+  std::transform(raw.begin(), raw.end(), out.begin(), half_to_float);
+  return out;
+}
+
+}  // namespace
+
+StoreData load_store_data(hid_t file, const std::string& store, const std::string& rule) {
+  StoreData d;
+  d.store = store;
+  for (const char* group : {"stats", "stats/baseline", "samples", "examples", "vocab"})
+    if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kDamagedStoreFix);
+  const h5::Id stats = h5::open_group(file, "stats");
+  const std::vector<std::string> rules = store_rules(stats);
+  if (rules.empty()) throw Error(store, "/stats lists no selection rule", kDamagedStoreFix);
+  d.rule = rule.empty() ? rules[0] : rule;
+  if (std::find(rules.begin(), rules.end(), d.rule) == rules.end()) {
+    throw Error("--rule " + rule, "the store has no such selection rule", "pick one of: " + join(rules));
+  }
+  d.rule_index = int(std::find(rules.begin(), rules.end(), d.rule) - rules.begin());
+  d.R = int(rules.size());
+  d.vocab = store_vocab(file);
+  d.base = read_baseline(file, store);
+  d.stats = read_rule_stats(file, store, d.rule, d.base, int64_t(d.vocab.size()));
+  d.L = int(d.stats.L), d.H = int(d.stats.H), d.T = int(d.stats.T);
+  const long long L = d.L, H = d.H, T = d.T;
+  std::vector<hsize_t> dims;
+  // The rule's own attention threshold (a folded sweep names it), else the run's.
+  const size_t b = d.rule.find(",beta=");
+  if (b != std::string::npos) d.beta = std::stod(d.rule.substr(b + 6));
+  else if (h5::exists(file, "stats/attention")) d.beta = h5::get_attr_double(h5::open_group(file, "stats/attention"), "attention_threshold");
+  std::vector<hsize_t> sdims;
+  d.tokens = read_checked<int32_t>(file, store, "samples/token_ids", H5T_NATIVE_INT32, {-1, T}, &sdims);
+  d.n_valid = read_checked<int16_t>(file, store, "samples/n_valid", H5T_NATIVE_INT16, {(long long)sdims[0]});
+  d.example_ids = read_checked<int64_t>(file, store, "examples/sample_ids", H5T_NATIVE_INT64, {-1}, &dims);
+  const long long E = (long long)dims[0];
+  for (auto id : d.example_ids)
+    if (id < 0 || hsize_t(id) >= sdims[0]) throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kDamagedStoreFix);
+  if (E > 0) {
+    for (const char* name : {"examples/attention", "examples/similarity"}) {
+      if (!h5::exists(file, name)) throw Error(store, std::string("missing dataset /") + name, kDamagedStoreFix);
+      const auto ed = h5::dims_of(h5::Id(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, name));
+      if (ed != std::vector<hsize_t>{hsize_t(E), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)})
+        throw Error(store, std::string("/") + name + " does not have shape [E,L,H,T,T] = [" + std::to_string(E) + "," + std::to_string(L) + "," +
+                               std::to_string(H) + "," + std::to_string(T) + "," + std::to_string(T) + "]", kDamagedStoreFix);
+    }
+    if (!h5::exists(file, "examples/selected")) throw Error(store, "missing dataset /examples/selected", kDamagedStoreFix);
+  }
+  d.run = fs::path(store).parent_path().filename().string();
+  if (d.run.empty()) d.run = store;
+  d.run = "run " + d.run + " · model " + fs::path(h5::get_attr_string(file, "model_path")).filename().string() + " · " + d.rule + " · " +
+          std::to_string(d.base.samples) + " samples";
+  return d;
+}
+
+std::vector<std::pair<int, int>> parse_heads(const std::vector<std::string>& given, const StoreData& d) {
+  HeadList list = parse_head_list(given);
+  if (given.empty())
+    for (int64_t l : {int64_t(0), int64_t(d.L / 2), int64_t(d.L - 1)})
+      if (std::find(list.begin(), list.end(), std::make_pair(l, int64_t(0))) == list.end()) list.emplace_back(l, 0);
+  check_head_list(list, d.L, d.H);
+  std::vector<std::pair<int, int>> out;
+  for (const auto& [l, h] : list) out.emplace_back(int(l), int(h));
+  return out;
+}
+
+Example load_example(hid_t file, const StoreData& d, size_t e) {
+  Example x;
+  x.id = d.example_ids[e];
+  x.n = d.n_valid[size_t(x.id)], x.H = d.H, x.T = d.T;
+  for (int i = 0; i < x.n; ++i) {
+    const int32_t t = d.tokens[size_t(x.id) * size_t(d.T) + size_t(i)];
+    x.labels.push_back(t >= 0 && size_t(t) < d.vocab.size() ? d.vocab[size_t(t)] : "?");
+  }
+  x.attention = read_half_slice(file, "examples/attention", e);
+  x.similarity = read_half_slice(file, "examples/similarity", e);
+  x.selected = read_slice<uint8_t>(file, "examples/selected", H5T_NATIVE_UINT8, e, d.rule_index);
+  return x;
+}
+
+std::vector<uint8_t> high_attention(const std::vector<float>& a, int n, double beta) {
+  std::vector<uint8_t> v(size_t(n) * size_t(n));
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) v[size_t(i * n + j)] = std::max(a[size_t(i * n + j)], a[size_t(j * n + i)]) >= beta;
+  return v;
+}
+
+std::vector<float> pooled(const std::vector<float>& v, int n, int block) {
+  if (block == 1) return v;
+  int r = 0, c = 0;
+  return pool_blocks(v, n, n, block, r, c);
+}
+
+
+std::vector<std::pair<int, int>> cells_of(const std::vector<uint8_t>& mask, int n, int block) {
+  std::vector<std::pair<int, int>> out;
+  const int m = (n + block - 1) / block;
+  std::vector<uint8_t> seen(size_t(m) * size_t(m), 0);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j)
+      if (mask[size_t(i) * size_t(n) + size_t(j)] && !seen[size_t(i / block) * size_t(m) + size_t(j / block)]) {
+        seen[size_t(i / block) * size_t(m) + size_t(j / block)] = 1;
+        out.emplace_back(i / block, j / block);
+      }
+  return out;
+}
+
+}  // namespace ctxsim::report

@@ -1,0 +1,27 @@
+// The report's figures, each described once as SVG (stages/figure.h): the study's aggregate
+// figures of one rule, and per stored example its attention, similarity and rollout.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipeline/report/report_data.h"
+#include "stages/figure.h"
+
+namespace ctxsim::report {
+
+// A figure and where it goes: figures/<stem>.svg and .png, with its caption.
+struct Entry {
+  std::string stem, caption;
+  Figure figure;
+};
+
+// The study's aggregate figures, appended to `out`.
+void aggregate_figures(const StoreData& d, std::vector<Entry>& out);
+
+// Example e's figures: attention and similarity of the chosen heads with the selected and the
+// high-attention pairs overlaid, the rollout `roll` [n, n] and the [CLS] relevance bars.
+void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,
+                     const std::vector<std::pair<int, int>>& heads, std::vector<Entry>& figures);
+
+}  // namespace ctxsim::report
