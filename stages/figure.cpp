@@ -98,48 +98,59 @@ std::string xml_escape(const std::string& s) {
 
 Rgb sequence_colour(int k, int n) { return colour(ColourMap::Viridis, n > 1 ? 0.88 * k / (n - 1) : 0.0); }
 
-Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std::string& subtitle) {
-  CTXSIM_CHECK(m.values.size() == size_t(m.rows) * size_t(m.cols) && m.rows > 0 && m.cols > 0,
-               "heatmap_figure: values do not match rows x cols");
+namespace {
+
+// Where a heatmap's parts go: cell size, plot area, margins, label steps.
+struct HeatmapLayout {
+  bool raster = false;
+  double cell = 0, font = 0, row_w = 0, col_h = 0, pw = 0, ph = 0, left = 0, top = 0, bar_x = 0, span = 1;
+  int step = 1, W = 0, H = 0;
+};
+
+HeatmapLayout heatmap_layout(const HeatmapSpec& m, const std::string& title, const std::string& subtitle) {
+  HeatmapLayout k;
   // Large matrices are one embedded raster at a whole number of pixels per cell (drawn 1:1,
   // so that no renderer smooths it); small ones are one rect per cell, editable.
-  const bool raster = size_t(m.rows) * size_t(m.cols) > 4096;
-  double cell = m.cell > 0 ? m.cell : std::clamp(720.0 / std::max(m.rows, m.cols), 1.0, 28.0);
-  if (raster) cell = std::max(1.0, std::floor(cell));
-  const double font = std::clamp(cell - 1, 6.0, 11.0);
-  const int step = label_step(cell, font + 1);  // rows and columns alike
-  double row_w = 0, col_h = 0;
-  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += step) row_w = std::max(row_w, text_width(m.row_labels[size_t(i)], font));
-  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += step) col_h = std::max(col_h, text_width(m.col_labels[size_t(i)], font));
-  const double pw = cell * m.cols, ph = cell * m.rows;
-  const double left = std::ceil(12 + (m.y_label.empty() ? 0 : 18) + row_w + 6), top = subtitle.empty() ? 38 : 54;
-  const double bar_x = left + pw + 14;
+  k.raster = size_t(m.rows) * size_t(m.cols) > 4096;
+  k.cell = m.cell > 0 ? m.cell : std::clamp(720.0 / std::max(m.rows, m.cols), 1.0, 28.0);
+  if (k.raster) k.cell = std::max(1.0, std::floor(k.cell));
+  k.font = std::clamp(k.cell - 1, 6.0, 11.0);
+  k.step = label_step(k.cell, k.font + 1);  // rows and columns alike
+  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += k.step) k.row_w = std::max(k.row_w, text_width(m.row_labels[size_t(i)], k.font));
+  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += k.step) k.col_h = std::max(k.col_h, text_width(m.col_labels[size_t(i)], k.font));
+  k.pw = k.cell * m.cols, k.ph = k.cell * m.rows;
+  k.left = std::ceil(12 + (m.y_label.empty() ? 0 : 18) + k.row_w + 6), k.top = subtitle.empty() ? 38 : 54;
+  k.bar_x = k.left + k.pw + 14;
   double legend_w = 0;
   for (const auto& o : m.overlays) legend_w = std::max(legend_w, 22 + text_width(o.name, 11));
   const double right = 14 + 14 + 48 + (m.bar_label.empty() ? 0 : 16);
-  const double bottom = col_h + 8 + (m.x_label.empty() ? 0 : 20) + (m.overlays.empty() ? 0 : 18.0 * double(m.overlays.size())) + 10;
-  const int W = int(std::ceil(std::max({left + pw + right, text_width(title, 15) + 24, text_width(subtitle, 11) + 24, left + legend_w + 10})));
-  const int Hh = int(std::ceil(top + ph + bottom));
-  Svg g;
-  titles(g, title, subtitle);
-  const double span = m.hi > m.lo ? m.hi - m.lo : 1.0;
-  if (raster) {
-    g.s << "<image x=\"" << num(left, 6) << "\" y=\"" << num(top, 6) << "\" width=\"" << num(pw, 6) << "\" height=\"" << num(ph, 6)
+  const double bottom = k.col_h + 8 + (m.x_label.empty() ? 0 : 20) + (m.overlays.empty() ? 0 : 18.0 * double(m.overlays.size())) + 10;
+  k.W = int(std::ceil(std::max({k.left + k.pw + right, text_width(title, 15) + 24, text_width(subtitle, 11) + 24, k.left + legend_w + 10})));
+  k.H = int(std::ceil(k.top + k.ph + bottom));
+  k.span = m.hi > m.lo ? m.hi - m.lo : 1.0;
+  return k;
+}
+
+// The cells (one raster or a rect each), their text, and the overlays on them.
+void heatmap_cells(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
+  const double left = k.left, top = k.top, cell = k.cell;
+  if (k.raster) {
+    g.s << "<image x=\"" << num(left, 6) << "\" y=\"" << num(top, 6) << "\" width=\"" << num(k.pw, 6) << "\" height=\"" << num(k.ph, 6)
         << "\" image-rendering=\"optimizeSpeed\" href=\"data:image/png;base64,"
         << base64(encode_png(heatmap(m.values, m.rows, m.cols, m.lo, m.hi, m.map, int(cell)))) << "\"/>\n";
   } else {
     for (int r = 0; r < m.rows; ++r)
       for (int c = 0; c < m.cols; ++c)
         g.rect(left + c * cell, top + r * cell, cell, cell,
-               hex(colour(m.map, (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - m.lo) / span)));
+               hex(colour(m.map, (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - m.lo) / k.span)));
   }
   if (!m.cell_text.empty()) {
     for (int r = 0; r < m.rows; ++r)
       for (int c = 0; c < m.cols; ++c) {
         const std::string& t = m.cell_text[size_t(r) * size_t(m.cols) + size_t(c)];
         if (t.empty()) continue;
-        const double t_norm = (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - m.lo) / span;
-        const double f = std::min(font, 0.9 * cell / std::max<double>(1.0, text_width(t, 1.0)));
+        const double t_norm = (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - m.lo) / k.span;
+        const double f = std::min(k.font, 0.9 * cell / std::max<double>(1.0, text_width(t, 1.0)));
         g.text(left + (c + 0.5) * cell, top + (r + 0.5) * cell + f * 0.35, t, f, "middle", 0,
                t_norm > 0.6 && m.map == ColourMap::Viridis ? "" : " fill=\"white\"");
       }
@@ -153,25 +164,30 @@ Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std:
         g.s << "<circle cx=\"" << num(left + (c + 0.5) * cell, 6) << "\" cy=\"" << num(top + (r + 0.5) * cell, 6) << "\" r=\""
             << num(std::max(0.6, cell * 0.28), 3) << "\" fill=\"" << hex(o.colour) << "\"/>\n";
     }
+}
+
+// The frame, row and column labels, axis titles, the colour bar with ticks and the overlays' legend.
+void heatmap_frame(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
+  const double left = k.left, top = k.top, pw = k.pw, ph = k.ph, cell = k.cell, font = k.font, bar_x = k.bar_x;
   g.rect(left, top, pw, ph, "none", " stroke=\"#333\" stroke-width=\"0.6\"");
-  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += step)
+  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += k.step)
     g.text(left - 4, top + (i + 0.5) * cell + font * 0.35, m.row_labels[size_t(i)], font, "end");
-  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += step)
+  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += k.step)
     g.text(left + (i + 0.5) * cell + font * 0.35, top + ph + 4, m.col_labels[size_t(i)], font, "start", 90);
   if (!m.y_label.empty()) g.text(20, top + ph / 2, m.y_label, 12, "middle", -90);
-  if (!m.x_label.empty()) g.text(left + pw / 2, top + ph + col_h + 22, m.x_label, 12, "middle");
+  if (!m.x_label.empty()) g.text(left + pw / 2, top + ph + k.col_h + 22, m.x_label, 12, "middle");
   // Colour bar: lo at the bottom, hi at the top, with ticks.
   const int steps = 64;
-  for (int k = 0; k < steps; ++k)
-    g.rect(bar_x, top + ph * (steps - 1 - k) / steps, 14, ph / steps + 0.5, hex(colour(m.map, (k + 0.5) / steps)));
+  for (int s = 0; s < steps; ++s)
+    g.rect(bar_x, top + ph * (steps - 1 - s) / steps, 14, ph / steps + 0.5, hex(colour(m.map, (s + 0.5) / steps)));
   g.rect(bar_x, top, 14, ph, "none", " stroke=\"#333\" stroke-width=\"0.6\"");
   for (double t : nice_ticks(m.lo, m.hi, 4)) {
-    const double y = top + ph * (1 - (t - m.lo) / span);
+    const double y = top + ph * (1 - (t - m.lo) / k.span);
     g.line(bar_x + 14, y, bar_x + 18, y, "#333");
     g.text(bar_x + 20, y + 3.5, num(t, 3), 10);
   }
   if (!m.bar_label.empty()) g.text(bar_x + 68, top + ph / 2, m.bar_label, 11, "middle", 90);
-  double ly = top + ph + col_h + (m.x_label.empty() ? 20 : 40);
+  double ly = top + ph + k.col_h + (m.x_label.empty() ? 20 : 40);
   for (const auto& o : m.overlays) {
     if (o.shape == Overlay::Shape::Outline)
       g.rect(left, ly - 9, 10, 10, "#ddd", " stroke=\"" + hex(o.colour) + "\" stroke-width=\"2\"");
@@ -180,25 +196,101 @@ Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std:
     g.text(left + 16, ly, o.name, 11);
     ly += 18;
   }
+}
+
+}  // namespace
+
+Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std::string& subtitle) {
+  CTXSIM_CHECK(m.values.size() == size_t(m.rows) * size_t(m.cols) && m.rows > 0 && m.cols > 0,
+               "heatmap_figure: values do not match rows x cols");
+  const HeatmapLayout k = heatmap_layout(m, title, subtitle);
+  Svg g;
+  titles(g, title, subtitle);
+  heatmap_cells(g, m, k);
+  heatmap_frame(g, m, k);
   Figure f;
-  f.width = W;
-  f.height = Hh;
-  f.svg = open_svg(W, Hh, title) + g.s.str() + "</svg>\n";
-  f.panels.push_back({left, top, pw, ph, m.rows, m.cols});
+  f.width = k.W;
+  f.height = k.H;
+  f.svg = open_svg(k.W, k.H, title) + g.s.str() + "</svg>\n";
+  f.panels.push_back({k.left, k.top, k.pw, k.ph, m.rows, m.cols});
   return f;
 }
 
-Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double pw, double ph, const std::string& title,
-                   const std::string& subtitle) {
-  columns = std::max(1, std::min(columns, int(panels.size())));
-  const int rows = int((panels.size() + size_t(columns) - 1) / size_t(columns));
-  // The legend: each distinct series name once, on the right.
+namespace {
+
+// One panel of a plot: its axes from the data (or the spec's bounds), grid and ticks, the
+// series as polylines or bars, the frame and the axis titles.
+void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, double ph, double mb) {
+  double xl = p.x_lo, xh = p.x_hi, yl = p.y_lo, yh = p.y_hi;
+  double dxl = INFINITY, dxh = -INFINITY, dyl = 0, dyh = -INFINITY;
+  for (const auto& s : p.series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.y[i])) continue;
+      dxl = std::min(dxl, s.x[i]), dxh = std::max(dxh, s.x[i]), dyl = std::min(dyl, s.y[i]), dyh = std::max(dyh, s.y[i]);
+    }
+  const bool bars = std::any_of(p.series.begin(), p.series.end(), [](const Series& s) { return s.bars; });
+  if (std::isnan(xl)) xl = std::isfinite(dxl) ? dxl - (bars ? 0.5 : 0) : 0;
+  if (std::isnan(xh)) xh = std::isfinite(dxh) ? dxh + (bars ? 0.5 : 0) : 1;
+  if (std::isnan(yl)) yl = dyl;
+  if (std::isnan(yh)) yh = std::isfinite(dyh) && dyh > yl ? yl + (dyh - yl) * 1.08 : yl + 1;
+  if (!(xh > xl)) xh = xl + 1;
+  if (!(yh > yl)) yh = yl + 1;
+  const auto X = [&](double x) { return x0 + (x - xl) / (xh - xl) * pw; };
+  const auto Y = [&](double y) { return y0 + ph - (y - yl) / (yh - yl) * ph; };
+  g.text(x0, y0 - 7, p.title, 12, "start", 0, " font-weight=\"bold\"");
+  for (double t : nice_ticks(yl, yh, 4)) {
+    g.line(x0, Y(t), x0 + pw, Y(t), "#e4e4e4", 0.8);
+    g.text(x0 - 5, Y(t) + 3.5, num(t, 3), 10, "end");
+  }
+  if (p.x_ticks.empty()) {
+    for (double t : nice_ticks(xl, xh, 5)) {
+      g.line(X(t), y0 + ph, X(t), y0 + ph + 4, "#333");
+      g.text(X(t), y0 + ph + 15, num(t, 3), 10, "middle");
+    }
+  } else {
+    const int step = label_step(pw / double(p.x_ticks.size()), 10);
+    for (size_t i = 0; i < p.x_ticks.size(); i += size_t(step)) g.text(X(double(i)) + 3, y0 + ph + 5, p.x_ticks[i], 9, "start", 90);
+  }
+  for (const auto& s : p.series) {
+    if (s.bars) {
+      double dx = 1;
+      for (size_t i = 1; i < s.x.size(); ++i) dx = std::min(dx, std::abs(s.x[i] - s.x[i - 1]));
+      const double bw = std::max(0.5, 0.8 * dx / (xh - xl) * pw);
+      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+        if (std::isfinite(s.y[i]))
+          g.rect(X(s.x[i]) - bw / 2, std::min(Y(s.y[i]), Y(std::max(yl, 0.0))), bw, std::abs(Y(s.y[i]) - Y(std::max(yl, 0.0))), hex(s.colour));
+      continue;
+    }
+    std::ostringstream pts;
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.y[i])) pts << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.y[i], yl, yh)), 6) << " ";
+    g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"1.6\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "")
+        << " points=\"" << pts.str() << "\"/>\n";
+  }
+  g.rect(x0, y0, pw, ph, "none", " stroke=\"#333\" stroke-width=\"0.8\"");
+  if (!p.x_label.empty()) g.text(x0 + pw / 2, y0 + ph + mb - 8, p.x_label, 11, "middle");
+  if (!p.y_label.empty()) g.text(x0 - 46, y0 + ph / 2, p.y_label, 11, "middle", -90);
+}
+
+// Each distinct series name once (of the panels that show a legend).
+std::vector<const Series*> legend_series(const std::vector<PlotSpec>& panels) {
   std::vector<const Series*> legend;
   for (const auto& p : panels)
     if (p.legend)
       for (const auto& s : p.series)
         if (!s.name.empty() && std::none_of(legend.begin(), legend.end(), [&](const Series* x) { return x->name == s.name; }))
           legend.push_back(&s);
+  return legend;
+}
+
+}  // namespace
+
+Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double pw, double ph, const std::string& title,
+                   const std::string& subtitle) {
+  columns = std::max(1, std::min(columns, int(panels.size())));
+  const int rows = int((panels.size() + size_t(columns) - 1) / size_t(columns));
+  // The legend: each distinct series name once, on the right.
+  const std::vector<const Series*> legend = legend_series(panels);
   double legend_w = 0;
   for (const auto* s : legend) legend_w = std::max(legend_w, 34 + text_width(s->name, 11));
   bool any_ticks = false;
@@ -214,59 +306,9 @@ Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double pw, 
   titles(g, title, subtitle);
   Figure f;
   for (size_t k = 0; k < panels.size(); ++k) {
-    const PlotSpec& p = panels[k];
     const double x0 = double(k % size_t(columns)) * cw + ml, y0 = top0 + double(k / size_t(columns)) * ch + mt;
-    double xl = p.x_lo, xh = p.x_hi, yl = p.y_lo, yh = p.y_hi;
-    double dxl = INFINITY, dxh = -INFINITY, dyl = 0, dyh = -INFINITY;
-    for (const auto& s : p.series)
-      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-        if (!std::isfinite(s.y[i])) continue;
-        dxl = std::min(dxl, s.x[i]), dxh = std::max(dxh, s.x[i]), dyl = std::min(dyl, s.y[i]), dyh = std::max(dyh, s.y[i]);
-      }
-    const bool bars = std::any_of(p.series.begin(), p.series.end(), [](const Series& s) { return s.bars; });
-    if (std::isnan(xl)) xl = std::isfinite(dxl) ? dxl - (bars ? 0.5 : 0) : 0;
-    if (std::isnan(xh)) xh = std::isfinite(dxh) ? dxh + (bars ? 0.5 : 0) : 1;
-    if (std::isnan(yl)) yl = dyl;
-    if (std::isnan(yh)) yh = std::isfinite(dyh) && dyh > yl ? yl + (dyh - yl) * 1.08 : yl + 1;
-    if (!(xh > xl)) xh = xl + 1;
-    if (!(yh > yl)) yh = yl + 1;
-    const auto X = [&](double x) { return x0 + (x - xl) / (xh - xl) * pw; };
-    const auto Y = [&](double y) { return y0 + ph - (y - yl) / (yh - yl) * ph; };
     f.panels.push_back({x0, y0, pw, ph, 0, 0});
-    g.text(x0, y0 - 7, p.title, 12, "start", 0, " font-weight=\"bold\"");
-    for (double t : nice_ticks(yl, yh, 4)) {
-      g.line(x0, Y(t), x0 + pw, Y(t), "#e4e4e4", 0.8);
-      g.text(x0 - 5, Y(t) + 3.5, num(t, 3), 10, "end");
-    }
-    if (p.x_ticks.empty()) {
-      for (double t : nice_ticks(xl, xh, 5)) {
-        g.line(X(t), y0 + ph, X(t), y0 + ph + 4, "#333");
-        g.text(X(t), y0 + ph + 15, num(t, 3), 10, "middle");
-      }
-    } else {
-      const int step = label_step(pw / double(p.x_ticks.size()), 10);
-      for (size_t i = 0; i < p.x_ticks.size(); i += size_t(step))
-        g.text(X(double(i)) + 3, y0 + ph + 5, p.x_ticks[i], 9, "start", 90);
-    }
-    for (const auto& s : p.series) {
-      if (s.bars) {
-        double dx = 1;
-        for (size_t i = 1; i < s.x.size(); ++i) dx = std::min(dx, std::abs(s.x[i] - s.x[i - 1]));
-        const double bw = std::max(0.5, 0.8 * dx / (xh - xl) * pw);
-        for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-          if (std::isfinite(s.y[i]))
-            g.rect(X(s.x[i]) - bw / 2, std::min(Y(s.y[i]), Y(std::max(yl, 0.0))), bw, std::abs(Y(s.y[i]) - Y(std::max(yl, 0.0))), hex(s.colour));
-        continue;
-      }
-      std::ostringstream pts;
-      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-        if (std::isfinite(s.y[i])) pts << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.y[i], yl, yh)), 6) << " ";
-      g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"1.6\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "")
-          << " points=\"" << pts.str() << "\"/>\n";
-    }
-    g.rect(x0, y0, pw, ph, "none", " stroke=\"#333\" stroke-width=\"0.8\"");
-    if (!p.x_label.empty()) g.text(x0 + pw / 2, y0 + ph + mb - 8, p.x_label, 11, "middle");
-    if (!p.y_label.empty()) g.text(x0 - 46, y0 + ph / 2, p.y_label, 11, "middle", -90);
+    plot_panel(g, panels[k], x0, y0, pw, ph, mb);
   }
   double ly = top0 + 30;
   const double lx = columns * cw + 12;

@@ -1,5 +1,4 @@
 // Model subcommands: init-model (seeded random HF checkpoints), model-info, bench-model.
-#include <chrono>
 #include <iomanip>
 #include <iostream>
 
@@ -9,6 +8,7 @@
 #include "stages/cpu_features.h"
 #include "stages/model.h"
 #include "stages/random_checkpoint.h"
+#include "stages/stopwatch.h"
 #include "stages/safetensors.h"
 
 namespace ctxsim {
@@ -70,8 +70,56 @@ std::vector<SelectionRule> bench_rules(int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// Samples per second of (a) the plain forward, (b) the forward handing out every layer's
+// context vectors and attention maps, and (c) the full per-sample pipeline, on B synthetic
+// samples of full length (sentences of 20 tokens). They alternate in short rounds so that drift
+// of the machine hits all three alike.
+struct Rates {
+  double plain = 0, handed_out = 0, pipeline = 0;
+};
+
+Rates time_batch(const BertModel& m, const std::vector<SelectionRule>& rules, int64_t B, int64_t T, double seconds) {
+  const at::Tensor ids = at::randint(1000, 2000, {B, T}, at::kLong);
+  const at::Tensor valid = at::ones({B, T}, at::kBool);
+  double sink = 0;
+  const LayerCallback touch = [&](const LayerOutputs& o) {
+    sink += o.context.data_ptr() != nullptr;
+    sink += o.attention.data_ptr() != nullptr;
+  };
+  StatisticsOptions opt;
+  opt.rules = rules;
+  opt.separator_ids = {1010, 1012, 102};
+  opt.special_ids = {0, 100, 101, 102, 103};
+  const Analysis analysis(m, opt, false);
+  const at::Tensor ids32 = ids.to(at::kInt).contiguous();
+  std::vector<int16_t> sent(static_cast<size_t>(B * T)), nvalid(static_cast<size_t>(B), static_cast<int16_t>(T));
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = int16_t((i % size_t(T)) / 20);
+  const BatchSamples bs{ids32.data_ptr<int32_t>(), sent.data(), nvalid.data(), B, T};
+  Accumulator acc(analysis.shape(T));
+  m.forward(ids, valid, {}, nullptr);  // warm-up
+  analysis.run_batch(bs, acc);
+  double sa = 0, sb = 0, sc = 0, n = 0;
+  while (sa + sb + sc < 3 * seconds) {
+    Stopwatch clock;
+    m.forward(ids, valid, {}, nullptr);
+    sa += clock.seconds();
+    clock.restart();
+    m.forward(ids, valid, {}, touch);
+    sb += clock.seconds();
+    clock.restart();
+    analysis.run_batch(bs, acc);
+    sc += clock.seconds();
+    n += double(B);
+  }
+  (void)sink;
+  return Rates{n / sa, n / sb, n / sc};
+}
+
+}  // namespace
+
 int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
-  using Clock = std::chrono::steady_clock;
   const std::vector<SelectionRule> rules = bench_rules(a.rules);
   const int threads = configure_threads(a.threads);
   // A real checkpoint (--model), or random weights in memory: speed does not depend on their values.
@@ -80,15 +128,19 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   std::map<std::string, at::Tensor> tensors;
   if (!real)
     for (const auto& [name, shape] : bert_tensor_shapes(c)) tensors[name] = at::randn(shape) * 0.02;
-  const std::string what = real ? a.model : a.preset;
   const double gflop = c.flops_per_sample(a.seq_len) / 1e9;
-  out << "bench-model: " << what << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads << " threads, "
-      << rules.size() << " selection rule(s); CPU: " << cpu_features().describe() << "\n"
+  const CpuFeatures cpu = cpu_features();
+  out << "bench-model: " << (real ? a.model : a.preset) << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads
+      << " threads, " << rules.size() << " selection rule(s); CPU: " << cpu.describe() << "\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
       << "per-sample pipeline: forward + similarity + all statistics\n"
       << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s"
       << std::setw(24) << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)" << "c/a\n";
-  const CpuFeatures cpu = cpu_features();
+  const auto cell = [&](double rate) {
+    std::ostringstream c;
+    c << std::fixed << std::setprecision(1) << rate << ", " << rate * gflop;
+    return c.str();
+  };
   for (const auto& dt : a.dtypes) {
     if (dt == "bfloat16" && !cpu.native_bf16()) {
       out << std::left << std::setw(10) << dt << "skipped: this CPU has neither avx512_bf16 nor amx_bf16, so LibTorch would emulate it\n";
@@ -96,57 +148,10 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
     }
     const BertModel m = real ? BertModel::load(a.model, parse_dtype(dt)) : BertModel::from_tensors(c, tensors, parse_dtype(dt));
     for (int64_t B : a.batches) {
-      const at::Tensor ids = at::randint(1000, 2000, {B, a.seq_len}, at::kLong);
-      const at::Tensor valid = at::ones({B, a.seq_len}, at::kBool);
-      double sink = 0;
-      // (b) hands the caller every layer's context vectors and attention maps and touches them.
-      const LayerCallback touch = [&](const LayerOutputs& o) {
-        sink += o.context.data_ptr() != nullptr;
-        sink += o.attention.data_ptr() != nullptr;
-      };
-      // (a) and (b) alternate in short rounds so that drift of the machine hits both alike.
-      const auto timed = [&](const LayerCallback& cb, double& samples, double& secs) {
-        const auto t0 = Clock::now();
-        m.forward(ids, valid, {}, cb);
-        secs += std::chrono::duration<double>(Clock::now() - t0).count();
-        samples += double(B);
-      };
-      // (c): synthetic samples of full length, sentences of 20 tokens, the rules of --rules.
-      StatisticsOptions opt;
-      opt.rules = rules;
-      opt.separator_ids = {1010, 1012, 102};
-      opt.special_ids = {0, 100, 101, 102, 103};
-      const Analysis analysis(m, opt, false);
-      const at::Tensor ids32 = ids.to(at::kInt).contiguous();
-      std::vector<int16_t> sent(size_t(B * a.seq_len)), nvalid(size_t(B), int16_t(a.seq_len));
-      for (size_t i = 0; i < sent.size(); ++i) sent[i] = int16_t((i % size_t(a.seq_len)) / 20);
-      const BatchSamples bs{ids32.data_ptr<int32_t>(), sent.data(), nvalid.data(), B, a.seq_len};
-      Accumulator acc(analysis.shape(a.seq_len));
-      const auto timed_full = [&](double& samples, double& secs) {
-        const auto t0 = Clock::now();
-        analysis.run_batch(bs, acc);
-        secs += std::chrono::duration<double>(Clock::now() - t0).count();
-        samples += double(B);
-      };
-      m.forward(ids, valid, {}, nullptr);  // warm-up
-      analysis.run_batch(bs, acc);
-      // (a), (b) and (c) alternate in short rounds so that drift of the machine hits all alike.
-      double na = 0, sa = 0, nb = 0, sb = 0, nc = 0, sc = 0;
-      while (sa + sb + sc < 3 * a.seconds) {
-        timed(nullptr, na, sa);
-        timed(touch, nb, sb);
-        timed_full(nc, sc);
-      }
-      const double plain = na / sa, full = nb / sb, pipeline = nc / sc;
-      const auto cell = [&](double rate) {
-        std::ostringstream c;
-        c << std::fixed << std::setprecision(1) << rate << ", " << rate * gflop;
-        return c.str();
-      };
-      out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(24) << cell(plain) << std::setw(24) << cell(full)
-          << std::setw(8) << std::fixed << std::setprecision(2) << full / plain << std::setw(24) << cell(pipeline)
-          << pipeline / plain << "\n";
-      (void)sink;
+      const Rates r = time_batch(m, rules, B, a.seq_len, a.seconds);
+      out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(24) << cell(r.plain) << std::setw(24) << cell(r.handed_out)
+          << std::setw(8) << std::fixed << std::setprecision(2) << r.handed_out / r.plain << std::setw(24) << cell(r.pipeline)
+          << r.pipeline / r.plain << "\n";
     }
   }
   return 0;

@@ -24,34 +24,40 @@ std::vector<double> range(int lo, int hi) {
 
 const Rgb kChance{0, 0, 0}, kBlue{31, 119, 180}, kOrange{230, 120, 20}, kGrey{120, 120, 120};
 
-}  // namespace
-
-void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
-  const int L = d.L, H = d.H, T = d.T;
-  const Baseline& b = d.base;
-  const RuleStats& r = d.stats;
+// What every aggregate figure draws from: the store's data, its per-layer counts, and the
+// ways they are drawn.
+struct Aggregates {
+  const StoreData& d;
+  std::vector<Entry>& out;
   std::vector<Counts> layers;
-  for (int l = 0; l < L; ++l) layers.push_back(r.layer(l));
+
   // A per-(layer, head) quantity as a heatmap figure.
-  const auto lh_heatmap = [&](const std::string& stem, const std::string& title, const std::string& bar, const std::function<double(const Counts&)>& f,
-                              double hi, const std::string& caption) {
+  void heatmap(const std::string& stem, const std::string& title, const std::string& bar, const std::function<double(const Counts&)>& f,
+               double hi, const std::string& caption) const {
     HeatmapSpec m;
-    m.rows = L, m.cols = H, m.lo = 0, m.map = ColourMap::Viridis;
-    for (int l = 0; l < L; ++l)
-      for (int h = 0; h < H; ++h) m.values.push_back(float(f(r.head(l, h))));
+    m.rows = d.L, m.cols = d.H, m.lo = 0, m.map = ColourMap::Viridis;
+    for (int l = 0; l < d.L; ++l)
+      for (int h = 0; h < d.H; ++h) m.values.push_back(float(f(d.stats.head(l, h))));
     m.hi = hi > 0 ? hi : std::max(1e-9, double(*std::max_element(m.values.begin(), m.values.end())));
-    m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = bar;
-    m.cell = std::clamp(420.0 / std::max(L, H), 8.0, 36.0);
+    m.row_labels = numbered("L", d.L), m.col_labels = numbered("H", d.H), m.x_label = "head", m.y_label = "layer", m.bar_label = bar;
+    m.cell = std::clamp(420.0 / std::max(d.L, d.H), 8.0, 36.0);
     out.push_back({stem, caption, heatmap_figure(m, title, d.run)});
-  };
-  const auto per_layer = [&](const std::string& name, Rgb colour, const std::function<double(const Counts&)>& f) {
-    Series s{name, range(0, L), {}, colour};
+  }
+  Series per_layer(const std::string& name, Rgb colour, const std::function<double(const Counts&)>& f) const {
+    Series s{name, range(0, d.L), {}, colour};
     for (const auto& c : layers) s.y.push_back(f(c));
     return s;
-  };
-  const auto flat = [&](const std::string& name, double v, Rgb colour) { return Series{name, range(0, L), std::vector<double>(size_t(L), v), colour, true}; };
+  }
+  Series flat(const std::string& name, double v, Rgb colour) const {
+    return Series{name, range(0, d.L), std::vector<double>(size_t(d.L), v), colour, true};
+  }
+};
 
-  // Distance distribution per layer against chance: one panel per layer, and an overlay.
+// Distance distribution per layer against chance: one panel per layer, and an overlay.
+void distance_figures(const Aggregates& a) {
+  const StoreData& d = a.d;
+  const int L = d.L, T = d.T;
+  const Baseline& b = d.base;
   std::vector<double> chance;
   for (int x = 1; x < T; ++x) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(x)]), b.valid_pairs));
   const Series chance_series{"chance (all valid pairs)", range(1, T), chance, kChance, true};
@@ -61,7 +67,7 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
   double ymax = *std::max_element(chance.begin(), chance.end());
   for (int l = 0; l < L; ++l) {
     Series s{"layer " + std::to_string(l), range(1, T), {}, sequence_colour(l, L)};
-    for (int x = 1; x < T; ++x) s.y.push_back(100.0 * Counts::ratio(layers[size_t(l)].distance[size_t(x)], layers[size_t(l)].pairs));
+    for (int x = 1; x < T; ++x) s.y.push_back(100.0 * Counts::ratio(a.layers[size_t(l)].distance[size_t(x)], a.layers[size_t(l)].pairs));
     ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
     overlay.series.push_back(s);
     PlotSpec p;
@@ -72,74 +78,92 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
   }
   overlay.series.push_back(chance_series);
   for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax * 1.05;
-  out.push_back({"distance_by_layer", "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
-                 plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer vs chance", d.run)});
-  out.push_back({"distance_overlay", "The same distributions overlaid: the shift from long- to short-range pairs across layers",
-                 plot_figure({overlay}, 1, 640, 340, "Distance of high-similarity pairs, all layers vs chance", d.run)});
+  a.out.push_back({"distance_by_layer", "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
+                   plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer vs chance", d.run)});
+  a.out.push_back({"distance_overlay", "The same distributions overlaid: the shift from long- to short-range pairs across layers",
+                   plot_figure({overlay}, 1, 640, 340, "Distance of high-similarity pairs, all layers vs chance", d.run)});
+}
 
-  // Same sentence: per head, and per layer against chance with the lift.
+// Same sentence per head, and per layer against chance with the lift; the other per-head maps.
+void sentence_and_head_figures(const Aggregates& a) {
+  const StoreData& d = a.d;
+  const Baseline& b = d.base;
   const std::string ss_chance = fixed(100 * b.same_sentence_chance(), 1) + "%";
-  lh_heatmap("same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + ss_chance + ")",
-             [](const Counts& c) { return 100 * c.same_sentence_rate(); }, 100,
-             "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + ss_chance);
-  {
-    PlotSpec rate, lift;
-    rate.title = "same-sentence %", rate.x_label = "layer", rate.y_label = "% of selected pairs", rate.y_lo = 0, rate.y_hi = 100;
-    lift.title = "lift over chance", lift.x_label = "layer", lift.y_label = "rate / chance", lift.y_lo = 0;
-    rate.series = {per_layer("selected pairs", kBlue, [](const Counts& c) { return 100 * c.same_sentence_rate(); }),
-                   flat("chance", 100 * b.same_sentence_chance(), kChance)};
-    lift.series = {per_layer("lift", kOrange, [&](const Counts& c) { return b.same_sentence_lift(c); }), flat("no lift (1)", 1.0, kGrey)};
-    out.push_back({"same_sentence_by_layer", "Same-sentence % per layer (all heads pooled) against chance, and the lift (rate / chance)",
+  a.heatmap("same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + ss_chance + ")",
+            [](const Counts& c) { return 100 * c.same_sentence_rate(); }, 100,
+            "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + ss_chance);
+  PlotSpec rate, lift;
+  rate.title = "same-sentence %", rate.x_label = "layer", rate.y_label = "% of selected pairs", rate.y_lo = 0, rate.y_hi = 100;
+  lift.title = "lift over chance", lift.x_label = "layer", lift.y_label = "rate / chance", lift.y_lo = 0;
+  rate.series = {a.per_layer("selected pairs", kBlue, [](const Counts& c) { return 100 * c.same_sentence_rate(); }),
+                 a.flat("chance", 100 * b.same_sentence_chance(), kChance)};
+  lift.series = {a.per_layer("lift", kOrange, [&](const Counts& c) { return b.same_sentence_lift(c); }), a.flat("no lift (1)", 1.0, kGrey)};
+  a.out.push_back({"same_sentence_by_layer", "Same-sentence % per layer (all heads pooled) against chance, and the lift (rate / chance)",
                    plot_figure({rate, lift}, 2, 320, 220, "Same-sentence pairs per layer vs chance", d.run)});
-  }
-  lh_heatmap("repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate " + fixed(100 * b.repetition_chance(), 2) + "%)",
-             [&](const Counts& c) { return b.repetition_lift(c); }, 0,
-             "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
-  lh_heatmap("separator_attention", "Attention mass on separators per head", "mean attention on separators",
-             [&](const Counts& c) { return b.separator_attention(c); }, 0,
-             "Mean attention mass that valid query tokens put on separator keys, per layer and head");
-  lh_heatmap("noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise", [](const Counts& c) { return 100 * c.noise_share(); }, 100,
-             "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
+  a.heatmap("repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate " + fixed(100 * b.repetition_chance(), 2) + "%)",
+            [&](const Counts& c) { return b.repetition_lift(c); }, 0,
+            "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
+  a.heatmap("separator_attention", "Attention mass on separators per head", "mean attention on separators",
+            [&](const Counts& c) { return b.separator_attention(c); }, 0,
+            "Mean attention mass that valid query tokens put on separator keys, per layer and head");
+  a.heatmap("noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise", [](const Counts& c) { return 100 * c.noise_share(); }, 100,
+            "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
+}
 
-  {
-    // Distinct anchors per layer (head specialisation) and signal / noise / attention overlap per layer.
-    PlotSpec p;
-    p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05, p.x_ticks = numbered("L", L);
-    Series bars{"distinct anchors", range(0, L), {}, kBlue, false, true};
-    for (int l = 0; l < L; ++l) bars.y.push_back(Counts::ratio(double(r.distinct_anchors[size_t(l)]), double(b.samples)));
-    p.series = {bars, Series{"all heads different (" + std::to_string(H) + ")", {-0.5, L - 0.5}, {double(H), double(H)}, kGrey, true}};
-    out.push_back({"distinct_anchors", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
+// Distinct anchors per layer (head specialisation); signal / noise and attention overlap per layer.
+void anchor_and_signal_figures(const Aggregates& a) {
+  const StoreData& d = a.d;
+  const int L = d.L, H = d.H;
+  const Baseline& b = d.base;
+  PlotSpec p;
+  p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05, p.x_ticks = numbered("L", L);
+  Series bars{"distinct anchors", range(0, L), {}, kBlue, false, true};
+  for (int l = 0; l < L; ++l) bars.y.push_back(Counts::ratio(double(d.stats.distinct_anchors[size_t(l)]), double(b.samples)));
+  p.series = {bars, Series{"all heads different (" + std::to_string(H) + ")", {-0.5, L - 0.5}, {double(H), double(H)}, kGrey, true}};
+  a.out.push_back({"distinct_anchors", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
                    plot_figure({p}, 1, std::max(300.0, 36.0 * L), 240, "Distinct anchors per layer", d.run)});
-    Counts all;
-    for (const auto& c : layers) all.high_attention_all += c.high_attention_all, all.heads += c.heads;
-    PlotSpec sn, att;
-    sn.title = "signal and noise", sn.x_label = "layer", sn.y_label = "% of selected pairs", sn.y_lo = 0, sn.y_hi = 100;
-    att.title = "attention overlap", att.x_label = "layer", att.y_label = "% high-attention", att.y_lo = 0;
-    sn.series = {per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs > 0 ? 100 * (1 - c.noise_share()) : 0; }),
-                 per_layer("noise", kOrange, [](const Counts& c) { return 100 * c.noise_share(); })};
-    att.series = {per_layer("selected pairs with attention >= " + fixed(d.beta, 2), Rgb{44, 160, 44}, [](const Counts& c) { return 100 * c.in_attention_rate(); }),
-                  flat("chance (all valid pairs)", 100 * b.in_attention_chance(all), kChance)};
-    out.push_back({"signal_noise", "Signal (same sentence, repeated token or anchor) and noise per layer; high-attention share of the selected pairs vs chance",
+  Counts all;
+  for (const auto& c : a.layers) all.high_attention_all += c.high_attention_all, all.heads += c.heads;
+  PlotSpec sn, att;
+  sn.title = "signal and noise", sn.x_label = "layer", sn.y_label = "% of selected pairs", sn.y_lo = 0, sn.y_hi = 100;
+  att.title = "attention overlap", att.x_label = "layer", att.y_label = "% high-attention", att.y_lo = 0;
+  sn.series = {a.per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs > 0 ? 100 * (1 - c.noise_share()) : 0; }),
+               a.per_layer("noise", kOrange, [](const Counts& c) { return 100 * c.noise_share(); })};
+  att.series = {a.per_layer("selected pairs with attention >= " + fixed(d.beta, 2), Rgb{44, 160, 44}, [](const Counts& c) { return 100 * c.in_attention_rate(); }),
+                a.flat("chance (all valid pairs)", 100 * b.in_attention_chance(all), kChance)};
+  a.out.push_back({"signal_noise", "Signal (same sentence, repeated token or anchor) and noise per layer; high-attention share of the selected pairs vs chance",
                    plot_figure({sn, att}, 2, 320, 220, "Signal / noise and attention overlap per layer", d.run)});
-  }
+}
 
-  {
-    // Top anchor per head as a table of decoded tokens, coloured by the share of samples.
-    HeatmapSpec m;
-    m.rows = L, m.cols = H, m.lo = 0, m.hi = 100, m.cell = std::clamp(760.0 / H, 24.0, 64.0);
-    m.values.resize(size_t(L * H));
-    m.cell_text.resize(size_t(L * H));
-    for (int l = 0; l < L; ++l)
-      for (int h = 0; h < H; ++h) {
-        const auto top = r.top_anchors(l, h, 1);
-        if (top.empty()) continue;
-        m.values[size_t(l * H + h)] = float(100.0 * Counts::ratio(double(r.anchor_count(l, h, top[0])), double(b.samples)));
-        m.cell_text[size_t(l * H + h)] = d.vocab[size_t(top[0])];
-      }
-    m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = "% of samples with this anchor";
-    out.push_back({"top_anchors", "Each head's most frequent anchor (the token most of its selected pairs touch), coloured by the share of samples where it is the anchor",
+// Top anchor per head as a table of decoded tokens, coloured by the share of samples.
+void top_anchor_figure(const Aggregates& a) {
+  const StoreData& d = a.d;
+  const int L = d.L, H = d.H;
+  HeatmapSpec m;
+  m.rows = L, m.cols = H, m.lo = 0, m.hi = 100, m.cell = std::clamp(760.0 / H, 24.0, 64.0);
+  m.values.resize(size_t(L * H));
+  m.cell_text.resize(size_t(L * H));
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < H; ++h) {
+      const auto top = d.stats.top_anchors(l, h, 1);
+      if (top.empty()) continue;
+      m.values[size_t(l * H + h)] = float(100.0 * Counts::ratio(double(d.stats.anchor_count(l, h, top[0])), double(d.base.samples)));
+      m.cell_text[size_t(l * H + h)] = d.vocab[size_t(top[0])];
+    }
+  m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = "% of samples with this anchor";
+  a.out.push_back({"top_anchors", "Each head's most frequent anchor (the token most of its selected pairs touch), coloured by the share of samples where it is the anchor",
                    heatmap_figure(m, "Top anchor token per head", d.run)});
-  }
+}
+
+}  // namespace
+
+void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
+  Aggregates a{d, out, {}};
+  for (int l = 0; l < d.L; ++l) a.layers.push_back(d.stats.layer(l));
+  distance_figures(a);
+  sentence_and_head_figures(a);
+  anchor_and_signal_figures(a);
+  top_anchor_figure(a);
 }
 
 void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,

@@ -41,96 +41,107 @@ Store Store::open(const std::string& path, MPI_Comm comm, int rank, const StoreL
   return Store(path, comm, rank, layout, false);
 }
 
+namespace {
+
+void write_root_attributes(hid_t file, const StoreAttributes& a) {
+  h5::set_attr(file, "schema_version", kStoreSchemaVersion);
+  h5::set_attr(file, "config", a.config_yaml);
+  h5::set_attr(file, "config_path", a.config_path);
+  h5::set_attr(file, "model_path", a.model_path);
+  h5::set_attr(file, "model_sha256", a.model_sha256);
+  h5::set_attr(file, "vocab_path", a.vocab_path);
+  h5::set_attr(file, "vocab_sha256", a.vocab_sha256);
+  h5::set_attr(file, "corpus", a.corpus);
+  h5::set_attr(file, "corpus_sha256", a.corpus_sha256);
+  h5::set_attr(file, "ctxsim_version", a.version);
+  h5::set_attr(file, "git_revision", a.git_revision);
+  h5::set_attr(file, "started", a.started);
+  h5::set_attr(file, "finished", std::string());
+  h5::set_attr(file, "vector", a.vector_kind);
+  h5::set_attr(file, "dtype", a.dtype);
+  h5::set_attr(file, "ranks", a.ranks);
+  h5::set_attr(file, "threads_per_rank", a.threads);
+  h5::set_attr(file, "devices", a.devices);
+  h5::set_attr(file, "per_rank_seconds", std::string());
+  h5::set_attr(file, "complete", int64_t{0});
+}
+
+void create_samples(hid_t file, hsize_t N, hsize_t T) {
+  const h5::Id g = h5::create_group(file, "samples");
+  h5::create_dataset(g, "token_ids", H5T_STD_I32LE, {N, T}, "WordPiece ids of each sample, [CLS] … [SEP] then [PAD]", 1024);
+  h5::create_dataset(g, "sentence_ids", H5T_STD_I16LE, {N, T}, "sentence index within the sample; -1 for [CLS], [SEP], [PAD]", 1024);
+  h5::create_dataset(g, "word_ids", H5T_STD_I16LE, {N, T}, "whitespace word index within the sample; -1 for specials", 1024);
+  h5::create_dataset(g, "n_valid", H5T_STD_I16LE, {N}, "valid positions (the first n_valid are not [PAD])", 4096);
+  h5::create_dataset(g, "source", H5T_STD_I32LE, {N, 2}, "(document index, first sentence index) of the window", 4096);
+  h5::create_dataset(g, "candidate", H5T_STD_I64LE, {N}, "index of the window among all candidates (SPEC §1 draw)", 4096);
+}
+
+void create_per_sample(hid_t file, hsize_t R, hsize_t N, hsize_t L, hsize_t H) {
+  const h5::Id g = h5::create_group(file, "per_sample");
+  const hsize_t rows = std::max<hsize_t>(1, std::min<hsize_t>(N, 256));
+  const auto slab = [&](const char* name, hid_t type, const char* d) {
+    // Chunks cover [1, rows, L, H]: one work unit per rule writes whole chunks.
+    const h5::Id space(H5Screate_simple(4, std::vector<hsize_t>{R, N, L, H}.data(), nullptr), H5Sclose, "H5Screate");
+    const h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+    if (R * N * L * H > 0) {
+      const hsize_t chunk[4] = {1, rows, L, H};
+      CTXSIM_H5(H5Pset_chunk(dcpl, 4, chunk));
+    }
+    CTXSIM_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
+    const h5::Id ds(H5Dcreate2(g, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose, name);
+    h5::set_attr(ds, "description", std::string(d));
+  };
+  slab("anchor_token", H5T_STD_I32LE, "[rule, sample, layer, head] anchor token id (-1: no selected pair)");
+  slab("anchor_share", H5T_IEEE_F32LE, "[rule, sample, layer, head] anchor endpoint count / (2 x selected pairs)");
+  slab("high_pairs", H5T_STD_I32LE, "[rule, sample, layer, head] selected pairs");
+}
+
+void create_examples(hid_t file, hsize_t E, hsize_t R, hsize_t L, hsize_t H, hsize_t T) {
+  const h5::Id g = h5::create_group(file, "examples");
+  h5::create_dataset(g, "sample_ids", H5T_STD_I64LE, {E}, "sample ids of the examples");
+  const h5::Id f16 = h5::float16_type();
+  h5::create_dataset(g, "attention", f16, {E, L, H, T, T}, "[example, layer, head, i, j] attention A_ij (float16)", 1);
+  h5::create_dataset(g, "similarity", f16, {E, L, H, T, T},
+                     "[example, layer, head, i, j] context similarity C_ij, diagonal and [PAD] 0 (float16)", 1);
+  h5::create_dataset(g, "selected", H5T_STD_U8LE, {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected", 1);
+}
+
+// /stats with a group per rule, the baselines and attention groups, and every statistic's
+// dataset (written once at the end) from the schema.
+void create_stats(hid_t file, const StoreLayout& layout) {
+  const h5::Id g = h5::create_group(file, "stats");
+  h5::set_attr(g, "rules", join_each(layout.rules, [](const SelectionRule& r) { return r.name(); }, "\n"));
+  for (const auto& r : layout.rules) {
+    const h5::Id rg = h5::create_group(g, r.name());
+    h5::set_attr(rg, "kind", r.key());
+    h5::set_attr(rg, "value", r.value);
+  }
+  h5::create_group(g, "baseline");
+  h5::create_group(g, "attention");
+  h5::create_group(file, "vocab");
+  for (const auto& f : layout.fields) {
+    std::vector<hsize_t> d;
+    for (auto x : f.dims) d.push_back(hsize_t(x));
+    if (f.per_rule()) {
+      for (const auto& r : layout.rules) h5::create_dataset(h5::open_group(g, r.name()), f.name(), H5T_STD_I64LE, d, f.info->description);
+    } else {
+      h5::create_dataset(h5::open_group(g, "baseline"), f.name(), H5T_STD_I64LE, d, f.info->description);
+    }
+  }
+}
+
+}  // namespace
+
 Store Store::create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& a) {
   Store st(path, comm, rank, layout, true);
-  const h5::Id& file_ = st.file_;
-
-  h5::set_attr(file_, "schema_version", kStoreSchemaVersion);
-  h5::set_attr(file_, "config", a.config_yaml);
-  h5::set_attr(file_, "config_path", a.config_path);
-  h5::set_attr(file_, "model_path", a.model_path);
-  h5::set_attr(file_, "model_sha256", a.model_sha256);
-  h5::set_attr(file_, "vocab_path", a.vocab_path);
-  h5::set_attr(file_, "vocab_sha256", a.vocab_sha256);
-  h5::set_attr(file_, "corpus", a.corpus);
-  h5::set_attr(file_, "corpus_sha256", a.corpus_sha256);
-  h5::set_attr(file_, "ctxsim_version", a.version);
-  h5::set_attr(file_, "git_revision", a.git_revision);
-  h5::set_attr(file_, "started", a.started);
-  h5::set_attr(file_, "finished", std::string());
-  h5::set_attr(file_, "vector", a.vector_kind);
-  h5::set_attr(file_, "dtype", a.dtype);
-  h5::set_attr(file_, "ranks", a.ranks);
-  h5::set_attr(file_, "threads_per_rank", a.threads);
-  h5::set_attr(file_, "devices", a.devices);
-  h5::set_attr(file_, "per_rank_seconds", std::string());
-  h5::set_attr(file_, "complete", int64_t{0});
-
+  write_root_attributes(st.file_, a);
   const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers),
                 H = hsize_t(layout.heads), R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
-  {
-    const h5::Id g = h5::create_group(file_, "samples");
-    h5::create_dataset(g, "token_ids", H5T_STD_I32LE, {N, T}, "WordPiece ids of each sample, [CLS] … [SEP] then [PAD]", 1024);
-    h5::create_dataset(g, "sentence_ids", H5T_STD_I16LE, {N, T}, "sentence index within the sample; -1 for [CLS], [SEP], [PAD]", 1024);
-    h5::create_dataset(g, "word_ids", H5T_STD_I16LE, {N, T}, "whitespace word index within the sample; -1 for specials", 1024);
-    h5::create_dataset(g, "n_valid", H5T_STD_I16LE, {N}, "valid positions (the first n_valid are not [PAD])", 4096);
-    h5::create_dataset(g, "source", H5T_STD_I32LE, {N, 2}, "(document index, first sentence index) of the window", 4096);
-    h5::create_dataset(g, "candidate", H5T_STD_I64LE, {N}, "index of the window among all candidates (SPEC §1 draw)", 4096);
-  }
-  {
-    const h5::Id g = h5::create_group(file_, "per_sample");
-    const hsize_t rows = std::max<hsize_t>(1, std::min<hsize_t>(N, 256));
-    const auto slab = [&](const char* name, hid_t type, const char* d) {
-      // Chunks cover [1, rows, L, H]: one work unit per rule writes whole chunks.
-      const h5::Id space(H5Screate_simple(4, std::vector<hsize_t>{R, N, L, H}.data(), nullptr), H5Sclose, "H5Screate");
-      const h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
-      if (R * N * L * H > 0) {
-        const hsize_t chunk[4] = {1, rows, L, H};
-        CTXSIM_H5(H5Pset_chunk(dcpl, 4, chunk));
-      }
-      CTXSIM_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
-      const h5::Id ds(H5Dcreate2(g, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose, name);
-      h5::set_attr(ds, "description", std::string(d));
-    };
-    slab("anchor_token", H5T_STD_I32LE, "[rule, sample, layer, head] anchor token id (-1: no selected pair)");
-    slab("anchor_share", H5T_IEEE_F32LE, "[rule, sample, layer, head] anchor endpoint count / (2 x selected pairs)");
-    slab("high_pairs", H5T_STD_I32LE, "[rule, sample, layer, head] selected pairs");
-  }
-  {
-    const h5::Id g = h5::create_group(file_, "examples");
-    h5::create_dataset(g, "sample_ids", H5T_STD_I64LE, {E}, "sample ids of the examples");
-    const h5::Id f16 = h5::float16_type();
-    h5::create_dataset(g, "attention", f16, {E, L, H, T, T}, "[example, layer, head, i, j] attention A_ij (float16)", 1);
-    h5::create_dataset(g, "similarity", f16, {E, L, H, T, T},
-                       "[example, layer, head, i, j] context similarity C_ij, diagonal and [PAD] 0 (float16)", 1);
-    h5::create_dataset(g, "selected", H5T_STD_U8LE, {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected", 1);
-  }
-  {
-    const h5::Id g = h5::create_group(file_, "stats");
-    h5::set_attr(g, "rules", join_each(layout.rules, [](const SelectionRule& r) { return r.name(); }, "\n"));
-    for (const auto& r : layout.rules) {
-      const h5::Id rg = h5::create_group(g, r.name());
-      h5::set_attr(rg, "kind", r.key());
-      h5::set_attr(rg, "value", r.value);
-    }
-    h5::create_group(g, "baseline");
-    h5::create_group(g, "attention");
-  }
-  h5::create_group(file_, "vocab");
-  // Statistics: every dataset now, written once at the end.
-  {
-    const h5::Id stats = h5::open_group(file_, "stats");
-    for (const auto& f : layout.fields) {
-      std::vector<hsize_t> d;
-      for (auto x : f.dims) d.push_back(hsize_t(x));
-      if (f.per_rule()) {
-        for (const auto& r : layout.rules) h5::create_dataset(h5::open_group(stats, r.name()), f.name(), H5T_STD_I64LE, d, f.info->description);
-      } else {
-        h5::create_dataset(h5::open_group(stats, "baseline"), f.name(), H5T_STD_I64LE, d, f.info->description);
-      }
-    }
-  }
-  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  create_samples(st.file_, N, T);
+  create_per_sample(st.file_, R, N, L, H);
+  create_examples(st.file_, E, R, L, H, T);
+  create_stats(st.file_, layout);
+  CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
   return st;
 }
 
