@@ -84,23 +84,10 @@ int64_t Corpus::num_sentences() const {
   return n;
 }
 
-const char* to_string(CorpusFormat format) {
-  switch (format) {
-    case CorpusFormat::Brown: return "brown";
-    case CorpusFormat::Text: return "text";
-    case CorpusFormat::Jsonl: return "jsonl";
-  }
-  return "?";
-}
-
 std::vector<std::string> parse_brown(std::string_view content) {
   std::vector<std::string> sentences;
-  size_t pos = 0;
-  while (pos < content.size()) {
-    size_t end = content.find('\n', pos);
-    if (end == std::string_view::npos) end = content.size();
-    const std::string_view line = content.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string& text : split_lines(content)) {
+    const std::string_view line = text;  // views of the line, not copies
     std::string sentence;
     size_t i = 0;
     while (i < line.size()) {

@@ -45,6 +45,4 @@ std::vector<std::string> split_sentences(std::string_view text);
 // Plain-text documents: separated by one or more blank lines.
 std::vector<std::string> split_documents(std::string_view text);
 
-const char* to_string(CorpusFormat format);
-
 }  // namespace ctxsim

@@ -1,19 +1,25 @@
 #include "stages/precision.h"
 
+#include <utility>
+
 namespace ctxsim {
 
+namespace {
+
+constexpr std::pair<Precision, const char*> kNames[] = {
+    {Precision::Float32, "float32"}, {Precision::BFloat16, "bfloat16"}, {Precision::Float64, "float64"}};
+
+}  // namespace
+
 const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::Float32: return "float32";
-    case Precision::BFloat16: return "bfloat16";
-    case Precision::Float64: return "float64";
-  }
+  for (const auto& [value, name] : kNames)
+    if (value == p) return name;
   return "?";
 }
 
 std::optional<Precision> parse_precision(const std::string& name) {
-  for (Precision p : {Precision::Float32, Precision::BFloat16, Precision::Float64})
-    if (name == precision_name(p)) return p;
+  for (const auto& [value, spelling] : kNames)
+    if (name == spelling) return value;
   return std::nullopt;
 }
 

@@ -16,15 +16,12 @@
 #include "pipeline/commands/commands.h"
 #include "stages/corpus.h"
 #include "stages/error.h"
+#include "stages/stopwatch.h"
 #include "stages/utf8.h"
 
 namespace ctxsim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::string join_pieces(const Vocab& vocab, const int32_t* ids, size_t n) {
   std::string s;
@@ -159,9 +156,9 @@ int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>&
   const Config c = load_config(path, overrides);
   check_paths(c);
   BertTokenizer tokenizer = make_tokenizer(c);
-  auto t0 = Clock::now();
+  Stopwatch clock;
   const Corpus corpus = read_corpus(corpus_options(c));
-  const double read_s = seconds_since(t0);
+  const double read_s = clock.seconds();
   int64_t bytes = 0;
   for (const auto& d : corpus.documents)
     for (const auto& s : d.sentences) bytes += static_cast<int64_t>(s.size());
@@ -170,9 +167,9 @@ int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>&
   for (int r = 0; r < repeat; ++r) {
     // A fresh tokenizer each round: the first round pays for the word-piece cache, like a real run.
     BertTokenizer fresh = make_tokenizer(c);
-    t0 = Clock::now();
+    clock.restart();
     const TokenizedCorpus tc = tokenize_corpus(corpus, fresh);
-    const double s = seconds_since(t0);
+    const double s = clock.seconds();
     out << "round " << r + 1 << ": " << tc.num_tokens << " tokens in " << std::fixed << std::setprecision(3) << s
         << " s (" << std::setprecision(2) << tc.num_tokens / s / 1e6 << " M tokens/s, " << bytes / s / 1e6
         << " MB/s, one thread)\n";

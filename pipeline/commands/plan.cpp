@@ -16,6 +16,7 @@
 #include "stages/analysis.h"
 #include "stages/cpu_features.h"
 #include "stages/error.h"
+#include "stages/stopwatch.h"
 
 namespace fs = std::filesystem;
 
@@ -69,10 +70,10 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   int64_t done = 0;
   for (int64_t k = 0; k <= runs; ++k) {  // k = 0 warms up
     const int64_t b0 = (k * B) % std::max<int64_t>(1, N - B + 1), n = std::min(B, N - b0);
-    const auto t0 = std::chrono::steady_clock::now();
+    const Stopwatch clock;
     analysis.run_batch(BatchSamples{&s.token_ids[size_t(b0 * T)], &s.sentence_ids[size_t(b0 * T)], &s.n_valid[size_t(b0)], n, T}, acc);
     if (k > 0) {
-      secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      secs += clock.seconds();
       done += n;
     }
   }

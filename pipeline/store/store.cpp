@@ -43,19 +43,15 @@ Store Store::open(const std::string& path, MPI_Comm comm, int rank, const StoreL
 
 namespace {
 
+// The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
 void write_root_attributes(hid_t file, const StoreAttributes& a) {
   h5::set_attr(file, "schema_version", kStoreSchemaVersion);
-  h5::set_attr(file, "config", a.config_yaml);
-  h5::set_attr(file, "config_path", a.config_path);
-  h5::set_attr(file, "model_path", a.model_path);
-  h5::set_attr(file, "model_sha256", a.model_sha256);
-  h5::set_attr(file, "vocab_path", a.vocab_path);
-  h5::set_attr(file, "vocab_sha256", a.vocab_sha256);
-  h5::set_attr(file, "corpus", a.corpus);
-  h5::set_attr(file, "corpus_sha256", a.corpus_sha256);
-  h5::set_attr(file, "ctxsim_version", a.version);
-  h5::set_attr(file, "git_revision", a.git_revision);
-  h5::set_attr(file, "started", a.started);
+  const std::pair<const char*, const std::string*> texts[] = {
+      {"config", &a.config_yaml},   {"config_path", &a.config_path},       {"model_path", &a.model_path},
+      {"model_sha256", &a.model_sha256}, {"vocab_path", &a.vocab_path},    {"vocab_sha256", &a.vocab_sha256},
+      {"corpus", &a.corpus},        {"corpus_sha256", &a.corpus_sha256},   {"ctxsim_version", &a.version},
+      {"git_revision", &a.git_revision}, {"started", &a.started}};
+  for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
   h5::set_attr(file, "finished", std::string());
   h5::set_attr(file, "vector", a.vector_kind);
   h5::set_attr(file, "dtype", a.dtype);
