@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/commands/head_list.h"
+#include "pipeline/job/head_list.h"
 
 namespace ctxsim {
 namespace {

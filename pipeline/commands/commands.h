@@ -8,6 +8,8 @@
 
 #include "pipeline/job/config.h"
 #include "pipeline/job/inputs.h"
+#include "pipeline/report/report.h"
+#include "pipeline/store/summary.h"
 #include "stages/samples.h"
 
 namespace ctxsim {
@@ -27,12 +29,7 @@ int cmd_run(const std::string& config, const std::vector<std::string>& overrides
 // One run across the MPI ranks (commands/run.cpp): the store, the report and the summary.
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out);
 
-// `ctxsim summary`: per-layer tables of a store's statistics vs chance.
-struct SummaryOptions {
-  std::vector<std::pair<int64_t, int64_t>> heads;  // (layer, head) whose top anchors are listed; empty = one per layer
-  int64_t top = 5;                                 // anchors listed per head
-};
-int print_summary(const std::string& store_path, const SummaryOptions& options, std::ostream& out);
+
 struct SubmitArgs {
   bool dry_run = false;
   int64_t ranks = 0, cpus_per_task = 0;  // 0 = the job script's #SBATCH lines
@@ -47,15 +44,7 @@ int cmd_submit(const std::string& config, const std::vector<std::string>& overri
 // Samples, units, memory per rank, store size and a calibrated time estimate for `ranks` ranks.
 int cmd_plan(const std::string& config, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out);
 
-// Figures (PNG + SVG) and a self-contained report.html with an example explorer, next to the
-// store or in out_dir. Refuses incomplete or damaged stores.
-struct ReportArgs {
-  std::string out_dir;                    // default: the store's folder
-  int64_t max_bytes = 25 << 20;           // report.html budget
-  std::string rule;                       // the store's rule the figures use (default: the first)
-  std::vector<std::string> heads;         // "LAYER:HEAD" drawn per example (default: 0, L/2, L-1 at head 0)
-};
-int cmd_report(const std::string& store, const ReportArgs& args, std::ostream& out);
+
 
 // One CSV row per (point, rule, layer, head) from every complete store under a sweep folder.
 int cmd_collect(const std::string& sweep_dir, const std::string& out_csv, std::ostream& out);

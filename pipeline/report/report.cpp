@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "pipeline/commands/commands.h"
+#include "pipeline/report/report.h"
+#include "pipeline/store/summary.h"
 #include "pipeline/job/comm.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "pipeline/commands/head_list.h"
+#include "pipeline/job/head_list.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/error.h"

@@ -1,4 +1,4 @@
-#include "pipeline/commands/head_list.h"
+#include "pipeline/job/head_list.h"
 
 #include <algorithm>
 #include <charconv>

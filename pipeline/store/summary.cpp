@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "pipeline/store/hdf5.h"
-#include "pipeline/commands/commands.h"
-#include "pipeline/commands/head_list.h"
+#include "pipeline/store/summary.h"
+#include "pipeline/job/head_list.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/accumulator.h"
