@@ -1,6 +1,7 @@
 #include "pipeline/commands/cli.h"
 
 #include <iostream>
+#include <tuple>
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/head_list.h"
@@ -121,10 +122,10 @@ std::vector<Subcommand> model_commands(Args& a) {
       {"init-model", "write a seeded random BERT checkpoint in the Hugging Face format",
        [&](CLI::App& s) {
          s.add_option("--preset", a.init.preset, "bert-base | bert-mini | bert-tiny")->capture_default_str();
-         s.add_option("--layers", a.init.layers, "override the preset's layer count");
-         s.add_option("--hidden", a.init.hidden, "override the preset's hidden size");
-         s.add_option("--heads", a.init.heads, "override the preset's head count");
-         s.add_option("--ffn", a.init.ffn, "override the preset's intermediate size");
+         const std::tuple<const char*, int64_t*, const char*> overrides[] = {
+             {"--layers", &a.init.layers, "layer count"}, {"--hidden", &a.init.hidden, "hidden size"},
+             {"--heads", &a.init.heads, "head count"}, {"--ffn", &a.init.ffn, "intermediate size"}};
+         for (const auto& [flag, value, what] : overrides) s.add_option(flag, *value, std::string("override the preset's ") + what);
          s.add_option("--positions", a.init.positions, "override max_position_embeddings (longest sample the model takes)");
          s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")->capture_default_str();
          s.add_option("--vocab", a.init.vocab, "vocab.txt to copy in (its size sets vocab_size)")->required();
