@@ -73,6 +73,12 @@ struct Job {
     }
     return {};
   }
+  // Runs the job and returns what it printed to stderr.
+  std::string run_capturing(Communicator& world) {
+    testing::internal::CaptureStderr();
+    run(world);
+    return testing::internal::GetCapturedStderr();
+  }
 };
 
 TEST(Agree, SumsVotesAndNamesTheLowestFailingRank) {
@@ -158,9 +164,7 @@ TEST(Rounds, AFailureLosesOnlyTheRoundInFlight) {
   LocalComm world;
   Job job;
   job.work.fail_at = 4;
-  testing::internal::CaptureStderr();
-  job.run(world);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = job.run_capturing(world);
   EXPECT_EQ(job.exit_code, kExitUserError);
   EXPECT_NE(err.find("unit 4: bad input; fix: fix it"), std::string::npos) << err;
   EXPECT_EQ(job.work.written, (std::vector<int64_t>{0, 1, 2, 3}));  // unit 4 is never written …
@@ -172,9 +176,7 @@ TEST(Rounds, ABugStopsWithTheInternalExitCode) {
   LocalComm world;
   Job job;
   job.work.bug_at = 2;
-  testing::internal::CaptureStderr();
-  job.run(world);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = job.run_capturing(world);
   EXPECT_EQ(job.exit_code, kExitInternal);
   EXPECT_NE(err.find("internal error"), std::string::npos) << err;
 }
@@ -186,9 +188,7 @@ TEST(Rounds, AFailureOnAnotherRankStopsThisOne) {
     if (call == 2 && op == ReduceOp::Min) d[0] = std::min(d[0], int64_t(2) * 256 + kExitUserError);
   });
   Job job;
-  testing::internal::CaptureStderr();
-  job.run(world);
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");  // rank 2 reports, not rank 0
+  EXPECT_EQ(job.run_capturing(world), "");  // rank 2 reports, not rank 0
   EXPECT_EQ(job.exit_code, kExitUserError);
   EXPECT_EQ(job.work.computed, (std::vector<int64_t>{0, 3}));
   EXPECT_EQ(job.work.written, (std::vector<int64_t>{0}));
@@ -200,9 +200,7 @@ TEST(Rounds, AStopSignalSavesProgressAndExitsToBeResumed) {
   Job job;
   job.options.flush_units = 100;
   job.work.stop_at = 2;
-  testing::internal::CaptureStderr();
-  job.run(world);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = job.run_capturing(world);
   EXPECT_EQ(job.exit_code, kExitInterrupted);
   EXPECT_EQ(job.work.computed, (std::vector<int64_t>{0, 1, 2}));  // the round in flight completes
   ASSERT_EQ(job.work.durable.size(), 1u);
