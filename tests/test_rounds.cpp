@@ -81,6 +81,13 @@ struct Job {
   }
 };
 
+// Runs the job and checks that it stopped with `code` and said `message` on stderr.
+void expect_exit(Job& job, Communicator& world, int code, const std::string& message) {
+  const std::string err = job.run_capturing(world);
+  EXPECT_EQ(job.exit_code, code);
+  EXPECT_NE(err.find(message), std::string::npos) << err;
+}
+
 TEST(Agree, SumsVotesAndNamesTheLowestFailingRank) {
   // Ranks 1 and 2 failed (codes 3 and 1), rank 2 saw SIGTERM, the others did 7 samples.
   ScriptedComm world(3, [](int call, int64_t* d, size_t n, ReduceOp op) {
@@ -164,9 +171,7 @@ TEST(Rounds, AFailureLosesOnlyTheRoundInFlight) {
   LocalComm world;
   Job job;
   job.work.fail_at = 4;
-  const std::string err = job.run_capturing(world);
-  EXPECT_EQ(job.exit_code, kExitUserError);
-  EXPECT_NE(err.find("unit 4: bad input; fix: fix it"), std::string::npos) << err;
+  expect_exit(job, world, kExitUserError, "unit 4: bad input; fix: fix it");
   EXPECT_EQ(job.work.written, (std::vector<int64_t>{0, 1, 2, 3}));  // unit 4 is never written …
   ASSERT_FALSE(job.work.durable.empty());
   EXPECT_EQ(count_done(job.work.durable.back()), 4);                // … nor vouched for
@@ -176,9 +181,7 @@ TEST(Rounds, ABugStopsWithTheInternalExitCode) {
   LocalComm world;
   Job job;
   job.work.bug_at = 2;
-  const std::string err = job.run_capturing(world);
-  EXPECT_EQ(job.exit_code, kExitInternal);
-  EXPECT_NE(err.find("internal error"), std::string::npos) << err;
+  expect_exit(job, world, kExitInternal, "internal error");
 }
 
 TEST(Rounds, AFailureOnAnotherRankStopsThisOne) {
