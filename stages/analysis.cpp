@@ -1,6 +1,23 @@
 #include "stages/analysis.h"
 
+#include "stages/error.h"
+
 namespace ctxsim {
+namespace {
+
+// Finite weights (checked at load) can still overflow (e.g. in bfloat16): a non-finite value in
+// a layer's output stops the run, naming the first sample and layer, instead of turning into
+// silent nonsense. One reduction per layer, nothing per element unless it fires.
+void check_finite_activations(const LayerOutputs& o, int64_t first_sample) {
+  if (at::isfinite(o.attention_output.sum()).item<bool>()) return;
+  const at::Tensor ok = at::isfinite(o.attention_output).flatten(1).all(1);  // [B]
+  const int64_t row = at::logical_not(ok).nonzero()[0][0].item<int64_t>();
+  throw Error("sample " + std::to_string(first_sample + row) + ", layer " + std::to_string(o.layer),
+              "the model's activations are not finite (NaN or inf) after the attention block",
+              "its weights are finite, so the values overflow: use model.dtype=float32 or float64, or check the checkpoint");
+}
+
+}  // namespace
 
 Analysis::Analysis(const BertModel& model, StatisticsOptions options, bool projected)
     : model_(model), options_(std::move(options)) {
@@ -27,6 +44,7 @@ PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, con
   LayerRequest request;
   request.final_hidden = false;
   model_.forward(ids, valid, request, [&](const LayerOutputs& o) {
+    check_finite_activations(o, bs.first);
     const at::Tensor metric = metrics_.empty() ? at::Tensor() : metrics_[size_t(o.layer)];
     // The kernels form each head's similarities from its vectors: C = (o M) oᵀ or o oᵀ.
     const at::Tensor vectors = o.context.scalar_type() == at::kDouble ? o.context : o.context.to(at::kFloat);

@@ -48,10 +48,23 @@ BertConfig BertConfig::load(const std::string& path) {
   }
   if (auto it = j.find("position_embedding_type"); it != j.end() && it->is_string() && it->get<std::string>() != "absolute")
     throw Error(path + ": position_embedding_type", "only 'absolute' position embeddings are supported", "use a BERT checkpoint");
-  if (c.hidden_size % c.num_heads != 0)
-    throw Error(path + ": num_attention_heads", "hidden_size " + std::to_string(c.hidden_size) + " is not divisible by " +
-                    std::to_string(c.num_heads) + " heads", "restore the model's config.json");
+  c.check(path + ": ", "restore the model's config.json");
   return c;
+}
+
+void BertConfig::check(const std::string& where, const std::string& fix) const {
+  // Far above any BERT, far below what would exhaust memory before the weights are even read.
+  const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {
+      {"vocab_size", {vocab_size, int64_t(1) << 22}},         {"hidden_size", {hidden_size, int64_t(1) << 16}},
+      {"num_hidden_layers", {num_layers, 1024}},               {"num_attention_heads", {num_heads, 1024}},
+      {"intermediate_size", {intermediate_size, int64_t(1) << 18}}, {"max_position_embeddings", {max_position_embeddings, int64_t(1) << 20}},
+      {"type_vocab_size", {type_vocab_size, 1024}}};
+  for (const auto& [key, v] : limits)
+    if (v.first < 1 || v.first > v.second)
+      throw Error(where + key, std::to_string(v.first) + " is outside what ctxsim supports (1 to " + std::to_string(v.second) + ")", fix);
+  if (hidden_size % num_heads != 0)
+    throw Error(where + "num_attention_heads", "hidden_size " + std::to_string(hidden_size) + " is not divisible by " +
+                    std::to_string(num_heads) + " heads", fix);
 }
 
 std::string BertConfig::to_json() const {

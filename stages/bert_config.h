@@ -21,6 +21,9 @@ struct BertConfig {
   int64_t head_dim() const { return hidden_size / num_heads; }
 
   static BertConfig load(const std::string& config_json);  // throws naming file and key
+  // Every size within ctxsim's limits and the heads dividing the hidden size, else throws
+  // Error(where + key, …, fix).
+  void check(const std::string& where, const std::string& fix) const;
   std::string to_json() const;                             // HF config.json text, stable order
   static BertConfig preset(const std::string& name);      // bert-base | bert-mini | bert-tiny
   double flops_per_sample(int64_t seq_len) const;           // forward multiply-adds × 2

@@ -53,11 +53,16 @@ bool is_brown_name(const std::string& n) {
          std::isdigit(static_cast<unsigned char>(n[3]));
 }
 
-std::vector<fs::path> sorted_files(const fs::path& dir) {
+// The folder's files in name order; what is not a file (a dangling link, a folder) goes to skipped.
+std::vector<fs::path> sorted_files(const fs::path& dir, std::vector<std::string>& skipped) {
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file()) files.push_back(e.path());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file(ec)) files.push_back(e.path());
+    else skipped.push_back(e.path().filename().string() + (e.is_symlink(ec) ? " (a link to nothing readable)" : " (not a file)"));
+  }
   std::sort(files.begin(), files.end());
+  std::sort(skipped.begin(), skipped.end());
   return files;
 }
 
@@ -78,13 +83,25 @@ bool is_opening(char c) { return c == '"' || c == '\'' || c == '(' || c == '[' |
 
 }  // namespace
 
+std::string CorpusNotes::describe() const {
+  std::vector<std::string> parts;
+  if (nul_bytes) parts.push_back(std::to_string(nul_bytes) + " NUL byte(s) dropped (as BERT's text cleaning does)");
+  if (untagged_tokens) parts.push_back(std::to_string(untagged_tokens) + " Brown token(s) without a /tag kept whole as words");
+  if (!skipped.empty()) {
+    std::vector<std::string> first(skipped.begin(), skipped.begin() + long(std::min<size_t>(5, skipped.size())));
+    parts.push_back(std::to_string(skipped.size()) + " folder entr" + (skipped.size() == 1 ? "y" : "ies") + " skipped: " + join(first) +
+                    (skipped.size() > 5 ? ", …" : ""));
+  }
+  return join(parts, "; ");
+}
+
 int64_t Corpus::num_sentences() const {
   int64_t n = 0;
   for (const auto& d : documents) n += static_cast<int64_t>(d.sentences.size());
   return n;
 }
 
-std::vector<std::string> parse_brown(std::string_view content) {
+std::vector<std::string> parse_brown(std::string_view content, int64_t* untagged) {
   std::vector<std::string> sentences;
   for (const std::string& text : split_lines(content)) {
     const std::string_view line = text;  // views of the line, not copies
@@ -97,7 +114,9 @@ std::vector<std::string> parse_brown(std::string_view content) {
       if (j > i) {
         std::string_view token = line.substr(i, j - i);
         const size_t slash = token.rfind('/');
-        std::string_view word = (slash == std::string_view::npos || slash == 0) ? token : token.substr(0, slash);
+        const bool tagged = slash != std::string_view::npos && slash != 0;
+        if (!tagged && untagged) ++*untagged;
+        std::string_view word = tagged ? token.substr(0, slash) : token;
         if (word == "``" || word == "''") word = "\"";
         if (!sentence.empty()) sentence.push_back(' ');
         sentence.append(word);
@@ -181,7 +200,7 @@ Corpus read_corpus(const CorpusOptions& o) {
 
   std::vector<fs::path> files;
   if (fs::is_directory(root)) {
-    for (auto& f : sorted_files(root))
+    for (auto& f : sorted_files(root, corpus.notes.skipped))
       if (o.format != CorpusFormat::Brown || is_brown_name(f.filename().string())) files.push_back(f);
   } else {
     files.push_back(root);
@@ -191,9 +210,10 @@ Corpus read_corpus(const CorpusOptions& o) {
     if (!want_more()) break;
     corpus.files.push_back(f.string());
     const std::string content = read_text_file(f, o.invalid_utf8);
+    corpus.notes.nul_bytes += std::count(content.begin(), content.end(), '\0');
     switch (o.format) {
       case CorpusFormat::Brown:
-        add(f.filename().string(), parse_brown(content));
+        add(f.filename().string(), parse_brown(content, &corpus.notes.untagged_tokens));
         break;
       case CorpusFormat::Text: {
         int index = 0;

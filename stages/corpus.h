@@ -24,9 +24,18 @@ struct CorpusOptions {
   int64_t max_documents = 0;           // 0 = all; else the first N documents in corpus order
 };
 
+// Content that was read but is not used as it stands, said once in the log (describe()).
+struct CorpusNotes {
+  int64_t nul_bytes = 0;               // NUL bytes: BERT's text cleaning (ours too) drops them
+  int64_t untagged_tokens = 0;         // Brown tokens without a /tag: kept whole as words
+  std::vector<std::string> skipped;    // folder entries that are not files (dangling links, folders)
+  std::string describe() const;        // "" when there is nothing to say
+};
+
 struct Corpus {
   std::vector<Document> documents;     // corpus order
   std::vector<std::string> files;      // the files read, in order
+  CorpusNotes notes;
   int64_t num_sentences() const;
 };
 
@@ -35,7 +44,8 @@ struct Corpus {
 Corpus read_corpus(const CorpusOptions& options);
 
 // One Brown file (`word/tag` tokens, one sentence per line) into its sentences (SPEC §1).
-std::vector<std::string> parse_brown(std::string_view content);
+// untagged (optional) counts the tokens without a /tag, which are kept whole.
+std::vector<std::string> parse_brown(std::string_view content, int64_t* untagged = nullptr);
 
 // Rule-based sentence split on `.` `?` `!` (plus closing quotes/brackets) followed by
 // whitespace or the end; keeps abbreviations ("Mr.", "e.g.", "U.S."), initials ("J.") and

@@ -181,16 +181,21 @@ void heatmap_frame(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
   for (int s = 0; s < steps; ++s)
     g.rect(bar_x, top + ph * (steps - 1 - s) / steps, 14, ph / steps + 0.5, hex(colour(m.map, (s + 0.5) / steps)));
   g.rect(bar_x, top, 14, ph, "none", " stroke=\"#333\" stroke-width=\"0.6\"");
-  for (double t : nice_ticks(m.lo, m.hi, 4)) {
+  const std::vector<double> ticks = nice_ticks(m.lo, m.hi, 4);
+  // Enough significant digits that neighbouring ticks differ (13.05 and 13.1, not 13.1 twice).
+  int digits = 3;
+  const double largest = std::max(std::abs(m.lo), std::abs(m.hi));
+  if (ticks.size() > 1 && largest > 0) digits = std::clamp(int(std::ceil(std::log10(largest / (ticks[1] - ticks[0])))) + 1, 3, 8);
+  for (double t : ticks) {
     const double y = top + ph * (1 - (t - m.lo) / k.span);
     g.line(bar_x + 14, y, bar_x + 18, y, "#333");
-    g.text(bar_x + 20, y + 3.5, num(t, 3), 10);
+    g.text(bar_x + 20, y + 3.5, num(t, digits), 10);
   }
   if (!m.bar_label.empty()) g.text(bar_x + 68, top + ph / 2, m.bar_label, 11, "middle", 90);
   double ly = top + ph + k.col_h + (m.x_label.empty() ? 20 : 40);
   for (const auto& o : m.overlays) {
     if (o.shape == Overlay::Shape::Outline)
-      g.rect(left, ly - 9, 10, 10, "#ddd", " stroke=\"" + hex(o.colour) + "\" stroke-width=\"2\"");
+      g.rect(left, ly - 9, 10, 10, o.colour == Rgb{255, 255, 255} ? "#555" : "#ddd", " stroke=\"" + hex(o.colour) + "\" stroke-width=\"2\"");
     else
       g.s << "<circle cx=\"" << num(left + 5) << "\" cy=\"" << num(ly - 4) << "\" r=\"4\" fill=\"" << hex(o.colour) << "\"/>\n";
     g.text(left + 16, ly, o.name, 11);

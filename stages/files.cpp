@@ -19,7 +19,7 @@ std::string reason(int err) {
 
 std::string fix_for(int err) {
   if (err == ENOSPC || err == EDQUOT) return "free space on that file system (or write elsewhere)";
-  if (err == EACCES || err == EPERM || err == EROFS) return "write to a folder you may write to";
+  if (err == EACCES || err == EPERM || err == EROFS) return "write to a folder you may write to (this one is read-only or not yours)";
   return "check that the folder exists and is writable";
 }
 
@@ -98,6 +98,20 @@ void atomic_write(const std::string& path, std::string_view bytes, bool durable)
     const std::string dir = fs::path(path).parent_path().string();
     fsync_checked(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY, "the rename");
   }
+}
+
+bool make_folder(const std::string& path, const std::string& where) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return false;
+  if (fs::exists(path, ec)) throw Error(where, "'" + path + "' exists and is not a folder", "choose another path, or move that file away");
+  const bool made = fs::create_directories(path, ec);
+  if (ec) {
+    const int e = ec.value();
+    throw Error(where, "cannot create the folder '" + path + "': " + ec.message(),
+                e == ENOTDIR ? "a part of that path is a file, not a folder: choose another path" : fix_for(e));
+  }
+  return made;
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {

@@ -25,6 +25,11 @@ constexpr size_t kMaxVocabBytes = size_t(64) << 20;   // vocab.txt
 // ctxsim::Error naming the path, the system's reason and a fix (a full disk says so).
 void atomic_write(const std::string& path, std::string_view bytes, bool durable = false);
 
+// Creates the folder (and its parents) unless it exists; true when this call created it. Throws
+// ctxsim::Error naming `where` (a key or an option) and the system's reason when it cannot:
+// a path under a file, a read-only file system, no permission.
+bool make_folder(const std::string& path, const std::string& where);
+
 // The items with `sep` between them; join_each spells each item with `text` first.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 template <class Range, class Text>

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +42,36 @@ std::string shape_text(const std::vector<int64_t>& s) {
   std::string t = "[";
   t += join_each(s, [](int64_t d) { return std::to_string(d); });
   return t + "]";
+}
+
+// The layers the checkpoint holds (encoder.layer.N.*) must be the layers config.json declares:
+// fewer would be missing tensors, more a model silently cut short.
+void check_layer_count(const SafetensorsFile& file, const BertConfig& config, const std::string& config_path) {
+  const std::string prefix = "encoder.layer.";
+  int64_t layers = 0;
+  for (const auto& [key, view] : file.tensors()) {
+    const std::string name = canonical_tensor_name(key);
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    int64_t n = -1;
+    const char* first = name.data() + prefix.size();
+    const auto [end, ec] = std::from_chars(first, name.data() + name.size(), n);
+    if (ec == std::errc() && end != first && *end == '.' && n >= 0 && n < (int64_t(1) << 20)) layers = std::max(layers, n + 1);
+  }
+  if (layers != config.num_layers)
+    throw Error(config_path + ": num_hidden_layers", "declares " + std::to_string(config.num_layers) + " layer(s), but " + file.path() + " holds " +
+                                                         std::to_string(layers) + " (encoder.layer.0 … encoder.layer." + std::to_string(layers - 1) + ")",
+                "use the config.json that belongs to these weights");
+}
+
+// NaN or inf in a weight tensor gives nonsense statistics without any other sign: refused.
+void check_finite(const at::Tensor& t, const std::string& where) {
+  const at::Tensor bad = at::logical_not(at::isfinite(t));
+  const int64_t n = bad.sum().item<int64_t>();
+  if (n == 0) return;
+  const at::Tensor first = bad.reshape({-1}).nonzero()[0][0];
+  throw Error(where, std::to_string(n) + " of " + std::to_string(t.numel()) + " values are not finite (NaN or inf), the first at flat index " +
+                         std::to_string(first.item<int64_t>()),
+              "the checkpoint is damaged: copy or convert it again");
 }
 
 }  // namespace
@@ -88,6 +119,7 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
     throw Error(weights, "missing", "ctxsim reads model.safetensors (convert a pytorch_model.bin with the safetensors "
                                     "convert script, or make a random model with 'ctxsim init-model')");
   const SafetensorsFile file(weights);
+  check_layer_count(file, config, (fs::path(dir) / "config.json").string());
   auto expected = bert_tensor_shapes(config);
   const auto pooler = bert_pooler_shapes(config);
   LoadReport local;
@@ -118,6 +150,7 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
     at::Tensor raw = at::empty(view.shape, at::TensorOptions().dtype(torch_dtype(view.dtype)));
     std::memcpy(raw.data_ptr(), view.data, view.nbytes);
     file.file().release(view.data, view.nbytes);
+    check_finite(raw, weights + ": tensor '" + key + "'");
     tensors[name] = raw.to(dtype);
   }
   if (!mismatched.empty())

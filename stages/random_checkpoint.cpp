@@ -64,7 +64,7 @@ void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string
   if (!vocab.empty() && vocab.back() != '\n') ++lines;
   if (lines == 0) throw Error(vocab_path, "the vocabulary is empty", "give a WordPiece vocab.txt");
   config.vocab_size = lines;
-  fs::create_directories(out_dir);
+  make_folder(out_dir, "--out");
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_bert_weights(config, seed),
                     {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
   atomic_write((fs::path(out_dir) / "config.json").string(), config.to_json());

@@ -58,6 +58,46 @@ void Image::set(int x, int y, Rgb c) {
   std::copy(c.begin(), c.end(), pixels.begin() + long(o));
 }
 
+ValueScale similarity_scale(const std::vector<float>& m, int n) {
+  std::vector<float> off;
+  off.reserve(size_t(n) * size_t(std::max(0, n - 1)));
+  size_t negative = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (i != j && std::isfinite(m[size_t(i) * size_t(n) + size_t(j)])) {
+        off.push_back(m[size_t(i) * size_t(n) + size_t(j)]);
+        negative += off.back() < 0;
+      }
+  ValueScale s;
+  if (off.empty()) return s;
+  const auto quantile = [&](std::vector<float>& v, double q) {
+    const auto k = v.begin() + long(std::lround(q * double(v.size() - 1)));
+    std::nth_element(v.begin(), k, v.end());
+    return double(*k);
+  };
+  const double share = double(negative) / double(off.size());
+  if (share <= 0.01 || share >= 0.99) {
+    const double lo = quantile(off, 0.01), hi = quantile(off, 0.99);
+    if (hi > lo) {
+      s.map = ColourMap::Viridis;
+      s.lo = lo, s.hi = hi;
+      return s;
+    }
+    // A constant matrix has no structure to show: the diverging map says its sign (0: white).
+  }
+  for (float& v : off) v = std::abs(v);
+  s.hi = std::max(1e-9, quantile(off, 0.99));
+  s.lo = -s.hi;
+  return s;
+}
+
+std::string ValueScale::describe() const {
+  char buf[96];
+  if (map == ColourMap::Viridis) std::snprintf(buf, sizeof buf, "1st-99th percentile %.4g to %.4g", lo, hi);
+  else std::snprintf(buf, sizeof buf, "0 white, ±%.3g (99th percentile of |v|)", hi);
+  return buf;
+}
+
 Image heatmap(const std::vector<float>& v, int rows, int cols, double lo, double hi, ColourMap map, int cell) {
   CTXSIM_CHECK(v.size() == size_t(rows) * size_t(cols), "heatmap: values do not match rows x cols");
   Image img(cols * cell, rows * cell);

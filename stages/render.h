@@ -32,6 +32,19 @@ struct Image {
 // [0, 1] by (v - lo) / (hi - lo); for Diverging, lo = -hi is expected so that 0 is the centre.
 Image heatmap(const std::vector<float>& values, int rows, int cols, double lo, double hi, ColourMap map, int cell = 1);
 
+// The colour scale of one context-similarity matrix, chosen from its off-diagonal values
+// (the diagonal and [PAD] are zeroed by definition, not data): when they share a sign (at most
+// 1% of the other sign), viridis over their 1st to 99th percentile, so that the structure shows
+// instead of one saturated colour; else (or when they are all the same) the diverging map over
+// ±(99th percentile of |v|), 0 white.
+// Values outside [lo, hi] are clamped.
+struct ValueScale {
+  double lo = -1, hi = 1;
+  ColourMap map = ColourMap::Diverging;
+  std::string describe() const;  // "viridis 1st–99th percentile 12.3 to 45.6", for colour bars
+};
+ValueScale similarity_scale(const std::vector<float>& matrix, int n);  // n x n, row-major
+
 void write_png(const std::string& path, const Image& image);      // throws ctxsim::Error
 Image read_png(const std::string& path);                          // for tests and checks
 std::string encode_png(const Image& image);                       // the PNG file's bytes

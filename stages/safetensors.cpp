@@ -65,6 +65,11 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw Error(path, std::string("cannot stat: ") + std::strerror(e), "check the path");
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path, S_ISDIR(st.st_mode) ? "is a folder, not a file" : "is not a regular file",
+                "point at the model's model.safetensors file");
+  }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);

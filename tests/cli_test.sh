@@ -143,9 +143,9 @@ PY
     contains "$(cat "$TMP/py")" "h5py ok"
     # Same config: runs again; another config: refused, store untouched.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=31 output.dir="$TMP/out" 2> "$TMP/err" && fail "different config accepted"
-    contains "$(cat "$TMP/err")" "holds a run with a different config"
+    contains "$(cat "$TMP/err")" "holds a run with a different config: samples.num_samples: 30 → 31"
     "$CTXSIM" summary "$TMP/nope.h5" 2> "$TMP/err" && fail "summary of a missing store"
-    contains "$(cat "$TMP/err")" "cannot open"
+    contains "$(cat "$TMP/err")" "nope.h5: no store here"
     ;;
   bf16_refused)
     # Without native bfloat16 (hidden here by the test hook) a bfloat16 run stops before any

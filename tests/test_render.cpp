@@ -2,6 +2,8 @@
 // attention rollout on hand-computed two-layer cases.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "stages/figure.h"
 #include "stages/render.h"
 #include "stages/rollout.h"
@@ -32,6 +34,47 @@ TEST(Render, ZeroMapsToTheColourMapsZeroColour) {
   EXPECT_EQ(div.at(0, 0), (Rgb{255, 255, 255}));  // signed similarity: 0 is white
   EXPECT_GT(colour(ColourMap::Diverging, 1.0)[0], colour(ColourMap::Diverging, 1.0)[2]);  // positive = red
   EXPECT_LT(colour(ColourMap::Diverging, 0.0)[0], colour(ColourMap::Diverging, 0.0)[2]);  // negative = blue
+}
+
+double distance(Rgb a, Rgb b) {
+  double d = 0;
+  for (int c = 0; c < 3; ++c) d += (double(a[c]) - b[c]) * (double(a[c]) - b[c]);
+  return std::sqrt(d);
+}
+
+// An all-positive similarity matrix (as a random model gives: every o_i · o_j near 10) with one
+// high pair: the symmetric diverging scale painted every cell about the same red; the data's own
+// scale puts the pair clearly apart from the rest, and the rest is not one colour either.
+TEST(Render, AllPositiveSimilarityShowsItsOneHighPair) {
+  const int n = 16;
+  std::vector<float> m(size_t(n * n));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) m[size_t(i * n + j)] = i == j ? 0.0f : 10.0f + 0.01f * float((i * 7 + j * 3) % 5);
+  m[size_t(3 * n + 9)] = m[size_t(9 * n + 3)] = 12.0f;
+  const ValueScale s = similarity_scale(m, n);
+  EXPECT_EQ(s.map, ColourMap::Viridis);
+  EXPECT_NEAR(s.lo, 10.0, 1e-6);   // the 1st percentile of the off-diagonal values (not the zeroed diagonal)
+  EXPECT_NEAR(s.hi, 10.04, 1e-5);  // the 99th: the pair's two cells are the top 0.8%
+  const Image img = heatmap(m, n, n, s.lo, s.hi, s.map);
+  const Rgb pair = img.at(9, 3), typical = img.at(5, 1), other = img.at(2, 1);  // values 12, 10.02, 10.03
+  EXPECT_GT(distance(pair, typical), 120) << "the high pair does not stand out";
+  EXPECT_GT(distance(typical, other), 20) << "the rest is one colour";
+  // What the old scale (±max, diverging) did: everything a shade of red, the pair barely apart.
+  const Image old = heatmap(m, n, n, -12.0, 12.0, ColourMap::Diverging);
+  EXPECT_GT(distance(pair, typical), 3 * distance(old.at(9, 3), old.at(5, 1)));
+  EXPECT_LT(distance(old.at(5, 1), old.at(2, 1)), 3);
+}
+
+TEST(Render, MixedSignSimilarityStaysDivergingAroundZero) {
+  const int n = 8;
+  std::vector<float> m(size_t(n * n));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) m[size_t(i * n + j)] = i == j ? 0.0f : float((i + j) % 2 ? -(i + j) : (i + j));
+  const ValueScale s = similarity_scale(m, n);
+  EXPECT_EQ(s.map, ColourMap::Diverging);
+  EXPECT_EQ(s.lo, -s.hi);
+  EXPECT_EQ(heatmap({0.0f}, 1, 1, s.lo, s.hi, s.map).at(0, 0), (Rgb{255, 255, 255}));
+  EXPECT_NE(s.describe().find("0 white"), std::string::npos);
 }
 
 TEST(Render, SvgCarriesLabelsTitleAndEscapes) {

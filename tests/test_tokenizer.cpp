@@ -125,6 +125,26 @@ TEST_F(Uncased, BasicTokenizerAlone) {
   EXPECT_EQ(join(tok_->basic_tokenize("Héllo, wörld!")), "hello , world !");
 }
 
+// SpecialCasing's Final_Sigma, derived by hand from its definition: a capital sigma becomes ς
+// when a cased character precedes it and none follows, case-ignorable characters (' . : and
+// combining marks) skipped on both sides; else σ. Python's str.lower() applies it to each
+// whitespace token before the punctuation split, so "Α'Σ" ends in ς although ' splits it.
+TEST_F(Uncased, FinalSigmaAsUnicodeDefinesIt) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"ΑΣ ΑΣ.", "ας ας ."},       // the end of a word; a full stop after it is case-ignorable
+      {"ΣΑ Σ", "σα σ"},            // nothing cased before it
+      {"ΑΣΑ", "ασα"},              // a cased letter after it
+      {"Α'Σ", "α ' ς"},            // the apostrophe between is skipped: Α precedes
+      {"ΑΣ'Α", "ασ ' α"},          // … and after: Α follows
+      {"Α.Σ ΑΣ:Α", "α . ς ασ : α"},  // full stop and colon are case-ignorable too
+      {"ΑΣ-Α", "ας - α"},          // a hyphen is not: nothing cased directly follows
+      {"1Σ ΑΣ1", "1σ ας1"},        // digits are neither cased nor case-ignorable
+      {"ΑΣ\u0301", "ας"},          // a combining accent after it is skipped (then stripped)
+      {"\u00AAΣ \u216FΣ", "\u00AAς ⅿς"},  // ª and Ⅿ are Cased (Other_Lowercase, Other_Uppercase)
+  };
+  for (const auto& [text, want] : cases) EXPECT_EQ(join(tok_->basic_tokenize(text)), want) << text;
+}
+
 // A hand-written vocabulary: exact greedy longest-match and cased behaviour.
 Vocab small_vocab() {
   return Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "una",
@@ -176,6 +196,14 @@ TEST(Vocab, LoadErrors) {
     EXPECT_NE(std::string(e.what()).find("[UNK]"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(no_unk), std::string::npos) << e.what();
   }
+  // A vocabulary without the tokens every sample needs names the file and the tokens.
+  const auto no_cls = dir.write("no_cls.txt", "[PAD]\n[UNK]\n[SEP]\nthe\n");
+  try {
+    Vocab::load(no_cls);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(no_cls + ": the vocabulary lacks [CLS] ("), std::string::npos) << e.what();
+  }
   const auto bad = dir.write("bad.txt", "[UNK]\nab\xff\n");
   try {
     Vocab::load(bad);
@@ -187,11 +215,11 @@ TEST(Vocab, LoadErrors) {
 
 TEST(Vocab, CrLfLinesAndDuplicatesLikeHuggingFace) {
   test::TempDir dir;
-  const auto p = dir.write("v.txt", "[PAD]\r\n[UNK]\r\nthe\r\nthe\r\n");
+  const auto p = dir.write("v.txt", "[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\nthe\r\nthe\r\n");
   const Vocab v = Vocab::load(p);
-  EXPECT_EQ(v.size(), 4);
-  EXPECT_EQ(v.id("the"), 3);  // a later duplicate wins, as in HF's dict
-  EXPECT_EQ(v.token(2), "the");
+  EXPECT_EQ(v.size(), 6);
+  EXPECT_EQ(v.id("the"), 5);  // a later duplicate wins, as in HF's dict
+  EXPECT_EQ(v.token(4), "the");
 }
 
 TEST(TokenizerConfig, ReadsDoLowerCase) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "pipeline/job/checkpoint.h"
+#include "stages/error.h"
 #include "pipeline/job/work_units.h"
 #include "test_helpers.h"
 
@@ -67,7 +68,8 @@ TEST(Checkpoint, RoundTripAndDamageDetection) {
   EXPECT_EQ(r->acc, c.acc);
   EXPECT_LT(std::filesystem::file_size(p), 200u);  // sparse: two non-zero entries
   EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
-  // Any flipped byte or truncation is detected.
+  // Any flipped byte or truncation is detected, and is an error naming the file: a resume
+  // state is never dropped without a word.
   std::string bytes;
   {
     std::ifstream in(p, std::ios::binary);
@@ -77,10 +79,15 @@ TEST(Checkpoint, RoundTripAndDamageDetection) {
     std::string bad = bytes;
     bad[i] = char(bad[i] ^ 0x20);
     dir.write("store.h5.progress", bad);
-    EXPECT_FALSE(read_checkpoint(p).has_value()) << "byte " << i;
+    EXPECT_THROW(read_checkpoint(p), Error) << "byte " << i;
   }
   dir.write("store.h5.progress", bytes.substr(0, bytes.size() - 1));
-  EXPECT_FALSE(read_checkpoint(p).has_value());
+  try {
+    read_checkpoint(p);
+    ADD_FAILURE() << "a truncated resume state was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(p + ": the resume state is damaged"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
 #include "pipeline/commands/cli.h"
 
+#include <algorithm>
+#include <charconv>
 #include <iostream>
 #include <tuple>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/job/config.h"
 #include "pipeline/job/head_list.h"
+#include "stages/error.h"
 
 namespace ctxsim {
 namespace {
@@ -23,6 +27,20 @@ struct Args {
   BenchModelArgs bench;
 };
 
+// A whole-number option checked against [lo, hi] with a message that names both bounds.
+CLI::Validator whole_in(int64_t lo, int64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [=](const std::string& text) -> std::string {
+        int64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+          return "expected a whole number in " + range + ", got '" + text + "'";
+        return "";
+      },
+      "INT in " + range);
+}
+
 void with_config(CLI::App& sub, Args& a) {
   sub.add_option("config", a.config, "YAML config (e.g. configs/default.yaml)")->required();
   sub.add_option("overrides", a.overrides, "key.sub=value overrides of config values");
@@ -35,7 +53,7 @@ std::vector<Subcommand> config_commands(Args& a) {
       {"samples", "build the sample set and print counts and a few decoded samples",
        [&](CLI::App& s) {
          with_config(s, a);
-         s.add_option("--show", a.show, "how many samples to print")->check(CLI::NonNegativeNumber);
+         s.add_option("--show", a.show, "how many samples to print")->check(whole_in(0, 1000000));
        },
        [&] { return cmd_samples(a.config, a.overrides, a.show, std::cout); }},
       {"tokenize", "stdin lines → WordPiece ids (no [CLS]/[SEP]), one line each",
@@ -88,7 +106,7 @@ std::vector<Subcommand> store_commands(Args& a) {
        [&](CLI::App& s) {
          s.add_option("store", a.store, "store.h5 written by ctxsim run")->required();
          s.add_option("--heads", a.heads, "layer:head list whose top anchors are shown, e.g. 0:3,11:0")->delimiter(',');
-         s.add_option("--top", a.summary.top, "anchors shown per head")->capture_default_str();
+         s.add_option("--top", a.summary.top, "anchors shown per head")->check(whole_in(1, 1000))->capture_default_str();
        },
        [&] {
          a.summary.heads = parse_head_list(a.heads);
@@ -178,10 +196,24 @@ int run_command_line(int argc, char** argv) {
     subs.push_back(app.add_subcommand(c.name, c.help));
     c.options(*subs.back());
   }
+  // A mistyped subcommand is an error even with --help after it (CLI11 would print the main help).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto& c : table.commands) names.push_back(c.name);
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::string guess = did_you_mean(argv[1], names);
+      throw Error(std::string("ctxsim ") + argv[1], "unknown subcommand",
+                  (guess.empty() ? "" : "did you mean '" + guess + "'? ") + "'ctxsim --help' lists them");
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line like every other user error: the subcommand, what CLI11 found wrong, the fix.
+    std::string where = "ctxsim";
+    for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
+    throw Error(where, e.what(), "see '" + where + " --help'");
   }
   for (size_t i = 0; i < subs.size(); ++i)
     if (*subs[i]) return table.commands[i].run();

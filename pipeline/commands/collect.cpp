@@ -48,10 +48,11 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
     const std::string point = fs::relative(path.parent_path(), dir).string();
     const StoreInfo info = inspect_store(path.string());
     if (!info.complete) {
-      log_info("collect: skipping " + path.string() + " (not complete; rerun its point to finish it)");
+      log_info("collect: skipping " + path.string() + (info.kind == StoreInfo::Kind::NotAStore ? " (" + info.what + ")"
+                                                       : " (not complete; rerun its point to finish it)"));
       continue;
     }
-    const h5::Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, ("open " + path.string()).c_str());
+    const h5::Id file = open_complete_store(path.string());
     const h5::Id stats = h5::open_group(file, "stats");
     const Baseline base = read_baseline(file, path.string());
     const auto vocab = store_vocab(file);
@@ -67,7 +68,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
               << base.long_range_chance() << "," << c.same_sentence_rate() << "," << ss_chance << "," << base.same_sentence_lift(c) << ","
               << c.repetition_rate() << "," << st_chance << "," << base.repetition_lift(c) << "," << c.in_attention_rate() << ","
               << base.in_attention_chance(c) << "," << base.separator_attention(c) << "," << c.noise_share() << ","
-              << csv_field(!top.empty() && top[0] < int64_t(vocab.size()) ? vocab[size_t(top[0])] : "") << ","
+              << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
               << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
           ++rows;
         }

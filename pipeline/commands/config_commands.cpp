@@ -137,14 +137,16 @@ int cmd_sweep(const std::string& path, const std::vector<std::string>& overrides
 int cmd_status(const std::string& store, std::ostream& out) {
   MpiSession::ensure();  // parallel HDF5 needs MPI even to read
   const StoreInfo info = inspect_store(store);
-  if (!info.exists) throw Error(store, "no store here", "give the store.h5 of a run (output.dir/store.h5)");
+  if (!info.exists()) throw Error(store, "no store here", "give the store.h5 of a run (output.dir/store.h5)");
+  if (info.kind == StoreInfo::Kind::NotAStore)
+    throw Error(store, "not a ctxsim store: " + info.what, "give the store.h5 of a run (output.dir/store.h5)");
   if (info.complete) {
     out << "complete\n";
     return 0;
   }
-  const auto c = read_checkpoint(checkpoint_path(store));
+  const auto c = read_checkpoint(checkpoint_path(store));  // an unreadable one is an error
   if (!c) {
-    out << "started, no unit done yet\n";
+    out << "started, no unit done yet (no resume state beside it)\n";
     return 0;
   }
   const auto n = std::count(c->done.begin(), c->done.end(), uint8_t(1));

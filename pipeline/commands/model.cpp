@@ -20,9 +20,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.heads > 0) c.num_heads = a.heads;
   if (a.ffn > 0) c.intermediate_size = a.ffn;
   if (a.positions > 0) c.max_position_embeddings = a.positions;
-  if (c.hidden_size % c.num_heads != 0)
-    throw Error("--hidden/--heads", std::to_string(c.hidden_size) + " is not divisible by " + std::to_string(c.num_heads),
-                "pick a head count that divides the hidden size");
+  c.check("init-model: ", "pick sizes within those limits (a head count that divides the hidden size)");
   write_random_checkpoint(c, a.seed, a.vocab, a.out);
   out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", "
       << c.num_heads << " heads, ffn " << c.intermediate_size << "), seed " << a.seed << "\n";

@@ -20,6 +20,7 @@
 #include "pipeline/job/inputs.h"
 #include "pipeline/job/log.h"
 #include "pipeline/job/rounds.h"
+#include "pipeline/job/run_lock.h"
 #include "pipeline/job/signals.h"
 #include "pipeline/store/store.h"
 #include "stages/analysis.h"
@@ -45,21 +46,32 @@ struct RunPlan {
   std::string config_path, model_dir, identity, identity_hash, store_path, progress_path;
   Mode mode = Create;
   std::optional<Checkpoint> checkpoint;  // rank 0, when resuming
+  std::unique_ptr<RunLock> lock;         // rank 0: the run owns output.dir until it ends
 };
 
 RunPlan::Mode decide_mode(const RunPlan& p, std::optional<Checkpoint>& checkpoint) {
   const Config& c = p.config;
   const StoreInfo existing = inspect_store(p.store_path);
-  if (existing.exists && !c.output.overwrite && !existing.config_yaml.empty() && existing.config_yaml != p.identity)
-    throw Error(c.where("output.dir"), p.store_path + " holds a run with a different config",
+  if (!existing.exists() || c.output.overwrite) return RunPlan::Create;
+  if (existing.kind == StoreInfo::Kind::NotAStore)
+    throw Error(c.where("output.dir"), p.store_path + " exists and is not a ctxsim store: " + existing.what,
+                "move it away, choose another output.dir, or set output.overwrite=true to replace it");
+  const std::vector<std::string> differences = identity_differences(existing.config_yaml, c);
+  if (!differences.empty())
+    throw Error(c.where("output.dir"), p.store_path + " holds a run with a different config: " + join(differences, "; "),
                 "choose another output.dir, or set output.overwrite=true to replace it");
-  if (existing.exists && existing.complete && existing.config_yaml == p.identity && !c.output.overwrite) return RunPlan::AlreadyDone;
-  checkpoint = read_checkpoint(p.progress_path);
-  if (existing.exists && !existing.complete && existing.config_yaml == p.identity && checkpoint &&
-      checkpoint->identity == p.identity_hash && !c.output.overwrite)
-    return RunPlan::Resume;
-  checkpoint.reset();
-  return RunPlan::Create;
+  if (existing.complete) return RunPlan::AlreadyDone;
+  checkpoint = read_checkpoint(p.progress_path);  // an unreadable or damaged one stops the run here
+  if (!checkpoint) {
+    log_info(p.store_path + " stopped before its first durable point (no resume state beside it): starting it over");
+    return RunPlan::Create;
+  }
+  if (checkpoint->identity != p.identity_hash) {
+    log_info(p.progress_path + " is the resume state of another config (an older ctxsim?): starting the run over");
+    checkpoint.reset();
+    return RunPlan::Create;
+  }
+  return RunPlan::Resume;
 }
 
 RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
@@ -82,7 +94,9 @@ RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vect
   });
   int64_t mode = RunPlan::Create;
   on_every_rank(world, [&] {
-    if (world.rank() == 0) mode = decide_mode(p, p.checkpoint);
+    if (world.rank() != 0) return;
+    p.lock = std::make_unique<RunLock>(p.config.output.dir, p.config.where("output.dir"));
+    mode = decide_mode(p, p.checkpoint);
   });
   world.broadcast(&mode, sizeof mode, 0);
   p.mode = RunPlan::Mode(mode);
@@ -214,11 +228,12 @@ RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& a
   const std::string vocab_path = c.model.vocab.empty() ? (fs::path(p.model_dir) / "vocab.txt").string() : c.model.vocab;
   const std::string vocab_text = read_file_bytes(vocab_path, kMaxVocabBytes);
   const StoreAttributes attrs = store_attributes(world, p, in, vocab_path, vocab_text, reducer);
-  if (world.rank() == 0) fs::create_directories(c.output.dir);
-  world.barrier();
-  if (world.rank() == 0) fs::remove(p.progress_path);
-  st.store.emplace(Store::create(p.store_path, world.mpi(), world.rank(), layout, attrs));
-  st.store->write_samples(samples, vocab_text);
+  on_every_rank(world, [&] {
+    if (world.rank() != 0) return;
+    check_free_space(c.output.dir, store_bytes(layout), c.where("output.dir"));
+    fs::remove(p.progress_path);
+  });
+  st.store.emplace(Store::create(p.store_path, world.mpi(), world.rank(), layout, attrs, samples, vocab_text));
   return st;
 }
 

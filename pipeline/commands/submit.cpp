@@ -73,7 +73,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
         << "\n# would write " << script_path << " and run:\n# " << command << "\n" << script;
     return 0;
   }
-  fs::create_directories(logs);
+  make_folder(logs, "--logs");
   atomic_write(script_path, script);
   FILE* p = ::popen((command + " 2>&1").c_str(), "r");
   if (!p) throw Error("sbatch", "cannot start sbatch", "install slurm-wlm, or submit from a cluster login node");

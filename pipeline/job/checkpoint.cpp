@@ -57,27 +57,31 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   atomic_write(path, s, /*durable=*/true);
 }
 
-std::optional<Checkpoint> read_checkpoint(const std::string& path) {
-  std::string s;
-  try {
-    s = read_file_bytes(path);
-  } catch (const Error&) {
+namespace {
+
+// The state in `s` (checksum checked), or a description of what is wrong with it.
+std::optional<Checkpoint> parse_checkpoint(const std::string& s, std::string& problem) {
+  if (s.size() < sizeof kMagic + 64 || std::memcmp(s.data(), kMagic, sizeof kMagic) != 0) {
+    problem = "not a ctxsim resume state (no CTXSIMP2 header)";
     return std::nullopt;
   }
-  if (s.size() < sizeof kMagic + 64 || std::memcmp(s.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   const std::string body = s.substr(0, s.size() - 64);
+  problem = "damaged (its checksum does not match)";
   if (sha256_bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size()) != s.substr(s.size() - 64)) return std::nullopt;
+  problem = "malformed (sizes do not add up)";
   Checkpoint c;
   size_t pos = sizeof kMagic;
   uint64_t n = 0;
-  if (!get(body, pos, n) || pos + n > body.size()) return std::nullopt;
+  if (!get(body, pos, n) || n > body.size() - pos) return std::nullopt;
   c.identity = body.substr(pos, n);
   pos += n;
-  if (!get(body, pos, c.generation) || !get(body, pos, n) || pos + n > body.size()) return std::nullopt;
+  if (!get(body, pos, c.generation) || !get(body, pos, n) || n > body.size() - pos) return std::nullopt;
   c.done.assign(body.begin() + long(pos), body.begin() + long(pos + n));
   pos += n;
   uint64_t nonzero = 0;
-  if (!get(body, pos, n) || !get(body, pos, nonzero) || pos + nonzero * 16 != body.size()) return std::nullopt;
+  if (!get(body, pos, n) || !get(body, pos, nonzero) || nonzero > (body.size() - pos) / 16 || pos + nonzero * 16 != body.size() ||
+      n > (uint64_t(1) << 36))
+    return std::nullopt;
   c.acc.assign(n, 0);
   for (uint64_t k = 0; k < nonzero; ++k) {
     uint64_t i = 0;
@@ -87,6 +91,21 @@ std::optional<Checkpoint> read_checkpoint(const std::string& path) {
     if (i >= n) return std::nullopt;
     c.acc[i] = v;
   }
+  problem.clear();
+  return c;
+}
+
+}  // namespace
+
+std::optional<Checkpoint> read_checkpoint(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !ec) return std::nullopt;
+  const std::string fix = "restore it, or delete it to start the run over";
+  if (std::filesystem::is_directory(path, ec)) throw Error(path, "the resume state is a folder", "delete it to start the run over");
+  const std::string bytes = read_file_bytes(path, size_t(-1), "the resume state", "restore its permissions, or delete it to start the run over");
+  std::string problem;
+  auto c = parse_checkpoint(bytes, problem);
+  if (!c) throw Error(path, "the resume state is " + problem, fix);
   return c;
 }
 

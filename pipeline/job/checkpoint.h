@@ -1,7 +1,8 @@
 // Resume state of a run, beside the store as <store>.progress: which units are done and the
 // merged accumulators of those units. Written by rank 0 to a temporary file, fsync'ed and renamed
 // over the old one, so a kill at any moment leaves the previous or the next state, never half.
-// A checksum guards against anything else; a damaged file is ignored (the run starts over).
+// A checksum guards against anything else: a damaged or unreadable file is an error (the user
+// chooses between restoring it and starting over), never silently ignored.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -19,6 +20,8 @@ struct Checkpoint {
 
 std::string checkpoint_path(const std::string& store_path);
 void write_checkpoint(const std::string& path, const Checkpoint& c);
-std::optional<Checkpoint> read_checkpoint(const std::string& path);  // nullopt: missing or damaged
+// nullopt when there is no file; throws ctxsim::Error naming the file when it cannot be read or
+// is damaged.
+std::optional<Checkpoint> read_checkpoint(const std::string& path);
 
 }  // namespace ctxsim

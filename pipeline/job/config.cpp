@@ -17,6 +17,7 @@
 
 #include "stages/error.h"
 #include "stages/files.h"
+#include "stages/utf8.h"
 
 namespace ctxsim {
 namespace {
@@ -292,6 +293,34 @@ std::string identity_yaml(Config c) {
   return to_yaml(c, false);
 }
 
+std::vector<std::string> identity_differences(const std::string& stored, const Config& ours) {
+  YAML::Node a;
+  try {
+    a = YAML::Load(stored);
+  } catch (const YAML::Exception&) {
+    return {"the store's config attribute is not YAML"};
+  }
+  if (!a.IsMap()) return {"the store's config attribute is not a mapping"};
+  const YAML::Node b = YAML::Load(identity_yaml(ours));
+  const auto at = [](const YAML::Node& n, const std::string& key) { return n.IsMap() ? n[key] : YAML::Node(); };
+  const auto text = [](const YAML::Node& n) { return n.IsDefined() && !n.IsNull() ? flow_text(n) : std::string("(none)"); };
+  std::vector<std::string> out;
+  const auto compare = [&](const std::string& key, const YAML::Node& x, const YAML::Node& y) {
+    if (text(x) != text(y)) out.push_back(key + ": " + text(x) + " → " + text(y));
+  };
+  for (const auto& section : sections()) {
+    if (section == "sweep") continue;
+    const YAML::Node sa = at(a, section), sb = at(b, section);
+    if (section == "selection") {
+      compare(section, sa, sb);
+      continue;
+    }
+    for (const auto& key : keys_of(section))
+      if (find_field(section + "." + key)->determines_results) compare(section + "." + key, at(sa, key), at(sb, key));
+  }
+  return out;
+}
+
 std::vector<std::string> config_keys() {
   std::vector<std::string> out;
   for (const auto& f : schema()) out.push_back(f.path);
@@ -299,9 +328,43 @@ std::vector<std::string> config_keys() {
   return out;
 }
 
+namespace {
+
+// A config is UTF-8 text: a NUL or other control byte, or invalid UTF-8, means the path names
+// some other file (a binary, a store). Said with the position and the byte, never the raw byte.
+void require_text(const std::string& text, const std::string& name) {
+  size_t bad = utf8::find_invalid(text);
+  for (size_t i = 0; i < std::min(bad, text.size()); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f) {
+      bad = i;
+      break;
+    }
+  }
+  if (bad == utf8::npos) return;
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+  throw Error(name + ": " + utf8::describe_offset(text, bad), std::string("not a YAML text file (byte ") + byte + ")",
+              "give the path of a YAML config, e.g. configs/default.yaml");
+}
+
+// Two rules that would share a group in the store (the same rule, or values equal to the
+// precision of the group's name).
+void check_rules_distinct(const Config& c) {
+  for (size_t i = 0; i < c.selection.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (c.selection[i].name() == c.selection[j].name())
+        throw Error(c.where("selection"), "rules " + std::to_string(j) + " and " + std::to_string(i) + " are the same rule (" +
+                                              c.selection[i].name() + ")",
+                    "remove one of them, or make them differ");
+}
+
+}  // namespace
+
 Config parse_config(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides) {
   Config c;
   c.source = name;
+  require_text(yaml, name);
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -316,6 +379,7 @@ Config parse_config(const std::string& yaml, const std::string& name, const std:
                 "start from configs/default.yaml");
   apply_document(c, root, name);
   for (const auto& o : overrides) apply_override(c, o);
+  check_rules_distinct(c);
   return c;
 }
 

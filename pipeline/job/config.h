@@ -104,9 +104,14 @@ void check_paths(const Config& config);
 std::string to_yaml(const Config& config, bool with_comments = true);
 
 // The YAML of the settings that determine a run's results: to_yaml with the keys that only steer
-// how it runs (marked so in the schema: output.overwrite and .report; runtime threads, device,
-// progress and flush intervals) at their defaults. Two runs may share a store only when these agree.
+// how it runs (marked so in the schema: output.dir, .overwrite and .report; runtime threads,
+// device, progress and flush intervals) at their defaults. Two runs may share a store only when these agree.
 std::string identity_yaml(Config config);
+
+// How a store's identity (its config attribute) differs from this config's, key by key:
+// "runtime.unit_size: 64 → 32". Empty when the two describe the same results; keys that only
+// steer a run are not compared, so a store written by an older ctxsim that kept them still matches.
+std::vector<std::string> identity_differences(const std::string& stored, const Config& config);
 
 
 

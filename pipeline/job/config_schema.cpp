@@ -26,9 +26,15 @@ std::string shown(const YAML::Node& n) {
   return "a mapping";
 }
 
-std::string range_text(int64_t lo, int64_t hi) {
-  if (hi >= kBig) return ">= " + std::to_string(lo);
-  return "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+std::string range_text(int64_t lo, int64_t hi) { return "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"; }
+
+// A bound as people write it: 0.01, 1e+06, -inf, inf.
+std::string number_text(double v) {
+  if (v <= -std::numeric_limits<double>::max()) return "-inf";
+  if (v >= std::numeric_limits<double>::max()) return "inf";
+  std::ostringstream s;
+  s << v;
+  return s.str();
 }
 
 int64_t parse_int(const YAML::Node& n, const std::string& where, const std::string& key,
@@ -49,9 +55,9 @@ int64_t parse_int(const YAML::Node& n, const std::string& where, const std::stri
 
 double parse_double(const YAML::Node& n, const std::string& where, const std::string& key,
                     double lo, double hi, bool lo_open, const std::string& example) {
-  const std::string interval = std::string(lo_open ? "(" : "[") + std::to_string(lo).substr(0, 6) + ", " +
-                               (std::isinf(hi) ? std::string("inf") : std::to_string(hi).substr(0, 6)) + "]";
-  const std::string expect = "expected a number in " + interval;
+  const bool unbounded = number_text(lo) == "-inf" && number_text(hi) == "inf";
+  const std::string interval = std::string(lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]";
+  const std::string expect = unbounded ? "expected a number" : "expected a number in " + interval;
   if (!n.IsScalar())
     throw Error(where + ": " + key, expect + ", got " + shown(n), "set " + key + " to a number such as " + example);
   const std::string& s = n.Scalar();
@@ -237,15 +243,15 @@ const std::vector<Field>& schema() {
                              "jsonl: the member holding each document's text"));
     f.push_back(enum_field<InvalidUtf8>("corpus.invalid_utf8", [](Config& c) -> InvalidUtf8& { return c.corpus.invalid_utf8; },
                                         "error | replace (invalid bytes become U+FFFD)"));
-    f.push_back(int_field("corpus.max_documents", [](Config& c) -> int64_t& { return c.corpus.max_documents; }, 0, kBig,
+    f.push_back(int_field("corpus.max_documents", [](Config& c) -> int64_t& { return c.corpus.max_documents; }, 0, kMaxCount,
                           "0 = all documents, else the first N in corpus order"));
     f.push_back(int_field("samples.seq_len", [](Config& c) -> int64_t& { return c.samples.seq_len; }, 3, 8192,
                           "T: tokens per sample including [CLS] and [SEP]"));
     f.push_back(enum_field<WindowMode>("samples.windows", [](Config& c) -> WindowMode& { return c.samples.windows; },
                                        "sentences: a window at every stride-th sentence start | documents: one per document"));
-    f.push_back(int_field("samples.stride_sentences", [](Config& c) -> int64_t& { return c.samples.stride_sentences; }, 1, kBig,
+    f.push_back(int_field("samples.stride_sentences", [](Config& c) -> int64_t& { return c.samples.stride_sentences; }, 1, kMaxCount,
                           "sentences mode: a window starts every N sentences"));
-    f.push_back(int_field("samples.num_samples", [](Config& c) -> int64_t& { return c.samples.num_samples; }, 1, kBig,
+    f.push_back(int_field("samples.num_samples", [](Config& c) -> int64_t& { return c.samples.num_samples; }, 1, kMaxCount,
                           "windows drawn with the seeded shuffle (all when fewer exist)"));
     f.push_back(int_field("samples.seed", [](Config& c) -> int64_t& { return c.samples.seed; }, 0,
                           std::numeric_limits<int64_t>::max(), "SplitMix64 seed of the draw"));
@@ -271,29 +277,30 @@ const std::vector<Field>& schema() {
                                         }, "tokens whose attention mass is measured (vocabulary spellings)"));
     f.push_back(list_field<int64_t>("statistics.examples", [](Config& c) -> std::vector<int64_t>& { return c.statistics.examples; },
                                     "sample ids", [](const YAML::Node& n, const std::string& w, const std::string& k) {
-                                      return parse_int(n, w, k, 0, kBig, "0");
+                                      return parse_int(n, w, k, 0, kMaxCount, "0");
                                     }, "sample ids whose full attention and similarity matrices are stored"));
     f.push_back(int_field("statistics.top_anchors", [](Config& c) -> int64_t& { return c.statistics.top_anchors; }, 1, 1000,
                           "anchors listed per head in summaries and reports"));
     f.push_back(string_field("output.dir", [](Config& c) -> std::string& { return c.output.dir; }, {},
-                             "folder of store.h5 and the report"));
+                             "folder of store.h5 and the report (where, not what: a run resumes from any spelling of it)")
+                    .steering());
     f.push_back(bool_field("output.overwrite", [](Config& c) -> bool& { return c.output.overwrite; },
                            "replace an existing store made with a different config").steering());
     f.push_back(bool_field("output.report", [](Config& c) -> bool& { return c.output.report; },
                            "write the report when the run ends").steering());
-    f.push_back(int_field("output.report_max_bytes", [](Config& c) -> int64_t& { return c.output.report_max_bytes; }, 1 << 20, kBig,
+    f.push_back(int_field("output.report_max_bytes", [](Config& c) -> int64_t& { return c.output.report_max_bytes; }, 1 << 20, int64_t(1) << 40,
                           "size budget of report.html; large examples are block-pooled to fit").steering());
     f.push_back(int_field("runtime.threads", [](Config& c) -> int64_t& { return c.runtime.threads; }, 0, 4096,
                           "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores").steering());
     f.push_back(int_field("runtime.batch_size", [](Config& c) -> int64_t& { return c.runtime.batch_size; }, 1, 65536,
                           "samples per forward pass"));
-    f.push_back(int_field("runtime.unit_size", [](Config& c) -> int64_t& { return c.runtime.unit_size; }, 1, kBig,
+    f.push_back(int_field("runtime.unit_size", [](Config& c) -> int64_t& { return c.runtime.unit_size; }, 1, kMaxCount,
                           "samples per work unit (the resume granularity; independent of the rank count)"));
     f.push_back(enum_field<Device>("runtime.device", [](Config& c) -> Device& { return c.runtime.device; },
                                    "auto = the local GPU when built with CUDA and one is visible, else CPU").steering());
     f.push_back(double_field("runtime.progress_seconds", [](Config& c) -> double& { return c.runtime.progress_seconds; },
                              0.0, 1e6, true, "seconds between progress lines when not on a terminal").steering());
-    f.push_back(int_field("runtime.flush_units", [](Config& c) -> int64_t& { return c.runtime.flush_units; }, 1, kBig,
+    f.push_back(int_field("runtime.flush_units", [](Config& c) -> int64_t& { return c.runtime.flush_units; }, 1, kMaxCount,
                           "make progress durable (resume state) every N completed work units").steering());
     f.push_back(double_field("runtime.flush_seconds", [](Config& c) -> double& { return c.runtime.flush_seconds; }, 0.0, 1e7, true,
                              "… or every N seconds, whichever comes first").steering());

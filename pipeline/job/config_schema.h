@@ -43,7 +43,7 @@ template <class E>
 const std::vector<std::pair<std::string, E>>& choices_of();
 
 // YAML values read with errors that name where (file:line:col), the key and the fix.
-constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 2;  // "no upper bound"
+constexpr int64_t kMaxCount = 1'000'000'000;  // the bound of counts (samples, documents, units, ids)
 std::string location(const std::string& file, const YAML::Mark& mark);
 std::string shown(const YAML::Node& n);  // 'abc', a list, a mapping, nothing
 int64_t parse_int(const YAML::Node& n, const std::string& where, const std::string& key, int64_t lo, int64_t hi,

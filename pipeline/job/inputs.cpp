@@ -98,6 +98,7 @@ PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer) 
   Stopwatch clock;
   const Corpus corpus = read_corpus(corpus_options(config));
   p.read_seconds = clock.seconds();
+  if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
   clock.restart();
   const TokenizedCorpus tokenized = tokenize_corpus(corpus, tokenizer);
   p.tokenize_seconds = clock.seconds();

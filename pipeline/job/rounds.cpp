@@ -56,7 +56,7 @@ RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, s
     progress.update(samples_done);
     if (verdict.stop && !last) {
       progress.finish();
-      log_info("SIGTERM: progress saved (" + std::to_string(samples_done) + " of " + std::to_string(samples_total) +
+      log_info(std::string(stop.which()) + ": progress saved (" + std::to_string(samples_done) + " of " + std::to_string(samples_total) +
                " samples); rerun the same command to resume. Exit code " + std::to_string(kExitInterrupted) + ".");
       throw JobExit(kExitInterrupted);
     }

@@ -2,8 +2,10 @@
 // The page defines before this script: L, H (layers, heads), LUT (256 x [viridis rgb, diverging
 // rgb]) and EX, one object per stored example:
 //   {sample, n (tokens), m (cells a side after pooling), block (pooling), tokens[],
-//    attMax, simMax, rolloutMax,             colour scales of the byte-quantised matrices
-//    attention[L*H], similarity[L*H]: base64 m*m bytes (0..255 over 0..attMax / -simMax..simMax)
+//    attMax, rolloutMax,                     colour scales of the byte-quantised matrices
+//    simLo[L*H], simHi[L*H], simSeq[L*H]:    each head's similarity scale (simSeq 1: viridis over
+//                                            lo..hi, its values share a sign; 0: diverging, lo = -hi)
+//    attention[L*H], similarity[L*H]: base64 m*m bytes (0..255 over 0..attMax / simLo..simHi)
 //    selected[L*H], highAttention[L*H]: base64 bit masks of m*m cells (pairs i < j)
 //    rollout: base64 m*m bytes over 0..rolloutMax}
 'use strict';
@@ -36,14 +38,17 @@ function data(ex, q, k) {
   return cache.get(key);
 }
 
+// Whether head k's similarity uses the diverging map (else viridis, like every other quantity).
+function diverging(ex, q, k) { return q === 'similarity' && !ex.simSeq[k]; }
+
 // Paints an m x m byte matrix at (x0, y0), `cell` pixels per entry, without smoothing.
-function paint(ctx, v, m, q, x0, y0, cell) {
+function paint(ctx, v, m, div, x0, y0, cell) {
   const off = document.createElement('canvas');
   off.width = m;
   off.height = m;
   const o = off.getContext('2d');
   const img = o.createImageData(m, m);
-  const c = q === 'similarity' ? 3 : 0;  // diverging colours for signed similarity
+  const c = div ? 3 : 0;  // the LUT's diverging colours, else viridis
   for (let i = 0; i < m * m; i++) {
     const k = v[i] * 6 + c;
     img.data[4 * i] = LUT[k];
@@ -56,8 +61,9 @@ function paint(ctx, v, m, q, x0, y0, cell) {
   ctx.drawImage(off, x0, y0, m * cell, m * cell);
 }
 
-function value(ex, q, t) {
-  return q === 'similarity' ? (2 * t - 1) * ex.simMax : q === 'rollout' ? t * ex.rolloutMax : t * ex.attMax;
+function value(ex, q, t, k) {
+  if (q === 'similarity') return ex.simLo[k] + t * (ex.simHi[k] - ex.simLo[k]);
+  return q === 'rollout' ? t * ex.rolloutMax : t * ex.attMax;
 }
 
 let cur = null;
@@ -75,7 +81,7 @@ function draw() {
   c.height = MARGIN + m * cell + 4;
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, c.width, c.height);
-  paint(ctx, v, m, q, MARGIN, MARGIN, cell);
+  paint(ctx, v, m, diverging(ex, q, k), MARGIN, MARGIN, cell);
   if (q !== 'rollout') {
     const sel = $('ovSel').checked ? bytes(ex.selected[k]) : null;
     const ha = $('ovAtt').checked ? bytes(ex.highAttention[k]) : null;
@@ -83,7 +89,7 @@ function draw() {
       for (let j = i + 1; j < m; j++) {
         const b = i * m + j;
         if (sel && bit(sel, b)) {
-          ctx.strokeStyle = q === 'similarity' ? '#000' : '#fff';
+          ctx.strokeStyle = diverging(ex, q, k) ? '#000' : '#fff';
           ctx.lineWidth = Math.max(1, cell / 6);
           ctx.strokeRect(MARGIN + j * cell, MARGIN + i * cell, cell, cell);
         }
@@ -112,9 +118,11 @@ function draw() {
     ctx.restore();
   }
   cur = { ex, v, m, q, cell, k };
-  const scale = q === 'similarity'
-    ? 'blue -' + ex.simMax.toPrecision(3) + ', white 0, red +' + ex.simMax.toPrecision(3)
-    : 'dark 0 to yellow ' + (q === 'rollout' ? ex.rolloutMax : ex.attMax).toPrecision(3);
+  const scale = diverging(ex, q, k)
+    ? 'blue -' + ex.simHi[k].toPrecision(3) + ', white 0, red +' + ex.simHi[k].toPrecision(3) + ' (99th percentile of |v|)'
+    : q === 'similarity'
+      ? 'dark ' + ex.simLo[k].toPrecision(3) + ' to yellow ' + ex.simHi[k].toPrecision(3) + ' (1st-99th percentile)'
+      : 'dark 0 to yellow ' + (q === 'rollout' ? ex.rolloutMax : ex.attMax).toPrecision(3);
   $('note').textContent = (ex.block > 1 ? 'Block-pooled ' + ex.block + 'x' + ex.block + ' (mean) to fit the view and the size budget. ' : '') +
     'Sample ' + ex.sample + ', ' + ex.n + ' tokens; colour ' + scale + '; ' +
     (q === 'rollout' ? 'rollout over all layers (layer/head do not apply).' : 'layer ' + l + ', head ' + h + '.');
@@ -170,7 +178,7 @@ function thumbs() {
       c.width = ex.m;
       c.height = ex.m;
       c.title = 'layer ' + l + ' head ' + h;
-      paint(c.getContext('2d'), data(ex, q, l * H + h), ex.m, q, 0, 0, 1);
+      paint(c.getContext('2d'), data(ex, q, l * H + h), ex.m, diverging(ex, q, l * H + h), 0, 0, 1);
       c.addEventListener('click', () => {
         $('layer').value = l;
         $('head').value = h;
@@ -197,7 +205,7 @@ $('view').addEventListener('mousemove', e => {
   }
   const b = cur.ex.block;
   $('hover').textContent = (cur.ex.tokens[i * b] || '') + ' (' + i * b + ') -> ' + (cur.ex.tokens[j * b] || '') + ' (' + j * b + '): ' +
-    value(cur.ex, cur.q, cur.v[i * cur.m + j] / 255).toPrecision(3);
+    value(cur.ex, cur.q, cur.v[i * cur.m + j] / 255, cur.k).toPrecision(3);
 });
 
 $('view').addEventListener('click', e => {

@@ -43,29 +43,23 @@ void write_figures(const std::vector<Entry>& figures, const fs::path& dir) {
   atomic_write((dir / "index.json").string(), index.dump(1) + "\n");
 }
 
-void check_reportable(const std::string& store_path, int64_t max_bytes) {
-  const StoreInfo info = inspect_store(store_path);
-  if (!info.exists) throw Error(store_path, "no store here", "give the store.h5 that 'ctxsim run' wrote");
-  if (!info.complete)
-    throw Error(store_path, "the store is not complete (interrupted or still running): no report written", "rerun the job to finish it");
-  if (max_bytes < (1 << 20)) throw Error("--max-bytes", std::to_string(max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
-}
 
 }  // namespace
 
 int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
   MpiSession::ensure();
-  check_reportable(store_path, args.max_bytes);
-  const h5::Id file(H5Fopen(store_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, ("open " + store_path).c_str());
+  if (args.max_bytes < (1 << 20))
+    throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
+  const h5::Id file = open_complete_store(store_path);
   const StoreData d = load_store_data(file, store_path, args.rule);
   const auto heads = parse_heads(args.heads, d);
 
   const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
-  fs::create_directories(dir.empty() ? "." : dir);
+  make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
   const fs::path figs = fs::path(dir) / "figures", staging = fs::path(dir) / "figures.partial";
-  fs::remove_all(staging);
-  fs::create_directories(staging);
   try {
+    fs::remove_all(staging);
+    fs::create_directories(staging);
     std::vector<Entry> figures;
     aggregate_figures(d, figures);
     const size_t E = d.example_ids.size();
@@ -87,6 +81,11 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     fs::rename(staging, figs);
     atomic_write(html_path, page);
     out << "report: " << html_path << " (" << page.size() / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in " << figs.string() << "\n";
+  } catch (const fs::filesystem_error& e) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw Error(e.path1().string(), std::string("cannot write the report: ") + e.code().message(),
+                "free space there, or give --out a folder you may write to");
   } catch (...) {
     std::error_code ec;
     fs::remove_all(staging, ec);

@@ -113,7 +113,7 @@ Example load_example(hid_t file, const StoreData& d, size_t e) {
   x.n = d.n_valid[size_t(x.id)], x.H = d.H, x.T = d.T;
   for (int i = 0; i < x.n; ++i) {
     const int32_t t = d.tokens[size_t(x.id) * size_t(d.T) + size_t(i)];
-    x.labels.push_back(t >= 0 && size_t(t) < d.vocab.size() ? d.vocab[size_t(t)] : "?");
+    x.labels.push_back(token_text(d.vocab, t));
   }
   x.attention = read_half_slice(file, "examples/attention", e);
   x.similarity = read_half_slice(file, "examples/similarity", e);

@@ -148,7 +148,7 @@ void top_anchor_figure(const Aggregates& a) {
       const auto top = d.stats.top_anchors(l, h, 1);
       if (top.empty()) continue;
       m.values[size_t(l * H + h)] = float(100.0 * Counts::ratio(double(d.stats.anchor_count(l, h, top[0])), double(d.base.samples)));
-      m.cell_text[size_t(l * H + h)] = d.vocab[size_t(top[0])];
+      m.cell_text[size_t(l * H + h)] = token_text(d.vocab, top[0]);
     }
   m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = "% of samples with this anchor";
   a.out.push_back({"top_anchors", "Each head's most frequent anchor (the token most of its selected pairs touch), coloured by the share of samples where it is the anchor",
@@ -186,11 +186,13 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
     hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end())));
     figures.push_back({stem + "_attention", "Attention map of " + sample + ", " + lh + ", with the selected pairs and the high-attention pairs (upper triangle)",
                        heatmap_figure(hm, "Attention, " + sample + ", " + lh, d.run + pool_note)});
-    hm.values = pooled(x.head(x.similarity, l, hd), n, block);
-    double sm = 1e-9;
-    for (float v : hm.values) sm = std::max(sm, double(std::abs(v)));
-    hm.lo = -sm, hm.hi = sm, hm.map = ColourMap::Diverging, hm.bar_label = "context similarity o_i · o_j", hm.x_label = "token j", hm.y_label = "token i";
-    hm.overlays[0].colour = Rgb{0, 0, 0};
+    const auto sim = x.head(x.similarity, l, hd);
+    const ValueScale scale = similarity_scale(sim, n);
+    hm.values = pooled(sim, n, block);
+    hm.lo = scale.lo, hm.hi = scale.hi, hm.map = scale.map, hm.x_label = "token j", hm.y_label = "token i";
+    hm.bar_label = "o_i · o_j, " + scale.describe();
+    // Outlines that stand out on the map: black on the pale diverging centre, white on viridis.
+    hm.overlays[0].colour = scale.map == ColourMap::Diverging ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
     figures.push_back({stem + "_similarity", "Context similarity matrix of " + sample + ", " + lh + " (diagonal zeroed), with the same overlays",
                        heatmap_figure(hm, "Context similarity, " + sample + ", " + lh, d.run + pool_note)});
   }

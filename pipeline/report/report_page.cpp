@@ -22,6 +22,13 @@ std::string bits_base64(const std::vector<std::pair<int, int>>& cells, int m) {
   return base64(bytes);
 }
 
+// A finite number as JSON writes it (the same digits an ostream gives).
+std::string json_number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
 std::string quantised_base64(const std::vector<float>& v, double lo, double hi) {
   std::string bytes(v.size(), '\0');
   const double span = hi > lo ? hi - lo : 1.0;
@@ -33,17 +40,18 @@ std::string quantised_base64(const std::vector<float>& v, double lo, double hi) 
 // than legible_block when it would not fit `budget` bytes.
 std::string example_data(const StoreData& d, const Example& x, const std::vector<double>& roll, size_t budget) {
   const int L = d.L, H = d.H, n = x.n;
-  double att_max = 1e-9, sim_max = 1e-9;
+  double att_max = 1e-9;
+  std::vector<ValueScale> sim_scale;  // per head, as the figures choose it
   for (int k = 0; k < L * H; ++k) {
     for (float v : x.head(x.attention, k / H, k % H)) att_max = std::max(att_max, double(v));
-    for (float v : x.head(x.similarity, k / H, k % H)) sim_max = std::max(sim_max, double(std::abs(v)));
+    sim_scale.push_back(similarity_scale(x.head(x.similarity, k / H, k % H), n));
   }
   const std::vector<float> rollf(roll.begin(), roll.end());
   const double roll_max = std::max(1e-9, double(*std::max_element(rollf.begin(), rollf.end())));
   // Per head: two byte matrices and two bit masks, base64.
   const auto bytes_at = [&](int b) {
     const double m = std::ceil(double(n) / b);
-    return 4.0 / 3.0 * double(L * H) * (2 * m * m + m * m / 4) + 8.0 * n;
+    return 4.0 / 3.0 * double(L * H) * (2 * m * m + m * m / 4) + 8.0 * n + 40.0 * L * H;  // + the scales
   };
   int block = legible_block(n);
   while (bytes_at(block) > double(budget) && block < n) ++block;
@@ -51,12 +59,15 @@ std::string example_data(const StoreData& d, const Example& x, const std::vector
   std::ostringstream js;
   js << "{\"sample\":" << x.id << ",\"n\":" << n << ",\"m\":" << m << ",\"block\":" << block << ",\"tokens\":[";
   for (size_t i = 0; i < x.labels.size(); ++i) js << (i ? "," : "") << json_str(x.labels[i]);
-  js << "],\"attMax\":" << att_max << ",\"simMax\":" << sim_max << ",\"rolloutMax\":" << roll_max;
+  js << "],\"attMax\":" << att_max << ",\"rolloutMax\":" << roll_max;
+  js << ",\"simLo\":[" << join_each(sim_scale, [](const ValueScale& v) { return json_number(v.lo); }, ",")
+     << "],\"simHi\":[" << join_each(sim_scale, [](const ValueScale& v) { return json_number(v.hi); }, ",")
+     << "],\"simSeq\":[" << join_each(sim_scale, [](const ValueScale& v) { return std::string(v.map == ColourMap::Viridis ? "1" : "0"); }, ",") << "]";
   std::ostringstream a_js, s_js, sel_js, ha_js;
   for (int k = 0; k < L * H; ++k) {
     const auto a = x.head(x.attention, k / H, k % H);
     a_js << (k ? "," : "") << '"' << quantised_base64(pooled(a, n, block), 0, att_max) << '"';
-    s_js << (k ? "," : "") << '"' << quantised_base64(pooled(x.head(x.similarity, k / H, k % H), n, block), -sim_max, sim_max) << '"';
+    s_js << (k ? "," : "") << '"' << quantised_base64(pooled(x.head(x.similarity, k / H, k % H), n, block), sim_scale[size_t(k)].lo, sim_scale[size_t(k)].hi) << '"';
     sel_js << (k ? "," : "") << '"' << bits_base64(cells_of(x.head(x.selected, k / H, k % H), n, block), m) << '"';
     ha_js << (k ? "," : "") << '"' << bits_base64(cells_of(high_attention(a, n, d.beta), n, block), m) << '"';
   }
@@ -90,7 +101,7 @@ void anchor_table(const StoreData& d, std::ostringstream& html) {
       html << "<tr><td>" << l << "</td><td>" << h << "</td><td>";
       const auto top = d.stats.top_anchors(l, h, 10);
       for (size_t i = 0; i < top.size(); ++i)
-        html << (i ? ", " : "") << "<code>" << xml_escape(d.vocab[size_t(top[i])]) << "</code> (" << d.stats.anchor_count(l, h, top[i]) << ")";
+        html << (i ? ", " : "") << "<code>" << xml_escape(token_text(d.vocab, top[i])) << "</code> (" << d.stats.anchor_count(l, h, top[i]) << ")";
       html << "</td></tr>\n";
     }
 }

@@ -4,9 +4,16 @@
 // takes part with an empty selection.
 #include "pipeline/store/store.h"
 
+#include <sys/statvfs.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 
 #include "stages/error.h"
 #include "stages/files.h"
@@ -128,17 +135,31 @@ void create_stats(hid_t file, const StoreLayout& layout) {
 
 }  // namespace
 
-Store Store::create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& a) {
-  Store st(path, comm, rank, layout, true);
-  write_root_attributes(st.file_, a);
-  const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers),
-                H = hsize_t(layout.heads), R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
-  create_samples(st.file_, N, T);
-  create_per_sample(st.file_, R, N, L, H);
-  create_examples(st.file_, E, R, L, H, T);
-  create_stats(st.file_, layout);
-  CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
-  return st;
+Store Store::create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& a,
+                    const SampleSet& samples, const std::string& vocab_text) {
+  const std::string creating = path + ".creating";
+  try {
+    Store st(creating, comm, rank, layout, true);
+    write_root_attributes(st.file_, a);
+    const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers),
+                  H = hsize_t(layout.heads), R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
+    create_samples(st.file_, N, T);
+    create_per_sample(st.file_, R, N, L, H);
+    create_examples(st.file_, E, R, L, H, T);
+    create_stats(st.file_, layout);
+    st.write_samples(samples, vocab_text);
+    CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
+    // Every rank's part is in the file: it becomes the store (the open file follows the rename).
+    CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
+    if (rank == 0 && std::rename(creating.c_str(), path.c_str()) != 0)
+      throw Error(path, std::string("cannot move the new store into place: ") + std::strerror(errno), "check the folder's permissions");
+    CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
+    st.path_ = path;
+    return st;
+  } catch (...) {
+    if (rank == 0) std::remove(creating.c_str());  // a store that never started leaves nothing
+    throw;
+  }
 }
 
 Store::~Store() = default;
@@ -244,19 +265,76 @@ std::vector<std::string> store_vocab(hid_t file) {
 
 std::vector<std::string> store_rules(hid_t stats_group) { return split_lines(h5::get_attr_string(stats_group, "rules")); }
 
+namespace {
+
+// What a file that is not a store is, in a few words.
+std::string describe_non_store(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (fs::is_directory(status)) return "a folder, not a store file";
+  if (!fs::is_regular_file(status)) return "not a regular file";
+  if (fs::file_size(path, ec) == 0) return "an empty file";
+  std::ifstream in(path, std::ios::binary);
+  char head[8] = {};
+  if (!in.read(head, sizeof head)) return "not an HDF5 file (shorter than HDF5's signature)";
+  if (std::memcmp(head, "\x89HDF\r\n\x1a\n", 8) != 0) return "not an HDF5 file";
+  return "an HDF5 file that cannot be opened (truncated or damaged)";
+}
+
+}  // namespace
+
 StoreInfo inspect_store(const std::string& path) {
   StoreInfo info;
-  if (!std::filesystem::exists(path)) return info;
-  info.exists = true;
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return info;
+  info.kind = StoreInfo::Kind::NotAStore;
+  const hid_t f = std::filesystem::is_regular_file(path, ec) ? H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
   if (f < 0) {
     H5Eclear2(H5E_DEFAULT);
-    return info;  // not a readable HDF5 file: treated as an interrupted store
+    info.what = describe_non_store(path);
+    return info;
   }
   const h5::Id file(f, H5Fclose, "H5Fopen");
-  if (h5::has_attr(file, "complete")) info.complete = h5::get_attr_int(file, "complete") == 1;
-  if (h5::has_attr(file, "config")) info.config_yaml = h5::get_attr_string(file, "config");
+  if (!h5::has_attr(file, "config") || !h5::has_attr(file, "complete")) {
+    info.what = "an HDF5 file that ctxsim did not write (no config and complete attributes)";
+    return info;
+  }
+  info.kind = StoreInfo::Kind::Store;
+  info.complete = h5::get_attr_int(file, "complete") == 1;
+  info.config_yaml = h5::get_attr_string(file, "config");
   return info;
+}
+
+h5::Id open_complete_store(const std::string& path) {
+  const StoreInfo info = inspect_store(path);
+  if (!info.exists()) throw Error(path, "no store here", "give the store.h5 that 'ctxsim run' wrote (output.dir/store.h5)");
+  if (info.kind == StoreInfo::Kind::NotAStore)
+    throw Error(path, "not a ctxsim store: " + info.what, "give the store.h5 that 'ctxsim run' wrote (output.dir/store.h5)");
+  if (!info.complete)
+    throw Error(path, "the store is not complete (the run was interrupted or is still going)",
+                "'ctxsim status " + path + "' says how far it got; rerun the same 'ctxsim run' to finish it");
+  return h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, ("open " + path).c_str());
+}
+
+double store_bytes(const StoreLayout& l) {
+  const double N = double(l.samples), T = double(l.seq_len), L = double(l.layers), H = double(l.heads);
+  const double R = double(l.rules.size()), E = double(l.examples.size());
+  double stats = 0;
+  for (const auto& f : l.fields) stats += 8.0 * double(f.size) * (f.per_rule() ? R : 1.0);
+  // samples (ids, sentence and word ids; n_valid, source, candidate), per-sample [R, N, L, H]
+  // x 3 x 4 bytes, examples (attention and similarity float16, selections u8), statistics.
+  return N * T * 8 + N * 18 + R * N * L * H * 12 + E * L * H * T * T * (4 + R) + stats;
+}
+
+void check_free_space(const std::string& dir, double bytes, const std::string& where) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return;  // unknown: the writes will say
+  const double free_bytes = double(fs.f_bavail) * double(fs.f_frsize);
+  if (free_bytes >= bytes * 1.05 + (16 << 20)) return;
+  const auto mb = [](double b) { return std::to_string(int64_t(std::ceil(b / 1e6))) + " MB"; };
+  throw Error(where, "no space for the store in " + dir + ": it needs about " + mb(bytes) + ", " + mb(free_bytes) + " are free",
+              "free space there or choose another output.dir ('ctxsim plan CONFIG' estimates the store's size)");
 }
 
 }  // namespace ctxsim

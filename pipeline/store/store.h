@@ -32,16 +32,17 @@ struct StoreAttributes {
 
 class Store {
  public:
-  // Creates path (replacing a file there) with every dataset allocated, so that afterwards only
-  // raw data and attributes change. Collective on comm.
-  static Store create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& attrs);
+  // Creates path with every dataset allocated and the samples and vocabulary written, so that
+  // afterwards only raw data and attributes change. The file is made under <path>.creating and
+  // renamed over path only once all of that is flushed: path is never a store that did not start
+  // (and a failure leaves nothing). Collective on comm.
+  static Store create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& attrs,
+                      const SampleSet& samples, const std::string& vocab_text);
   // Opens a store made by create() to continue it. Collective on comm.
   static Store open(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout);
   Store(Store&&) = default;
   ~Store();
 
-  // Rank 0 writes; the others take part with nothing (collective).
-  void write_samples(const SampleSet& samples, const std::string& vocab_text);
   // Per-sample results of samples [first, first + count): arrays [R, count, L, H]. Collective;
   // a rank with nothing to write passes count 0.
   void write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token,
@@ -63,6 +64,8 @@ class Store {
 
  private:
   Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, bool create);
+  // Rank 0 writes; the others take part with nothing (collective).
+  void write_samples(const SampleSet& samples, const std::string& vocab_text);
   std::string path_;
   StoreLayout layout_;
   int rank_ = 0;
@@ -77,11 +80,24 @@ std::vector<std::string> store_rules(hid_t stats_group);
 // Current UTC time, ISO 8601.
 std::string utc_now();
 
-// A store's root attributes and completeness, for the resume/refuse decision.
+// What lies at a store's path, for the resume/refuse decision and for every reader.
 struct StoreInfo {
-  bool exists = false, complete = false;
+  enum class Kind { Missing, NotAStore, Store };
+  Kind kind = Kind::Missing;
+  std::string what;  // NotAStore: "a folder", "an empty file", "not an HDF5 file", …
+  bool complete = false;
   std::string config_yaml;
+  bool exists() const { return kind != Kind::Missing; }
 };
 StoreInfo inspect_store(const std::string& path);
+
+// Opens a complete store to read (summary, collect, report). Throws naming what the file is when
+// it is not a store, and how to finish it when it is not complete.
+h5::Id open_complete_store(const std::string& path);
+
+// About how many bytes a store of this layout takes on disk (its datasets are allocated at
+// creation), and a check that the folder's file system has that much free.
+double store_bytes(const StoreLayout& layout);
+void check_free_space(const std::string& dir, double bytes, const std::string& where);
 
 }  // namespace ctxsim

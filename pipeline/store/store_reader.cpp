@@ -124,7 +124,7 @@ Baseline read_baseline(hid_t file, const std::string& store) {
   return b;
 }
 
-RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_size) {
+RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_tokens) {
   RuleStats r;
   r.name = rule;
   const std::string g = "stats/" + rule + "/";
@@ -134,7 +134,6 @@ RuleStats read_rule_stats(hid_t file, const std::string& store, const std::strin
   r.high_pairs = read_checked<int64_t>(file, store, path(Stat::HighPairs), H5T_NATIVE_INT64, {-1, -1}, &dims);
   r.L = int64_t(dims[0]), r.H = int64_t(dims[1]);
   r.T = base.T();
-  r.V = vocab_size;
   if (r.L <= 0 || r.H <= 0) throw Error(store, "/" + path(Stat::HighPairs) + " holds no layers or heads", kDamagedStoreFix);
   const long long L = r.L, H = r.H;
   for (auto [s, v] : std::initializer_list<std::pair<Stat, std::vector<int64_t>*>>{
@@ -144,7 +143,12 @@ RuleStats read_rule_stats(hid_t file, const std::string& store, const std::strin
     *v = read_checked<int64_t>(file, store, path(s), H5T_NATIVE_INT64, {L, H});
   r.distance_hist = read_checked<int64_t>(file, store, path(Stat::DistanceHist), H5T_NATIVE_INT64, {L, H, (long long)r.T});
   r.distinct_anchors = read_checked<int64_t>(file, store, path(Stat::DistinctAnchors), H5T_NATIVE_INT64, {L});
-  r.anchor_counts = read_checked<int64_t>(file, store, path(Stat::AnchorCounts), H5T_NATIVE_INT64, {L, H, (long long)vocab_size});
+  // V is the model's vocab_size, which may exceed the vocabulary's lines (models pad it).
+  r.anchor_counts = read_checked<int64_t>(file, store, path(Stat::AnchorCounts), H5T_NATIVE_INT64, {L, H, -1}, &dims);
+  r.V = int64_t(dims[2]);
+  if (r.V < vocab_tokens)
+    throw Error(store, "/" + path(Stat::AnchorCounts) + " counts " + std::to_string(r.V) + " token ids but /vocab holds " +
+                           std::to_string(vocab_tokens) + " tokens", kDamagedStoreFix);
   return r;
 }
 

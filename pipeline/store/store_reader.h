@@ -73,10 +73,18 @@ struct RuleStats {
   }
 };
 
+// The spelling of token `id` in a store's vocabulary; "?" for an id past its lines (a padded
+// vocab_size) or negative.
+inline const std::string& token_text(const std::vector<std::string>& vocab, int64_t id) {
+  static const std::string unknown = "?";
+  return id >= 0 && id < int64_t(vocab.size()) ? vocab[size_t(id)] : unknown;
+}
+
 // Both throw ctxsim::Error naming `store` and the missing or misshapen dataset.
 Baseline read_baseline(hid_t file, const std::string& store);
-// T comes from the baseline (read first); V is the size of the store's vocabulary.
-RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_size);
+// T comes from the baseline (read first), V from the anchor counts (the model's vocab_size),
+// which must cover the store's `vocab_tokens` vocabulary lines.
+RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_tokens);
 
 // A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`
 // receives the actual extents.

@@ -37,15 +37,7 @@ std::string fixed(double v, int digits) {
 }  // namespace
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) {
-    H5Eclear2(H5E_DEFAULT);
-    throw Error(path, "cannot open as an HDF5 store", "give the store.h5 that 'ctxsim run' wrote");
-  }
-  const h5::Id file(f, H5Fclose, "H5Fopen");
-  const bool complete = h5::has_attr(file, "complete") && h5::get_attr_int(file, "complete") == 1;
-  if (!complete)
-    throw Error(path, "the store is not complete (the run was interrupted or is still going)", "rerun the same command to finish it");
+  const h5::Id file = open_complete_store(path);
   const h5::Id stats = h5::open_group(file, "stats");
   const Baseline base = read_baseline(file, path);
   const auto vocab = store_vocab(file);
@@ -104,7 +96,7 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
     for (const auto& [l, k] : heads) {
       out << "   L" << l << " H" << k << ":";
       for (int64_t t : r.top_anchors(l, k, options.top))
-        out << "  " << (t < int64_t(vocab.size()) ? vocab[size_t(t)] : "?") << ": " << r.anchor_count(l, k, t);
+        out << "  " << token_text(vocab, t) << ": " << r.anchor_count(l, k, t);
       out << "\n";
     }
   }
