@@ -4,12 +4,14 @@
 #include <malloc.h>
 #include <mpi.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "pipeline/commands/cli.h"
 #include "pipeline/job/agree.h"
 #include "pipeline/job/comm.h"
 #include "pipeline/job/log.h"
+#include "pipeline/store/hdf5.h"
 #include "stages/error.h"
 
 namespace {
@@ -28,15 +30,8 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // LibTorch's multi-MB per-layer temporaries would otherwise get a fresh mmap (and page
-  // faults) on every use under glibc's default thresholds; keep them on the heap. 32 MB is the
-  // largest threshold glibc accepts on 64-bit (it refuses more and keeps its default).
-  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 512 << 20) != 1)
-    std::cerr << "ctxsim: warning: mallopt refused the allocator thresholds; runs may be slower\n";
-  const ctxsim::MpiSession mpi;  // finalises MPI, if a command started it, after the command
+// The command, and the one place its errors become a message and an exit code.
+int run(int argc, char** argv) {
   try {
     return ctxsim::run_command_line(argc, argv);
   } catch (const ctxsim::JobExit& e) {
@@ -48,4 +43,26 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(std::string("internal error: ") + e.what() + " (please report it with the command line)", ctxsim::kExitInternal);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // LibTorch's multi-MB per-layer temporaries would otherwise get a fresh mmap (and page
+  // faults) on every use under glibc's default thresholds; keep them on the heap. 32 MB is the
+  // largest threshold glibc accepts on 64-bit (it refuses more and keeps its default).
+  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 512 << 20) != 1)
+    std::cerr << "ctxsim: warning: mallopt refused the allocator thresholds; runs may be slower\n";
+  int rc = 0;
+  {
+    const ctxsim::MpiSession mpi;  // finalises MPI, if a command started it, after the command
+    rc = run(argc, argv);
+  }
+  if (ctxsim::h5::file_close_failed()) {
+    // The message is out; HDF5's exit handler would crash on the file it could not close.
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(rc);
+  }
+  return rc;
 }

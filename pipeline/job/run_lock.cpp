@@ -159,7 +159,11 @@ bool lock_is_stale(const LockHolder& h) {
 }
 
 RunLock::RunLock(const std::string& dir, const std::string& where) : dir_(dir), path_((fs::path(dir) / "run.lock").string()) {
-  created_dir_ = make_folder(dir, where);
+  // The folders this run makes (dir and missing parents), to remove again if they stay empty.
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec) && p != p.parent_path(); p = p.parent_path())
+    created_.push_back(p.string());
+  make_folder(dir, where);
   content_ = lock_content();
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (try_create(path_, content_)) {
@@ -204,7 +208,8 @@ RunLock::~RunLock() {
   } catch (const Error&) {
   }
   std::error_code ec;
-  if (created_dir_ && fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+  for (const auto& p : created_)  // innermost first
+    if (!fs::is_empty(p, ec) || !fs::remove(p, ec)) break;
 }
 
 }  // namespace ctxsim

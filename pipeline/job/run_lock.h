@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ctxsim {
 
@@ -33,7 +34,7 @@ class RunLock {
   // Creates `dir` if needed and takes its lock, or throws ctxsim::Error naming the holder
   // (`where` names the config key, e.g. "config.yaml:12:8: output.dir").
   RunLock(const std::string& dir, const std::string& where);
-  ~RunLock();  // releases the lock; removes `dir` again when this lock created it and it is empty
+  ~RunLock();  // releases the lock; removes the folders it created again when they are empty
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
 
@@ -42,7 +43,7 @@ class RunLock {
  private:
   void heartbeat();
   std::string dir_, path_, content_;
-  bool created_dir_ = false;
+  std::vector<std::string> created_;  // innermost first
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

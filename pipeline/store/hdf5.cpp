@@ -38,8 +38,17 @@ Id::Id(hid_t id, herr_t (*close)(hid_t), const char* what) : id_(id), close_(clo
   if (id < 0) throw Error("HDF5", std::string(what) + " failed: " + error_stack(), "check the path and free disk space");
 }
 
+namespace {
+bool g_file_close_failed = false;
+}
+
+bool file_close_failed() { return g_file_close_failed; }
+
 void Id::reset() {
-  if (id_ >= 0 && close_) close_(id_);
+  if (id_ >= 0 && close_ && close_(id_) < 0) {
+    if (close_ == H5Fclose) g_file_close_failed = true;
+    H5Eclear2(H5E_DEFAULT);
+  }
   id_ = -1;
 }
 

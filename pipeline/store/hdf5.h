@@ -35,6 +35,11 @@ class Id {
   herr_t (*close_)(hid_t) = nullptr;
 };
 
+// Whether closing an HDF5 file failed in this process (a full disk). HDF5 1.10 leaves such a
+// file half torn down, and its exit handler then crashes on it (SIGSEGV in H5F__close_cb), so
+// main leaves without running exit handlers when this is true.
+bool file_close_failed();
+
 // IEEE binary16 (HDF5 1.10 has no predefined one); h5py reads it as float16. Use it as both
 // file and memory type so that stored bits are not converted.
 Id float16_type();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipeline/store/hdf5.h"
+#include "stages/error.h"
 #include "stages/accumulator.h"
 #include "stages/samples.h"
 #include "stages/selection.h"
@@ -22,6 +23,10 @@ struct StoreLayout {
   std::vector<int64_t> examples;  // sample ids with full matrices
   std::vector<StatField> fields;  // the accumulator's fields: their datasets exist from creation
 };
+
+// About how many bytes a store of this layout takes on disk (its datasets are allocated at
+// creation).
+double store_bytes(const StoreLayout& layout);
 
 // Root attributes written at creation (the rest, like finished and complete, at the end).
 struct StoreAttributes {
@@ -62,10 +67,24 @@ class Store {
 
   const std::string& path() const { return path_; }
 
+  // Rethrows an HDF5 error `e` of writing `path` as "no space left" when its file system is
+  // (nearly) full; returns otherwise.
+  static void throw_if_full(const Error& e, const std::string& path, double need);
+
  private:
   Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, bool create);
   // Rank 0 writes; the others take part with nothing (collective).
   void write_samples(const SampleSet& samples, const std::string& vocab_text);
+  // Runs a write, turning an HDF5 error on a full file system into "no space left".
+  template <class F>
+  void guarded(F&& write) {
+    try {
+      write();
+    } catch (const Error& e) {
+      throw_if_full(e, path_, store_bytes(layout_));
+      throw;
+    }
+  }
   std::string path_;
   StoreLayout layout_;
   int rank_ = 0;
@@ -95,9 +114,7 @@ StoreInfo inspect_store(const std::string& path);
 // it is not a store, and how to finish it when it is not complete.
 h5::Id open_complete_store(const std::string& path);
 
-// About how many bytes a store of this layout takes on disk (its datasets are allocated at
-// creation), and a check that the folder's file system has that much free.
-double store_bytes(const StoreLayout& layout);
+// A check that the folder's file system has about `bytes` free (store_bytes of the layout).
 void check_free_space(const std::string& dir, double bytes, const std::string& where);
 
 }  // namespace ctxsim
