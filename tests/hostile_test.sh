@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# Hostile inputs, as a careful user would try them (issue 13's list): each is one clear error
+# (one line naming the file, key or position, with a fix), exit code 1 and nothing damaged; or,
+# where the input is legitimate, a run that works. hostile_test.sh CTXSIM CASE (from the source
+# folder, by ctest; label cli).
+set -uo pipefail
+CTXSIM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+CASE=$2
+TMP=$(mktemp -d)
+MNT=""
+cleanup() {
+  [ -n "$MNT" ] && umount "$MNT" 2> /dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL [$CASE]: $*"; exit 1; }
+contains() { grep -qF -- "$2" <<< "$1" || fail "expected '$2' in: $1"; }
+lacks() { ! grep -qF -- "$2" <<< "$1" || fail "did not expect '$2' in: $1"; }
+VOCAB=data/vocab/bert-base-uncased.txt
+
+# one_error EXPECTED CMD…: exit 1, nothing on stdout, one error line holding EXPECTED and a fix
+# (a run may have logged its start first: every other line is one of its "ctxsim: " lines).
+one_error() {
+  local expect=$1; shift
+  "$@" > "$TMP/stdout" 2> "$TMP/stderr"
+  local rc=$?
+  [ $rc -eq 1 ] || fail "exit $rc (expected 1) from: $* -- $(head -c 600 "$TMP/stderr")"
+  [ ! -s "$TMP/stdout" ] || fail "printed output before failing: $* -- $(head -c 300 "$TMP/stdout")"
+  [ "$(grep -c '^ctxsim: error: ' "$TMP/stderr")" -eq 1 ] || fail "not one error line: $* -- $(cat "$TMP/stderr")"
+  [ "$(grep -vc '^ctxsim: ' "$TMP/stderr")" -eq 0 ] || fail "stray output: $* -- $(cat "$TMP/stderr")"
+  contains "$(grep '^ctxsim: error: ' "$TMP/stderr")" "$expect"
+  contains "$(cat "$TMP/stderr")" "; fix: "
+  lacks "$(cat "$TMP/stderr")" "internal error"
+}
+
+tiny_model() {  # tiny_model DIR [init-model options]: a 2-layer random BERT
+  local dir=$1; shift
+  "$CTXSIM" init-model --preset bert-tiny --seed 5 --vocab "$VOCAB" --out "$dir" "$@" > /dev/null || fail "init-model $dir"
+}
+# Patches one float32 of a tensor in a safetensors file: patch_tensor FILE TENSOR INDEX VALUE
+patch_tensor() {
+  /usr/bin/python3 - "$@" <<'PY' || fail "patching $2"
+import json, struct, sys
+path, name, index, value = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+with open(path, "r+b") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    t = json.loads(f.read(n))[name]
+    assert t["dtype"] == "F32"
+    f.seek(8 + n + t["data_offsets"][0] + 4 * index)
+    f.write(struct.pack("<f", value))
+PY
+}
+RUN=(configs/default.yaml samples.num_samples=8 runtime.unit_size=4 output.report=false)
+
+case "$CASE" in
+  command_line)  # items 1, 2, 13, 19 and the --show bound of 12
+    tiny_model "$TMP/m"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/out" > /dev/null 2>&1 || fail "run"
+    S=$TMP/out/store.h5
+    for h in a:b 0: : 99999999999999999999:0 0:0:0 0.5:1 '0:0 1:1' ' 1:1'; do
+      one_error "is not LAYER:HEAD (two whole numbers, 0-based)" "$CTXSIM" summary "$S" --heads "$h"
+      one_error "is not LAYER:HEAD (two whole numbers, 0-based)" "$CTXSIM" report "$S" --heads "$h" --out "$TMP/rep"
+    done
+    # A pair outside the model fails before any table is printed.
+    one_error "--heads 99:0: not a LAYER:HEAD pair of this model (2 layers, 2 heads)" "$CTXSIM" summary "$S" --heads 99:0
+    one_error "--heads 0:5: not a LAYER:HEAD pair of this model" "$CTXSIM" summary "$S" --heads 1:1,0:5
+    one_error "ctxsim summary: --top: expected a whole number in [1, 1000], got '-1'" "$CTXSIM" summary "$S" --top -1
+    one_error "--top: expected a whole number in [1, 1000], got '1e9'" "$CTXSIM" summary "$S" --top 1e9
+    one_error "ctxsim samples: --show: expected a whole number in [0, 1000000], got '-1'" "$CTXSIM" samples configs/default.yaml --show -1
+    one_error "ctxsim pretrian: unknown subcommand" "$CTXSIM" pretrian --help
+    one_error "ctxsim sumary: unknown subcommand; fix: did you mean 'summary'?" "$CTXSIM" sumary --help
+    one_error "ctxsim summary: store is required" "$CTXSIM" summary
+    [ ! -e "$TMP/rep" ] || fail "a refused report wrote $TMP/rep"
+    out=$("$CTXSIM" summary "$S" --heads 1:1,0:0,1:1 --top 2) || fail "a valid --heads list"
+    contains "$out" "L1 H1:"
+    contains "$out" "L0 H0:"
+    ;;
+  inputs)  # items 3 and 12: bounded reads, binary files, folders, number ranges, special tokens
+    one_error "/dev/zero: is longer than 4194304 bytes" timeout 20 "$CTXSIM" validate /dev/zero
+    printf 'samples:\n  seed: 1\0\n' > "$TMP/nul.yaml"
+    one_error "$TMP/nul.yaml: line 2, column 10 (byte 18): not a YAML text file (byte 0x00)" "$CTXSIM" validate "$TMP/nul.yaml"
+    one_error "$CTXSIM: line 1, column 1 (byte 0): not a YAML text file (byte 0x7F)" "$CTXSIM" validate "$CTXSIM"
+    for key in samples.num_samples runtime.unit_size corpus.max_documents runtime.flush_units samples.stride_sentences; do
+      one_error "$key: expected an integer in [" "$CTXSIM" validate configs/default.yaml "$key=4611686018427387904"
+      contains "$(cat "$TMP/stderr")" ", 1000000000], got 4611686018427387904"
+    done
+    one_error "selection[0].absolute: expected a number, got 'abc'" "$CTXSIM" validate configs/default.yaml 'selection=[{absolute: abc}]'
+    lacks "$(cat "$TMP/stderr")" "17976"
+    one_error "selection[0].top_fraction: expected a number in (0, 1], got 2" "$CTXSIM" validate configs/default.yaml 'selection=[{top_fraction: 2}]'
+    tiny_model "$TMP/m"
+    mkdir -p "$TMP/folder_weights/model.safetensors"
+    cp "$TMP/m/config.json" "$TMP/m/vocab.txt" "$TMP/folder_weights/"
+    one_error "$TMP/folder_weights/model.safetensors: is a folder, not a file" "$CTXSIM" model-info "$TMP/folder_weights"
+    grep -v '^\[CLS\]$' "$VOCAB" > "$TMP/no_cls.txt"
+    one_error "$TMP/no_cls.txt: the vocabulary lacks [CLS] (" "$CTXSIM" tokenize --vocab "$TMP/no_cls.txt" < /dev/null
+    one_error "$TMP/no_cls.txt: the vocabulary lacks [CLS] (" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" model.vocab="$TMP/no_cls.txt" output.dir="$TMP/o1"
+    [ ! -e "$TMP/o1" ] || fail "a refused run left $TMP/o1"
+    ;;
+  model_checks)  # items 4, 15, 16: config.json against the weights, non-finite values
+    tiny_model "$TMP/m"
+    for layers in 1000000000000 1000000; do
+      cp -r "$TMP/m" "$TMP/huge$layers"
+      sed -i "s/\"num_hidden_layers\": 2/\"num_hidden_layers\": $layers/" "$TMP/huge$layers/config.json"
+      one_error "$TMP/huge$layers/config.json: num_hidden_layers: $layers is outside what ctxsim supports (1 to 1024)" \
+        timeout 10 "$CTXSIM" model-info "$TMP/huge$layers"
+    done
+    for layers in 1 3; do
+      cp -r "$TMP/m" "$TMP/l$layers"
+      sed -i "s/\"num_hidden_layers\": 2/\"num_hidden_layers\": $layers/" "$TMP/l$layers/config.json"
+      one_error "config.json: num_hidden_layers: declares $layers layer(s), but $TMP/l$layers/model.safetensors holds 2" \
+        "$CTXSIM" model-info "$TMP/l$layers"
+    done
+    one_error "init-model: num_hidden_layers: 5000 is outside what ctxsim supports" \
+      "$CTXSIM" init-model --preset bert-tiny --layers 5000 --vocab "$VOCAB" --out "$TMP/never"
+    [ ! -e "$TMP/never" ] || fail "a refused init-model wrote $TMP/never"
+    for v in nan inf; do
+      cp -r "$TMP/m" "$TMP/$v"
+      patch_tensor "$TMP/$v/model.safetensors" encoder.layer.1.attention.self.key.weight 5 "$v"
+      one_error "$TMP/$v/model.safetensors: tensor 'encoder.layer.1.attention.self.key.weight': 1 of 16384 values are not finite" \
+        "$CTXSIM" run "${RUN[@]}" model.path="$TMP/$v" output.dir="$TMP/out_$v"
+      [ ! -e "$TMP/out_$v" ] || fail "a refused run left $TMP/out_$v"
+    done
+    # Finite weights whose activations overflow: the first sample and layer are named.
+    cp -r "$TMP/m" "$TMP/overflow"
+    for i in 0 1 2 3; do patch_tensor "$TMP/overflow/model.safetensors" encoder.layer.1.attention.output.dense.bias $i 3e38; done
+    one_error "sample 0, layer 1: the model's activations are not finite (NaN or inf)" \
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/overflow" output.dir="$TMP/out_overflow"
+    ;;
+  full_disk)  # item 5: a full file system is said before anything is written, no crash, no store
+    MNT=$TMP/small
+    mkdir -p "$MNT"
+    mount -t tmpfs -o size=1200k tmpfs "$MNT" 2> /dev/null || { echo "SKIP [$CASE]: cannot mount a tmpfs here (needs root)"; MNT=""; exit 77; }
+    tiny_model "$TMP/m"
+    for out in "$MNT/run" "$MNT/a/b"; do
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$out" > "$TMP/stdout" 2> "$TMP/stderr"
+      rc=$?
+      [ $rc -eq 1 ] || fail "exit $rc on a full disk: $(cat "$TMP/stderr")"
+      contains "$(cat "$TMP/stderr")" "output.dir: no space for the store in $out: it needs about"
+      contains "$(cat "$TMP/stderr")" "'ctxsim plan CONFIG' estimates the store's size"
+      [ ! -e "$out" ] || fail "left $(find "$out")"
+    done
+    # With the check out of the way (a test hook), HDF5 itself meets the full disk: the same
+    # message, no crash at exit (HDF5 1.10 crashes on a file it could not close), nothing left.
+    CTXSIM_SKIP_SPACE_CHECK=1 "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$MNT/r2" > /dev/null 2> "$TMP/stderr"
+    rc=$?
+    [ $rc -eq 1 ] || fail "exit $rc on a full disk: $(cat "$TMP/stderr")"
+    contains "$(cat "$TMP/stderr")" "$MNT/r2/store.h5: No space left on device: the store needs about"
+    lacks "$(cat "$TMP/stderr")" "internal error"
+    [ -z "$(ls -A "$MNT")" ] || fail "left on the full disk: $(ls -AR "$MNT")"
+    ;;
+  output_dir)  # items 6 and 14: folders that cannot be made, files that are not stores
+    tiny_model "$TMP/m"
+    touch "$TMP/afile"
+    one_error "output.dir: cannot create the folder '$TMP/afile/x': Not a directory; fix: a part of that path is a file" \
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/afile/x"
+    one_error "output.dir: '$TMP/afile' exists and is not a folder" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/afile"
+    one_error "output.dir: cannot create the folder '/proc/ctxsim-test'" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir=/proc/ctxsim-test
+    mkdir -p "$TMP/ro"
+    if mount -t tmpfs -o ro,size=64k tmpfs "$TMP/ro" 2> /dev/null; then
+      MNT=$TMP/ro
+      one_error "output.dir: cannot create the folder '$TMP/ro/x': Read-only file system" \
+        "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/ro/x"
+    fi
+    mkdir -p "$TMP/text" "$TMP/dir/store.h5"
+    echo "my notes" > "$TMP/text/store.h5"
+    one_error "$TMP/text/store.h5 exists and is not a ctxsim store: not an HDF5 file" \
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/text"
+    [ "$(cat "$TMP/text/store.h5")" = "my notes" ] || fail "a file that is not a store was overwritten"
+    one_error "$TMP/dir/store.h5 exists and is not a ctxsim store: a folder" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/dir"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/text" output.overwrite=true > /dev/null 2>&1 || fail "overwrite=true"
+    [ "$("$CTXSIM" status "$TMP/text/store.h5")" = complete ] || fail "not replaced"
+    ;;
+  run_lock)  # item 7: one run per output folder, a stale lock taken over
+    tiny_model "$TMP/m"
+    args() { L=(configs/default.yaml model.path="$TMP/m" samples.num_samples=40 runtime.unit_size=4 output.report=false output.dir="$1"); }
+    args "$TMP/out"
+    CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" > "$TMP/first.out" 2> "$TMP/first.err" &
+    first=$!
+    for _ in $(seq 1 100); do [ -e "$TMP/out/run.lock" ] && break; sleep 0.1; done
+    [ -e "$TMP/out/run.lock" ] || fail "no run.lock while a run holds the folder"
+    one_error "output.dir: '$TMP/out' is in use by another run (host $(hostname), pid $first" "$CTXSIM" run "${L[@]}"
+    contains "$(cat "$TMP/stderr")" "if that run is dead, delete $TMP/out/run.lock"
+    wait $first || fail "the first run failed: $(cat "$TMP/first.err")"
+    [ ! -e "$TMP/out/run.lock" ] || fail "the lock outlived its run"
+    # A holder killed with SIGKILL leaves its lock; the next run takes it over and resumes.
+    rm -rf "$TMP/out"
+    CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" runtime.flush_units=1 > /dev/null 2>&1 &
+    victim=$!
+    for _ in $(seq 1 200); do "$CTXSIM" status "$TMP/out/store.h5" 2> /dev/null | grep -q "units done: [2-9]" && break; sleep 0.1; done
+    kill -9 $victim; wait $victim 2> /dev/null
+    [ -e "$TMP/out/run.lock" ] || fail "SIGKILL removed the lock?"
+    "$CTXSIM" run "${L[@]}" runtime.flush_units=1 > /dev/null 2> "$TMP/err" || fail "a dead holder's lock was not taken over: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/err")" "resuming"
+    # A holder on another host: alive while its heartbeat is fresh, stale after 10 minutes;
+    # a requeued SLURM job takes over its own lock.
+    args "$TMP/o2"
+    mkdir -p "$TMP/o2"
+    held='host=node-17\npid=4242\nticks=1\njob=777\nstarted=2026-01-01T00:00:00Z\n'
+    printf "$held" > "$TMP/o2/run.lock"
+    one_error "'$TMP/o2' is in use by another run (host node-17, pid 4242, SLURM job 777, since 2026-01-01T00:00:00Z" "$CTXSIM" run "${L[@]}"
+    SLURM_JOB_ID=777 "$CTXSIM" run "${L[@]}" samples.num_samples=8 > /dev/null 2>&1 || fail "a requeued job could not take over its own lock"
+    printf "$held" > "$TMP/o2/run.lock"
+    touch -d '-11 minutes' "$TMP/o2/run.lock"
+    "$CTXSIM" run "${L[@]}" samples.num_samples=8 > /dev/null 2> "$TMP/err" || fail "a lock silent for 11 minutes was not taken over: $(cat "$TMP/err")"
+    [ ! -e "$TMP/o2/run.lock" ] || fail "lock left behind"
+    ;;
+  vocab_padding)  # item 8: vocab_size larger than vocab.txt (models pad it): writer and readers agree
+    { cat "$VOCAB"; for i in $(seq 1 78); do echo "[unused_pad$i]"; done; } > "$TMP/padded.txt"
+    "$CTXSIM" init-model --preset bert-tiny --seed 5 --vocab "$TMP/padded.txt" --out "$TMP/m" > /dev/null || fail "init-model"
+    cp "$VOCAB" "$TMP/m/vocab.txt"
+    contains "$(cat "$TMP/m/config.json")" '"vocab_size": 30600'
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=8 statistics.examples=[0] \
+      output.dir="$TMP/out" > /dev/null 2> "$TMP/err" || fail "run: $(cat "$TMP/err")"
+    out=$("$CTXSIM" summary "$TMP/out/store.h5" 2> "$TMP/err") || fail "summary rejects the store: $(cat "$TMP/err")"
+    contains "$out" "top anchors"
+    [ -s "$TMP/out/report.html" ] || fail "no report"
+    mkdir -p "$TMP/sweep/p" && cp "$TMP/out/store.h5" "$TMP/sweep/p/"
+    "$CTXSIM" collect "$TMP/sweep" > /dev/null 2> "$TMP/err" || fail "collect rejects the store: $(cat "$TMP/err")"
+    ;;
+  duplicate_rules)  # item 9
+    one_error "selection: rules 0 and 1 are the same rule (top_fraction=0.01)" \
+      "$CTXSIM" validate configs/default.yaml 'selection=[{top_fraction: 0.01}, {top_fraction: 0.01}]'
+    one_error "rules 0 and 2 are the same rule (relative_to_max=0.9)" \
+      "$CTXSIM" run configs/default.yaml 'selection=[{relative_to_max: 0.9}, {top_fraction: 0.01}, {relative_to_max: 0.90000001}]' output.dir="$TMP/o"
+    [ ! -e "$TMP/o" ] || fail "a refused run left $TMP/o"
+    printf 'selection:\n  - absolute: 2\n  - absolute: 2.0\n' > "$TMP/dup.yaml"
+    one_error "$TMP/dup.yaml:2:3: selection: rules 0 and 1 are the same rule (absolute=2)" "$CTXSIM" validate "$TMP/dup.yaml"
+    # Different per-rule attention settings make different rules; a "/" in a separator is fine.
+    "$CTXSIM" validate configs/default.yaml 'selection=[{top_fraction: 0.01}, {top_fraction: 0.01, attention_threshold: 0.2}]' > /dev/null \
+      || fail "rules that differ in their attention threshold were refused"
+    ;;
+  status_files)  # items 10 and 14: say what a file is; an unreadable resume state is an error
+    : > "$TMP/empty.h5"
+    echo "hello" > "$TMP/text.h5"
+    mkdir -p "$TMP/folder.h5"
+    head -c 4000 /dev/urandom > "$TMP/random.h5"
+    /usr/bin/python3 -c "import h5py; h5py.File('$TMP/other.h5', 'w').create_dataset('x', data=[1, 2])"
+    for f in empty:"an empty file" text:"not an HDF5 file" folder:"a folder, not a store file" random:"not an HDF5 file" \
+             other:"an HDF5 file that ctxsim did not write"; do
+      name=${f%%:*}; what=${f#*:}
+      for cmd in status summary report; do one_error "$TMP/$name.h5: not a ctxsim store: $what" "$CTXSIM" $cmd "$TMP/$name.h5"; done
+    done
+    one_error "$TMP/none.h5: no store here" "$CTXSIM" status "$TMP/none.h5"
+    tiny_model "$TMP/m"
+    L=(configs/default.yaml model.path="$TMP/m" samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1 output.report=false output.dir="$TMP/out")
+    CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" > /dev/null 2>&1 &
+    victim=$!
+    for _ in $(seq 1 200); do "$CTXSIM" status "$TMP/out/store.h5" 2> /dev/null | grep -q "units done: [2-9]" && break; sleep 0.1; done
+    kill -9 $victim; wait $victim 2> /dev/null
+    # A truncated store, then one whose resume state is damaged: said, and nothing restarts from zero.
+    cp "$TMP/out/store.h5" "$TMP/store.keep"
+    head -c 2000 "$TMP/store.keep" > "$TMP/trunc.h5"
+    one_error "$TMP/trunc.h5: not a ctxsim store: an HDF5 file that cannot be opened (truncated or damaged)" "$CTXSIM" status "$TMP/trunc.h5"
+    printf 'garbage' >> "$TMP/out/store.h5.progress"
+    one_error "$TMP/out/store.h5.progress: the resume state is damaged (its checksum does not match)" "$CTXSIM" status "$TMP/out/store.h5"
+    one_error "$TMP/out/store.h5.progress: the resume state is damaged" "$CTXSIM" run "${L[@]}"
+    contains "$(cat "$TMP/stderr")" "delete it to start the run over"
+    rm "$TMP/out/store.h5.progress"
+    contains "$("$CTXSIM" status "$TMP/out/store.h5")" "started, no unit done yet (no resume state beside it)"
+    "$CTXSIM" run "${L[@]}" > /dev/null 2> "$TMP/err" || fail "rerun without a resume state: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/err")" "no resume state beside it): starting it over"
+    ;;
+  identity)  # item 11: a resume from another spelling of output.dir; differing keys named
+    tiny_model "$TMP/m"
+    L=(configs/default.yaml model.path="$TMP/m" samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1 output.report=false)
+    CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" output.dir="$TMP/out" > /dev/null 2>&1 &
+    victim=$!
+    for _ in $(seq 1 200); do "$CTXSIM" status "$TMP/out/store.h5" 2> /dev/null | grep -q "units done: [2-9]" && break; sleep 0.1; done
+    kill -9 $victim; wait $victim 2> /dev/null
+    mv "$TMP/out" "$TMP/moved"
+    rel=$(realpath --relative-to="$PWD" "$TMP")
+    "$CTXSIM" run "${L[@]}" output.dir="$rel//moved/" > /dev/null 2> "$TMP/err" \
+      || fail "resume from a moved, relative, oddly spelled output.dir: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/err")" "resuming"
+    one_error "holds a run with a different config: samples.seed: 42 → 7; runtime.unit_size: 4 → 8" \
+      "$CTXSIM" run "${L[@]}" output.dir="$TMP/moved" runtime.unit_size=8 samples.seed=7
+    ;;
+  sigint)  # item 17: Ctrl-C saves progress like SIGTERM and says how to resume
+    tiny_model "$TMP/m"
+    L=(configs/default.yaml model.path="$TMP/m" samples.num_samples=40 runtime.unit_size=4 output.report=false output.dir="$TMP/out")
+    CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" > /dev/null 2> "$TMP/err" &
+    pid=$!
+    for _ in $(seq 1 200); do "$CTXSIM" status "$TMP/out/store.h5" 2> /dev/null | grep -q "units done: [1-9]" && break; sleep 0.1; done
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    [ $rc -eq 75 ] || fail "exit $rc after SIGINT, expected 75: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/err")" "Ctrl-C: saving progress after this round"
+    contains "$(cat "$TMP/err")" "SIGINT: progress saved ("
+    contains "$(cat "$TMP/err")" "rerun the same command to resume"
+    "$CTXSIM" run "${L[@]}" > /dev/null 2> "$TMP/err2" || fail "resume: $(cat "$TMP/err2")"
+    contains "$(cat "$TMP/err2")" "resuming"
+    ;;
+  corpus_notes)  # item 18: content that is dropped or kept as is is counted and said once
+    mkdir -p "$TMP/c"
+    cp data/brown/ca01 data/brown/ca02 "$TMP/c/"
+    printf 'The/at dog/nn barked loudly/rb ./.\nA/at c\0at/nn sat/vbd ./.\n' > "$TMP/c/ca03"
+    ln -s /nonexistent "$TMP/c/ca04"
+    mkdir "$TMP/c/ca05"
+    "$CTXSIM" samples configs/default.yaml corpus.path="$TMP/c" --show 0 > /dev/null 2> "$TMP/err" || fail "samples: $(cat "$TMP/err")"
+    [ "$(grep -c "corpus $TMP/c: " "$TMP/err")" -eq 1 ] || fail "not said once: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/err")" "1 NUL byte(s) dropped"
+    contains "$(cat "$TMP/err")" "1 Brown token(s) without a /tag kept whole as words"
+    contains "$(cat "$TMP/err")" "2 folder entries skipped: ca04 (a link to nothing readable), ca05 (not a file)"
+    "$CTXSIM" samples configs/default.yaml --show 0 > /dev/null 2> "$TMP/err" || fail "samples"
+    lacks "$(cat "$TMP/err")" "corpus data/brown:"  # the real Brown corpus has nothing to say
+    ;;
+  *) fail "unknown case" ;;
+esac
+echo "ok [$CASE]"
