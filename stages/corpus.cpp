@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -184,6 +185,33 @@ std::vector<std::string> split_documents(std::string_view text) {
   return docs;
 }
 
+void parse_jsonl(std::string_view content, const std::string& file, const std::string& text_field,
+                 const std::function<bool(const std::string&, std::vector<std::string>)>& on_document) {
+  size_t pos = 0;
+  int64_t line_no = 0;
+  while (pos < content.size()) {
+    size_t end = content.find('\n', pos);
+    if (end == std::string_view::npos) end = content.size();
+    const std::string_view line = content.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (std::all_of(line.begin(), line.end(), is_space)) continue;
+    const std::string where = file + ":" + std::to_string(line_no);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(where, std::string("malformed JSON: ") + e.what(), "write one JSON object per line (JSON lines)");
+    }
+    if (!j.is_object()) throw Error(where, "expected a JSON object per line", "write one JSON object per line");
+    const auto it = j.find(text_field);
+    if (it == j.end()) throw Error(where, "no member '" + text_field + "'", "set corpus.text_field to the member that holds the text");
+    if (!it->is_string())
+      throw Error(where, "member '" + text_field + "' is not a string", "set corpus.text_field to the member that holds the text");
+    if (!on_document(where, split_sentences(it->get<std::string>()))) return;
+  }
+}
+
 Corpus read_corpus(const CorpusOptions& o) {
   const fs::path root(o.path);
   if (!fs::exists(root))
@@ -221,37 +249,12 @@ Corpus read_corpus(const CorpusOptions& o) {
           add(f.filename().string() + "#" + std::to_string(index++), split_sentences(d));
         break;
       }
-      case CorpusFormat::Jsonl: {
-        size_t pos = 0;
-        int64_t line_no = 0;
-        while (pos < content.size() && want_more()) {
-          size_t end = content.find('\n', pos);
-          if (end == std::string::npos) end = content.size();
-          const std::string_view line(content.data() + pos, end - pos);
-          pos = end + 1;
-          ++line_no;
-          if (std::all_of(line.begin(), line.end(), is_space)) continue;
-          const std::string where = f.string() + ":" + std::to_string(line_no);
-          nlohmann::json j;
-          try {
-            j = nlohmann::json::parse(line);
-          } catch (const nlohmann::json::parse_error& e) {
-            throw Error(where, std::string("malformed JSON: ") + e.what(),
-                        "write one JSON object per line (JSON lines)");
-          }
-          if (!j.is_object())
-            throw Error(where, "expected a JSON object per line", "write one JSON object per line");
-          const auto it = j.find(o.text_field);
-          if (it == j.end())
-            throw Error(where, "no member '" + o.text_field + "'",
-                        "set corpus.text_field to the member that holds the text");
-          if (!it->is_string())
-            throw Error(where, "member '" + o.text_field + "' is not a string",
-                        "set corpus.text_field to the member that holds the text");
-          add(where, split_sentences(it->get<std::string>()));
-        }
+      case CorpusFormat::Jsonl:
+        parse_jsonl(content, f.string(), o.text_field, [&](const std::string& where, std::vector<std::string> sentences) {
+          add(where, std::move(sentences));
+          return want_more();  // lines past max_documents are not read
+        });
         break;
-      }
     }
   }
   if (corpus.documents.empty()) {

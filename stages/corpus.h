@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +47,12 @@ Corpus read_corpus(const CorpusOptions& options);
 // One Brown file (`word/tag` tokens, one sentence per line) into its sentences (SPEC §1).
 // untagged (optional) counts the tokens without a /tag, which are kept whole.
 std::vector<std::string> parse_brown(std::string_view content, int64_t* untagged = nullptr);
+
+// JSON lines: each non-blank line an object whose `text_field` member is a document's text.
+// Calls on_document(file:line, its sentences) per line in order, until it returns false. Throws
+// naming file:line.
+void parse_jsonl(std::string_view content, const std::string& file, const std::string& text_field,
+                 const std::function<bool(const std::string&, std::vector<std::string>)>& on_document);
 
 // Rule-based sentence split on `.` `?` `!` (plus closing quotes/brackets) followed by
 // whitespace or the end; keeps abbreviations ("Mr.", "e.g.", "U.S."), initials ("J.") and

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "stages/error.h"
@@ -94,16 +95,18 @@ void MappedFile::release(const uint8_t* p, size_t n) const {
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice only: failure is harmless
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
-  const size_t size = file_->size();
+SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, const std::string& path) {
+  SafetensorsHeader out;
   if (size < 8)
     throw Error(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length", kFixCorrupt);
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | file_->data()[i];
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
   if (n > size - 8)
     throw Error(path, "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
                           " bytes): truncated or not safetensors", kFixCorrupt);
-  const char* header = reinterpret_cast<const char*>(file_->data() + 8);
+  if (n > (uint64_t(100) << 20))  // as the safetensors library itself: a header is far smaller
+    throw Error(path, "header length " + std::to_string(n) + " is over 100 MB: not a safetensors file", kFixCorrupt);
+  const char* header = reinterpret_cast<const char*>(bytes + 8);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header, header + n);
@@ -111,7 +114,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shar
     throw Error(path, std::string("malformed JSON header: ") + e.what(), kFixCorrupt);
   }
   if (!j.is_object()) throw Error(path, "the JSON header is not an object", kFixCorrupt);
-  const uint8_t* data = file_->data() + 8 + n;
+  const uint8_t* data = bytes + 8 + n;
   const size_t data_size = size - 8 - n;
   std::vector<std::pair<size_t, size_t>> spans;  // (begin, end) for the overlap check
   std::vector<std::string> span_names;
@@ -120,7 +123,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shar
     if (name == "__metadata__") {
       if (!it->is_object()) throw Error(path, "__metadata__ is not an object", kFixCorrupt);
       for (auto m = it->begin(); m != it->end(); ++m)
-        if (m->is_string()) metadata_[m.key()] = m->get<std::string>();
+        if (m->is_string()) out.metadata[m.key()] = m->get<std::string>();
       continue;
     }
     const std::string where = path + ": tensor '" + name + "'";
@@ -146,16 +149,19 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shar
       throw Error(where, "data_offsets end " + std::to_string(end) + " lies past the data area (" + std::to_string(data_size) +
                              " bytes): the file is truncated", kFixCorrupt);
     // Overflow-safe byte count from the shape.
-    unsigned __int128 expect = dtype_size(v.dtype);
-    for (auto d : v.shape) expect *= static_cast<uint64_t>(d);
+    const unsigned __int128 kMax = std::numeric_limits<uint64_t>::max();
+    unsigned __int128 expect = dtype_size(v.dtype);  // stops growing past 2^64 (so never wraps)
+    for (auto d : v.shape)
+      if (expect <= kMax) expect *= static_cast<uint64_t>(d);
     if (expect != end - begin)
       throw Error(where, "holds " + std::to_string(end - begin) + " bytes but shape × " + dtype_name(v.dtype) + " needs " +
-                             std::to_string(static_cast<uint64_t>(expect)), kFixCorrupt);
+                             (expect > kMax ? "over 2^64" : std::to_string(static_cast<uint64_t>(expect))),
+                  kFixCorrupt);
     v.data = data + begin;
     v.nbytes = end - begin;
     spans.emplace_back(begin, end);
     span_names.push_back(name);
-    tensors_.emplace(name, std::move(v));
+    out.tensors.emplace(name, std::move(v));
   }
   std::vector<size_t> order(spans.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -167,6 +173,13 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shar
       throw Error(path + ": tensor '" + span_names[order[k]] + "'",
                   "overlaps tensor '" + span_names[order[k - 1]] + "' in the data area", kFixCorrupt);
   }
+  return out;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
+  SafetensorsHeader h = SafetensorsHeader::parse(file_->data(), file_->size(), path);
+  tensors_ = std::move(h.tensors);
+  metadata_ = std::move(h.metadata);
 }
 
 const TensorView* SafetensorsFile::find(const std::string& name) const {

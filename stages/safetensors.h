@@ -43,9 +43,17 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// A safetensors header, validated against the size of its file: every violation is an error
+// naming `path` and the tensor. Tensor views point into `data`. Pure (the fuzz target's entry).
+struct SafetensorsHeader {
+  std::map<std::string, TensorView> tensors;
+  std::map<std::string, std::string> metadata;
+  static SafetensorsHeader parse(const uint8_t* data, size_t size, const std::string& path);
+};
+
 class SafetensorsFile {
  public:
-  // Maps and validates the whole header: every violation is an error naming the file and tensor.
+  // Maps and validates the whole header (SafetensorsHeader::parse).
   explicit SafetensorsFile(const std::string& path);
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

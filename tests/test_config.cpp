@@ -79,6 +79,22 @@ TEST(Config, EffectiveYamlRoundTrips) {
   }
 }
 
+// A run's identity is compared key by key with what a store holds; a stored config that lacks a
+// section (written by hand, or by another version) names the keys instead of failing.
+TEST(Config, IdentityDifferencesNameKeysAndSurviveMissingSections) {
+  const Config ours = parse_config("samples: {seed: 7}\n", "cfg.yaml");
+  EXPECT_TRUE(identity_differences(identity_yaml(ours), ours).empty());
+  const Config other = parse_config("samples: {seed: 8}\nruntime: {unit_size: 32}\n", "cfg.yaml");
+  const auto d = identity_differences(identity_yaml(other), ours);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0], "samples.seed: 8 → 7");
+  EXPECT_HAS(d[1], "runtime.unit_size: 32 → ");
+  const auto missing = identity_differences("samples: {seed: 7}\n", ours);  // no statistics: section at all
+  EXPECT_FALSE(missing.empty());
+  EXPECT_HAS(missing.back(), "(none) → ");
+  EXPECT_EQ(identity_differences("[1, 2]\n", ours), std::vector<std::string>{"the store's config attribute is not a mapping"});
+}
+
 TEST(ConfigErrors, UnknownKeyListsTheKeys) {
   const std::string m = error_of("samples:\n  windowz_mode: 3\n");
   EXPECT_HAS(m, "cfg.yaml:2:3");

@@ -138,6 +138,9 @@ TEST(JsonlCorpus, ErrorsNameFileAndLine) {
   EXPECT_NE(error_of(o).find("is not a string"), std::string::npos) << error_of(o);
   o.path = dir.write("d.jsonl", "[1, 2]\n");
   EXPECT_NE(error_of(o).find("expected a JSON object"), std::string::npos) << error_of(o);
+  // A number too large for a double is JSON's out_of_range, not a parse error (found by fuzzing).
+  o.path = dir.write("e.jsonl", "{\"text\": \"ok.\"}\n" + std::string(400, '6') + "\n");
+  EXPECT_NE(error_of(o).find("e.jsonl:2: malformed JSON"), std::string::npos) << error_of(o);
 }
 
 TEST(Corpus, MissingAndEmptyCorpora) {

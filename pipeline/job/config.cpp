@@ -302,7 +302,8 @@ std::vector<std::string> identity_differences(const std::string& stored, const C
   }
   if (!a.IsMap()) return {"the store's config attribute is not a mapping"};
   const YAML::Node b = YAML::Load(identity_yaml(ours));
-  const auto at = [](const YAML::Node& n, const std::string& key) { return n.IsMap() ? n[key] : YAML::Node(); };
+  // A key missing from a const map gives an invalid node, on which anything but IsDefined throws.
+  const auto at = [](const YAML::Node& n, const std::string& key) { return n.IsDefined() && n.IsMap() ? n[key] : YAML::Node(); };
   const auto text = [](const YAML::Node& n) { return n.IsDefined() && !n.IsNull() ? flow_text(n) : std::string("(none)"); };
   std::vector<std::string> out;
   const auto compare = [&](const std::string& key, const YAML::Node& x, const YAML::Node& y) {

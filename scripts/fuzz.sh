@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the parsers of user input (tests/fuzz/: the safetensors header,
+# config.json, the YAML config schema, the Brown, text and JSON-lines readers, the tokenizer),
+# built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer.
+#   bash scripts/fuzz.sh                  # every target, 60 s each (what CI runs)
+#   bash scripts/fuzz.sh --seconds 600    # longer
+#   bash scripts/fuzz.sh tokenizer brown  # some targets
+# Each target first replays its regression inputs (tests/fuzz/regressions/<target>/: inputs that
+# once crashed, kept), then fuzzes from seeds made of the real files (configs, data/). Any crash,
+# leak, sanitizer report or timeout fails the script; the input is left in build-fuzz/crashes/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=60
+TARGETS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) SECONDS_EACH=$2; shift 2 ;;
+    *) TARGETS+=("$1"); shift ;;
+  esac
+done
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer)
+say() { echo "[fuzz] $*"; }
+BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+
+command -v clang++ > /dev/null || { echo "[fuzz] clang++ is missing: scripts/setup.sh installs it" >&2; exit 1; }
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S tests/fuzz -B "$BUILD" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+fi
+say "building ${TARGETS[*]} in $BUILD"
+cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]/#/fuzz_}" > "$BUILD/build.log" 2>&1 || { tail -40 "$BUILD/build.log"; exit 1; }
+
+# Seeds from the real files, made once into $BUILD/seeds/<target>/.
+seeds() {
+  local t=$1 dir=$BUILD/seeds/$1
+  [ -d "$dir" ] && return
+  mkdir -p "$dir"
+  case "$t" in
+    safetensors)
+      /usr/bin/python3 - "$dir" data/models/bert-base-seed0/model.safetensors <<'PY'
+import json, struct, sys, os
+out, real = sys.argv[1], sys.argv[2]
+def write(name, header, data=b""):
+    h = json.dumps(header).encode()
+    h += b" " * (-(8 + len(h)) % 8)
+    open(os.path.join(out, name), "wb").write(struct.pack("<Q", len(h)) + h + data)
+write("small", {"__metadata__": {"format": "pt"}, "a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+                "b": {"dtype": "BF16", "shape": [3], "data_offsets": [16, 22]}}, bytes(range(22)))
+write("empty", {})
+if os.path.exists(real):  # the real checkpoint's header and the start of its data
+    with open(real, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        f.seek(0)
+        open(os.path.join(out, "bert-base-header"), "wb").write(f.read(8 + n + 256))
+PY
+      ;;
+    config_json) cp data/models/bert-base-seed0/config.json "$dir/" 2> /dev/null || echo '{"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}' > "$dir/config.json" ;;
+    yaml_config) for f in configs/*.yaml configs/sweeps/*.yaml; do cp "$f" "$dir/$(basename "$(dirname "$f")")_$(basename "$f")"; done ;;
+    brown) for f in ca01 cf13 cj42 cr09; do [ -f "data/brown/$f" ] && head -c 16384 "data/brown/$f" > "$dir/$f"; done ;;
+    text_corpus|tokenizer) for f in README.md docs/*.md; do head -c 16384 "$f" > "$dir/$(basename "$f")"; done ;;
+    jsonl)
+      /usr/bin/python3 - "$dir" <<'PY'
+import json, sys, os, glob
+lines = [l for f in sorted(glob.glob("docs/*.md")) for l in open(f, encoding="utf-8").read().split("\n\n") if l.strip()]
+open(os.path.join(sys.argv[1], "docs.jsonl"), "w").write("".join(json.dumps({"text": l, "id": i}) + "\n" for i, l in enumerate(lines[:40])))
+PY
+      ;;
+  esac
+}
+
+mkdir -p "$BUILD/crashes"
+failed=()
+for t in "${TARGETS[@]}"; do
+  bin=$BUILD/fuzz_$t
+  regressions=tests/fuzz/regressions/$t
+  if compgen -G "$regressions/*" > /dev/null; then
+    say "$t: replaying $(ls "$regressions" | wc -l) regression input(s)"
+    "$bin" -runs=1 "$regressions"/* > "$BUILD/$t.regressions.log" 2>&1 || { failed+=("$t (regressions)"); tail -30 "$BUILD/$t.regressions.log"; continue; }
+  fi
+  seeds "$t"
+  mkdir -p "$BUILD/corpus/$t"
+  say "$t: fuzzing for $SECONDS_EACH s"
+  if ! "$bin" -max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
+       -artifact_prefix="$BUILD/crashes/$t-" "$BUILD/corpus/$t" "$BUILD/seeds/$t" > "$BUILD/$t.log" 2>&1; then
+    failed+=("$t")
+    grep -E "ERROR|SUMMARY|Test unit written|==[0-9]+==" "$BUILD/$t.log" | head -20
+  fi
+  grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$BUILD/$t.log" | sed "s/^/[fuzz] $t: /" || true
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  say "FAILED: ${failed[*]} (inputs in $BUILD/crashes/; once fixed, keep them in tests/fuzz/regressions/<target>/)"
+  exit 1
+fi
+say "no crash in ${TARGETS[*]}"
