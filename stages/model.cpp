@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <omp.h>
 
 #include <charconv>
 #include <cmath>
@@ -63,16 +64,20 @@ void check_layer_count(const SafetensorsFile& file, const BertConfig& config, co
                 "use the config.json that belongs to these weights");
 }
 
-// NaN or inf in a weight tensor gives nonsense statistics without any other sign: refused.
-void check_finite(const at::Tensor& t, const std::string& where) {
-  const at::Tensor bad = at::logical_not(at::isfinite(t));
-  const int64_t n = bad.sum().item<int64_t>();
-  if (n == 0) return;
-  const at::Tensor first = bad.reshape({-1}).nonzero()[0][0];
-  throw Error(where, std::to_string(n) + " of " + std::to_string(t.numel()) + " values are not finite (NaN or inf), the first at flat index " +
-                         std::to_string(first.item<int64_t>()),
-              "the checkpoint is damaged: copy or convert it again");
-}
+// Within its scope this thread's ATen work runs on one OpenMP thread: the load runs beside
+// the tokenizer and the hash at start-up, where a second team of spinning OpenMP workers only
+// takes cores from them. (ATen sets a new thread's OpenMP threads on its first parallel call,
+// hence the call before.)
+class OneIntraOpThread {
+ public:
+  OneIntraOpThread() : before_(at::get_num_threads()) { omp_set_num_threads(1); }
+  ~OneIntraOpThread() { omp_set_num_threads(before_); }
+  OneIntraOpThread(const OneIntraOpThread&) = delete;
+  OneIntraOpThread& operator=(const OneIntraOpThread&) = delete;
+
+ private:
+  int before_;
+};
 
 }  // namespace
 
@@ -113,6 +118,7 @@ int configure_threads(int64_t requested, int ranks_on_node) {
 
 BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadReport* report) {
   namespace fs = std::filesystem;
+  const OneIntraOpThread one_thread;
   const BertConfig config = BertConfig::load((fs::path(dir) / "config.json").string());
   const std::string weights = (fs::path(dir) / "model.safetensors").string();
   if (!fs::exists(weights))
@@ -147,10 +153,14 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
     if (is_pooler) continue;  // present and well-formed; ctxsim does not use it
     // Copy out of the mapping (offsets may be unaligned), then convert to the run's dtype. The
     // mapped pages are dropped once copied, so the weights are not resident twice.
+    // NaN or inf in a weight gives nonsense statistics without any other sign: refused.
     at::Tensor raw = at::empty(view.shape, at::TensorOptions().dtype(torch_dtype(view.dtype)));
-    std::memcpy(raw.data_ptr(), view.data, view.nbytes);
-    file.file().release(view.data, view.nbytes);
-    check_finite(raw, weights + ": tensor '" + key + "'");
+    int64_t first = -1;
+    if (const int64_t bad = copy_counting_nonfinite(file.file(), view, raw.data_ptr(), &first))
+      throw Error(weights + ": tensor '" + key + "'",
+                  std::to_string(bad) + " of " + std::to_string(raw.numel()) + " values are not finite (NaN or inf), the first at flat index " +
+                      std::to_string(first),
+                  "the checkpoint is damaged: copy or convert it again");
     tensors[name] = raw.to(dtype);
   }
   if (!mismatched.empty())

@@ -95,6 +95,54 @@ void MappedFile::release(const uint8_t* p, size_t n) const {
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice only: failure is harmless
 }
 
+namespace {
+
+// Non-finite values of n little-endian floats of type U (the bits), whose exponent field is
+// `exponent`: all ones means inf or NaN. Branch-free, so the loop vectorises.
+template <class U>
+int64_t count_nonfinite(const uint8_t* p, size_t n, U exponent) {
+  int64_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    U bits;
+    std::memcpy(&bits, p + i * sizeof(U), sizeof(U));
+    bad += (bits & exponent) == exponent;
+  }
+  return bad;
+}
+
+int64_t count_nonfinite(DType t, const uint8_t* p, size_t n) {
+  switch (t) {
+    case DType::F16: return count_nonfinite<uint16_t>(p, n, 0x7c00);
+    case DType::BF16: return count_nonfinite<uint16_t>(p, n, 0x7f80);
+    case DType::F32: return count_nonfinite<uint32_t>(p, n, 0x7f800000u);
+    case DType::F64: return count_nonfinite<uint64_t>(p, n, 0x7ff0000000000000ull);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, void* dst, int64_t* first) {
+  const size_t width = dtype_size(v.dtype), chunk = (size_t(64) << 10) / width * width;
+  auto* out = static_cast<uint8_t*>(dst);
+  int64_t bad = 0;
+  *first = -1;
+  for (size_t at = 0; at < v.nbytes; at += chunk) {
+    const size_t n = std::min(chunk, v.nbytes - at);
+    std::memcpy(out + at, v.data + at, n);
+    const int64_t here = count_nonfinite(v.dtype, out + at, n / width);
+    if (here > 0 && *first < 0)
+      for (size_t i = 0; i < n / width; ++i)
+        if (count_nonfinite(v.dtype, out + at + i * width, 1)) {
+          *first = int64_t(at / width + i);
+          break;
+        }
+    bad += here;
+  }
+  file.release(v.data, v.nbytes);
+  return bad;
+}
+
 SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, const std::string& path) {
   SafetensorsHeader out;
   if (size < 8)

@@ -67,6 +67,11 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+// Copies a tensor's bytes out of the mapping into dst (v.nbytes, any alignment) and counts its
+// non-finite values (NaN, ±inf) on the way, in one pass over each cache-sized chunk; the flat
+// index of the first goes to *first (-1 when none). Then drops the copied pages of the mapping.
+int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, void* dst, int64_t* first);
+
 struct TensorData {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;

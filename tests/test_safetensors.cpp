@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "stages/error.h"
@@ -71,6 +72,48 @@ TEST(Safetensors, RoundTripAllDtypes) {
   const std::string q = (dir.path / "n.safetensors").string();
   write_safetensors(q, t, {{"format", "pt"}});
   EXPECT_EQ(sha256_file(p), sha256_file(q));
+}
+
+// The loader's copy counts NaN and inf of every dtype by their exponent bits, in chunks: a large
+// tensor with bad values in its second chunk and an untouched tail, and the small dtypes.
+TEST(Safetensors, CopyCountsNonFiniteValuesOfEveryDtype) {
+  test::TempDir dir;
+  std::map<std::string, TensorData> t;
+  const size_t n = 40000;  // 160 KB of F32: three 64 KB chunks
+  TensorData big{DType::F32, {int64_t(n)}, std::vector<uint8_t>(n * 4)};
+  for (size_t i = 0; i < n; ++i) {
+    float v = float(i) * 1e-3f - 7.0f;
+    if (i == 20000) v = std::numeric_limits<float>::quiet_NaN();
+    if (i == 20001) v = -std::numeric_limits<float>::infinity();
+    if (i == 39999) v = std::numeric_limits<float>::max();  // finite
+    std::memcpy(&big.bytes[i * 4], &v, 4);
+  }
+  t["big"] = big;
+  t["half"] = TensorData{DType::F16, {3}, {0x00, 0x3C, 0x00, 0x7C, 0xFF, 0x7B}};  // 1, inf, 65504
+  t["bf16"] = TensorData{DType::BF16, {2}, {0xC1, 0x7F, 0x80, 0x3F}};             // NaN, 1
+  TensorData f64{DType::F64, {2}, std::vector<uint8_t>(16)};
+  const double d[2] = {1e308, std::numeric_limits<double>::infinity()};
+  std::memcpy(f64.bytes.data(), d, 16);
+  t["f64"] = f64;
+  const std::string p = (dir.path / "m.safetensors").string();
+  write_safetensors(p, t);
+  const SafetensorsFile f(p);
+  const auto count = [&](const std::string& name, int64_t* first) {
+    const TensorView& v = *f.find(name);
+    std::vector<uint8_t> out(v.nbytes);
+    const int64_t bad = copy_counting_nonfinite(f.file(), v, out.data(), first);
+    EXPECT_EQ(std::memcmp(out.data(), t.at(name).bytes.data(), v.nbytes), 0) << name;  // copied whole
+    return bad;
+  };
+  int64_t first = 0;
+  EXPECT_EQ(count("big", &first), 2);
+  EXPECT_EQ(first, 20000);
+  EXPECT_EQ(count("half", &first), 1);
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(count("bf16", &first), 1);
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(count("f64", &first), 1);
+  EXPECT_EQ(first, 1);
 }
 
 TEST(SafetensorsCorrupt, TruncatedBelowHeaderLength) {
