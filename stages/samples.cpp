@@ -47,7 +47,7 @@ std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, co
   std::vector<SampleSource> out;
   for (size_t d = 0; d < corpus.documents.size(); ++d) {
     const auto n = static_cast<int32_t>(corpus.documents[d].sentences.size());
-    if (n == 0) continue;
+    if (n == 0 || !o.documents.keeps(int64_t(d))) continue;
     if (o.windows == WindowMode::Documents) {
       out.push_back({static_cast<int32_t>(d), 0});
     } else {
@@ -112,9 +112,16 @@ SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, c
   if (o.seq_len > 32767)
     throw Error("samples.seq_len", "must be at most 32767", "lower it");
   const auto candidates = enumerate_candidates(corpus, o);
-  if (candidates.empty())
+  if (candidates.empty()) {
+    if (o.documents.split != DocumentSplit::All)
+      throw Error("corpus.split", std::string("no candidate windows: no document of the ") +
+                                      (o.documents.split == DocumentSplit::Heldout ? "held-out" : "training") + " split has text (corpus.heldout_every=" +
+                                      std::to_string(o.documents.heldout_every) + ", " + std::to_string(corpus.documents.size()) + " documents)",
+                  o.documents.heldout_every == 0 ? "set corpus.heldout_every (e.g. 10) or corpus.split=all"
+                                                 : "lower corpus.heldout_every, or use a corpus with more documents");
     throw Error("corpus", "no candidate windows: the corpus has no tokenizable sentence",
                 "point corpus.path at a corpus with text");
+  }
   const auto drawn = draw_candidates(static_cast<int64_t>(candidates.size()), o.num_samples, o.seed);
   SampleSet set;
   set.seq_len = o.seq_len;

@@ -51,12 +51,26 @@ std::vector<int64_t> draw_candidates(int64_t n, int64_t k, uint64_t seed);
 
 enum class WindowMode { Sentences, Documents };
 
+// Which documents samples come from. With heldout_every = N > 0, documents N-1, 2N-1, … (every
+// N-th, by index in the corpus as read) are held out: pretraining never trains on them, and a
+// run can measure on exactly them. N = 0: no document is held out.
+enum class DocumentSplit { All, Train, Heldout };
+struct DocumentFilter {
+  DocumentSplit split = DocumentSplit::All;
+  int64_t heldout_every = 0;
+  bool heldout(int64_t document) const { return heldout_every > 0 && document % heldout_every == heldout_every - 1; }
+  bool keeps(int64_t document) const {
+    return split == DocumentSplit::All || (split == DocumentSplit::Heldout) == heldout(document);
+  }
+};
+
 struct SampleOptions {
   int32_t seq_len = 128;              // T, tokens per sample including [CLS] and [SEP]
   WindowMode windows = WindowMode::Sentences;
   int32_t stride_sentences = 1;       // sentences mode: a window at every stride-th sentence
   int64_t num_samples = 20000;        // how many windows to draw
   uint64_t seed = 42;                 // SplitMix64 seed of the draw
+  DocumentFilter documents;           // the documents windows may come from
 };
 
 struct SampleSource {
@@ -64,7 +78,7 @@ struct SampleSource {
   int32_t sentence = 0;  // the window's first sentence within the document
 };
 
-// Candidate windows in corpus order.
+// Candidate windows in corpus order (of the documents o.documents keeps).
 std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, const SampleOptions& o);
 
 struct SpecialIds {

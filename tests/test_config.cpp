@@ -89,10 +89,22 @@ TEST(Config, IdentityDifferencesNameKeysAndSurviveMissingSections) {
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0], "samples.seed: 8 → 7");
   EXPECT_HAS(d[1], "runtime.unit_size: 32 → ");
-  const auto missing = identity_differences("samples: {seed: 7}\n", ours);  // no statistics: section at all
-  EXPECT_FALSE(missing.empty());
-  EXPECT_HAS(missing.back(), "(none) → ");
+  // A stored config without a section (or key) ran with its defaults: compared as such.
+  EXPECT_TRUE(identity_differences("samples: {seed: 7}\n", ours).empty());
+  const Config beta = parse_config("samples: {seed: 7}\nstatistics: {attention_threshold: 0.2}\n", "cfg.yaml");
+  const auto d_beta = identity_differences("samples: {seed: 7}\n", beta);
+  ASSERT_EQ(d_beta.size(), 1u);
+  EXPECT_HAS(d_beta[0], "statistics.attention_threshold: 0.1");
   EXPECT_EQ(identity_differences("[1, 2]\n", ours), std::vector<std::string>{"the store's config attribute is not a mapping"});
+  // Each job compares the keys it reads: pretrain keys never refuse a run, selection never a pretraining.
+  const Config trained = parse_config("samples: {seed: 7}\npretrain: {hidden: 128}\n", "cfg.yaml");
+  EXPECT_TRUE(identity_differences(identity_yaml(ours), trained).empty());
+  EXPECT_EQ(identity_differences(identity_yaml(ours, JobKind::Pretrain), trained, JobKind::Pretrain),
+            std::vector<std::string>{"pretrain.hidden: 256 → 128"});
+  const Config other_rule = parse_config("selection: {absolute: 3}\npretrain: {hidden: 128}\n", "cfg.yaml");
+  EXPECT_TRUE(identity_differences(identity_yaml(trained, JobKind::Pretrain), other_rule, JobKind::Pretrain).empty());
+  // samples.seed and num_samples choose a run's samples; pretraining trains on every window.
+  EXPECT_TRUE(identity_differences(identity_yaml(Config{}, JobKind::Pretrain), ours, JobKind::Pretrain).empty());
 }
 
 TEST(ConfigErrors, UnknownKeyListsTheKeys) {

@@ -286,14 +286,15 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best;
 }
 
-std::string identity_yaml(Config c) {
+std::string identity_yaml(Config c, JobKind kind) {
   const Config defaults;
   for (const auto& f : schema())
-    if (!f.determines_results) f.copy(defaults, c);
+    if (!f.identifies(kind)) f.copy(defaults, c);
+  if (kind != JobKind::Run) c.selection = defaults.selection;
   return to_yaml(c, false);
 }
 
-std::vector<std::string> identity_differences(const std::string& stored, const Config& ours) {
+std::vector<std::string> identity_differences(const std::string& stored, const Config& ours, JobKind kind) {
   YAML::Node a;
   try {
     a = YAML::Load(stored);
@@ -301,7 +302,10 @@ std::vector<std::string> identity_differences(const std::string& stored, const C
     return {"the store's config attribute is not YAML"};
   }
   if (!a.IsMap()) return {"the store's config attribute is not a mapping"};
-  const YAML::Node b = YAML::Load(identity_yaml(ours));
+  const YAML::Node b = YAML::Load(identity_yaml(ours, kind));
+  // A key the stored config lacks was written by a ctxsim that did not have it yet: it ran as
+  // the key's default does.
+  const YAML::Node defaults = YAML::Load(identity_yaml(Config{}, kind));
   // A key missing from a const map gives an invalid node, on which anything but IsDefined throws.
   const auto at = [](const YAML::Node& n, const std::string& key) { return n.IsDefined() && n.IsMap() ? n[key] : YAML::Node(); };
   const auto text = [](const YAML::Node& n) { return n.IsDefined() && !n.IsNull() ? flow_text(n) : std::string("(none)"); };
@@ -311,13 +315,16 @@ std::vector<std::string> identity_differences(const std::string& stored, const C
   };
   for (const auto& section : sections()) {
     if (section == "sweep") continue;
-    const YAML::Node sa = at(a, section), sb = at(b, section);
+    const YAML::Node sa = a[section], sb = at(b, section);  // a: non-const, so a missing section is a null node
     if (section == "selection") {
-      compare(section, sa, sb);
+      if (kind == JobKind::Run) compare(section, sa.IsDefined() ? sa : at(defaults, section), sb);
       continue;
     }
-    for (const auto& key : keys_of(section))
-      if (find_field(section + "." + key)->determines_results) compare(section + "." + key, at(sa, key), at(sb, key));
+    for (const auto& key : keys_of(section)) {
+      if (!find_field(section + "." + key)->identifies(kind)) continue;
+      const bool stored_has = sa.IsDefined() && sa.IsMap() && sa[key].IsDefined();
+      compare(section + "." + key, stored_has ? at(sa, key) : at(at(defaults, section), key), at(sb, key));
+    }
   }
   return out;
 }

@@ -18,6 +18,7 @@ namespace ctxsim {
 enum class HeadVector { Context, Projected };  // SPEC §2: o_i, or o_i W_O[h]
 enum class Device { Auto, Cpu, Cuda };
 enum class LowerCase { Auto, True, False };     // Auto: tokenizer_config.json, else true
+enum class SaveDtype { Float32, Float16 };      // pretrain: dtype of the exported weights
 
 // A choice value as the config spells it ("sentences", "float32", …).
 template <class E>
@@ -38,6 +39,8 @@ struct Config {
     std::string text_field = "text";    // jsonl: member holding each document's text
     InvalidUtf8 invalid_utf8 = InvalidUtf8::Error;  // error | replace (with U+FFFD)
     int64_t max_documents = 0;          // 0 = all documents, else the first N
+    int64_t heldout_every = 0;          // N > 0: documents N-1, 2N-1, … are held out (never pretrained on)
+    DocumentSplit split = DocumentSplit::All;  // run: all | train | heldout documents
   } corpus;
   struct Samples {
     int64_t seq_len = 128;              // T: tokens per sample incl. [CLS] and [SEP]
@@ -61,6 +64,28 @@ struct Config {
     std::vector<int64_t> examples = {0};                   // sample ids whose full matrices are stored
     int64_t top_anchors = 10;                              // anchors listed per head in reports
   } statistics;
+  // `ctxsim pretrain` (masked-LM training of a BERT encoder on the corpus); run ignores it.
+  struct Pretrain {
+    int64_t layers = 6;                 // encoder layers
+    int64_t hidden = 256;               // hidden size
+    int64_t heads = 8;                  // attention heads (divide hidden)
+    int64_t intermediate = 1024;        // feed-forward size
+    int64_t steps = 1000;               // optimizer steps
+    int64_t batch_size = 32;            // samples per step, over all ranks together
+    double learning_rate = 1e-3;        // peak, after warmup
+    int64_t warmup_steps = 100;         // linear warmup from 0, then linear decay to 0 at `steps`
+    double weight_decay = 0.01;         // AdamW, decoupled; not on biases and LayerNorm
+    double clip_norm = 1.0;             // global gradient norm clip; 0 = off
+    double dropout = 0.1;               // hidden and attention-probability dropout
+    double mask_fraction = 0.15;        // of the non-special tokens: 80% [MASK], 10% random, 10% kept
+    int64_t seed = 0;                   // initial weights, sample order, masks and dropout
+    int64_t checkpoint_steps = 100;     // a durable checkpoint every N steps (and on SIGTERM/SIGINT)
+    int64_t eval_steps = 100;           // held-out loss and accuracy every N steps
+    int64_t eval_samples = 256;         // held-out samples evaluated (fixed masks)
+    SaveDtype save_dtype = SaveDtype::Float32;  // float32 | float16: the exported weights
+    std::string model_out;              // the trained HF folder; empty = <output.dir>/model
+    std::string init_out;               // the step-0 HF folder; empty = <output.dir>/init
+  } pretrain;
   struct Output {
     std::string dir = "results/default";  // store.h5 and report go here
     bool overwrite = false;               // replace an existing store with a different config
@@ -103,15 +128,20 @@ void check_paths(const Config& config);
 // The effective config as YAML, every key present, with a comment on each.
 std::string to_yaml(const Config& config, bool with_comments = true);
 
+// What reads a config: the analysis (`run`) or the training (`pretrain`). Each reads its own
+// keys; a store's or a checkpoint's identity holds only the keys that determine its results.
+enum class JobKind { Run, Pretrain };
+
 // The YAML of the settings that determine a run's results: to_yaml with the keys that only steer
 // how it runs (marked so in the schema: output.dir, .overwrite and .report; runtime threads,
 // device, progress and flush intervals) at their defaults. Two runs may share a store only when these agree.
-std::string identity_yaml(Config config);
+// For JobKind::Pretrain the same over the keys pretrain reads.
+std::string identity_yaml(Config config, JobKind kind = JobKind::Run);
 
 // How a store's identity (its config attribute) differs from this config's, key by key:
 // "runtime.unit_size: 64 → 32". Empty when the two describe the same results; keys that only
 // steer a run are not compared, so a store written by an older ctxsim that kept them still matches.
-std::vector<std::string> identity_differences(const std::string& stored, const Config& config);
+std::vector<std::string> identity_differences(const std::string& stored, const Config& config, JobKind kind = JobKind::Run);
 
 
 

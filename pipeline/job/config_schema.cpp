@@ -119,6 +119,17 @@ const std::vector<std::pair<std::string, LowerCase>>& choices_of() {
   return c;
 }
 template <>
+const std::vector<std::pair<std::string, DocumentSplit>>& choices_of() {
+  static const std::vector<std::pair<std::string, DocumentSplit>> c = {
+      {"all", DocumentSplit::All}, {"train", DocumentSplit::Train}, {"heldout", DocumentSplit::Heldout}};
+  return c;
+}
+template <>
+const std::vector<std::pair<std::string, SaveDtype>>& choices_of() {
+  static const std::vector<std::pair<std::string, SaveDtype>> c = {{"float32", SaveDtype::Float32}, {"float16", SaveDtype::Float16}};
+  return c;
+}
+template <>
 const std::vector<std::pair<std::string, Precision>>& choices_of() {
   static const std::vector<std::pair<std::string, Precision>> c = {
       {"float32", Precision::Float32}, {"bfloat16", Precision::BFloat16}, {"float64", Precision::Float64}};
@@ -149,6 +160,8 @@ template std::string name_of(LowerCase);
 template std::string name_of(Precision);
 template std::string name_of(HeadVector);
 template std::string name_of(Device);
+template std::string name_of(DocumentSplit);
+template std::string name_of(SaveDtype);
 
 // ------------------------------------------------------------------------ schema ---------
 
@@ -236,21 +249,25 @@ const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f;
     f.push_back(enum_field<CorpusFormat>("corpus.format", [](Config& c) -> CorpusFormat& { return c.corpus.format; },
-                                         "brown (one sentence per line, word/tag) | text | jsonl"));
+                                         "brown (one sentence per line, word/tag) | text | jsonl").also_pretrain());
     f.push_back(string_field("corpus.path", [](Config& c) -> std::string& { return c.corpus.path; }, {},
-                             "corpus folder or file, relative to the working directory"));
+                             "corpus folder or file, relative to the working directory").also_pretrain());
     f.push_back(string_field("corpus.text_field", [](Config& c) -> std::string& { return c.corpus.text_field; }, {},
-                             "jsonl: the member holding each document's text"));
+                             "jsonl: the member holding each document's text").also_pretrain());
     f.push_back(enum_field<InvalidUtf8>("corpus.invalid_utf8", [](Config& c) -> InvalidUtf8& { return c.corpus.invalid_utf8; },
-                                        "error | replace (invalid bytes become U+FFFD)"));
+                                        "error | replace (invalid bytes become U+FFFD)").also_pretrain());
     f.push_back(int_field("corpus.max_documents", [](Config& c) -> int64_t& { return c.corpus.max_documents; }, 0, kMaxCount,
-                          "0 = all documents, else the first N in corpus order"));
+                          "0 = all documents, else the first N in corpus order").also_pretrain());
+    f.push_back(int_field("corpus.heldout_every", [](Config& c) -> int64_t& { return c.corpus.heldout_every; }, 0, kMaxCount,
+                          "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none").also_pretrain());
+    f.push_back(enum_field<DocumentSplit>("corpus.split", [](Config& c) -> DocumentSplit& { return c.corpus.split; },
+                                          "run: samples from all documents | the train split | the heldout split"));
     f.push_back(int_field("samples.seq_len", [](Config& c) -> int64_t& { return c.samples.seq_len; }, 3, 8192,
-                          "T: tokens per sample including [CLS] and [SEP]"));
+                          "T: tokens per sample including [CLS] and [SEP]").also_pretrain());
     f.push_back(enum_field<WindowMode>("samples.windows", [](Config& c) -> WindowMode& { return c.samples.windows; },
-                                       "sentences: a window at every stride-th sentence start | documents: one per document"));
+                                       "sentences: a window at every stride-th sentence start | documents: one per document").also_pretrain());
     f.push_back(int_field("samples.stride_sentences", [](Config& c) -> int64_t& { return c.samples.stride_sentences; }, 1, kMaxCount,
-                          "sentences mode: a window starts every N sentences"));
+                          "sentences mode: a window starts every N sentences").also_pretrain());
     f.push_back(int_field("samples.num_samples", [](Config& c) -> int64_t& { return c.samples.num_samples; }, 1, kMaxCount,
                           "windows drawn with the seeded shuffle (all when fewer exist)"));
     f.push_back(int_field("samples.seed", [](Config& c) -> int64_t& { return c.samples.seed; }, 0,
@@ -260,9 +277,9 @@ const std::vector<Field>& schema() {
     f.push_back(string_field("model.name", [](Config& c) -> std::string& { return c.model.name; }, {},
                              "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)"));
     f.push_back(string_field("model.vocab", [](Config& c) -> std::string& { return c.model.vocab; }, {},
-                             "vocab.txt; empty = the model folder's vocab.txt"));
+                             "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)").also_pretrain());
     f.push_back(enum_field<LowerCase>("model.do_lower_case", [](Config& c) -> LowerCase& { return c.model.do_lower_case; },
-                                      "auto = tokenizer_config.json, else true (uncased)"));
+                                      "auto = tokenizer_config.json, else true (uncased)").also_pretrain());
     f.push_back(enum_field<Precision>("model.dtype", [](Config& c) -> Precision& { return c.model.dtype; },
                                       "compute dtype; float64 for count-for-count checks"));
     f.push_back(enum_field<HeadVector>("model.vector", [](Config& c) -> HeadVector& { return c.model.vector; },
@@ -281,17 +298,56 @@ const std::vector<Field>& schema() {
                                     }, "sample ids whose full attention and similarity matrices are stored"));
     f.push_back(int_field("statistics.top_anchors", [](Config& c) -> int64_t& { return c.statistics.top_anchors; }, 1, 1000,
                           "anchors listed per head in summaries and reports"));
+    // pretrain: read by `ctxsim pretrain` only.
+    const auto pretrain = [&](Field field) { f.push_back(field.only_pretrain()); };
+    pretrain(int_field("pretrain.layers", [](Config& c) -> int64_t& { return c.pretrain.layers; }, 1, 64, "encoder layers"));
+    pretrain(int_field("pretrain.hidden", [](Config& c) -> int64_t& { return c.pretrain.hidden; }, 8, 4096, "hidden size"));
+    pretrain(int_field("pretrain.heads", [](Config& c) -> int64_t& { return c.pretrain.heads; }, 1, 256,
+                       "attention heads (they divide the hidden size)"));
+    pretrain(int_field("pretrain.intermediate", [](Config& c) -> int64_t& { return c.pretrain.intermediate; }, 8, 65536,
+                       "feed-forward size"));
+    pretrain(int_field("pretrain.steps", [](Config& c) -> int64_t& { return c.pretrain.steps; }, 1, 100'000'000, "optimizer steps"));
+    pretrain(int_field("pretrain.batch_size", [](Config& c) -> int64_t& { return c.pretrain.batch_size; }, 1, 65536,
+                       "samples per step over all ranks together (the rank count does not change it)"));
+    pretrain(double_field("pretrain.learning_rate", [](Config& c) -> double& { return c.pretrain.learning_rate; }, 0.0, 1.0, true,
+                          "AdamW peak learning rate, reached after the warmup"));
+    pretrain(int_field("pretrain.warmup_steps", [](Config& c) -> int64_t& { return c.pretrain.warmup_steps; }, 0, 100'000'000,
+                       "linear warmup from 0, then linear decay to 0 at the last step"));
+    pretrain(double_field("pretrain.weight_decay", [](Config& c) -> double& { return c.pretrain.weight_decay; }, 0.0, 1.0, false,
+                          "AdamW decoupled weight decay (not on biases and LayerNorm)"));
+    pretrain(double_field("pretrain.clip_norm", [](Config& c) -> double& { return c.pretrain.clip_norm; }, 0.0, 1e6, false,
+                          "clip the global gradient norm to this; 0 = no clipping"));
+    pretrain(double_field("pretrain.dropout", [](Config& c) -> double& { return c.pretrain.dropout; }, 0.0, 0.9, false,
+                          "dropout of hidden states and attention probabilities (BERT: 0.1)"));
+    pretrain(double_field("pretrain.mask_fraction", [](Config& c) -> double& { return c.pretrain.mask_fraction; }, 0.0, 1.0, true,
+                          "share of a sample's non-special tokens predicted: 80% [MASK], 10% random, 10% unchanged"));
+    pretrain(int_field("pretrain.seed", [](Config& c) -> int64_t& { return c.pretrain.seed; }, 0, std::numeric_limits<int64_t>::max(),
+                       "seeds the initial weights, the sample order, the masks and dropout"));
+    pretrain(int_field("pretrain.checkpoint_steps", [](Config& c) -> int64_t& { return c.pretrain.checkpoint_steps; }, 1, 100'000'000,
+                       "a durable checkpoint every N steps (or runtime.flush_seconds), and on SIGTERM/SIGINT"));
+    pretrain(int_field("pretrain.eval_steps", [](Config& c) -> int64_t& { return c.pretrain.eval_steps; }, 1, 100'000'000,
+                       "held-out loss and accuracy every N steps"));
+    pretrain(int_field("pretrain.eval_samples", [](Config& c) -> int64_t& { return c.pretrain.eval_samples; }, 1, 1'000'000,
+                       "held-out samples evaluated, each with fixed masks"));
+    pretrain(enum_field<SaveDtype>("pretrain.save_dtype", [](Config& c) -> SaveDtype& { return c.pretrain.save_dtype; },
+                                   "dtype of the exported Hugging Face weights: float32 | float16"));
+    pretrain(string_field("pretrain.model_out", [](Config& c) -> std::string& { return c.pretrain.model_out; }, {},
+                          "folder of the trained model (Hugging Face layout); empty = <output.dir>/model")
+                 .steering());
+    pretrain(string_field("pretrain.init_out", [](Config& c) -> std::string& { return c.pretrain.init_out; }, {},
+                          "folder of the step-0 weights (Hugging Face layout); empty = <output.dir>/init")
+                 .steering());
     f.push_back(string_field("output.dir", [](Config& c) -> std::string& { return c.output.dir; }, {},
-                             "folder of store.h5 and the report (where, not what: a run resumes from any spelling of it)")
-                    .steering());
+                             "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what")
+                    .steering().also_pretrain());
     f.push_back(bool_field("output.overwrite", [](Config& c) -> bool& { return c.output.overwrite; },
-                           "replace an existing store made with a different config").steering());
+                           "replace an existing store (or checkpoint) made with a different config").steering().also_pretrain());
     f.push_back(bool_field("output.report", [](Config& c) -> bool& { return c.output.report; },
                            "write the report when the run ends").steering());
     f.push_back(int_field("output.report_max_bytes", [](Config& c) -> int64_t& { return c.output.report_max_bytes; }, 1 << 20, int64_t(1) << 40,
                           "size budget of report.html; large examples are block-pooled to fit").steering());
     f.push_back(int_field("runtime.threads", [](Config& c) -> int64_t& { return c.runtime.threads; }, 0, 4096,
-                          "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores").steering());
+                          "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores").steering().also_pretrain());
     f.push_back(int_field("runtime.batch_size", [](Config& c) -> int64_t& { return c.runtime.batch_size; }, 1, 65536,
                           "samples per forward pass"));
     f.push_back(int_field("runtime.unit_size", [](Config& c) -> int64_t& { return c.runtime.unit_size; }, 1, kMaxCount,
@@ -299,18 +355,18 @@ const std::vector<Field>& schema() {
     f.push_back(enum_field<Device>("runtime.device", [](Config& c) -> Device& { return c.runtime.device; },
                                    "auto = the local GPU when built with CUDA and one is visible, else CPU").steering());
     f.push_back(double_field("runtime.progress_seconds", [](Config& c) -> double& { return c.runtime.progress_seconds; },
-                             0.0, 1e6, true, "seconds between progress lines when not on a terminal").steering());
+                             0.0, 1e6, true, "seconds between progress lines when not on a terminal").steering().also_pretrain());
     f.push_back(int_field("runtime.flush_units", [](Config& c) -> int64_t& { return c.runtime.flush_units; }, 1, kMaxCount,
                           "make progress durable (resume state) every N completed work units").steering());
     f.push_back(double_field("runtime.flush_seconds", [](Config& c) -> double& { return c.runtime.flush_seconds; }, 0.0, 1e7, true,
-                             "… or every N seconds, whichever comes first").steering());
+                             "… or every N seconds, whichever comes first").steering().also_pretrain());
     return f;
   }();
   return fields;
 }
 
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"corpus", "samples", "model", "selection", "statistics", "output", "runtime", "sweep"};
+  static const std::vector<std::string> s = {"corpus", "samples", "model", "selection", "statistics", "pretrain", "output", "runtime", "sweep"};
   return s;
 }
 

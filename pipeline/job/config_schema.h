@@ -25,10 +25,23 @@ struct Field {
   std::function<void(const Config&, YAML::Emitter&)> emit;
   std::function<void(const Config& from, Config& to)> copy;
   bool determines_results = true;
+  uint8_t used_by = kByRun;  // which jobs read the key (a bit per JobKind)
+  static constexpr uint8_t kByRun = 1, kByPretrain = 2;
   Field& steering() {
     determines_results = false;
     return *this;
   }
+  Field& also_pretrain() {
+    used_by |= kByPretrain;
+    return *this;
+  }
+  Field& only_pretrain() {
+    used_by = kByPretrain;
+    return *this;
+  }
+  bool used_by_job(JobKind kind) const { return used_by & (kind == JobKind::Run ? kByRun : kByPretrain); }
+  // Part of the identity of a store (run) or a checkpoint (pretrain).
+  bool identifies(JobKind kind) const { return determines_results && used_by_job(kind); }
 };
 
 // Every key of the sections corpus … runtime, in the order of the effective config.

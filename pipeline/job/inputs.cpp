@@ -90,19 +90,30 @@ SampleOptions sample_options(const Config& c) {
   o.stride_sentences = static_cast<int32_t>(c.samples.stride_sentences);
   o.num_samples = c.samples.num_samples;
   o.seed = static_cast<uint64_t>(c.samples.seed);
+  o.documents = {c.corpus.split, c.corpus.heldout_every};
   return o;
+}
+
+TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer) {
+  TokenizedInputs t;
+  Stopwatch clock;
+  const Corpus corpus = read_corpus(corpus_options(config));
+  t.read_seconds = clock.seconds();
+  if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
+  clock.restart();
+  t.corpus = tokenize_corpus(corpus, tokenizer);
+  t.tokenize_seconds = clock.seconds();
+  return t;
 }
 
 PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer) {
   PreparedSamples p;
+  const TokenizedInputs inputs = read_and_tokenize(config, tokenizer);
+  const TokenizedCorpus& tokenized = inputs.corpus;
+  p.read_seconds = inputs.read_seconds;
+  p.tokenize_seconds = inputs.tokenize_seconds;
   Stopwatch clock;
-  const Corpus corpus = read_corpus(corpus_options(config));
-  p.read_seconds = clock.seconds();
-  if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
-  clock.restart();
-  const TokenizedCorpus tokenized = tokenize_corpus(corpus, tokenizer);
-  p.tokenize_seconds = clock.seconds();
-  p.documents = static_cast<int64_t>(corpus.documents.size());
+  p.documents = static_cast<int64_t>(tokenized.documents.size());
   p.sentences = tokenized.num_sentences;
   p.corpus_tokens = tokenized.num_tokens;
   p.dropped_sentences = tokenized.dropped_sentences;

@@ -27,6 +27,13 @@ BertTokenizer make_tokenizer(const Config& config);
 CorpusOptions corpus_options(const Config& config);
 SampleOptions sample_options(const Config& config);
 
+// The config's corpus read (its notes said once in the log) and tokenized.
+struct TokenizedInputs {
+  TokenizedCorpus corpus;
+  double read_seconds = 0, tokenize_seconds = 0;
+};
+TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer);
+
 // Corpus → tokens → drawn samples, with the counts the `samples` command prints.
 struct PreparedSamples {
   SampleSet samples;
