@@ -28,6 +28,8 @@ class ScriptedComm final : public Communicator {
   }
   void reduce_sum_to_root(int64_t*, size_t) override {}
   void broadcast(void*, size_t, int) override {}
+  void sum_to_all(float*, size_t) override {}
+  void sum_to_all(double*, size_t) override {}
   void barrier() override {}
   MPI_Comm mpi() const override { return MPI_COMM_SELF; }
 
@@ -156,6 +158,28 @@ TEST(Rounds, FlushSecondsMakeEveryRoundDurable) {
   job.options.flush_seconds = 1e-9;
   job.run(world);
   EXPECT_EQ(job.work.durable.size(), 10u);
+}
+
+// Shared units (training steps): in a world of 3, rank 0 takes part in every pending unit in
+// order, marks each done once and counts its samples once.
+TEST(Rounds, SharedUnitsAreComputedByEveryRankInOrder) {
+  int64_t reported_samples = 0;
+  ScriptedComm world(3, [&](int, int64_t* d, size_t n, ReduceOp op) {
+    if (op == ReduceOp::Sum && n == 4) reported_samples += d[2];  // the vote's samples, before the others' zeros
+  });
+  Job job;
+  job.options.shared = true;
+  job.options.flush_units = 4;
+  job.done[2] = 1;
+  job.run(world);
+  EXPECT_EQ(job.exit_code, -1);
+  EXPECT_EQ(job.work.computed, (std::vector<int64_t>{0, 1, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(job.work.written, job.work.computed);
+  EXPECT_EQ(job.work.writes_of_nothing, 0);
+  EXPECT_EQ(reported_samples, 90);
+  ASSERT_EQ(job.work.durable.size(), 3u);  // after 4 and 8 more units, and the last
+  EXPECT_EQ(count_done(job.work.durable[0]), 5);
+  EXPECT_EQ(count_done(job.done), 10);
 }
 
 TEST(Rounds, AResumeComputesOnlyThePendingUnits) {

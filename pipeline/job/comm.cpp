@@ -90,6 +90,25 @@ void MpiComm::broadcast(void* data, size_t bytes, int root) {
     check_mpi(MPI_Bcast(p + off, int(std::min(kChunk, bytes - off)), MPI_BYTE, root, comm_), "MPI_Bcast");
 }
 
+namespace {
+
+template <class T>
+void sum_at_root_then_broadcast(MPI_Comm comm, int rank, T* data, size_t n, MPI_Datatype type) {
+  for (size_t off = 0; off < n; off += kChunk) {
+    const int count = int(std::min(kChunk, n - off));
+    if (rank == 0)
+      check_mpi(MPI_Reduce(MPI_IN_PLACE, data + off, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
+    else
+      check_mpi(MPI_Reduce(data + off, nullptr, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
+    check_mpi(MPI_Bcast(data + off, count, type, 0, comm), "MPI_Bcast");
+  }
+}
+
+}  // namespace
+
+void MpiComm::sum_to_all(float* data, size_t n) { sum_at_root_then_broadcast(comm_, rank_, data, n, MPI_FLOAT); }
+void MpiComm::sum_to_all(double* data, size_t n) { sum_at_root_then_broadcast(comm_, rank_, data, n, MPI_DOUBLE); }
+
 void MpiComm::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
 }  // namespace ctxsim

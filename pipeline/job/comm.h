@@ -25,6 +25,11 @@ class Communicator {
   // Sum into rank 0's buffer; other ranks' buffers are left unspecified.
   virtual void reduce_sum_to_root(int64_t* data, size_t n) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  // Floating-point sums over ranks, in place, the same bits on every rank (reduced at rank 0 in
+  // one fixed order, then broadcast: an all-reduce may associate the sum differently per rank,
+  // and data-parallel training needs every rank to hold bitwise the same weights).
+  virtual void sum_to_all(float* data, size_t n) = 0;
+  virtual void sum_to_all(double* data, size_t n) = 0;
   virtual void barrier() = 0;
   // The MPI communicator underneath (for MPI-IO); MPI_COMM_SELF for LocalComm.
   virtual MPI_Comm mpi() const = 0;
@@ -42,6 +47,8 @@ class MpiComm final : public Communicator {
   void allreduce(int64_t* data, size_t n, ReduceOp op) override;
   void reduce_sum_to_root(int64_t* data, size_t n) override;
   void broadcast(void* data, size_t bytes, int root) override;
+  void sum_to_all(float* data, size_t n) override;
+  void sum_to_all(double* data, size_t n) override;
   void barrier() override;
   MPI_Comm mpi() const override { return comm_; }
   int local_size() const { return local_size_; }  // ranks on this node
@@ -59,6 +66,8 @@ class LocalComm final : public Communicator {
   void allreduce(int64_t*, size_t, ReduceOp) override {}
   void reduce_sum_to_root(int64_t*, size_t) override {}
   void broadcast(void*, size_t, int) override {}
+  void sum_to_all(float*, size_t) override {}
+  void sum_to_all(double*, size_t) override {}
   void barrier() override {}
   MPI_Comm mpi() const override { return MPI_COMM_SELF; }
 };

@@ -30,6 +30,10 @@ class UnitWork {
 struct RoundOptions {
   int64_t flush_units = 1;    // durable every N completed units …
   double flush_seconds = 60;  // … or every N seconds of rank 0's clock, whichever comes first
+  // false: units are dealt round-robin, one per rank and round (run). true: every rank takes
+  // part in every unit, one unit per round in order (a training step, its batch split over the
+  // ranks inside compute and write).
+  bool shared = false;
 };
 
 // Seconds this rank spent computing, writing and making progress durable.
