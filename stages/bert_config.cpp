@@ -72,12 +72,12 @@ void BertConfig::check(const std::string& where, const std::string& fix) const {
                     std::to_string(num_heads) + " heads", fix);
 }
 
-std::string BertConfig::to_json() const {
+std::string BertConfig::to_json(const std::string& architecture, double dropout) const {
   nlohmann::ordered_json j;
-  j["architectures"] = {"BertModel"};
-  j["attention_probs_dropout_prob"] = 0.1;
+  j["architectures"] = {architecture};
+  j["attention_probs_dropout_prob"] = dropout;
   j["hidden_act"] = hidden_act;
-  j["hidden_dropout_prob"] = 0.1;
+  j["hidden_dropout_prob"] = dropout;
   j["hidden_size"] = hidden_size;
   j["initializer_range"] = 0.02;
   j["intermediate_size"] = intermediate_size;

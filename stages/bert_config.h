@@ -25,7 +25,9 @@ struct BertConfig {
   // Every size within ctxsim's limits and the heads dividing the hidden size, else throws
   // Error(where + key, …, fix).
   void check(const std::string& where, const std::string& fix) const;
-  std::string to_json() const;                             // HF config.json text, stable order
+  // HF config.json text, stable order; `architecture` as transformers names the model class,
+  // `dropout` its hidden and attention dropout.
+  std::string to_json(const std::string& architecture = "BertModel", double dropout = 0.1) const;
   static BertConfig preset(const std::string& name);      // bert-base | bert-mini | bert-tiny
   double flops_per_sample(int64_t seq_len) const;           // forward multiply-adds × 2
 };

@@ -31,27 +31,29 @@ void fill_normal(float* out, int64_t n, double stddev, uint64_t seed) {
 
 }  // namespace
 
+TensorData bert_initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed) {
+  TensorData t;
+  t.dtype = DType::F32;
+  t.shape = shape;
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  t.bytes.assign(static_cast<size_t>(n) * 4, 0);
+  auto* f = reinterpret_cast<float*>(t.bytes.data());
+  const bool is_norm = name.find("LayerNorm") != std::string::npos;
+  const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  if (is_norm && !is_bias) {
+    for (int64_t i = 0; i < n; ++i) f[i] = 1.0f;
+  } else if (!is_bias) {
+    fill_normal(f, n, 0.02, seed ^ fnv1a(name));
+  }
+  return t;
+}
+
 std::map<std::string, TensorData> random_bert_weights(const BertConfig& config, uint64_t seed) {
   auto shapes = bert_tensor_shapes(config);
   for (auto& kv : bert_pooler_shapes(config)) shapes.insert(kv);
   std::map<std::string, TensorData> out;
-  for (const auto& [name, shape] : shapes) {
-    TensorData t;
-    t.dtype = DType::F32;
-    t.shape = shape;
-    int64_t n = 1;
-    for (auto d : shape) n *= d;
-    t.bytes.assign(static_cast<size_t>(n) * 4, 0);
-    auto* f = reinterpret_cast<float*>(t.bytes.data());
-    const bool is_norm = name.find("LayerNorm") != std::string::npos;
-    const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-    if (is_norm && !is_bias) {
-      for (int64_t i = 0; i < n; ++i) f[i] = 1.0f;
-    } else if (!is_bias) {
-      fill_normal(f, n, 0.02, seed ^ fnv1a(name));
-    }
-    out.emplace(name, std::move(t));
-  }
+  for (const auto& [name, shape] : shapes) out.emplace(name, bert_initial_tensor(name, shape, seed));
   return out;
 }
 

@@ -11,6 +11,11 @@
 
 namespace ctxsim {
 
+// BERT's initial value of one tensor, as F32: weights N(0, 0.02) (embeddings included), biases 0,
+// LayerNorm weight 1 and bias 0, judged by its name. The values come from a SplitMix64 stream of
+// (seed, name) alone.
+TensorData bert_initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed);
+
 // Weights N(0, 0.02) (embeddings included), biases 0, LayerNorm weight 1 and bias 0, as F32.
 // Each tensor has its own SplitMix64 stream derived from (seed, name), so the values of a
 // tensor do not depend on which other tensors exist.

@@ -236,7 +236,7 @@ const TensorView* SafetensorsFile::find(const std::string& name) const {
 }
 
 void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, bool durable) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
@@ -254,7 +254,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(n >> (8 * i)));
   bytes += text;
   for (const auto& [name, t] : tensors) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
-  atomic_write(path, bytes);
+  atomic_write(path, bytes, durable);
 }
 
 namespace {

@@ -79,9 +79,10 @@ struct TensorData {
 };
 
 // Writes tensors (in name order, header padded to 8 bytes) to path via a temporary file and a
-// rename, so a reader never sees half a file. Same input, same bytes.
+// rename, so a reader never sees half a file (durable: fsync'ed, as atomic_write). Same input,
+// same bytes.
 void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {}, bool durable = false);
 
 // Hex SHA-256 of a file's bytes, read in chunks (the file is not mapped or held in memory).
 std::string sha256_file(const std::string& path);

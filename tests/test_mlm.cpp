@@ -1,0 +1,177 @@
+// stages/mlm: the MLM model's gradients against finite differences, overfitting a few samples,
+// AdamW against hand-computed updates, the learning-rate schedule, the exported layout.
+#include "stages/mlm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "stages/pretraining_data.h"
+#include "stages/random_checkpoint.h"
+
+namespace ctxsim {
+namespace {
+
+BertConfig tiny() {
+  BertConfig c;
+  c.vocab_size = 40;
+  c.hidden_size = 16;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.intermediate_size = 24;
+  c.max_position_embeddings = 12;
+  return c;
+}
+
+// B samples of T = 10 (the second with 3 [PAD]) with the masks of stages/pretraining_data.
+struct Samples {
+  int64_t B = 0, T = 10;
+  std::vector<int32_t> input, labels;
+  std::vector<int16_t> n_valid;
+  MlmBatch batch(uint64_t dropout_seed = 0) const {
+    std::vector<uint64_t> keys;
+    for (int64_t b = 0; b < B; ++b) keys.push_back(mix_key(dropout_seed, uint64_t(b)));
+    return make_mlm_batch(input.data(), labels.data(), n_valid.data(), B, T, keys);
+  }
+};
+Samples make_samples(int64_t B, double fraction, uint64_t seed) {
+  Samples s;
+  s.B = B;
+  MaskSpec m;
+  m.fraction = fraction;
+  m.mask_id = 4;
+  m.vocab_size = 40;
+  m.special_ids = {0, 1, 2, 3, 4};
+  for (int64_t b = 0; b < B; ++b) {
+    const int16_t n = b % 2 ? 7 : 10;
+    std::vector<int32_t> ids(10, 0);
+    ids[0] = 2;
+    for (int t = 1; t < n - 1; ++t) ids[size_t(t)] = 5 + int32_t(mix_key(seed, uint64_t(b * 10 + t)) % 35);
+    ids[size_t(n - 1)] = 3;
+    std::vector<int32_t> in(10), lab(10);
+    mask_sample(ids.data(), 10, n, m, mix_key(seed + 1, uint64_t(b)), in.data(), lab.data());
+    s.input.insert(s.input.end(), in.begin(), in.end());
+    s.labels.insert(s.labels.end(), lab.begin(), lab.end());
+    s.n_valid.push_back(n);
+  }
+  return s;
+}
+
+// Autograd's gradient of the loss (with dropout, whose masks are fixed by the keys) against
+// central differences, in float64, on coordinates of every kind of parameter.
+void check_gradients(double dropout) {
+  MlmModel model(tiny(), at::kDouble);
+  model.init_bert(3);
+  // Larger weights than BERT's 0.02 so that every path carries signal.
+  model.parameters().mul_(10.0);
+  const Samples s = make_samples(3, 0.4, 11);
+  const MlmBatch batch = s.batch(5);
+  model.gradients().zero_();
+  const MlmResult r = model.train_step(batch, dropout, 1.0);
+  ASSERT_GT(r.predicted, 2);
+  const at::Tensor analytic = model.gradients().clone();
+  const auto loss_at = [&](int64_t i, double delta) {
+    const double saved = model.parameters()[i].item<double>();
+    model.parameters()[i] = saved + delta;
+    const double loss = model.train_step(batch, dropout, 1.0).loss_sum;
+    model.parameters()[i] = saved;
+    return loss;
+  };
+  int checked = 0;
+  for (const auto& p : model.layout()) {
+    for (int64_t j : {int64_t(0), p.numel / 2, p.numel - 1}) {
+      const int64_t i = p.offset + j;
+      const double h = 1e-6;
+      const double numeric = (loss_at(i, h) - loss_at(i, -h)) / (2 * h);
+      const double g = analytic[i].item<double>();
+      EXPECT_NEAR(g, numeric, 1e-6 + 1e-5 * std::abs(numeric)) << p.name << "[" << j << "] dropout " << dropout;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, int(3 * model.layout().size()));
+  EXPECT_GT(analytic.abs().max().item<double>(), 1e-3);
+}
+
+TEST(MlmGradients, EqualFiniteDifferencesWithoutDropout) { check_gradients(0.0); }
+TEST(MlmGradients, EqualFiniteDifferencesWithFixedDropoutMasks) { check_gradients(0.2); }
+
+TEST(MlmTraining, OverfitsEightFixedSamples) {
+  MlmModel model(tiny(), at::kFloat);
+  model.init_bert(1);
+  const Samples s = make_samples(8, 0.3, 21);
+  const MlmBatch batch = s.batch();
+  AdamWState state = adamw_state(model.parameters());
+  const at::Tensor decay = model.decay_mask();
+  double first = 0, last = 0;
+  int64_t correct = 0, predicted = 0;
+  for (int step = 0; step < 300; ++step) {
+    model.gradients().zero_();
+    const MlmResult r = model.train_step(batch, 0.0, 1.0 / double(batch.positions.numel()));
+    if (step == 0) first = r.loss_sum / double(r.predicted);
+    last = r.loss_sum / double(r.predicted);
+    correct = r.correct;
+    predicted = r.predicted;
+    clip_grad_norm(model.gradients(), 1.0);
+    adamw_update(model.parameters(), model.gradients(), decay, state, 3e-3, AdamWOptions{});
+  }
+  EXPECT_NEAR(first, std::log(40.0), 0.3);  // a fresh model guesses uniformly
+  EXPECT_LT(last, 0.05) << "first " << first;
+  EXPECT_EQ(correct, predicted);
+  EXPECT_EQ(model.evaluate(batch).correct, predicted);
+}
+
+TEST(AdamW, HandComputedFirstAndSecondUpdates) {
+  at::Tensor p = at::tensor({1.0, -2.0, 0.5}, at::kDouble);
+  const at::Tensor g = at::tensor({0.1, 0.2, -0.3}, at::kDouble);
+  const at::Tensor decay = at::tensor({1.0, 1.0, 0.0}, at::kDouble);
+  AdamWState s = adamw_state(p);
+  const AdamWOptions o{0.9, 0.999, 1e-8, 0.1};
+  adamw_update(p, g, decay, s, 0.01, o);
+  // Step 1: m̂ = g, v̂ = g², so the step is lr · g/|g| (plus eps), after decay p -= lr·wd·p.
+  const double expect0 = 1.0 - 0.01 * 0.1 * 1.0 - 0.01 * 0.1 / (0.1 + 1e-8);
+  const double expect2 = 0.5 + 0.01 * 0.3 / (0.3 + 1e-8);
+  EXPECT_NEAR(p[0].item<double>(), expect0, 1e-12);
+  EXPECT_NEAR(p[2].item<double>(), expect2, 1e-12);
+  adamw_update(p, g, decay, s, 0.01, o);
+  // Step 2 with the same gradient: m̂ = g and v̂ = g² again.
+  EXPECT_NEAR(p[2].item<double>(), expect2 + 0.01 * 0.3 / (0.3 + 1e-8), 1e-12);
+  EXPECT_EQ(s.steps, 2);
+}
+
+TEST(Schedule, WarmupThenLinearDecayAndClipping) {
+  EXPECT_DOUBLE_EQ(learning_rate(0, 100, 10, 1.0), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(9, 100, 10, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate(10, 100, 10, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate(55, 100, 10, 1.0), 0.5);
+  EXPECT_DOUBLE_EQ(learning_rate(99, 100, 10, 1.0), 1.0 / 90);
+  at::Tensor g = at::tensor({3.0, 4.0}, at::kDouble);
+  EXPECT_DOUBLE_EQ(clip_grad_norm(g, 1.0), 5.0);
+  EXPECT_NEAR(g.norm().item<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(clip_grad_norm(g, 0), 1.0, 1e-6);
+}
+
+TEST(MlmLayout, HuggingFaceNamesTiedDecoderAndInitEqualToInitModel) {
+  MlmModel model(tiny(), at::kFloat);
+  model.init_bert(9);
+  const auto tensors = model.export_tensors(DType::F32);
+  EXPECT_EQ(tensors.count("bert.embeddings.word_embeddings.weight"), 1u);
+  EXPECT_EQ(tensors.count("cls.predictions.transform.dense.weight"), 1u);
+  EXPECT_EQ(tensors.count("cls.predictions.transform.LayerNorm.bias"), 1u);
+  EXPECT_EQ(tensors.count("cls.predictions.bias"), 1u);
+  EXPECT_EQ(tensors.count("cls.predictions.decoder.weight"), 0u);  // tied to the word embeddings
+  EXPECT_EQ(tensors.count("bert.pooler.dense.weight"), 0u);        // BertForMaskedLM has no pooler
+  // The encoder starts exactly where `ctxsim init-model --seed 9` does.
+  const auto init = random_bert_weights(tiny(), 9);
+  for (const auto& [name, t] : init) {
+    if (name.rfind("pooler.", 0) == 0) continue;
+    EXPECT_EQ(tensors.at("bert." + name).bytes, t.bytes) << name;
+  }
+  const auto half = model.export_tensors(DType::F16);
+  EXPECT_EQ(half.at("cls.predictions.bias").bytes.size(), 2u * 40);
+  // Decay on weights only.
+  for (const auto& p : model.layout())
+    EXPECT_EQ(p.decays, p.name.find("bias") == std::string::npos && p.name.find("LayerNorm") == std::string::npos) << p.name;
+}
+
+}  // namespace
+}  // namespace ctxsim
