@@ -69,6 +69,8 @@ std::vector<Subcommand> config_commands(Args& a) {
          s.add_option("--sweep-index", a.sweep_index, "run only this point of the config's sweep (0-based)");
        },
        [&] { return cmd_run(a.config, a.overrides, a.sweep_index, std::cout); }},
+      {"pretrain", "train a BERT with masked-LM on the config's corpus (MPI data-parallel, resumable), saved in HF's layout",
+       [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_pretrain(a.config, a.overrides, std::cout); }},
       {"sweep", "list the points of a config's sweep: section", [&](CLI::App& s) { with_config(s, a); },
        [&] { return cmd_sweep(a.config, a.overrides, std::cout); }},
       {"plan", "estimate memory, store size and time of a run (a short calibration)",
@@ -82,6 +84,7 @@ std::vector<Subcommand> config_commands(Args& a) {
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_flag("--dry-run", a.submit.dry_run, "print the filled job script and the sbatch command only");
+         s.add_flag("--pretrain", a.submit.pretrain, "submit `ctxsim pretrain CONFIG` (requeued on SIGTERM like a run)");
          s.add_option("--ranks", a.submit.ranks, "MPI ranks (--ntasks)");
          s.add_option("--cpus-per-task", a.submit.cpus_per_task, "threads per rank");
          s.add_option("--time", a.submit.time, "time limit, e.g. 02:00:00");

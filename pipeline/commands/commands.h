@@ -26,12 +26,16 @@ int cmd_samples(const std::string& config, const std::vector<std::string>& overr
 int cmd_tokenize(const std::string& vocab, bool cased, bool tokens, std::istream& in, std::ostream& out);
 // Runs the config; a sweep config runs point sweep_index, or every point in turn when it is -1.
 int cmd_run(const std::string& config, const std::vector<std::string>& overrides, int64_t sweep_index, std::ostream& out);
+// Masked-LM pretraining across the MPI ranks (commands/pretrain.cpp): a Hugging Face model
+// folder, its step-0 weights, loss curves; resumable from its checkpoint.
+int cmd_pretrain(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
 // One run across the MPI ranks (commands/run.cpp): the store, the report and the summary.
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out);
 
 
 struct SubmitArgs {
   bool dry_run = false;
+  bool pretrain = false;                 // `ctxsim pretrain CONFIG` instead of `ctxsim run CONFIG`
   int64_t ranks = 0, cpus_per_task = 0;  // 0 = the job script's #SBATCH lines
   std::string time, partition;
   bool overcommit = false;               // more tasks than cores (small test clusters)

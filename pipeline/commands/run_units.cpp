@@ -26,6 +26,11 @@ bool fault_here(const std::string& where, int rank) {
   return f && std::string(f) == where + "@" + std::to_string(rank);
 }
 
+void unit_delay_for_tests() {
+  if (const char* delay = std::getenv("CTXSIM_UNIT_DELAY_MS"); delay && std::atoi(delay) > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+}
+
 AnalysisUnits::AnalysisUnits(const Analysis& analysis, const SampleSet& samples, int64_t batch_size, std::vector<int64_t> examples,
                              Store& store, Accumulator& acc, Communicator& world, Communicator& reducer, ResumeTarget resume)
     : analysis_(analysis), samples_(samples), batch_size_(batch_size), examples_(std::move(examples)), store_(store), acc_(acc),
@@ -69,8 +74,7 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
     }
     store_examples(in_batch, ex_att, ex_sim, ex_sel);
   }
-  if (const char* delay = std::getenv("CTXSIM_UNIT_DELAY_MS"); delay && std::atoi(delay) > 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+  unit_delay_for_tests();
 }
 
 void AnalysisUnits::store_examples(const std::vector<std::pair<int64_t, int64_t>>& in_batch,

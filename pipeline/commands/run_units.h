@@ -59,5 +59,6 @@ class AnalysisUnits final : public UnitWork {
 // Test hooks, never set in production: CTXSIM_FAULT=<where>@<rank> makes that rank fail at
 // "setup" or in its first "unit"; CTXSIM_UNIT_DELAY_MS slows every unit down.
 bool fault_here(const std::string& where, int rank);
+void unit_delay_for_tests();
 
 }  // namespace ctxsim

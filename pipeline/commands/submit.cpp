@@ -38,6 +38,8 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   const Config c = load_config(config_path, overrides);
   const SweepPlan plan = expand_sweep(c);
   const bool sweep = !c.sweep.empty();
+  if (sweep && a.pretrain)
+    throw Error(config_path, "--pretrain trains one model; this config has a sweep: section", "drop the sweep: section or --pretrain");
   const std::string template_path = (fs::path(a.jobs_dir) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   std::string script = read_file_bytes(template_path, kMaxConfigBytes, "the job script template",
                                        "run from the ctxsim folder or give --jobs-dir");
@@ -50,12 +52,13 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
        << "cd " << quote(fs::current_path().string()) << "\n"
        << "CTXSIM=" << quote(self_path()) << "\n"
        << "CONFIG=" << quote(fs::absolute(config_path).string()) << "\n"
+       << "COMMAND=" << (a.pretrain ? "pretrain" : "run") << "\n"
        << "OVERRIDES=(";
   for (const auto& o : overrides) fill << " " << quote(o);
   fill << " )";
   script.replace(at, eol - at, fill.str());
 
-  const std::string logs = !a.logs_dir.empty() ? a.logs_dir : (fs::path(c.output.dir) / (sweep ? plan.name : "jobs")).string();
+  const std::string logs = !a.logs_dir.empty() ? a.logs_dir : (fs::path(c.output.dir) / (sweep ? plan.name : a.pretrain ? "pretrain-jobs" : "jobs")).string();
   std::vector<std::string> args = {"sbatch", "--parsable"};
   if (sweep) args.push_back("--array=0-" + std::to_string(plan.points.size() - 1));
   args.push_back("--output=" + (fs::absolute(logs) / (sweep ? "ctxsim-%A_%a.log" : "ctxsim-%j.log")).string());

@@ -1,0 +1,475 @@
+// `ctxsim pretrain`: masked-language-model training of a BERT encoder on the config's corpus,
+// data-parallel over MPI ranks, kill-safe and resumable, saved in Hugging Face's layout. A
+// straight line of phases over the job scaffold that `run` uses: plan (config, the output folder
+// and its lock, a checkpoint to resume) → data (tokenizer, training and held-out windows, the
+// unigram baseline) → model (BERT's initialisation, or the checkpoint) → the rounds, one
+// training step each, shared by every rank (job/rounds.h) → export (the trained model, the loss
+// curves). Every draw (sample order, masks, dropout) is a function of (seed, sample), so the
+// batches, masks and dropout do not depend on the rank count.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "pipeline/commands/commands.h"
+#include "pipeline/commands/run_units.h"
+#include "pipeline/job/agree.h"
+#include "pipeline/job/comm.h"
+#include "pipeline/job/config.h"
+#include "pipeline/job/inputs.h"
+#include "pipeline/job/log.h"
+#include "pipeline/job/progress.h"
+#include "pipeline/job/rounds.h"
+#include "pipeline/job/run_lock.h"
+#include "pipeline/job/signals.h"
+#include "pipeline/job/train_checkpoint.h"
+#include "pipeline/job/work_units.h"
+#include "stages/error.h"
+#include "stages/figure.h"
+#include "stages/files.h"
+#include "stages/mlm.h"
+#include "stages/model.h"
+#include "stages/pretraining_data.h"
+#include "stages/stopwatch.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+// The random streams of a training run, all derived from pretrain.seed.
+enum Stream : uint64_t { kOrder = 1, kMasks = 2, kDropout = 3, kEvalMasks = 4 };
+uint64_t stream(const Config& c, Stream s) { return mix_key(uint64_t(c.pretrain.seed), s); }
+
+// ------------------------------------------------------------------- history --------------
+// One row per step; the held-out columns are NaN except at evaluations.
+struct StepRow {
+  int64_t step = 0;  // 1-based: the row of the step-th update
+  double learning_rate = 0, train_loss = 0, grad_norm = 0;
+  double heldout_loss = std::nan(""), heldout_accuracy = std::nan("");
+  uint64_t batch_digest = 0;  // of the global batch's masked inputs and labels: equal on any rank count
+};
+
+std::string history_json(const std::vector<StepRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  const auto num = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  for (const auto& r : rows)
+    j.push_back({r.step, r.learning_rate, r.train_loss, r.grad_norm, num(r.heldout_loss), num(r.heldout_accuracy), r.batch_digest});
+  return j.dump();
+}
+
+std::vector<StepRow> parse_history(const std::string& text, const std::string& path) {
+  std::vector<StepRow> rows;
+  try {
+    const auto num = [](const nlohmann::json& v) { return v.is_null() ? std::nan("") : v.get<double>(); };
+    for (const auto& r : nlohmann::json::parse(text))
+      rows.push_back({r.at(0).get<int64_t>(), r.at(1).get<double>(), r.at(2).get<double>(), r.at(3).get<double>(), num(r.at(4)), num(r.at(5)),
+                      r.size() > 6 ? r.at(6).get<uint64_t>() : 0});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path, std::string("the loss history in the checkpoint is damaged: ") + e.what(), "delete the checkpoint to train from the start");
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------- plan --------------
+struct TrainPlan {
+  Config config;
+  std::string config_path, identity, checkpoint_path, model_out, init_out;
+  std::unique_ptr<RunLock> lock;            // rank 0 owns output.dir while training
+  std::optional<TrainCheckpoint> checkpoint;  // rank 0, when resuming
+  int64_t steps_done = 0;                   // every rank
+};
+
+// What this config's model looks like, or an error naming the key.
+BertConfig model_shape(const Config& c, int64_t vocab_size) {
+  const auto& p = c.pretrain;
+  if (p.hidden % p.heads != 0)
+    throw Error(c.where("pretrain.heads"), std::to_string(p.heads) + " heads do not divide pretrain.hidden=" + std::to_string(p.hidden),
+                "choose heads that divide the hidden size (e.g. hidden 256 with 4 or 8 heads)");
+  BertConfig m;
+  m.vocab_size = vocab_size;
+  m.hidden_size = p.hidden;
+  m.num_layers = p.layers;
+  m.num_heads = p.heads;
+  m.intermediate_size = p.intermediate;
+  m.max_position_embeddings = c.samples.seq_len;
+  return m;
+}
+
+void check_training_config(const Config& c, int ranks) {
+  if (c.model.vocab.empty())
+    throw Error(c.where("model.vocab"), "pretraining needs the vocabulary it trains with",
+                "set model.vocab to a WordPiece vocab.txt (scripts/setup.sh writes data/vocab/bert-base-uncased.txt)");
+  if (c.corpus.heldout_every < 2)
+    throw Error(c.where("corpus.heldout_every"), "pretraining holds documents out for its held-out loss; " +
+                                                     std::string(c.corpus.heldout_every == 0 ? "none are" : "all would be"),
+                "set corpus.heldout_every to N >= 2 (every N-th document is held out; the recipe uses 10)");
+  if (c.pretrain.batch_size < ranks)
+    throw Error(c.where("pretrain.batch_size"), std::to_string(c.pretrain.batch_size) + " samples a step cannot be shared by " +
+                                                    std::to_string(ranks) + " ranks",
+                "raise pretrain.batch_size to at least the rank count, or run on fewer ranks");
+  if (c.pretrain.warmup_steps > c.pretrain.steps)
+    throw Error(c.where("pretrain.warmup_steps"), std::to_string(c.pretrain.warmup_steps) + " warmup steps exceed the " +
+                                                      std::to_string(c.pretrain.steps) + " steps of the run",
+                "lower pretrain.warmup_steps (BERT warms up over about 1% to 10% of the steps)");
+}
+
+TrainPlan plan_training(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
+  TrainPlan p;
+  p.config_path = config_path;
+  on_every_rank(world, [&] {
+    Config& c = p.config;
+    c = load_config(config_path, overrides);
+    check_paths(c);
+    check_training_config(c, world.size());
+    p.identity = identity_yaml(c, JobKind::Pretrain);
+    p.checkpoint_path = train_checkpoint_path(c.output.dir);
+    p.model_out = c.pretrain.model_out.empty() ? (fs::path(c.output.dir) / "model").string() : c.pretrain.model_out;
+    p.init_out = c.pretrain.init_out.empty() ? (fs::path(c.output.dir) / "init").string() : c.pretrain.init_out;
+  });
+  return p;
+}
+
+// Rank 0: the lock, then whether a checkpoint of this config is there to resume.
+void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
+  on_every_rank(world, [&] {
+    if (world.rank() != 0) return;
+    const Config& c = p.config;
+    p.lock = std::make_unique<RunLock>(c.output.dir, c.where("output.dir"));
+    if (c.output.overwrite) return;
+    p.checkpoint = read_train_checkpoint(p.checkpoint_path);
+    if (!p.checkpoint) return;
+    const auto differences = identity_differences(p.checkpoint->identity, c, JobKind::Pretrain);
+    if (!differences.empty())
+      throw Error(c.where("output.dir"), p.checkpoint_path + " is the checkpoint of a different config: " + join(differences, "; "),
+                  "choose another output.dir, or set output.overwrite=true to train from the start");
+    if (int64_t(p.checkpoint->params.size()) != params)
+      throw Error(p.checkpoint_path, "holds " + std::to_string(p.checkpoint->params.size()) + " parameters, the model of this config has " +
+                                         std::to_string(params) + " (a checkpoint of another ctxsim version?)",
+                  "set output.overwrite=true to train from the start, or use the ctxsim that wrote it");
+    p.steps_done = p.checkpoint->steps_done;
+  });
+  world.broadcast(&p.steps_done, sizeof p.steps_done, 0);
+}
+
+// ---------------------------------------------------------------------- data --------------
+struct TrainData {
+  std::optional<BertTokenizer> tokenizer;
+  std::string vocab_text;
+  SampleSet train, eval;
+  std::vector<int32_t> eval_input, eval_labels;  // [E, T] fixed masks
+  MaskSpec masks;
+  UnigramBaseline unigram;
+  double unigram_loss = 0, unigram_accuracy = 0;
+  BertConfig model;
+};
+
+SampleSet windows_of(const Config& c, const TokenizedCorpus& corpus, DocumentSplit split, int64_t count, const SpecialIds& special) {
+  SampleOptions o = sample_options(c);
+  o.documents = {split, c.corpus.heldout_every};
+  o.num_samples = count;
+  o.seed = stream(c, kEvalMasks);
+  return build_samples(corpus, o, special);
+}
+
+TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
+  TrainData d;
+  const Config& c = p.config;
+  on_every_rank(world, [&] {
+    d.tokenizer.emplace(make_tokenizer(c));
+    const Vocab& vocab = d.tokenizer->vocab();
+    if (vocab.mask_id() < 0)
+      throw Error(c.where("model.vocab"), c.model.vocab + " has no [MASK] token, which masked-LM training needs", "use a BERT vocab.txt");
+    d.vocab_text = read_file_bytes(c.model.vocab, kMaxVocabBytes);
+    d.model = model_shape(c, vocab.size());
+    const TokenizedInputs inputs = read_and_tokenize(c, *d.tokenizer);
+    const SpecialIds special = SpecialIds::from(vocab);
+    d.train = windows_of(c, inputs.corpus, DocumentSplit::Train, std::numeric_limits<int64_t>::max(), special);  // all
+    d.eval = windows_of(c, inputs.corpus, DocumentSplit::Heldout, c.pretrain.eval_samples, special);
+    d.masks = MaskSpec{c.pretrain.mask_fraction, vocab.mask_id(), vocab.size(), {}};
+    for (int32_t id : {vocab.pad_id(), vocab.unk_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()})
+      if (id >= 0) d.masks.special_ids.push_back(id);
+    // The unigram model of the training documents' text.
+    std::vector<int64_t> counts(size_t(vocab.size()), 0);
+    const DocumentFilter train_docs{DocumentSplit::Train, c.corpus.heldout_every};
+    for (size_t doc = 0; doc < inputs.corpus.documents.size(); ++doc)
+      if (train_docs.keeps(int64_t(doc)))
+        for (const auto& s : inputs.corpus.documents[doc].sentences)
+          for (int32_t id : s.ids) ++counts[size_t(id)];
+    d.unigram = unigram_baseline(counts, d.masks.special_ids);
+    const int64_t E = d.eval.size(), T = d.eval.seq_len;
+    d.eval_input.resize(size_t(E * T));
+    d.eval_labels.resize(size_t(E * T));
+    for (int64_t i = 0; i < E; ++i)
+      mask_sample(&d.eval.token_ids[size_t(i * T)], int32_t(T), d.eval.n_valid[size_t(i)], d.masks, mix_key(stream(c, kEvalMasks), uint64_t(i)),
+                  &d.eval_input[size_t(i * T)], &d.eval_labels[size_t(i * T)]);
+    d.unigram_loss = d.unigram.loss(d.eval_labels);
+    d.unigram_accuracy = d.unigram.accuracy(d.eval_labels);
+  });
+  log_info("pretrain: " + std::to_string(d.train.size()) + " training windows of T=" + std::to_string(d.train.seq_len) + " from the " +
+           "training documents, " + std::to_string(d.eval.size()) + " held-out samples (every " + std::to_string(c.corpus.heldout_every) +
+           "th document); model " + std::to_string(d.model.num_layers) + " layers, hidden " + std::to_string(d.model.hidden_size) + ", " +
+           std::to_string(d.model.num_heads) + " heads, vocabulary " + std::to_string(d.model.vocab_size));
+  return d;
+}
+
+// ---------------------------------------------------------------------- export ------------
+// A Hugging Face BertForMaskedLM folder: config.json, model.safetensors, vocab.txt,
+// tokenizer_config.json (each written atomically).
+void export_model(const std::string& dir, const MlmModel& model, const TrainData& d, const Config& c, const std::string& what) {
+  make_folder(dir, what);
+  const DType dtype = c.pretrain.save_dtype == SaveDtype::Float16 ? DType::F16 : DType::F32;
+  write_safetensors((fs::path(dir) / "model.safetensors").string(), model.export_tensors(dtype), {{"format", "pt"}});
+  atomic_write((fs::path(dir) / "config.json").string(), model.config().to_json("BertForMaskedLM", c.pretrain.dropout));
+  atomic_write((fs::path(dir) / "vocab.txt").string(), d.vocab_text);
+  nlohmann::ordered_json t;
+  t["do_lower_case"] = d.tokenizer->options().lower_case;
+  t["model_max_length"] = model.config().max_position_embeddings;
+  t["tokenizer_class"] = "BertTokenizer";
+  atomic_write((fs::path(dir) / "tokenizer_config.json").string(), t.dump(2) + "\n");
+}
+
+// loss.csv and the loss curves (loss.svg, loss.png) in output.dir.
+void write_curves(const std::string& dir, const std::vector<StepRow>& rows, const TrainData& d, int64_t batch) {
+  std::ostringstream csv;
+  csv.precision(7);
+  csv << "step,samples,learning_rate,train_loss,grad_norm,heldout_loss,heldout_accuracy,unigram_loss,unigram_accuracy,batch_digest\n";
+  const auto cell = [](double v) { return std::isnan(v) ? std::string() : std::to_string(v); };
+  for (const auto& r : rows)
+    csv << r.step << ',' << r.step * batch << ',' << r.learning_rate << ',' << r.train_loss << ',' << r.grad_norm << ','
+        << cell(r.heldout_loss) << ',' << cell(r.heldout_accuracy) << ',' << cell(std::isnan(r.heldout_loss) ? NAN : d.unigram_loss) << ','
+        << cell(std::isnan(r.heldout_loss) ? NAN : d.unigram_accuracy) << ',' << std::hex << r.batch_digest << std::dec << '\n';
+  atomic_write((fs::path(dir) / "loss.csv").string(), csv.str());
+  if (rows.empty()) return;
+  Series train{"training loss (per step)", {}, {}, Rgb{160, 190, 220}};
+  Series held{"held-out loss", {}, {}, Rgb{31, 119, 180}};
+  Series acc{"held-out accuracy", {}, {}, Rgb{31, 119, 180}};
+  for (const auto& r : rows) {
+    train.x.push_back(double(r.step));
+    train.y.push_back(r.train_loss);
+    if (std::isnan(r.heldout_loss)) continue;
+    held.x.push_back(double(r.step));
+    held.y.push_back(r.heldout_loss);
+    acc.x.push_back(double(r.step));
+    acc.y.push_back(100 * r.heldout_accuracy);
+  }
+  const double last = double(rows.back().step);
+  Series uni_loss{"unigram baseline", {0, last}, {d.unigram_loss, d.unigram_loss}, Rgb{214, 39, 40}, true};
+  Series uni_acc{"unigram baseline", {0, last}, {100 * d.unigram_accuracy, 100 * d.unigram_accuracy}, Rgb{214, 39, 40}, true};
+  PlotSpec loss, accuracy;
+  loss.title = "masked-LM loss";
+  loss.x_label = accuracy.x_label = "step";
+  loss.y_label = "cross-entropy (nats)";
+  loss.series = {train, held, uni_loss};
+  accuracy.title = "held-out accuracy";
+  accuracy.y_label = "masked tokens predicted (%)";
+  accuracy.series = {acc, uni_acc};
+  write_figure(plot_figure({loss, accuracy}, 2, 420, 300, "ctxsim pretrain: loss curves",
+                           std::to_string(rows.size()) + " steps of " + std::to_string(batch) + " samples"),
+               dir, "loss");
+}
+
+// ---------------------------------------------------------------------- steps -------------
+// One training step per unit, shared by every rank: compute() runs forward and backward over
+// this rank's rows of the global batch (a failure here is agreed on before any collective);
+// write() sums the gradients over the ranks, clips, updates, and evaluates when due;
+// make_durable() writes the checkpoint.
+class TrainingSteps final : public UnitWork {
+ public:
+  TrainingSteps(MpiComm& world, const TrainPlan& plan, const TrainData& data, MlmModel& model, AdamWState& adam,
+                std::vector<StepRow>& history)
+      : world_(world), plan_(plan), c_(plan.config), data_(data), model_(model), adam_(adam), history_(history),
+        decay_(model.decay_mask()), order_(data.train.size(), stream(c_, kOrder)) {}
+
+  void compute(const WorkUnit& unit) override {
+    const int64_t B = c_.pretrain.batch_size, T = data_.train.seq_len, R = world_.size(), r = world_.rank();
+    const int64_t lo = B * r / R, hi = B * (r + 1) / R, n = hi - lo;
+    std::vector<int32_t> input(static_cast<size_t>(n * T)), labels(static_cast<size_t>(n * T));
+    std::vector<int32_t> scratch_in(static_cast<size_t>(T)), scratch_lab(static_cast<size_t>(T));
+    std::vector<int16_t> n_valid(static_cast<size_t>(n));
+    std::vector<uint64_t> keys(static_cast<size_t>(n));
+    if (fault_here("unit", int(r))) throw Error("pretrain step " + std::to_string(unit.index + 1), "injected fault", "test hook");
+    global_predicted_ = 0;
+    batch_digest_ = uint64_t(unit.index);
+    for (int64_t row = 0; row < B; ++row) {  // every row's mask (cheap), so that each rank knows the global count
+      const int64_t g = unit.first + row;
+      const int64_t w = order_.window(g);
+      const bool mine = row >= lo && row < hi;
+      int32_t* in = mine ? &input[size_t((row - lo) * T)] : scratch_in.data();
+      int32_t* lab = mine ? &labels[size_t((row - lo) * T)] : scratch_lab.data();
+      global_predicted_ += mask_sample(&data_.train.token_ids[size_t(w * T)], int32_t(T), data_.train.n_valid[size_t(w)], data_.masks,
+                                       mix_key(stream(c_, kMasks), uint64_t(g)), in, lab);
+      for (int64_t t = 0; t < T; ++t) batch_digest_ = mix_key(batch_digest_, uint64_t(uint32_t(in[t])) << 32 | uint32_t(lab[t]));
+      if (mine) {
+        n_valid[size_t(row - lo)] = data_.train.n_valid[size_t(w)];
+        keys[size_t(row - lo)] = mix_key(stream(c_, kDropout), uint64_t(g));
+      }
+    }
+    if (global_predicted_ == 0)
+      throw Error("pretrain step " + std::to_string(unit.index), "no token of the batch can be masked", "use a corpus with text");
+    model_.gradients().zero_();
+    const MlmBatch batch = make_mlm_batch(input.data(), labels.data(), n_valid.data(), n, T, std::move(keys));
+    const MlmResult res = model_.train_step(batch, c_.pretrain.dropout, 1.0 / double(global_predicted_));
+    local_loss_ = res.loss_sum;
+    unit_delay_for_tests();
+    if (!std::isfinite(local_loss_))
+      throw Error("pretrain step " + std::to_string(unit.index + 1), "the loss is not finite (NaN or inf)",
+                  "lower pretrain.learning_rate or raise pretrain.warmup_steps");
+  }
+
+  void write(const WorkUnit* unit) override {
+    const int64_t step = unit->index;
+    world_.sum_to_all(model_.gradients().data_ptr<float>(), size_t(model_.gradients().numel()));
+    double loss = local_loss_;
+    world_.sum_to_all(&loss, 1);
+    StepRow row;
+    row.step = step + 1;
+    row.batch_digest = batch_digest_;
+    row.train_loss = loss / double(global_predicted_);
+    row.grad_norm = clip_grad_norm(model_.gradients(), c_.pretrain.clip_norm);
+    row.learning_rate = learning_rate(step, c_.pretrain.steps, c_.pretrain.warmup_steps, c_.pretrain.learning_rate);
+    adamw_update(model_.parameters(), model_.gradients(), decay_, adam_, row.learning_rate, AdamWOptions{0.9, 0.999, 1e-6, c_.pretrain.weight_decay});
+    if ((step + 1) % c_.pretrain.eval_steps == 0 || step + 1 == c_.pretrain.steps) evaluate(row);
+    history_.push_back(row);
+  }
+
+  void make_durable(const std::vector<uint8_t>& done) override {
+    if (world_.rank() == 0) {
+      TrainCheckpoint cp;
+      cp.identity = plan_.identity;
+      cp.steps_done = int64_t(history_.size());
+      CTXSIM_CHECK(cp.steps_done == std::count(done.begin(), done.end(), uint8_t(1)), "pretrain: history and steps done disagree");
+      const auto copy = [](const at::Tensor& t) {
+        const float* p = t.data_ptr<float>();
+        return std::vector<float>(p, p + t.numel());
+      };
+      cp.params = copy(model_.parameters());
+      cp.adam_m = copy(adam_.m);
+      cp.adam_v = copy(adam_.v);
+      cp.history_json = history_json(history_);
+      write_train_checkpoint(plan_.checkpoint_path, cp);
+      write_curves(c_.output.dir, history_, data_, c_.pretrain.batch_size);
+    }
+    world_.barrier();
+  }
+
+ private:
+  // Held-out loss and accuracy (collective): each rank its share of the fixed held-out samples.
+  void evaluate(StepRow& row) {
+    const int64_t E = data_.eval.size(), T = data_.eval.seq_len, R = world_.size(), r = world_.rank();
+    const int64_t chunk = 16;
+    double sums[3] = {0, 0, 0};  // loss, correct, predicted
+    for (int64_t first = E * r / R, end = E * (r + 1) / R; first < end; first += chunk) {
+      const int64_t n = std::min(chunk, end - first);
+      const MlmBatch batch = make_mlm_batch(&data_.eval_input[size_t(first * T)], &data_.eval_labels[size_t(first * T)],
+                                            &data_.eval.n_valid[size_t(first)], n, T, std::vector<uint64_t>(size_t(n), 0));
+      const MlmResult res = model_.evaluate(batch);
+      sums[0] += res.loss_sum;
+      sums[1] += double(res.correct);
+      sums[2] += double(res.predicted);
+    }
+    world_.sum_to_all(sums, 3);
+    row.heldout_loss = sums[0] / std::max(1.0, sums[2]);
+    row.heldout_accuracy = sums[1] / std::max(1.0, sums[2]);
+    std::ostringstream line;
+    line.precision(4);
+    line << "step " << row.step << "/" << c_.pretrain.steps << ": training loss " << row.train_loss << ", held-out loss " << row.heldout_loss
+         << ", accuracy " << 100 * row.heldout_accuracy << "% (unigram baseline: loss " << data_.unigram_loss << ", accuracy "
+         << 100 * data_.unigram_accuracy << "%); learning rate " << row.learning_rate;
+    log_info(line.str());
+  }
+
+  MpiComm& world_;
+  const TrainPlan& plan_;
+  const Config& c_;
+  const TrainData& data_;
+  MlmModel& model_;
+  AdamWState& adam_;
+  std::vector<StepRow>& history_;
+  at::Tensor decay_;
+  SampleOrder order_;
+  int64_t global_predicted_ = 0;
+  uint64_t batch_digest_ = 0;
+  double local_loss_ = 0;
+};
+
+}  // namespace
+
+int cmd_pretrain(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
+  const Stopwatch clock;
+  MpiSession::ensure();
+  MpiComm world(MPI_COMM_WORLD);
+  set_log_rank(world.rank(), world.size());
+  const StopSignals stop;
+  TrainPlan plan = plan_training(world, config_path, overrides);
+  const Config& c = plan.config;
+  const int threads = configure_threads(c.runtime.threads, world.local_size());
+  log_info(version_string() + "; pretrain " + config_path + "; " + std::to_string(world.size()) + " rank(s) x " + std::to_string(threads) +
+           " thread(s), cpu");
+  const TrainData data = load_training_data(world, plan);
+
+  // The model: BERT's initialisation (its step-0 weights exported), then the checkpoint's state.
+  MlmModel model(data.model, at::kFloat);
+  model.init_bert(uint64_t(c.pretrain.seed));
+  find_checkpoint(world, plan, model.parameters().numel());
+  AdamWState adam = adamw_state(model.parameters());
+  std::vector<StepRow> history;
+  on_every_rank(world, [&] {
+    if (world.rank() == 0) export_model(plan.init_out, model, data, c, c.where("pretrain.init_out"));
+  });
+  if (plan.steps_done > 0) {
+    std::vector<float> params(size_t(model.parameters().numel())), m(params.size()), v(params.size());
+    std::string history_text;
+    if (world.rank() == 0) {
+      params = std::move(plan.checkpoint->params);
+      m = std::move(plan.checkpoint->adam_m);
+      v = std::move(plan.checkpoint->adam_v);
+      history_text = plan.checkpoint->history_json;
+    }
+    world.broadcast(params.data(), params.size() * sizeof(float), 0);
+    world.broadcast(m.data(), m.size() * sizeof(float), 0);
+    world.broadcast(v.data(), v.size() * sizeof(float), 0);
+    const auto load = [](at::Tensor& t, const std::vector<float>& from) { std::memcpy(t.data_ptr<float>(), from.data(), from.size() * sizeof(float)); };
+    load(model.parameters(), params);
+    load(adam.m, m);
+    load(adam.v, v);
+    adam.steps = plan.steps_done;
+    history = parse_history(broadcast_string(world, history_text), plan.checkpoint_path);
+    log_info("resuming " + plan.checkpoint_path + ": " + std::to_string(plan.steps_done) + " of " + std::to_string(c.pretrain.steps) + " steps done");
+  }
+
+  const int64_t B = c.pretrain.batch_size, steps = c.pretrain.steps;
+  const std::vector<WorkUnit> units = make_units(steps * B, B);
+  std::vector<uint8_t> done(units.size(), 0);
+  for (int64_t s = 0; s < std::min(plan.steps_done, steps); ++s) done[size_t(s)] = 1;
+  TrainingSteps work(world, plan, data, model, adam, history);
+  Progress progress(steps * B, c.runtime.progress_seconds, world.rank() == 0);
+  const Stopwatch training;
+  const RoundTimes times =
+      run_rounds(world, units, done, RoundOptions{c.pretrain.checkpoint_steps, c.runtime.flush_seconds, /*shared=*/true}, work, stop, progress);
+  const double seconds = training.seconds();
+
+  if (world.rank() != 0) return kExitOk;
+  export_model(plan.model_out, model, data, c, c.where("pretrain.model_out"));
+  const int64_t trained = steps - plan.steps_done;
+  std::ostringstream summary;
+  summary.precision(4);
+  summary << "trained " << trained << " step(s) of " << B << " samples in " << seconds << " s ("
+          << (seconds > 0 ? double(trained * B) / seconds : 0.0) << " samples/s); wrote " << plan.model_out << " and " << plan.init_out
+          << " (step 0), loss curves in " << (fs::path(c.output.dir) / "loss.csv").string() << "; whole command " << clock.seconds() << " s";
+  summary << "; of the training time on rank 0: forward and backward " << 100 * times.compute / std::max(seconds, 1e-9)
+          << "%, gradient sum, update and evaluations " << 100 * times.write / std::max(seconds, 1e-9) << "%, checkpoints "
+          << 100 * times.durable / std::max(seconds, 1e-9) << "%";
+  log_info(summary.str());
+  if (!history.empty() && !std::isnan(history.back().heldout_loss))
+    out << "held-out masked-LM loss " << history.back().heldout_loss << " (unigram baseline " << data.unigram_loss << "), accuracy "
+        << 100 * history.back().heldout_accuracy << "% (unigram baseline " << 100 * data.unigram_accuracy << "%)\n";
+  return kExitOk;
+}
+
+}  // namespace ctxsim
