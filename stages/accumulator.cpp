@@ -30,12 +30,14 @@ const std::array<StatInfo, kStatCount> kStatSchema = {{
      "valid pairs with max(A_ij, A_ji) >= the rule's attention threshold (count)"},
     {Stat::SeparatorMass, "separator_mass", true, StatShape::LH,
      "sum over samples of the mean attention mass valid query rows put on the rule's separator keys, fixed point (units of 2^-32)"},
+    {Stat::SeparatorMassByToken, "separator_mass_by_token", false, StatShape::LHS,
+     "the same per separator token (order: /stats/attention separator_tokens), fixed point; a rule's separator_mass is the sum of its tokens'"},
 }};
 
 const StatInfo& stat_info(Stat s) { return kStatSchema[size_t(s)]; }
 
 Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
-  const int64_t L = s.layers, H = s.heads, T = s.seq_len, V = s.vocab;
+  const int64_t L = s.layers, H = s.heads, T = s.seq_len, V = s.vocab, S = s.separators;
   for (size_t i = 0; i < kStatCount; ++i) {
     const StatInfo& info = kStatSchema[i];
     CTXSIM_CHECK(size_t(info.id) == i, std::string("kStatSchema is out of order at ") + info.name);
@@ -48,6 +50,7 @@ Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
       case StatShape::LH: f.dims = {L, H}; break;
       case StatShape::LHT: f.dims = {L, H, T}; break;
       case StatShape::LHV: f.dims = {L, H, V}; break;
+      case StatShape::LHS: f.dims = {L, H, S}; break;
     }
     f.size = 1;
     for (auto d : f.dims) f.size *= static_cast<size_t>(d);
@@ -58,7 +61,8 @@ Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
 }
 
 void Accumulator::merge(const Accumulator& o) {
-  CTXSIM_CHECK(o.buffer_.size() == buffer_.size() && o.shape_.rules == shape_.rules && o.shape_.vocab == shape_.vocab,
+  CTXSIM_CHECK(o.buffer_.size() == buffer_.size() && o.shape_.rules == shape_.rules && o.shape_.vocab == shape_.vocab &&
+                   o.shape_.separators == shape_.separators,
                "statistics: cannot merge accumulators of different shapes");
   for (size_t i = 0; i < buffer_.size(); ++i) buffer_[i] += o.buffer_[i];
 }

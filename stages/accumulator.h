@@ -17,9 +17,12 @@ struct StatsShape {
   int64_t heads = 12;    // H
   int64_t seq_len = 128; // T
   int64_t vocab = 30522; // V
+  int64_t separators = 0; // S: the separator tokens, each once (separator_tokens of the options)
 };
 
-// Separator attention mass is summed as fixed point: round(mass × 2^32) per sample and head.
+// Separator attention mass is summed as fixed point: round(mass × 2^32) per sample, head and
+// separator token; the mass on a set of separators is the sum of its tokens' values, so that the
+// per-token masses add up to it exactly.
 constexpr double kFixedPointScale = 4294967296.0;
 
 // Every statistic, in the order of the buffer (and of kStatSchema).
@@ -31,10 +34,12 @@ enum class Stat : uint8_t {
   Samples, ValidPairs, DistanceAll, SameSentenceAll, SentenceEligibleAll, SameTokenAll,
   // attention, per rule: a folded sweep may give each rule its own threshold and separators
   HighAttentionAll, SeparatorMass,
+  // attention on each separator token (rule-independent); a rule's SeparatorMass is the sum of its tokens'
+  SeparatorMassByToken,
 };
-inline constexpr size_t kStatCount = 19;
+inline constexpr size_t kStatCount = 20;
 
-enum class StatShape : uint8_t { Scalar, T, L, LH, LHT, LHV };
+enum class StatShape : uint8_t { Scalar, T, L, LH, LHT, LHV, LHS };
 
 struct StatInfo {
   Stat id;

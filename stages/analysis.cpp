@@ -32,6 +32,7 @@ StatsShape Analysis::shape(int64_t seq_len) const {
   s.heads = model_.config().num_heads;
   s.seq_len = seq_len;
   s.vocab = model_.config().vocab_size;
+  s.separators = int64_t(separator_tokens(options_).size());
   return s;
 }
 

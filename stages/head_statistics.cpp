@@ -21,7 +21,7 @@ int64_t top_fraction_k(double f, int64_t pairs) {
 }
 
 SampleFacts SampleFacts::build(const int32_t* token, const int16_t* sentence, int64_t n, const std::vector<int64_t>& special_ids,
-                               const std::vector<std::vector<int64_t>>& separator_sets) {
+                               const std::vector<int64_t>& separator_tokens) {
   SampleFacts s;
   s.n = n;
   s.token.assign(token, token + n);
@@ -35,10 +35,10 @@ SampleFacts SampleFacts::build(const int32_t* token, const int16_t* sentence, in
   s.rank.resize(size_t(n));
   for (int64_t i = 0; i < n; ++i)
     s.rank[size_t(i)] = int32_t(std::lower_bound(s.rank_token.begin(), s.rank_token.end(), token[i]) - s.rank_token.begin());
-  for (const auto& set : separator_sets) {
+  for (const int64_t id : separator_tokens) {
     std::vector<int32_t> at;
     for (int64_t i = 0; i < n; ++i)
-      if (std::find(set.begin(), set.end(), int64_t(token[i])) != set.end()) at.push_back(int32_t(i));
+      if (int64_t(token[i]) == id) at.push_back(int32_t(i));
     s.separator_positions.push_back(std::move(at));
   }
   return s;

@@ -37,10 +37,10 @@ struct SampleFacts {
   std::vector<uint8_t> special;     // [n] 1 for the special ids: never a repetition
   std::vector<int32_t> rank;        // [n] rank of the token among the sample's distinct ids (ascending)
   std::vector<int32_t> rank_token;  // [distinct] the ids in ascending order
-  std::vector<std::vector<int32_t>> separator_positions;  // per separator set: valid positions holding one
+  std::vector<std::vector<int32_t>> separator_positions;  // per separator token: the valid positions holding it
 
   static SampleFacts build(const int32_t* token, const int16_t* sentence, int64_t n, const std::vector<int64_t>& special_ids,
-                           const std::vector<std::vector<int64_t>>& separator_sets);
+                           const std::vector<int64_t>& separator_tokens);
 };
 
 // One selection rule as the kernel applies it; beta indexes the attention thresholds.
@@ -59,12 +59,12 @@ struct HeadCounts {
 };
 
 // What one call computes: the counts of each rule and its distance histogram, the high-attention
-// pairs per threshold and the separator mass per separator set (fixed point, SPEC §4.7).
+// pairs per threshold and the separator mass per separator token (fixed point, SPEC §4.7).
 struct HeadResult {
   std::vector<HeadCounts> rules;         // [R]
   std::vector<int32_t> distance_hist;    // [R, T]
   std::vector<int64_t> high_attention;   // [betas]
-  std::vector<int64_t> separator_mass;   // [separator sets] round(mean mass x 2^32)
+  std::vector<int64_t> separator_mass;   // [separator tokens] round(mean mass x 2^32)
 };
 
 // k of a top_fraction rule for P valid pairs: min(P, max(1, round(f P))), 0 without pairs.

@@ -50,21 +50,28 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
     : opt_(opt), acc_(acc), B_(s.batch), T_(s.seq_len), L_(acc.shape().layers), R_(static_cast<int64_t>(opt.rules.size())), first_(s.first) {
   CTXSIM_CHECK(T_ == acc.shape().seq_len && R_ == acc.shape().rules, "statistics: batch and accumulator shapes differ");
   H_ = acc.shape().heads;
-  // Each distinct attention threshold and separator set is evaluated once per head.
-  std::vector<std::vector<int64_t>> sets;
+  // Each distinct attention threshold and separator token is evaluated once per head; a rule's
+  // separator mass is the sum over its tokens.
+  separator_tokens_ = separator_tokens(opt);
+  CTXSIM_CHECK(int64_t(separator_tokens_.size()) == acc.shape().separators, "statistics: the accumulator's separator count differs");
   for (int64_t r = 0; r < R_; ++r) {
     const SelectionRule& rule = opt.rules[size_t(r)];
     const double beta = std::isnan(rule.attention_threshold) ? opt.attention_threshold : rule.attention_threshold;
     const bool own_set = size_t(r) < opt.rule_separator_ids.size() && !opt.rule_separator_ids[size_t(r)].empty();
     rules_.push_back(HeadRule{rule.kind, rule.value, int(index_of(betas_, beta))});
-    rule_set_.push_back(index_of(sets, own_set ? opt.rule_separator_ids[size_t(r)] : opt.separator_ids));
+    std::vector<int64_t> tokens;
+    for (int64_t id : own_set ? opt.rule_separator_ids[size_t(r)] : opt.separator_ids) {
+      const int64_t u = index_of(separator_tokens_, id);
+      if (std::find(tokens.begin(), tokens.end(), u) == tokens.end()) tokens.push_back(u);
+    }
+    rule_tokens_.push_back(std::move(tokens));
   }
 
   // Per-sample facts and the rule-independent baselines, in closed form from the ids.
   int64_t* distance_all = acc_.at(Stat::DistanceAll);
   for (int64_t b = 0; b < B_; ++b) {
     const int64_t n = std::clamp<int64_t>(s.n_valid[b], 0, T_);
-    facts_.push_back(SampleFacts::build(s.token_ids + b * T_, s.sentence_ids + b * T_, n, opt.special_ids, sets));
+    facts_.push_back(SampleFacts::build(s.token_ids + b * T_, s.sentence_ids + b * T_, n, opt.special_ids, separator_tokens_));
     const SampleFacts& f = facts_.back();
     *acc_.at(Stat::ValidPairs) += n * (n - 1) / 2;
     for (int64_t d = 1; d < n; ++d) distance_all[d] += n - d;
@@ -121,7 +128,12 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const 
     }
   });
 
-  // Merge in (rule, sample, head) order.
+  // Merge in (rule, sample, head) order; the per-token separator masses once.
+  const int64_t S = int64_t(separator_tokens_.size());
+  int64_t* by_token = acc_.at(Stat::SeparatorMassByToken) + layer * H_ * S;
+  for (int64_t b = 0; b < B_; ++b)
+    for (int64_t h = 0; h < H_; ++h)
+      for (int64_t u = 0; u < S; ++u) by_token[h * S + u] += results_[size_t(b * H_ + h)].separator_mass[size_t(u)];
   const int64_t V = acc_.shape().vocab;
   for (int64_t r = 0; r < R_; ++r) {
     int64_t* high_pairs = acc_.at(Stat::HighPairs, r) + layer * H_;
@@ -138,7 +150,7 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const 
     int64_t* anchor_counts = acc_.at(Stat::AnchorCounts, r) + layer * H_ * V;
     int64_t& distinct = acc_.at(Stat::DistinctAnchors, r)[layer];
     const int beta = rules_[size_t(r)].beta;
-    const int64_t set = rule_set_[size_t(r)];
+    const std::vector<int64_t>& rule_tokens = rule_tokens_[size_t(r)];
     std::vector<int32_t> anchors(static_cast<size_t>(H_));
     for (int64_t b = 0; b < B_; ++b) {
       for (int64_t h = 0; h < H_; ++h) {
@@ -153,7 +165,7 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const 
         noise[h] += k.noise;
         with_pairs[h] += k.high_pairs > 0;
         high_attention_all[h] += res.high_attention[size_t(beta)];
-        separator_mass[h] += res.separator_mass[size_t(set)];
+        for (int64_t u : rule_tokens) separator_mass[h] += res.separator_mass[size_t(u)];
         const int32_t* dh = res.distance_hist.data() + r * T_;
         for (int64_t d = 0; d < T_; ++d) hist[h * T_ + d] += dh[d];
         if (k.anchor_token >= 0) {

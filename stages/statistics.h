@@ -67,7 +67,8 @@ class BatchStatistics {
   std::vector<SampleFacts> facts_;          // [B]
   std::vector<HeadRule> rules_;             // [R] with the index of their attention threshold
   std::vector<double> betas_;               // distinct attention thresholds
-  std::vector<int64_t> rule_set_;           // [R] index of the rule's separator set
+  std::vector<int64_t> separator_tokens_;   // [S] every separator token once (separator_tokens)
+  std::vector<std::vector<int64_t>> rule_tokens_;  // [R] indices into separator_tokens_ of the rule's separators
   std::vector<HeadResult> results_;         // [B, H] of the current layer
   at::Tensor last_left_, last_right_;       // [B, H, T, k] of the last add_layer
   PerSampleStats out_;

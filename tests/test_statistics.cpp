@@ -32,8 +32,9 @@ struct HandBatch {
   }
 };
 
-StatsShape shape_for(int64_t rules, int64_t layers, int64_t heads, int64_t T) {
+StatsShape shape_for(int64_t rules, int64_t layers, int64_t heads, int64_t T, const StatisticsOptions& opt = {}) {
   StatsShape s;
+  s.separators = int64_t(separator_tokens(opt).size());
   s.rules = rules;
   s.layers = layers;
   s.heads = heads;
@@ -98,7 +99,7 @@ TEST_P(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
   opt.attention_threshold = 0.1;
   opt.separator_ids = {102};
   opt.special_ids = {0, 100, 101, 102, 103};
-  Accumulator acc(shape_for(3, 1, 1, 8));
+  Accumulator acc(shape_for(3, 1, 1, 8, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, one_hot_vectors(b), uniform_attention(b, 1));
   for (int64_t r = 0; r < 3; ++r) {
@@ -149,7 +150,7 @@ TEST_P(HandBuilt, VectorsGrowingWithPosition) {
   // P = 15. f = 0.2 → k = 3: (4,5)=20 (3,5)=15 (3,4)=12. a = 0.6 → C >= 12: the same three
   // (12 is included). t = 10 adds (2,5) = 10.
   opt.rules = {rule(kTop, 0.2), rule(kRel, 0.6), rule(kAbs, 10)};
-  Accumulator acc(shape_for(3, 1, 1, 6));
+  Accumulator acc(shape_for(3, 1, 1, 6, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1));
   EXPECT_EQ(acc.at(Stat::HighPairs, 0)[0], 3);
@@ -178,7 +179,7 @@ TEST_P(HandBuilt, TiesGoToSmallerIThenSmallerJ) {
   StatisticsOptions opt;
   opt.dense_only = GetParam();
   opt.rules = {rule(kTop, 0.2)};  // k = 3 of 15 equal pairs
-  Accumulator acc(shape_for(1, 1, 1, 6));
+  Accumulator acc(shape_for(1, 1, 1, 6, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1));
   const at::Tensor m = stats.selection_matrix(0, 0)[0];
@@ -193,7 +194,7 @@ TEST_P(HandBuilt, RoundingIsHalfAwayFromZero) {
   StatisticsOptions opt;
   opt.dense_only = GetParam();
   opt.rules = {rule(kTop, 0.25), rule(kTop, 0.0001)};  // the second: max(1, round(0.001)) = 1
-  Accumulator acc(shape_for(2, 1, 1, 5));
+  Accumulator acc(shape_for(2, 1, 1, 5, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1));
   EXPECT_EQ(acc.at(Stat::HighPairs, 0)[0], 3);
@@ -215,7 +216,7 @@ TEST_P(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
   StatisticsOptions opt;
   opt.dense_only = GetParam();
   opt.rules = {rule(kRel, 0.5), rule(kTop, 0.01), rule(kAbs, -3.0)};
-  Accumulator acc(shape_for(3, 1, 1, 5));
+  Accumulator acc(shape_for(3, 1, 1, 5, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, left, right, uniform_attention(b, 1));
   EXPECT_EQ(acc.at(Stat::HighPairs, 0)[0], 0);
@@ -240,7 +241,7 @@ TEST_P(HandBuilt, PaddingNeverSelected) {
   opt.dense_only = GetParam();
   opt.rules = {rule(kTop, 0.5), rule(kAbs, -1e9)};
   opt.special_ids = {0, 101, 102};
-  Accumulator acc(shape_for(2, 1, 1, 8));
+  Accumulator acc(shape_for(2, 1, 1, 8, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1));
   // P = 6 and 28 → top half: 3 + 14; absolute selects every valid pair: 34.
@@ -262,7 +263,7 @@ TEST_P(HandBuilt, RulesCarryTheirOwnAttentionThresholdAndSeparators) {
   opt.attention_threshold = 0.1;
   opt.separator_ids = {102};
   opt.rule_separator_ids = {{}, {}, {10}};  // rule 2: token 'a' (3 keys of 8) is the separator
-  Accumulator acc(shape_for(3, 1, 1, 8));
+  Accumulator acc(shape_for(3, 1, 1, 8, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, one_hot_vectors(b), uniform_attention(b, 1));
   EXPECT_EQ(acc.at(Stat::InAttention, 0)[0], 4);
@@ -271,6 +272,45 @@ TEST_P(HandBuilt, RulesCarryTheirOwnAttentionThresholdAndSeparators) {
   EXPECT_EQ(acc.at(Stat::HighAttentionAll, 1)[0], 0);
   EXPECT_EQ(acc.at(Stat::SeparatorMass, 0)[0], int64_t(0.125 * kFixedPointScale));
   EXPECT_EQ(acc.at(Stat::SeparatorMass, 2)[0], int64_t(0.375 * kFixedPointScale));
+  EXPECT_TRUE(check_invariants(acc).empty());
+}
+
+// Attention on each separator (SPEC §4.7), by hand: [CLS] a b a c b a [SEP] with 'a' (3 keys),
+// 'c' (1 key) and [SEP] as separators, two heads. Head 0: row i puts 1/3 on each 'a' key when
+// i is even and everything on [SEP] when i is odd. Head 1: uniform (1/8 a key).
+TEST_P(HandBuilt, AttentionOnEachSeparatorAndTheirSumExactly) {
+  const HandBatch b = repeated_tokens();
+  StatisticsOptions opt;
+  opt.dense_only = GetParam();
+  opt.rules = {rule(kAbs, 0.5), rule(kAbs, 0.5)};
+  opt.separator_ids = {102, 10, 102};              // [SEP] listed twice: counted once
+  opt.rule_separator_ids = {{}, {12, 10}};         // rule 1: 'c' and 'a'
+  EXPECT_EQ(separator_tokens(opt), (std::vector<int64_t>{102, 10, 12}));
+  Accumulator acc(shape_for(2, 1, 2, 8, opt));
+  at::Tensor att = uniform_attention(b, 2);
+  att[0][0].zero_();
+  for (int64_t i = 0; i < 8; ++i)
+    if (i % 2 == 0)
+      for (int64_t k : {1, 3, 6}) att[0][0][i][k] = 1.0 / 3.0;
+    else
+      att[0][0][i][7] = 1.0;
+  BatchStatistics stats(opt, b.view(), acc);
+  stats.add_layer(0, one_hot_vectors(b).expand({1, 2, 8, 200}).contiguous(), att);
+  const int64_t* by_token = acc.at(Stat::SeparatorMassByToken);  // [L=1, H=2, S=3]
+  const auto fixed = [](double mass) { return int64_t(std::nearbyint(mass * kFixedPointScale)); };
+  // Head 0: [SEP] gets the 4 odd rows' 1 each, of 8 rows: 0.5; 'a' the 4 even rows' 3 × 1/3.
+  EXPECT_EQ(by_token[0], fixed(0.5));
+  EXPECT_EQ(by_token[1], fixed(4.0 * (3.0 * (1.0 / 3.0)) / 8.0));
+  EXPECT_EQ(by_token[2], 0);
+  // Head 1: uniform, 1/8 a key: [SEP] 1/8, 'a' 3/8, 'c' 1/8.
+  EXPECT_EQ(by_token[3], fixed(0.125));
+  EXPECT_EQ(by_token[4], fixed(0.375));
+  EXPECT_EQ(by_token[5], fixed(0.125));
+  // A rule's mass is exactly the sum of its tokens' fixed-point masses.
+  for (int64_t h = 0; h < 2; ++h) {
+    EXPECT_EQ(acc.at(Stat::SeparatorMass, 0)[h], by_token[h * 3 + 0] + by_token[h * 3 + 1]);
+    EXPECT_EQ(acc.at(Stat::SeparatorMass, 1)[h], by_token[h * 3 + 2] + by_token[h * 3 + 1]);
+  }
   EXPECT_TRUE(check_invariants(acc).empty());
 }
 
@@ -458,14 +498,21 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
         acc.at(Stat::HighPairs, int64_t(r))[layer * H + h] += int64_t(sel.size());
         for (int64_t i = 0; i < n; ++i)
           for (int64_t j = i + 1; j < n; ++j) acc.at(Stat::HighAttentionAll, int64_t(r))[layer * H + h] += high_att(i, j);
-        double total = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          double row = 0;
-          for (int64_t p = 0; p < n; ++p)
-            if (std::find(seps.begin(), seps.end(), tok[p]) != seps.end()) row += a[b][h][i][p];
-          total += row;
+        // SPEC §4.7: per separator token the mean mass of the valid rows, in fixed point; a
+        // set's mass is the sum of its (distinct) tokens' values.
+        const std::vector<int64_t> tokens = separator_tokens(opt);
+        for (size_t u = 0; u < tokens.size(); ++u) {
+          double total = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            double row = 0;
+            for (int64_t p = 0; p < n; ++p)
+              if (tok[p] == tokens[u]) row += a[b][h][i][p];
+            total += row;
+          }
+          const int64_t fixed = int64_t(std::nearbyint(total / double(n) * kFixedPointScale));
+          if (std::find(seps.begin(), seps.end(), tokens[u]) != seps.end()) acc.at(Stat::SeparatorMass, int64_t(r))[layer * H + h] += fixed;
+          if (r == 0) acc.at(Stat::SeparatorMassByToken)[(layer * H + h) * int64_t(tokens.size()) + int64_t(u)] += fixed;
         }
-        acc.at(Stat::SeparatorMass, int64_t(r))[layer * H + h] += int64_t(std::nearbyint(total / double(n) * kFixedPointScale));
         if (sel.empty()) continue;
         int32_t anchor = -1;
         int64_t best = -1;
@@ -556,7 +603,7 @@ TEST_P(HandBuilt, Float32TiesOnALongSample) {
   opt.dense_only = GetParam();
   opt.rules = {rule(kTop, 0.01), rule(kTop, 0.3)};
   const at::Tensor v = at::full({1, 1, T, 8}, 0.25f, at::kFloat);
-  Accumulator acc(shape_for(2, 1, 1, T));
+  Accumulator acc(shape_for(2, 1, 1, T, opt));
   BatchStatistics stats(opt, b.view(), acc);
   stats.add_layer(0, v, uniform_attention(b, 1).to(at::kFloat));
   const int64_t P = T * (T - 1) / 2;

@@ -109,7 +109,7 @@ TEST_F(RunStore, StoreDocumentsExactlyTheStatisticsSchema) {
     const StatInfo& info = kStatSchema[i];
     EXPECT_EQ(m[1].str(), info.name) << "row " << i;
     EXPECT_EQ(m[2].str() == "/stats/<rule>", info.per_rule) << info.name;
-    const char* shapes[] = {"[]", "[T]", "[L]", "[L,H]", "[L,H,T]", "[L,H,V]"};
+    const char* shapes[] = {"[]", "[T]", "[L]", "[L,H]", "[L,H,T]", "[L,H,V]", "[L,H,S]"};
     EXPECT_EQ(m[3].str(), shapes[int(info.shape)]) << info.name;
     const std::string where = info.per_rule ? "stats/top_fraction=0.01/" : "stats/baseline/";
     EXPECT_TRUE(h5::exists(file_, where + info.name)) << where << info.name;

@@ -41,7 +41,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   std::ostringstream csv;
   csv << "point,rule,layer,head,samples,high_pairs,mean_distance,short_range_share,short_range_chance,long_range_share,"
          "long_range_chance,same_sentence_rate,same_sentence_chance,same_sentence_lift,repetition_rate,repetition_chance,"
-         "repetition_lift,in_attention_rate,in_attention_chance,separator_mass,noise_share,top_anchor,top_anchor_samples\n";
+         "repetition_lift,in_attention_rate,in_attention_chance,separator_mass,separator_mass_by_token,noise_share,top_anchor,top_anchor_samples\n";
   csv << std::setprecision(6);
   int64_t used = 0, rows = 0;
   for (const auto& path : stores) {
@@ -63,11 +63,15 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
         for (int64_t h = 0; h < r.H; ++h) {
           const Counts c = r.head(l, h);
           const auto top = r.top_anchors(l, h, 1);
+          std::ostringstream by_token;  // "[SEP]=0.052;.=0.021": stores of a sweep may measure different separators
+          by_token << std::setprecision(6);
+          for (size_t u = 0; u < base.separator_tokens.size(); ++u)
+            by_token << (u ? ";" : "") << base.separator_tokens[u] << "=" << base.separator_token_attention(l, h, u);
           csv << csv_field(point) << "," << csv_field(rule) << "," << l << "," << h << "," << base.samples << "," << int64_t(c.pairs) << ","
               << c.mean_distance() << "," << c.short_range() << "," << base.short_range_chance() << "," << c.long_range() << ","
               << base.long_range_chance() << "," << c.same_sentence_rate() << "," << ss_chance << "," << base.same_sentence_lift(c) << ","
               << c.repetition_rate() << "," << st_chance << "," << base.repetition_lift(c) << "," << c.in_attention_rate() << ","
-              << base.in_attention_chance(c) << "," << base.separator_attention(c) << "," << c.noise_share() << ","
+              << base.in_attention_chance(c) << "," << base.separator_attention(c) << "," << csv_field(by_token.str()) << "," << c.noise_share() << ","
               << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
               << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
           ++rows;

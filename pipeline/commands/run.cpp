@@ -239,8 +239,8 @@ RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& a
 
 // ---------------------------------------------------------------------- finish ------------
 // Invariants, the aggregates, timings and the complete flag; the resume state goes.
-void finish_store(MpiComm& world, const RunPlan& p, RunState& st, const RoundTimes& rounds, const AnalysisUnits& work,
-                  const Stopwatch& clock, int64_t n_samples) {
+void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunState& st, const RoundTimes& rounds,
+                  const AnalysisUnits& work, const Stopwatch& clock, int64_t n_samples) {
   std::string bad;
   if (world.rank() == 0) {
     const auto v = check_invariants(st.acc);
@@ -252,7 +252,9 @@ void finish_store(MpiComm& world, const RunPlan& p, RunState& st, const RoundTim
     throw JobExit(kExitInternal);
   }
   const Stopwatch writing;
-  st.store->write_statistics(st.acc, p.config.statistics.attention_threshold, p.config.statistics.separators);
+  std::vector<std::string> separator_tokens;
+  for (int64_t id : ctxsim::separator_tokens(in.options)) separator_tokens.emplace_back(in.tokenizer->vocab().token(int32_t(id)));
+  st.store->write_statistics(st.acc, p.config.statistics.attention_threshold, p.config.statistics.separators, separator_tokens);
   // Per-rank compute seconds, the same string on every rank (attributes are collective).
   std::vector<int64_t> ms(size_t(world.size()), 0);
   ms[size_t(world.rank())] = int64_t(rounds.compute * 1000);
@@ -315,7 +317,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   Progress progress(samples.size(), plan.config.runtime.progress_seconds, world.rank() == 0);
   const RoundOptions options{plan.config.runtime.flush_units, plan.config.runtime.flush_seconds};
   const RoundTimes times = run_rounds(world, st.units, st.done, options, work, stop, progress);
-  finish_store(world, plan, st, times, work, clock, samples.size());
+  finish_store(world, plan, in, st, times, work, clock, samples.size());
   if (world.rank() != 0) return kExitOk;
 
   // The report reads the store: the model and the samples are done with.

@@ -254,7 +254,8 @@ void Store::write_example(int64_t e, const std::vector<uint16_t>& attention, con
   });
 }
 
-void Store::write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators) {
+void Store::write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators,
+                             const std::vector<std::string>& separator_tokens) {
   guarded([&] {
     const h5::Id stats = h5::open_group(file_, "stats");
     const auto put = [&](hid_t group, const StatField& f, const int64_t* data) {
@@ -278,6 +279,7 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
     const h5::Id att = h5::open_group(stats, "attention");
     h5::set_attr(att, "attention_threshold", attention_threshold);
     h5::set_attr(att, "separators", join(separators, "\n"));
+    h5::set_attr(att, "separator_tokens", join(separator_tokens, "\n"));
     h5::set_attr(att, "fixed_point_scale", kFixedPointScale);
   });
 }

@@ -57,7 +57,9 @@ class Store {
   void write_example(int64_t e, const std::vector<uint16_t>& attention, const std::vector<uint16_t>& similarity,
                      const std::vector<uint8_t>& selected);
   // Aggregates: data from rank 0 (the others pass anything); attributes collective.
-  void write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators);
+  // separator_tokens: the spellings of separator_mass_by_token's last axis.
+  void write_statistics(const Accumulator& acc, double attention_threshold, const std::vector<std::string>& separators,
+                        const std::vector<std::string>& separator_tokens);
   // Durable point: every rank's writes so far reach the file (collective).
   void flush();
   // Collective: the same value on every rank.

@@ -121,7 +121,26 @@ Baseline read_baseline(hid_t file, const std::string& store) {
   b.same_token_all = double(scalar(Stat::SameTokenAll));
   b.distance_all = read_checked<int64_t>(file, store, path(Stat::DistanceAll), H5T_NATIVE_INT64, {-1});
   if (b.T() < 2) throw Error(store, "/stats/baseline/distance_all holds fewer than 2 positions", kDamagedStoreFix);
+  if (h5::exists(file, path(Stat::SeparatorMassByToken))) {
+    std::vector<hsize_t> dims;
+    b.separator_mass_by_token = read_checked<int64_t>(file, store, path(Stat::SeparatorMassByToken), H5T_NATIVE_INT64, {-1, -1, -1}, &dims);
+    const h5::Id att = h5::open_group(file, "stats/attention");
+    const std::string tokens = h5::get_attr_string(att, "separator_tokens");
+    b.separator_tokens = tokens.empty() ? std::vector<std::string>{} : split_lines(tokens);
+    if (b.separator_tokens.size() != dims[2])
+      throw Error(store, "/stats/attention names " + std::to_string(b.separator_tokens.size()) + " separator tokens, " +
+                             path(Stat::SeparatorMassByToken) + " holds " + std::to_string(dims[2]), kDamagedStoreFix);
+    b.separator_heads = int64_t(dims[1]);
+  }
   return b;
+}
+
+double Baseline::separator_token_attention(int64_t layer, int64_t head, size_t u) const {
+  const int64_t S = int64_t(separator_tokens.size()), H = separator_heads;
+  double sum = 0;
+  for (int64_t h = head < 0 ? 0 : head; h < (head < 0 ? H : head + 1); ++h)
+    sum += double(separator_mass_by_token[size_t((layer * H + h) * S + int64_t(u))]) / kFixedPointScale;
+  return Counts::ratio(sum, double(samples) * double(head < 0 ? H : 1));
 }
 
 RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_tokens) {

@@ -41,8 +41,16 @@ struct Baseline {
   int64_t samples = 0;
   double valid_pairs = 0, same_sentence_all = 0, sentence_eligible_all = 0, same_token_all = 0;
   std::vector<int64_t> distance_all;  // [T]
+  // Attention on each separator token: the tokens (the axis S) and [L, H, S] in fixed point.
+  // Empty in stores written before ctxsim measured it.
+  std::vector<std::string> separator_tokens;
+  std::vector<int64_t> separator_mass_by_token;
+  int64_t separator_heads = 0;  // H of separator_mass_by_token
 
   int64_t T() const { return int64_t(distance_all.size()); }
+  // Mean attention mass per sample and head on separator token u, over the heads of a layer
+  // (head = -1) or of one head.
+  double separator_token_attention(int64_t layer, int64_t head, size_t u) const;
   double same_sentence_chance() const { return Counts::ratio(same_sentence_all, sentence_eligible_all); }
   double repetition_chance() const { return Counts::ratio(same_token_all, valid_pairs); }
   double short_range_chance() const;

@@ -100,6 +100,18 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
       out << "\n";
     }
   }
+  // Rule-independent: the attention on each separator token, per layer.
+  if (!base.separator_tokens.empty()) {
+    out << "\nattention on each separator (mean mass a valid query row puts on its keys, over the layer's heads)\n layer";
+    for (const auto& t : base.separator_tokens) out << std::setw(10) << t;
+    out << "\n";
+    const int64_t layers = int64_t(base.separator_mass_by_token.size()) / (int64_t(base.separator_tokens.size()) * base.separator_heads);
+    for (int64_t l = 0; l < layers; ++l) {
+      out << std::setw(6) << l;
+      for (size_t u = 0; u < base.separator_tokens.size(); ++u) out << std::setw(10) << fixed(base.separator_token_attention(l, -1, u), 3);
+      out << "\n";
+    }
+  }
   return 0;
 }
 
