@@ -30,20 +30,6 @@ namespace {
 
 using namespace report;
 
-// Writes every figure (SVG and PNG) and figures/index.json into `dir`: each figure's caption
-// and the pixel rectangles of its plot areas.
-void write_figures(const std::vector<Entry>& figures, const fs::path& dir) {
-  nlohmann::json index = nlohmann::json::array();
-  for (const auto& f : figures) {
-    write_figure(f.figure, dir.string(), f.stem);
-    nlohmann::json panels = nlohmann::json::array();
-    for (const auto& p : f.figure.panels) panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}, {"rows", p.rows}, {"cols", p.cols}});
-    index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
-  }
-  atomic_write((dir / "index.json").string(), index.dump(1) + "\n");
-}
-
-
 }  // namespace
 
 int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {

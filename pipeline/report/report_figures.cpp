@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <nlohmann/json.hpp>
+
+#include "stages/files.h"
 
 #include "stages/render.h"
 #include "stages/rollout.h"
@@ -106,6 +109,18 @@ void sentence_and_head_figures(const Aggregates& a) {
   a.heatmap("separator_attention", "Attention mass on separators per head", "mean attention on separators",
             [&](const Counts& c) { return b.separator_attention(c); }, 0,
             "Mean attention mass that valid query tokens put on separator keys, per layer and head");
+  if (!b.separator_tokens.empty()) {
+    PlotSpec p;
+    p.title = "mean over the layer's heads", p.x_label = "layer", p.y_label = "attention mass per query row", p.y_lo = 0;
+    for (size_t u = 0; u < b.separator_tokens.size(); ++u) {
+      Series s{b.separator_tokens[u], range(0, d.L), {}, sequence_colour(int(u), int(b.separator_tokens.size()))};
+      for (int l = 0; l < d.L; ++l) s.y.push_back(b.separator_token_attention(l, -1, u));
+      p.series.push_back(s);
+    }
+    a.out.push_back({"separator_attention_by_token",
+                     "Attention mass valid query tokens put on each separator token, per layer (mean over heads): [SEP] and punctuation apart",
+                     plot_figure({p}, 1, 420, 260, "Attention on each separator per layer", d.run)});
+  }
   a.heatmap("noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise", [](const Counts& c) { return 100 * c.noise_share(); }, 100,
             "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
 }
@@ -212,6 +227,17 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
   p.series = {bars};
   figures.push_back({"example" + std::to_string(e) + "_relevance", "Per-token relevance of " + sample + " for the [CLS] position: row 0 of the attention rollout",
                      plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
+}
+
+void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir) {
+  nlohmann::json index = nlohmann::json::array();
+  for (const auto& f : figures) {
+    write_figure(f.figure, dir.string(), f.stem);
+    nlohmann::json panels = nlohmann::json::array();
+    for (const auto& p : f.figure.panels) panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}, {"rows", p.rows}, {"cols", p.cols}});
+    index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
+  }
+  atomic_write((dir / "index.json").string(), index.dump(1) + "\n");
 }
 
 }  // namespace ctxsim::report

@@ -1,6 +1,7 @@
 // The report's figures, each described once as SVG (stages/figure.h): the study's aggregate
 // figures of one rule, and per stored example its attention, similarity and rollout.
 #pragma once
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,5 +24,9 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out);
 // high-attention pairs overlaid, the rollout `roll` [n, n] and the [CLS] relevance bars.
 void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,
                      const std::vector<std::pair<int, int>>& heads, std::vector<Entry>& figures);
+
+// Writes every figure (SVG and PNG) and index.json into `dir`: each figure's caption and the
+// pixel rectangles of its plot areas (so that tests and tools find a cell's or a curve's pixels).
+void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir);
 
 }  // namespace ctxsim::report

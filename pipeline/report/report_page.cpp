@@ -139,13 +139,22 @@ std::string report_page(hid_t file, const StoreData& d, const std::vector<Entry>
   const size_t E = d.example_ids.size();
   const size_t fixed_part = html.str().size() + std::string(kExplorerJs).size() + 4096;
   if (fixed_part > size_t(max_bytes)) over_budget(d, "the figures alone take", fixed_part, max_bytes);
-  const size_t per = E ? (size_t(max_bytes) - fixed_part) / E : 0;
-  // Examples are read again here rather than held: memory stays one example's worth.
-  for (size_t e = 0; e < E; ++e) html << (e ? ",\n" : "") << example_data(d, load_example(file, d, e), rollouts[e], per);
-  html << "];\n" << kExplorerJs << "</script></body></html>\n";
-  std::string page = html.str();
-  if (page.size() > size_t(max_bytes)) over_budget(d, "report.html would be", page.size(), max_bytes);
-  return page;
+  size_t per = E ? (size_t(max_bytes) - fixed_part) / E : 0;
+  const std::string head = html.str();
+  // The size of an example's data is estimated before it is pooled: when the page still comes
+  // out over the budget, the examples get that much less and are pooled again.
+  for (int attempt = 0;; ++attempt) {
+    std::ostringstream page;
+    page << head;
+    // Examples are read again here rather than held: memory stays one example's worth.
+    for (size_t e = 0; e < E; ++e) page << (e ? ",\n" : "") << example_data(d, load_example(file, d, e), rollouts[e], per);
+    page << "];\n" << kExplorerJs << "</script></body></html>\n";
+    std::string text = page.str();
+    if (text.size() <= size_t(max_bytes)) return text;
+    const size_t over = text.size() - size_t(max_bytes);
+    if (attempt == 3 || E == 0 || per <= over / E + 1) over_budget(d, "report.html would be", text.size(), max_bytes);
+    per -= over / E + 1;
+  }
 }
 
 }  // namespace ctxsim::report
