@@ -8,6 +8,7 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/config.h"
 #include "pipeline/job/head_list.h"
+#include "pipeline/report/compare.h"
 #include "stages/error.h"
 
 namespace ctxsim {
@@ -16,13 +17,14 @@ namespace {
 // Every subcommand's arguments, in one place the table's options bind to.
 struct Args {
   std::string config, vocab, store, dir, out, dtype = "float32";
-  std::vector<std::string> overrides, heads;
+  std::vector<std::string> overrides, heads, stores;
   int64_t show = 3, sweep_index = -1, ranks = 1, batches = 2;
   bool cased = false, tokens = false;
   int repeat = 3;
   SummaryOptions summary;
   SubmitArgs submit;
   ReportArgs report;
+  CompareArgs compare;
   InitModelArgs init;
   BenchModelArgs bench;
 };
@@ -126,6 +128,16 @@ std::vector<Subcommand> store_commands(Args& a) {
              ->delimiter(',');
        },
        [&] { return cmd_report(a.store, a.report, std::cout); }},
+      {"compare", "several finished runs drawn together: per-layer figures (PNG + SVG) and one compare.html",
+       [&](CLI::App& s) {
+         s.add_option("stores", a.stores, "store.h5 files, or folders searched for complete stores")->required();
+         s.add_option("--out", a.compare.out_dir, "folder for compare.html and figures/")->required();
+         s.add_option("--labels", a.compare.labels, "one name per store, in order (default: each store's folder)")->delimiter(',');
+         s.add_option("--rule", a.compare.rule, "selection rule every store has (default: the first store's first)");
+         s.add_option("--title", a.compare.title, "the page's title")->capture_default_str();
+         s.add_option("--max-bytes", a.compare.max_bytes, "size budget of compare.html")->capture_default_str();
+       },
+       [&] { return cmd_compare(a.stores, a.compare, std::cout); }},
       {"collect", "one CSV of the headline statistics of every store in a sweep folder",
        [&](CLI::App& s) {
          s.add_option("sweep_dir", a.dir, "the sweep's folder (output.dir/<sweep name>)")->required();

@@ -1,0 +1,304 @@
+// `ctxsim compare`: see compare.h. Everything is read and checked before anything is written;
+// the figures go to a staging folder that replaces figures/ only when the page is complete.
+#include "pipeline/report/compare.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pipeline/job/comm.h"
+#include "pipeline/report/report_data.h"
+#include "pipeline/report/report_figures.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/store/store.h"
+#include "pipeline/store/store_reader.h"
+#include "stages/error.h"
+#include "stages/figure.h"
+#include "stages/files.h"
+#include "stages/render.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+using report::Entry;
+using report::fixed;
+
+// One store as the page shows it.
+struct Run {
+  std::string label, path, model, dtype, windows, split;
+  Baseline base;
+  RuleStats stats;
+  std::vector<Counts> layers;  // all heads of each layer
+  Rgb colour;
+};
+
+const Rgb kChance{0, 0, 0}, kGrey{120, 120, 120};
+
+// A config value of a store's identity ("samples.windows"), or "" when it has none.
+std::string config_value(const std::string& yaml, const std::string& section, const std::string& key) {
+  try {
+    const YAML::Node n = YAML::Load(yaml);
+    const YAML::Node s = n[section];
+    if (s.IsDefined() && s.IsMap() && s[key].IsDefined() && s[key].IsScalar()) return s[key].Scalar();
+  } catch (const YAML::Exception&) {
+  }
+  return "";
+}
+
+std::vector<std::string> store_paths(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const auto& in : inputs) {
+    if (fs::is_directory(in)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::recursive_directory_iterator(in))
+        if (e.is_regular_file() && e.path().filename() == "store.h5" && inspect_store(e.path().string()).complete) found.push_back(e.path().string());
+      if (found.empty()) throw Error(in, "no complete store.h5 under this folder", "run the jobs first, or name the stores themselves");
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(in);
+    }
+  }
+  if (out.size() < 2) throw Error("ctxsim compare", "needs at least two stores, got " + std::to_string(out.size()), "name two or more store.h5 files or a sweep folder");
+  return out;
+}
+
+std::vector<Run> load_runs(const std::vector<std::string>& paths, const CompareArgs& a) {
+  if (!a.labels.empty() && a.labels.size() != paths.size())
+    throw Error("--labels", std::to_string(a.labels.size()) + " labels for " + std::to_string(paths.size()) + " stores", "give one label per store, in order");
+  std::vector<Run> runs;
+  std::string rule = a.rule;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    Run r;
+    r.path = paths[i];
+    const h5::Id file = open_complete_store(r.path);
+    const h5::Id stats = h5::open_group(file, "stats");
+    const auto rules = store_rules(stats);
+    if (rule.empty() && !rules.empty()) rule = rules.front();
+    if (std::find(rules.begin(), rules.end(), rule) == rules.end())
+      throw Error(r.path, "has no selection rule '" + rule + "' (it has: " + join(rules) + ")",
+                  "compare stores that share a rule, or pick one they all have with --rule");
+    r.base = read_baseline(file, r.path);
+    r.stats = read_rule_stats(file, r.path, rule, r.base, int64_t(store_vocab(file).size()));
+    r.model = h5::get_attr_string(file, "model_path");
+    r.dtype = h5::get_attr_string(file, "dtype");
+    const std::string config = h5::get_attr_string(file, "config");
+    r.windows = config_value(config, "samples", "windows");
+    r.split = config_value(config, "corpus", "split");
+    r.label = a.labels.empty() ? fs::path(r.path).parent_path().filename().string() : a.labels[i];
+    if (r.label.empty()) r.label = r.path;
+    for (int64_t l = 0; l < r.stats.L; ++l) r.layers.push_back(r.stats.layer(l));
+    if (!runs.empty()) {
+      const Run& first = runs.front();
+      if (r.stats.L != first.stats.L)
+        throw Error(r.path, "has " + std::to_string(r.stats.L) + " layers, " + first.path + " has " + std::to_string(first.stats.L),
+                    "compare runs of models with the same layer count (the figures are per layer)");
+      if (r.stats.T != first.stats.T)
+        throw Error(r.path, "has samples of T=" + std::to_string(r.stats.T) + ", " + first.path + " of T=" + std::to_string(first.stats.T),
+                    "compare runs with the same samples.seq_len (distances and chance depend on it)");
+    }
+    runs.push_back(std::move(r));
+  }
+  for (size_t i = 0; i < runs.size(); ++i) runs[i].colour = sequence_colour(int(i), int(runs.size()));
+  return runs;
+}
+
+std::vector<double> layer_axis(int64_t L) {
+  std::vector<double> x;
+  for (int64_t l = 0; l < L; ++l) x.push_back(double(l));
+  return x;
+}
+
+// A per-layer quantity of every run, with an optional dashed reference per run (its chance).
+PlotSpec per_layer(const std::vector<Run>& runs, const std::string& title, const std::string& y_label,
+                   const std::function<double(const Run&, const Counts&)>& f,
+                   const std::function<double(const Run&, const Counts&)>& chance = nullptr) {
+  PlotSpec p;
+  p.title = title, p.x_label = "layer", p.y_label = y_label, p.y_lo = 0;
+  for (const auto& r : runs) {
+    Series s{r.label, layer_axis(r.stats.L), {}, r.colour};
+    for (const auto& c : r.layers) s.y.push_back(f(r, c));
+    p.series.push_back(s);
+  }
+  if (chance)
+    for (const auto& r : runs) {
+      Series s{"chance (" + r.label + ")", layer_axis(r.stats.L), {}, r.colour, true};
+      for (const auto& c : r.layers) s.y.push_back(chance(r, c));
+      p.series.push_back(s);
+    }
+  return p;
+}
+
+void distance_figure(const std::vector<Run>& runs, std::vector<Entry>& out) {
+  const int64_t L = runs.front().stats.L, T = runs.front().stats.T;
+  std::vector<PlotSpec> panels;
+  double ymax = 0;
+  for (int64_t l = 0; l < L; ++l) {
+    PlotSpec p;
+    p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = l == 0;
+    for (const auto& r : runs) {
+      Series s{r.label, {}, {}, r.colour};
+      for (int64_t d = 1; d < T; ++d) {
+        s.x.push_back(double(d));
+        s.y.push_back(100 * Counts::ratio(r.layers[size_t(l)].distance[size_t(d)], r.layers[size_t(l)].pairs));
+      }
+      ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
+      p.series.push_back(s);
+    }
+    Series chance{"chance (" + runs.front().label + ")", {}, {}, kChance, true};
+    const Baseline& b = runs.front().base;
+    for (int64_t d = 1; d < T; ++d) {
+      chance.x.push_back(double(d));
+      chance.y.push_back(100 * Counts::ratio(double(b.distance_all[size_t(d)]), b.valid_pairs));
+    }
+    p.series.push_back(chance);
+    panels.push_back(p);
+  }
+  for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax * 1.05;
+  out.push_back({"distance_by_layer", "Distance j - i of the selected pairs per layer, every run overlaid, with the chance distribution (all valid pairs)",
+                 plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer", "")});
+}
+
+std::vector<Entry> compare_figures(const std::vector<Run>& runs, const std::string& title) {
+  std::vector<Entry> out;
+  distance_figure(runs, out);
+  const auto lift = per_layer(runs, "same-sentence lift", "rate / chance", [](const Run& r, const Counts& c) { return r.base.same_sentence_lift(c); });
+  const auto rate = per_layer(
+      runs, "same-sentence %", "% of selected pairs", [](const Run&, const Counts& c) { return 100 * c.same_sentence_rate(); },
+      [](const Run& r, const Counts&) { return 100 * r.base.same_sentence_chance(); });
+  out.push_back({"same_sentence_by_layer", "Same-sentence share of the selected pairs per layer against chance (dashed), and its lift",
+                 plot_figure({rate, lift}, 2, 340, 240, title + ": same sentence", "")});
+  out.push_back({"repetition_lift_by_layer", "Repeated-token pairs per layer: rate among the selected pairs / rate among all valid pairs",
+                 plot_figure({per_layer(runs, "repetition lift", "rate / chance", [](const Run& r, const Counts& c) { return r.base.repetition_lift(c); })}, 1,
+                             420, 260, title + ": repetition", "")});
+  PlotSpec anchors;
+  anchors.title = "distinct anchors", anchors.x_label = "layer", anchors.y_label = "mean per sample", anchors.y_lo = 0;
+  for (const auto& r : runs) {
+    Series s{r.label, layer_axis(r.stats.L), {}, r.colour};
+    for (int64_t l = 0; l < r.stats.L; ++l) s.y.push_back(Counts::ratio(double(r.stats.distinct_anchors[size_t(l)]), double(r.base.samples)));
+    anchors.series.push_back(s);
+  }
+  out.push_back({"distinct_anchors_by_layer", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
+                 plot_figure({anchors}, 1, 420, 260, title + ": distinct anchors", "")});
+  // Attention on each separator token (one panel per token any run measured).
+  std::vector<std::string> tokens;
+  for (const auto& r : runs)
+    for (const auto& t : r.base.separator_tokens)
+      if (std::find(tokens.begin(), tokens.end(), t) == tokens.end()) tokens.push_back(t);
+  if (!tokens.empty()) {
+    std::vector<PlotSpec> panels;
+    for (const auto& t : tokens) {
+      PlotSpec p;
+      p.title = "attention on " + t, p.x_label = "layer", p.y_label = "mass per query row", p.y_lo = 0, p.legend = panels.empty();
+      for (const auto& r : runs) {
+        const auto it = std::find(r.base.separator_tokens.begin(), r.base.separator_tokens.end(), t);
+        if (it == r.base.separator_tokens.end()) continue;
+        Series s{r.label, layer_axis(r.stats.L), {}, r.colour};
+        for (int64_t l = 0; l < r.stats.L; ++l) s.y.push_back(r.base.separator_token_attention(l, -1, size_t(it - r.base.separator_tokens.begin())));
+        p.series.push_back(s);
+      }
+      panels.push_back(p);
+    }
+    out.push_back({"separator_attention_by_layer", "Attention mass valid query tokens put on each separator token, per layer (mean over heads)",
+                   plot_figure(panels, int(std::min<size_t>(3, panels.size())), 300, 220, title + ": attention on each separator", "")});
+  }
+  const auto overlap = per_layer(
+      runs, "selected pairs that are high-attention", "%", [](const Run&, const Counts& c) { return 100 * c.in_attention_rate(); },
+      [](const Run& r, const Counts& c) { return 100 * r.base.in_attention_chance(c); });
+  const auto noise = per_layer(runs, "noise share", "% of selected pairs", [](const Run&, const Counts& c) { return 100 * c.noise_share(); });
+  out.push_back({"attention_and_noise_by_layer",
+                 "Left: share of the selected pairs the attention map also marks (max(A_ij, A_ji) >= beta) against chance (dashed): what it misses is "
+                 "structure the attention map alone does not show. Right: noise, the selected pairs no explanation covers",
+                 plot_figure({overlap, noise}, 2, 340, 240, title + ": attention overlap and noise", "")});
+  return out;
+}
+
+// The per-layer numbers of every run as an HTML table.
+std::string numbers_table(const std::vector<Run>& runs) {
+  std::ostringstream t;
+  t << "<table><tr><th>run</th><th>layer</th><th>mean distance</th><th>d&le;5 %</th><th>same-sentence %</th><th>lift</th>"
+       "<th>repetition lift</th><th>distinct anchors</th><th>in-attention %</th><th>noise %</th></tr>";
+  for (const auto& r : runs)
+    for (int64_t l = 0; l < r.stats.L; ++l) {
+      const Counts& c = r.layers[size_t(l)];
+      t << "<tr><td>" << xml_escape(r.label) << "</td><td>" << l << "</td><td>" << fixed(c.mean_distance(), 1) << "</td><td>"
+        << fixed(100 * c.short_range(), 1) << "</td><td>" << fixed(100 * c.same_sentence_rate(), 1) << "</td><td>"
+        << fixed(r.base.same_sentence_lift(c), 2) << "</td><td>" << fixed(r.base.repetition_lift(c), 2) << "</td><td>"
+        << fixed(Counts::ratio(double(r.stats.distinct_anchors[size_t(l)]), double(r.base.samples)), 2) << "</td><td>"
+        << fixed(100 * c.in_attention_rate(), 1) << "</td><td>" << fixed(100 * c.noise_share(), 1) << "</td></tr>";
+    }
+  return t.str() + "</table>";
+}
+
+std::string compare_page(const std::vector<Run>& runs, const std::vector<Entry>& figures, const fs::path& figure_dir, const CompareArgs& a) {
+  std::ostringstream h;
+  h << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << xml_escape(a.title) << "</title><style>"
+    << "body{font-family:sans-serif;margin:2em auto;max-width:1250px;padding:0 1em;color:#222}img{max-width:100%}figure{margin:1.5em 0}"
+    << "figcaption{color:#444;font-size:14px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
+    << ".swatch{display:inline-block;width:1em;height:1em;vertical-align:middle;margin-right:.4em}</style></head><body>\n<h1>"
+    << xml_escape(a.title) << "</h1>\n<p>Figures use the rule <b>" << xml_escape(runs.front().stats.name) << "</b>; each run is one colour.</p>\n"
+    << "<table id=\"runs\"><tr><th>run</th><th>store</th><th>model</th><th>dtype</th><th>samples</th><th>windows</th><th>documents</th></tr>";
+  nlohmann::json colours = nlohmann::json::array();
+  for (const auto& r : runs) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "#%02x%02x%02x", r.colour[0], r.colour[1], r.colour[2]);
+    colours.push_back({{"label", r.label}, {"rgb", {r.colour[0], r.colour[1], r.colour[2]}}});
+    h << "<tr><td><span class=\"swatch\" style=\"background:" << hex << "\"></span>" << xml_escape(r.label) << "</td><td>" << xml_escape(r.path)
+      << "</td><td>" << xml_escape(r.model) << "</td><td>" << xml_escape(r.dtype) << "</td><td>" << r.base.samples << "</td><td>"
+      << xml_escape(r.windows) << "</td><td>" << xml_escape(r.split.empty() ? "all" : r.split) << "</td></tr>";
+  }
+  h << "</table>\n<h2>Figures</h2>\n";
+  nlohmann::json index = nlohmann::json::array();
+  for (const auto& f : figures) {
+    h << "<figure id=\"fig-" << f.stem << "\"><img alt=\"" << xml_escape(f.caption) << "\" src=\"data:image/png;base64,"
+      << base64(read_file_bytes((figure_dir / (f.stem + ".png")).string())) << "\"><figcaption>" << xml_escape(f.caption) << "</figcaption></figure>\n";
+    nlohmann::json panels = nlohmann::json::array();
+    for (const auto& p : f.figure.panels) panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}});
+    index.push_back({{"stem", f.stem}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
+  }
+  h << "<h2>Numbers per layer</h2>\n" << numbers_table(runs) << "\n"
+    << "<script type=\"application/json\" id=\"index\">" << nlohmann::json{{"figures", index}, {"runs", colours}}.dump() << "</script>\n</body></html>\n";
+  const std::string page = h.str();
+  if (int64_t(page.size()) > a.max_bytes)
+    throw Error("--max-bytes " + std::to_string(a.max_bytes), "compare.html would take " + std::to_string(page.size()) + " bytes, over the budget",
+                "raise --max-bytes or compare fewer runs");
+  return page;
+}
+
+}  // namespace
+
+int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, std::ostream& out) {
+  MpiSession::ensure();
+  if (a.out_dir.empty()) throw Error("--out", "compare needs a folder for its page and figures", "give --out DIR");
+  const std::vector<Run> runs = load_runs(store_paths(inputs), a);
+  const std::vector<Entry> figures = compare_figures(runs, a.title);
+  make_folder(a.out_dir, "--out");
+  const fs::path figs = fs::path(a.out_dir) / "figures", staging = fs::path(a.out_dir) / "figures.partial";
+  try {
+    fs::remove_all(staging);
+    fs::create_directories(staging);
+    report::write_figures(figures, staging);
+    const std::string page = compare_page(runs, figures, staging, a);
+    const std::string html = (fs::path(a.out_dir) / "compare.html").string();
+    fs::remove(html);
+    fs::remove_all(figs);
+    fs::rename(staging, figs);
+    atomic_write(html, page);
+    out << "compare: " << html << " (" << page.size() / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in " << figs.string()
+        << " for " << runs.size() << " runs\n";
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  return 0;
+}
+
+}  // namespace ctxsim
