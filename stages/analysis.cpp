@@ -36,12 +36,14 @@ StatsShape Analysis::shape(int64_t seq_len) const {
   return s;
 }
 
-PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, const LayerHook& hook) const {
+PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, const LayerHook& hook, at::Tensor device_acc) const {
   const int64_t B = bs.batch, T = bs.seq_len;
-  BatchStatistics stats(options_, bs, acc);
-  const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(at::kLong);
-  const at::Tensor valid = at::arange(T, at::kLong).view({1, T}) <
-                           at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
+  BatchStatistics stats(options_, bs, acc, std::move(device_acc));
+  const at::Device device = model_.device();
+  const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(device, at::kLong);
+  const at::Tensor valid = (at::arange(T, at::kLong).view({1, T}) <
+                            at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1})).to(device);
+  CTXSIM_CHECK(device.is_cpu() || device_acc.defined(), "analysis: a model off the CPU needs the device statistics (device_acc)");
   LayerRequest request;
   request.final_hidden = false;
   model_.forward(ids, valid, request, [&](const LayerOutputs& o) {

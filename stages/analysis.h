@@ -19,9 +19,12 @@ class Analysis {
   Analysis(const BertModel& model, StatisticsOptions options, bool projected);
   const StatisticsOptions& options() const { return options_; }
   StatsShape shape(int64_t seq_len) const;
+  at::Device device() const { return model_.device(); }
 
   // Accumulates one batch into acc and returns its per-sample results ([R, B, L, H]).
-  PerSampleStats run_batch(const BatchSamples& batch, Accumulator& acc, const LayerHook& hook = nullptr) const;
+  // device_acc (optional, a GPU rank's): the layers' statistics go into it as whole-tensor
+  // operations on its device (BatchStatistics), the baselines into acc.
+  PerSampleStats run_batch(const BatchSamples& batch, Accumulator& acc, const LayerHook& hook = nullptr, at::Tensor device_acc = {}) const;
 
  private:
   const BertModel& model_;

@@ -1,5 +1,7 @@
 #include "stages/statistics.h"
 
+#include "stages/tensor_statistics.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -46,7 +48,14 @@ int64_t index_of(std::vector<T>& list, const T& v) {
 
 }  // namespace
 
-BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSamples& s, Accumulator& acc)
+BatchStatistics::~BatchStatistics() = default;
+
+const PerSampleStats& BatchStatistics::per_sample() {
+  if (tensor_) tensor_->per_sample(out_.anchor_token, out_.anchor_share, out_.high_pairs);
+  return out_;
+}
+
+BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSamples& s, Accumulator& acc, at::Tensor device_acc)
     : opt_(opt), acc_(acc), B_(s.batch), T_(s.seq_len), L_(acc.shape().layers), R_(static_cast<int64_t>(opt.rules.size())), first_(s.first) {
   CTXSIM_CHECK(T_ == acc.shape().seq_len && R_ == acc.shape().rules, "statistics: batch and accumulator shapes differ");
   H_ = acc.shape().heads;
@@ -100,9 +109,12 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   out_.anchor_share.assign(n, 0.0f);
   out_.high_pairs.assign(n, 0);
   results_.resize(size_t(B_ * H_));
+  if (device_acc.defined())
+    tensor_ = std::make_unique<TensorStatistics>(opt_, facts_, T_, acc_, std::move(device_acc), rules_, betas_, rule_tokens_);
 }
 
 void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const at::Tensor& right_in, const at::Tensor& attention) {
+  if (tensor_) return tensor_->add_layer(layer, left_in, right_in, attention);
   const auto dtype = right_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   const at::Tensor left = left_in.to(dtype).contiguous(), right = right_in.to(dtype).contiguous();
   CTXSIM_CHECK(right.dim() == 4 && right.size(0) == B_ && right.size(1) == H_ && right.size(2) == T_ && left.sizes() == right.sizes() &&
@@ -189,6 +201,7 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const 
 }
 
 at::Tensor BatchStatistics::selection_matrix(int64_t rule, int64_t row) const {
+  if (tensor_) return tensor_->selection_matrix(rule, row);
   at::Tensor m = at::zeros({H_, T_, T_}, at::kByte);
   const int64_t K = last_right_.size(3);
   const ValueType vt = value_type(last_right_, "vector");

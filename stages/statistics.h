@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "stages/accumulator.h"
@@ -44,9 +45,15 @@ struct PerSampleStats {
 // Accumulates one batch: construct (adds the rule-independent baselines), then add_layer for
 // each layer in order. The work of a layer runs in parallel over (sample, head), each in plain
 // loops (stages/head_statistics.h); the results are merged into the accumulator in a fixed order.
+class TensorStatistics;
+
 class BatchStatistics {
  public:
-  BatchStatistics(const StatisticsOptions& options, const BatchSamples& samples, Accumulator& acc);
+  // device_acc (optional): an int64 tensor laid out as acc's buffer on the device the layers'
+  // tensors live on (a GPU rank). Given, the layers' statistics are whole-tensor operations there
+  // (stages/tensor_statistics.h) added into it, and only the baselines go into acc.
+  BatchStatistics(const StatisticsOptions& options, const BatchSamples& samples, Accumulator& acc, at::Tensor device_acc = {});
+  ~BatchStatistics();
 
   // The layer's similarities C_ij = left_i · right_j from vectors [B, H, T, k] (right = the head
   // outputs o, left = o or o M; computed per head by the kernel, float64 when right is float64,
@@ -55,7 +62,7 @@ class BatchStatistics {
   // The same with left = right = vectors (the context similarity).
   void add_layer(int64_t layer, const at::Tensor& vectors, const at::Tensor& attention) { add_layer(layer, vectors, vectors, attention); }
 
-  const PerSampleStats& per_sample() const { return out_; }
+  const PerSampleStats& per_sample();
   // The last add_layer's selection of rule r for batch row b as a [H, T, T] uint8 0/1 matrix
   // (upper triangle), for stored examples.
   at::Tensor selection_matrix(int64_t rule, int64_t row) const;
@@ -72,6 +79,7 @@ class BatchStatistics {
   std::vector<HeadResult> results_;         // [B, H] of the current layer
   at::Tensor last_left_, last_right_;       // [B, H, T, k] of the last add_layer
   PerSampleStats out_;
+  std::unique_ptr<TensorStatistics> tensor_;  // the device path, when device_acc was given
 };
 
 }  // namespace ctxsim

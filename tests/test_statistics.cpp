@@ -583,6 +583,54 @@ TEST_F(BrownTiny, KernelsMatchAPlainImplementationOfTheSpecCountForCount) {
   }
 }
 
+// The whole-tensor path of GPU ranks (stages/tensor_statistics.h), run here on CPU tensors:
+// count for count the kernels' accumulator, per-sample results and stored selections, in float64.
+TEST_F(BrownTiny, TensorPathMatchesTheKernelsCountForCount) {
+  StatisticsOptions opt = opt_;
+  opt.rules.push_back(rule(kTop, 0.2));
+  opt.rules.push_back(rule(kRel, 0.999));
+  opt.rules.push_back(rule(kAbs, 1e9));
+  opt.rules[2].attention_threshold = 0.02;
+  opt.rule_separator_ids = {{}, {1012}, {}};
+  const Analysis an(*model64_, opt, false);
+  const int64_t T = samples_->seq_len;
+  Accumulator kernels(an.shape(T)), tensors(an.shape(T));
+  at::Tensor device_acc = at::zeros({int64_t(tensors.buffer().size())}, at::kLong);
+  for (int64_t first = 0; first < 40; first += 8) {
+    const BatchSamples bs{&samples_->token_ids[size_t(first * T)], &samples_->sentence_ids[size_t(first * T)],
+                          &samples_->n_valid[size_t(first)], 8, T, first};
+    const PerSampleStats a = an.run_batch(bs, kernels);
+    const PerSampleStats b = an.run_batch(bs, tensors, nullptr, device_acc);
+    EXPECT_EQ(a.anchor_token, b.anchor_token) << "batch at " << first;
+    EXPECT_EQ(a.high_pairs, b.high_pairs) << "batch at " << first;
+    EXPECT_EQ(a.anchor_share, b.anchor_share) << "batch at " << first;
+  }
+  const int64_t* d = device_acc.data_ptr<int64_t>();
+  for (size_t i = 0; i < tensors.buffer().size(); ++i) tensors.buffer()[i] += d[i];
+  for (const auto& f : kernels.fields()) {
+    const size_t n = f.size * size_t(f.per_rule() ? kernels.shape().rules : 1);
+    const std::vector<int64_t> x(kernels.buffer().begin() + long(f.offset), kernels.buffer().begin() + long(f.offset + n));
+    const std::vector<int64_t> y(tensors.buffer().begin() + long(f.offset), tensors.buffer().begin() + long(f.offset + n));
+    EXPECT_EQ(x, y) << f.name();
+  }
+  EXPECT_GT(kernels.at(Stat::HighPairs, 3)[0], 0);
+  EXPECT_TRUE(check_invariants(tensors).empty());
+  // The stored selection of an example: the same matrix from both paths.
+  const BatchSamples bs{&samples_->token_ids[0], &samples_->sentence_ids[0], &samples_->n_valid[0], 4, T, 0};
+  Accumulator scratch(an.shape(T));
+  for (int64_t r = 0; r < 4; ++r) {
+    at::Tensor from_kernels, from_tensors;
+    an.run_batch(bs, scratch, [&](int64_t layer, const at::Tensor&, const at::Tensor&, const BatchStatistics& st) {
+      if (layer == 1) from_kernels = st.selection_matrix(r, 2);
+    });
+    at::Tensor scratch_acc = at::zeros_like(device_acc);
+    an.run_batch(bs, scratch, [&](int64_t layer, const at::Tensor&, const at::Tensor&, const BatchStatistics& st) {
+      if (layer == 1) from_tensors = st.selection_matrix(r, 2);
+    }, scratch_acc);
+    EXPECT_TRUE(at::equal(from_kernels, from_tensors)) << "rule " << r;
+  }
+}
+
 TEST_F(BrownTiny, ThreadCountDoesNotChangeResults) {
   const Analysis an(*model64_, opt_, false);
   const int threads = at::get_num_threads();
@@ -616,6 +664,16 @@ TEST_P(HandBuilt, Float32TiesOnALongSample) {
     for (int64_t i = 0; left > 0; ++i) left -= std::min<int64_t>(left, T - 1 - i), ++expect_rows;
     EXPECT_EQ(m.sum(1).gt(0).sum().item<int64_t>(), expect_rows);
     EXPECT_EQ(m[0].sum().item<int64_t>(), std::min<int64_t>(k, T - 1));
+  }
+  // The tensor path breaks the ties the same way (a stable sort in (i, j) order).
+  Accumulator baselines(shape_for(2, 1, 1, T, opt));
+  at::Tensor device_acc = at::zeros({int64_t(baselines.buffer().size())}, at::kLong);
+  BatchStatistics tensor_stats(opt, b.view(), baselines, device_acc);
+  tensor_stats.add_layer(0, v, uniform_attention(b, 1).to(at::kFloat));
+  for (int64_t r = 0; r < 2; ++r) {
+    EXPECT_TRUE(at::equal(stats.selection_matrix(r, 0), tensor_stats.selection_matrix(r, 0))) << "rule " << r;
+    EXPECT_EQ(device_acc[baselines.field(Stat::HighPairs).offset + size_t(r) * baselines.field(Stat::HighPairs).size].item<int64_t>(),
+              acc.at(Stat::HighPairs, r)[0]);
   }
 }
 
