@@ -58,8 +58,8 @@ std::string CpuFeatures::describe() const {
   return s;
 }
 
-void require_native_dtype(Precision precision, const std::string& where) {
-  if (precision != Precision::BFloat16 || cpu_features().native_bf16()) return;
+void require_native_dtype(Precision precision, const std::string& where, bool on_cpu) {
+  if (!on_cpu || precision != Precision::BFloat16 || cpu_features().native_bf16()) return;
   throw Error(where, "bfloat16 needs a CPU with avx512_bf16 or amx_bf16, and this one has neither: LibTorch would emulate "
                      "bfloat16 matmul, some fifty times slower than float32",
               "use float32 on this machine (float64 for count-for-count checks), or run bfloat16 on nodes whose "

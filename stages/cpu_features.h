@@ -19,8 +19,8 @@ struct CpuFeatures {
 // that lets a machine that has them check the refusal).
 CpuFeatures cpu_features();
 
-// Throws ctxsim::Error naming `where` (the config key) when the precision is bfloat16 and the CPU
-// has no native bfloat16: such a run would crawl.
-void require_native_dtype(Precision precision, const std::string& where);
+// Throws ctxsim::Error naming `where` (the config key) when the precision is bfloat16, the run
+// computes on the CPU (on_cpu) and the CPU has no native bfloat16: such a run would crawl.
+void require_native_dtype(Precision precision, const std::string& where, bool on_cpu = true);
 
 }  // namespace ctxsim

@@ -1,6 +1,7 @@
 #include "stages/model.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/core/InferenceMode.h>
 #include <omp.h>
 
@@ -116,7 +117,21 @@ int configure_threads(int64_t requested, int ranks_on_node) {
   return at::get_num_threads();
 }
 
-BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadReport* report) {
+at::Device compute_device(const std::string& choice, int local_rank, const std::string& where) {
+  const bool has_cuda = at::hasCUDA();
+  const int64_t gpus = has_cuda ? int64_t(at::detail::getCUDAHooks().getNumGPUs()) : 0;
+  if (choice == "cpu" || (choice == "auto" && gpus == 0)) return at::kCPU;
+  if (!has_cuda)
+    throw Error(where, "this ctxsim's LibTorch has no CUDA (Debian's libtorch is CPU-only), so it cannot compute on a GPU",
+                "reconfigure with -DCTXSIM_CUDA=ON against a CUDA LibTorch (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; "
+                "print(torch.utils.cmake_prefix_path)'), README: GPU ranks), or set runtime.device=cpu");
+  if (gpus == 0) throw Error(where, "no CUDA device is visible", "run on a GPU node (check CUDA_VISIBLE_DEVICES), or set runtime.device=cpu");
+  return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
+}
+
+std::string device_name(at::Device device) { return device.is_cpu() ? "cpu" : device.str(); }
+
+BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadReport* report, at::Device device) {
   namespace fs = std::filesystem;
   const OneIntraOpThread one_thread;
   const BertConfig config = BertConfig::load((fs::path(dir) / "config.json").string());
@@ -177,19 +192,20 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
     for (const auto& [key, view] : file.tensors())
       if (canonical_tensor_name(key) == name) ++r.encoder_tensors;
   r.weights_path = weights;
-  return from_tensors(config, std::move(tensors), dtype);
+  return from_tensors(config, std::move(tensors), dtype, device);
 }
 
-BertModel BertModel::from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> t, at::ScalarType dtype) {
+BertModel BertModel::from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> t, at::ScalarType dtype, at::Device device) {
   BertModel m;
   m.config_ = config;
   m.dtype_ = dtype;
+  m.device_ = device;
   // Each tensor leaves the map as it is taken, so that the stacked projections are not held
   // twice for the whole model.
   const auto get = [&](const std::string& name) {
     const auto it = t.find(name);
     if (it == t.end()) throw Error("model", "missing tensor " + name, "use a complete BERT checkpoint");
-    at::Tensor v = it->second.to(dtype).contiguous();
+    at::Tensor v = it->second.to(dtype).to(device).contiguous();
     t.erase(it);
     return v;
   };

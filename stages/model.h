@@ -41,13 +41,16 @@ using LayerCallback = std::function<void(const LayerOutputs&)>;
 
 class BertModel {
  public:
-  // Reads <dir>/config.json and <dir>/model.safetensors (F32/F16/BF16/F64, converted to dtype).
-  static BertModel load(const std::string& dir, at::ScalarType dtype, LoadReport* report = nullptr);
+  // Reads <dir>/config.json and <dir>/model.safetensors (F32/F16/BF16/F64, converted to dtype),
+  // and places the weights on `device`.
+  static BertModel load(const std::string& dir, at::ScalarType dtype, LoadReport* report = nullptr, at::Device device = at::kCPU);
   // From named tensors in canonical BertModel names (see bert_tensor_shapes).
-  static BertModel from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> tensors, at::ScalarType dtype);
+  static BertModel from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> tensors, at::ScalarType dtype,
+                                at::Device device = at::kCPU);
 
   const BertConfig& config() const { return config_; }
   at::ScalarType dtype() const { return dtype_; }
+  at::Device device() const { return device_; }
 
   // ids [B, T] int64; valid [B, T] bool (false on [PAD]). Returns the last hidden states
   // [B, T, hidden] (undefined when !request.final_hidden). Calls on_layer after each layer's
@@ -65,6 +68,7 @@ class BertModel {
   };
   BertConfig config_;
   at::ScalarType dtype_ = at::kFloat;
+  at::Device device_ = at::kCPU;
   at::Tensor word_, pos_, type_, ln_w_, ln_b_;
   std::vector<Layer> layers_;
 };
@@ -72,6 +76,13 @@ class BertModel {
 // The LibTorch dtype of a precision; parse_dtype reads "float32" | "bfloat16" | "float64".
 at::ScalarType torch_dtype(Precision p);
 at::ScalarType parse_dtype(const std::string& name);
+
+// The device a rank computes on. choice "cpu"; "cuda": GPU local_rank % the visible count, and an
+// error naming `where` when this LibTorch has no CUDA or no GPU is visible; "auto": CUDA when both
+// are there, else the CPU.
+at::Device compute_device(const std::string& choice, int local_rank, const std::string& where);
+// "cpu", "cuda:0", …
+std::string device_name(at::Device device);
 
 // Sets LibTorch's intra-op threads: requested > 0, else SLURM_CPUS_PER_TASK, else
 // OMP_NUM_THREADS, else the cores this process may run on — all of them when it is bound (mpirun

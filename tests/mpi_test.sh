@@ -71,6 +71,13 @@ case "$CASE" in
     run 2 "$TMP/t" || fail "rerun: $(tail -3 "$TMP/t.log")"
     compare "$TMP/ref" "$TMP/t"
     ;;
+  tensor_path)
+    # The whole-tensor statistics of GPU ranks, run on the CPU (a test hook): on 2 ranks, their
+    # device counts folded in at each flush, the same store as the kernels on 1 rank.
+    run 1 "$TMP/ref" || fail "reference run"
+    CTXSIM_TENSOR_STATISTICS=1 run 2 "$TMP/t" runtime.flush_units=2 || fail "tensor path: $(tail -3 "$TMP/t.log")"
+    compare "$TMP/ref" "$TMP/t"
+    ;;
   errors)
     # A config error: every rank finds it; one message, exit 1, nothing written.
     timeout 60 $MPI -n 2 "$CTXSIM" run "${ARGS[@]}" output.dir="$TMP/e1" samples.seq_len=banana > /dev/null 2> "$TMP/err"

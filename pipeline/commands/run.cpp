@@ -47,6 +47,7 @@ struct RunPlan {
   Mode mode = Create;
   std::optional<Checkpoint> checkpoint;  // rank 0, when resuming
   std::unique_ptr<RunLock> lock;         // rank 0: the run owns output.dir until it ends
+  at::Device device = at::kCPU;          // where this rank computes (runtime.device)
 };
 
 RunPlan::Mode decide_mode(const RunPlan& p, std::optional<Checkpoint>& checkpoint) {
@@ -85,8 +86,9 @@ RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vect
     if (p.model_dir.empty())
       throw Error(c.where("model.path"), "a run needs a model",
                   "set model.path to a Hugging Face BERT folder (scripts/setup.sh makes data/models/bert-base-seed0) or model.name");
-    // Every rank computes on the CPU today: a dtype it would only emulate stops the run here.
-    require_native_dtype(c.model.dtype, c.where("model.dtype"));
+    p.device = compute_device(name_of(c.runtime.device), world.local_rank(), c.where("runtime.device"));
+    // A dtype the CPU would only emulate stops the run here.
+    require_native_dtype(c.model.dtype, c.where("model.dtype"), p.device.is_cpu());
     p.identity = identity_yaml(c);
     p.identity_hash = sha256_of(p.identity);
     p.store_path = (fs::path(c.output.dir) / "store.h5").string();
@@ -141,10 +143,11 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
       throw Error(c.where("corpus.path"), "injected fault: the corpus is unreadable on this rank", "test hook");
     in.threads = configure_threads(c.runtime.threads, world.local_size());
     log_info(version_string() + "; config " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
-             std::to_string(in.threads) + " thread(s), cpu");
+             std::to_string(in.threads) + " thread(s), " + device_name(p.device));
     // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
     // three are independent, and together they are most of the start-up.
-    auto loading = std::async(std::launch::async, [&] { return BertModel::load(p.model_dir, torch_dtype(c.model.dtype), &in.report); });
+    auto loading =
+        std::async(std::launch::async, [&] { return BertModel::load(p.model_dir, torch_dtype(c.model.dtype), &in.report, p.device); });
     if (p.mode == RunPlan::Create && world.rank() == 0)
       in.weights_sha256 = std::async(std::launch::async, [w = (fs::path(p.model_dir) / "model.safetensors").string()] { return sha256_file(w); });
     in.tokenizer.emplace(make_tokenizer(c));
@@ -198,7 +201,7 @@ StoreAttributes store_attributes(MpiComm& world, const RunPlan& p, RunInputs& in
   a.dtype = name_of(c.model.dtype);
   a.ranks = world.size();
   a.threads = in.threads;
-  a.devices = std::to_string(world.size()) + " x cpu, reductions over " + reducer.name();
+  a.devices = std::to_string(world.size()) + " x " + (p.device.is_cpu() ? "cpu" : "cuda") + ", reductions over " + reducer.name();
   return a;
 }
 
@@ -301,12 +304,13 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
     log_info(plan.store_path + " is already complete for this config; its summary:");
     return world.rank() == 0 ? print_summary(plan.store_path, SummaryOptions{}, out) : 0;
   }
+  // GPU float32 matmuls: full precision unless model.tf32 (TF32 rounds inputs to a 10-bit mantissa).
+  at::globalContext().setAllowTF32CuBLAS(plan.config.model.tf32);
+  at::globalContext().setAllowTF32CuDNN(plan.config.model.tf32);
   RunInputs in = load_inputs(world, plan);
-  // The large reductions: NCCL with runtime.device=cuda (CTXSIM_CUDA builds), else MPI.
-  const Device device = plan.config.runtime.device;
-  const bool cuda = device == Device::Cuda || (device == Device::Auto && cuda_device_visible());
+  // The large reductions: NCCL on GPU ranks of a build with it (CTXSIM_CUDA), else MPI.
   std::unique_ptr<Communicator> nccl;
-  on_every_rank(world, [&] { nccl = make_reduction_comm(world, cuda); });
+  on_every_rank(world, [&] { nccl = make_reduction_comm(world, plan.device.is_cuda()); });
   Communicator& reducer = nccl ? *nccl : static_cast<Communicator&>(world);
 
   const Analysis analysis(*in.model, in.options, plan.config.model.vector == HeadVector::Projected);

@@ -35,7 +35,13 @@ AnalysisUnits::AnalysisUnits(const Analysis& analysis, const SampleSet& samples,
                              Store& store, Accumulator& acc, Communicator& world, Communicator& reducer, ResumeTarget resume)
     : analysis_(analysis), samples_(samples), batch_size_(batch_size), examples_(std::move(examples)), store_(store), acc_(acc),
       world_(world), reducer_(reducer), resume_(std::move(resume)), R_(acc.shape().rules), L_(acc.shape().layers),
-      H_(acc.shape().heads), T_(samples.seq_len) {}
+      H_(acc.shape().heads), T_(samples.seq_len) {
+  // A GPU rank's statistics are whole-tensor operations on its device, counted there; the
+  // CTXSIM_TENSOR_STATISTICS=1 test hook takes that path on the CPU too.
+  const char* force = std::getenv("CTXSIM_TENSOR_STATISTICS");
+  if (!analysis_.device().is_cpu() || (force && std::string(force) == "1"))
+    device_acc_ = at::zeros({int64_t(acc_.buffer().size())}, at::TensorOptions().dtype(at::kLong).device(analysis_.device()));
+}
 
 void AnalysisUnits::compute(const WorkUnit& unit) {
   if (fault_here("unit", world_.rank())) throw Error("unit " + std::to_string(unit.index), "injected fault in a stage", "test hook");
@@ -54,8 +60,8 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
       keep_examples = [&](int64_t, const at::Tensor& sim, const at::Tensor& attention, const BatchStatistics& stats) {
         for (size_t q = 0; q < in_batch.size(); ++q) {
           const int64_t row = in_batch[q].second;
-          ex_att[q].push_back(attention[row].to(at::kFloat).clone());
-          ex_sim[q].push_back(sim[row].to(at::kFloat).clone());
+          ex_att[q].push_back(attention[row].to(at::kCPU, at::kFloat).clone());
+          ex_sim[q].push_back(sim[row].to(at::kCPU, at::kFloat).clone());
           std::vector<at::Tensor> per_rule;
           for (int64_t r = 0; r < R_; ++r) per_rule.push_back(stats.selection_matrix(r, row));
           ex_sel[q].push_back(at::stack(per_rule));  // [R, H, T, T]
@@ -63,7 +69,7 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
       };
     const Stopwatch clock;
     const double started_after = batch_times_.started() ? 0 : seconds_since_process_start();
-    const PerSampleStats ps = analysis_.run_batch(bs, acc_, keep_examples);
+    const PerSampleStats ps = analysis_.run_batch(bs, acc_, keep_examples, device_acc_);
     batch_times_.add(clock.seconds(), started_after);
     // [R, B, L, H] of the batch into [R, unit.count, L, H] of the unit.
     for (int64_t r = 0; r < R_; ++r) {
@@ -98,6 +104,13 @@ void AnalysisUnits::write(const WorkUnit* unit) {
 }
 
 void AnalysisUnits::make_durable(const std::vector<uint8_t>& done) {
+  // The device's counts join this rank's accumulator, one copy per flush.
+  if (device_acc_.defined()) {
+    const at::Tensor host = device_acc_.to(at::kCPU).contiguous();
+    const int64_t* d = host.data_ptr<int64_t>();
+    for (size_t i = 0; i < acc_.buffer().size(); ++i) acc_.buffer()[i] += d[i];
+    device_acc_.zero_();
+  }
   // Durability order: the units' per-sample data, then the state that vouches for it.
   store_.flush();
   reducer_.reduce_sum_to_root(acc_.buffer().data(), acc_.buffer().size());

@@ -54,6 +54,7 @@ class AnalysisUnits final : public UnitWork {
   std::vector<int32_t> anchor_token_, high_pairs_;
   std::vector<float> anchor_share_;
   BatchTimes batch_times_;
+  at::Tensor device_acc_;  // a GPU rank's counts on its device (laid out as acc_'s buffer); undefined on the CPU path
 };
 
 // Test hooks, never set in production: CTXSIM_FAULT=<where>@<rank> makes that rank fail at

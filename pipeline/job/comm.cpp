@@ -60,6 +60,7 @@ MpiComm::MpiComm(MPI_Comm parent) {
   MPI_Comm local;
   check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
   check_mpi(MPI_Comm_size(local, &local_size_), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(local, &local_rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_free(&local), "MPI_Comm_free");
 }
 

@@ -52,10 +52,11 @@ class MpiComm final : public Communicator {
   void barrier() override;
   MPI_Comm mpi() const override { return comm_; }
   int local_size() const { return local_size_; }  // ranks on this node
+  int local_rank() const { return local_rank_; }  // this rank among them (its GPU)
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1, local_size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1, local_rank_ = 0;
 };
 
 class LocalComm final : public Communicator {
@@ -73,11 +74,8 @@ class LocalComm final : public Communicator {
 };
 
 // The communicator for the large accumulator reductions: NCCL on CUDA ranks when built with
-// CTXSIM_CUDA, else the MPI one. Throws, saying how to build it, when "nccl" is asked of a
-// build without CUDA.
+// CTXSIM_CUDA; nullptr (reduce over MPI) on the CPU or in a build without NCCL.
 std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda);
-// Whether this build has CUDA and this process sees a GPU (runtime.device: auto).
-bool cuda_device_visible();
 
 // MPI for this process: initialised on first use, so a command that never needs it never starts
 // it (funneled: only the main thread calls MPI), and finalised when the session object that main

@@ -56,6 +56,7 @@ struct Config {
     LowerCase do_lower_case = LowerCase::Auto;  // auto (tokenizer_config.json, else true) | true | false
     Precision dtype = Precision::Float32;       // float32 | bfloat16 | float64
     HeadVector vector = HeadVector::Context;    // context | projected (SPEC §2)
+    bool tf32 = false;                          // CUDA: float32 matmuls in TF32 (faster; moves near-tied pairs)
   } model;
   std::vector<SelectionRule> selection = {SelectionRule{}};  // SPEC §3; evaluated in one pass
   struct Statistics {

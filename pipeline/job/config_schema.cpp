@@ -284,6 +284,8 @@ const std::vector<Field>& schema() {
                                       "compute dtype; float64 for count-for-count checks"));
     f.push_back(enum_field<HeadVector>("model.vector", [](Config& c) -> HeadVector& { return c.model.vector; },
                                        "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"));
+    f.push_back(bool_field("model.tf32", [](Config& c) -> bool& { return c.model.tf32; },
+                           "GPU ranks: float32 matmuls in TF32 (10-bit mantissa, faster, moves near-tied pairs); false = full float32"));
     f.push_back(double_field("statistics.attention_threshold", [](Config& c) -> double& { return c.statistics.attention_threshold; },
                              0.0, 1.0, false, "beta: a pair is high-attention when max(A_ij, A_ji) >= beta"));
     f.push_back(list_field<std::string>("statistics.separators", [](Config& c) -> std::vector<std::string>& { return c.statistics.separators; },
