@@ -184,6 +184,7 @@ std::vector<Subcommand> model_commands(Args& a) {
          s.add_option("--seq-len", a.bench.seq_len, "tokens per sample")->capture_default_str();
          s.add_option("--threads", a.bench.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores");
          s.add_option("--seconds", a.bench.seconds, "seconds per measurement")->capture_default_str();
+         s.add_option("--device", a.bench.device, "cpu | cuda (the first GPU) | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
        },
        [&] { return cmd_bench_model(a.bench, std::cout); }},
   };

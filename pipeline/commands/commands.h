@@ -80,6 +80,7 @@ struct BenchModelArgs {
   int64_t seq_len = 128;
   int64_t threads = 0;
   double seconds = 3;  // per measurement
+  std::string device = "cpu";  // cpu | cuda | auto
 };
 int cmd_bench_model(const BenchModelArgs& args, std::ostream& out);
 

@@ -79,8 +79,13 @@ struct Rates {
 };
 
 Rates time_batch(const BertModel& m, const std::vector<SelectionRule>& rules, int64_t B, int64_t T, double seconds) {
-  const at::Tensor ids = at::randint(1000, 2000, {B, T}, at::kLong);
-  const at::Tensor valid = at::ones({B, T}, at::kBool);
+  const at::Device dev = m.device();
+  const at::Tensor ids = at::randint(1000, 2000, {B, T}, at::kLong).to(dev);
+  const at::Tensor valid = at::ones({B, T}, at::TensorOptions().dtype(at::kBool).device(dev));
+  // A GPU works asynchronously: reading one value back waits for everything queued before it.
+  const auto sync = [&] {
+    if (!dev.is_cpu()) (void)at::zeros({1}, at::TensorOptions().device(dev)).sum().item<float>();
+  };
   double sink = 0;
   const LayerCallback touch = [&](const LayerOutputs& o) {
     sink += o.context.data_ptr() != nullptr;
@@ -91,23 +96,28 @@ Rates time_batch(const BertModel& m, const std::vector<SelectionRule>& rules, in
   opt.separator_ids = {1010, 1012, 102};
   opt.special_ids = {0, 100, 101, 102, 103};
   const Analysis analysis(m, opt, false);
-  const at::Tensor ids32 = ids.to(at::kInt).contiguous();
+  const at::Tensor ids32 = ids.to(at::kCPU, at::kInt).contiguous();
   std::vector<int16_t> sent(static_cast<size_t>(B * T)), nvalid(static_cast<size_t>(B), static_cast<int16_t>(T));
   for (size_t i = 0; i < sent.size(); ++i) sent[i] = int16_t((i % size_t(T)) / 20);
   const BatchSamples bs{ids32.data_ptr<int32_t>(), sent.data(), nvalid.data(), B, T};
   Accumulator acc(analysis.shape(T));
+  const at::Tensor device_acc =
+      dev.is_cpu() ? at::Tensor() : at::zeros({int64_t(acc.buffer().size())}, at::TensorOptions().dtype(at::kLong).device(dev));
   m.forward(ids, valid, {}, nullptr);  // warm-up
-  analysis.run_batch(bs, acc);
+  analysis.run_batch(bs, acc, nullptr, device_acc);
+  sync();
   double sa = 0, sb = 0, sc = 0, n = 0;
   while (sa + sb + sc < 3 * seconds) {
     Stopwatch clock;
     m.forward(ids, valid, {}, nullptr);
+    sync();
     sa += clock.seconds();
     clock.restart();
     m.forward(ids, valid, {}, touch);
+    sync();
     sb += clock.seconds();
     clock.restart();
-    analysis.run_batch(bs, acc);
+    analysis.run_batch(bs, acc, nullptr, device_acc);  // per-sample results come back: synchronous
     sc += clock.seconds();
     n += double(B);
   }
@@ -120,6 +130,7 @@ Rates time_batch(const BertModel& m, const std::vector<SelectionRule>& rules, in
 int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const std::vector<SelectionRule> rules = bench_rules(a.rules);
   const int threads = configure_threads(a.threads);
+  const at::Device device = compute_device(a.device, 0, "--device");
   // A real checkpoint (--model), or random weights in memory: speed does not depend on their values.
   const bool real = !a.model.empty();
   const BertConfig c = real ? BertConfig::load(a.model + "/config.json") : BertConfig::preset(a.preset);
@@ -129,7 +140,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const double gflop = c.flops_per_sample(a.seq_len) / 1e9;
   const CpuFeatures cpu = cpu_features();
   out << "bench-model: " << (real ? a.model : a.preset) << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads
-      << " threads, " << rules.size() << " selection rule(s); CPU: " << cpu.describe() << "\n"
+      << " threads, " << rules.size() << " selection rule(s); " << device_name(device) << "; CPU: " << cpu.describe() << "\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
       << "per-sample pipeline: forward + similarity + all statistics\n"
       << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s"
@@ -140,11 +151,12 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
     return c.str();
   };
   for (const auto& dt : a.dtypes) {
-    if (dt == "bfloat16" && !cpu.native_bf16()) {
+    if (dt == "bfloat16" && device.is_cpu() && !cpu.native_bf16()) {
       out << std::left << std::setw(10) << dt << "skipped: this CPU has neither avx512_bf16 nor amx_bf16, so LibTorch would emulate it\n";
       continue;
     }
-    const BertModel m = real ? BertModel::load(a.model, parse_dtype(dt)) : BertModel::from_tensors(c, tensors, parse_dtype(dt));
+    const BertModel m =
+        real ? BertModel::load(a.model, parse_dtype(dt), nullptr, device) : BertModel::from_tensors(c, tensors, parse_dtype(dt), device);
     for (int64_t B : a.batches) {
       const Rates r = time_batch(m, rules, B, a.seq_len, a.seconds);
       out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(24) << cell(r.plain) << std::setw(24) << cell(r.handed_out)
