@@ -1,6 +1,8 @@
 #include "stages/figure.h"
 
+#ifndef CTXSIM_NO_FIGURES
 #include <librsvg/rsvg.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -331,6 +333,7 @@ Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double pw, 
   return f;
 }
 
+#ifndef CTXSIM_NO_FIGURES
 namespace {
 
 // Owners of the librsvg and cairo handles (each freed on every path out).
@@ -374,6 +377,9 @@ void svg_to_png(const std::string& svg, const std::string& path) {
   if (st != CAIRO_STATUS_SUCCESS) throw Error(path, std::string("cannot encode the PNG: ") + cairo_status_to_string(st), "check free memory");
   atomic_write(path, png);
 }
+#else
+void svg_to_png(const std::string&, const std::string& path) { require_figures(path); }
+#endif
 
 void write_figure(const Figure& figure, const std::string& dir, const std::string& stem) {
   atomic_write(dir + "/" + stem + ".svg", figure.svg);

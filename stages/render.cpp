@@ -1,6 +1,8 @@
 #include "stages/render.h"
 
+#ifndef CTXSIM_NO_FIGURES
 #include <png.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +13,20 @@
 #include "stages/files.h"
 
 namespace ctxsim {
+
+bool figures_available() {
+#ifdef CTXSIM_NO_FIGURES
+  return false;
+#else
+  return true;
+#endif
+}
+
+void require_figures(const std::string& what) {
+  if (!figures_available())
+    throw Error(what, "this ctxsim was built without figures (-DCTXSIM_FIGURES=OFF: no libpng or librsvg)",
+                "reconfigure with -DCTXSIM_FIGURES=ON, or set output.report=false");
+}
 namespace {
 
 // Anchor points of matplotlib's viridis (at 0, 1/8, …, 1), linearly interpolated.
@@ -111,6 +127,7 @@ Image heatmap(const std::vector<float>& v, int rows, int cols, double lo, double
   return img;
 }
 
+#ifndef CTXSIM_NO_FIGURES
 std::string encode_png(const Image& image) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
@@ -131,6 +148,10 @@ std::string encode_png(const Image& image) {
   png_destroy_write_struct(&png, &info);
   return out;
 }
+
+#else
+std::string encode_png(const Image&) { require_figures("PNG"); return {}; }
+#endif
 
 void write_png(const std::string& path, const Image& image) { atomic_write(path, encode_png(image)); }
 
@@ -153,6 +174,7 @@ std::string base64(const std::string& bytes) {
   return out;
 }
 
+#ifndef CTXSIM_NO_FIGURES
 Image read_png(const std::string& path) {
   png_image img{};
   img.version = PNG_IMAGE_VERSION;
@@ -165,6 +187,12 @@ Image read_png(const std::string& path) {
   }
   return out;
 }
+#else
+Image read_png(const std::string&) {
+  require_figures("PNG");
+  return Image(0, 0);
+}
+#endif
 
 std::vector<float> pool_blocks(const std::vector<float>& v, int rows, int cols, int block, int& out_rows, int& out_cols) {
   block = std::max(1, block);

@@ -45,6 +45,11 @@ struct ValueScale {
 };
 ValueScale similarity_scale(const std::vector<float>& matrix, int n);  // n x n, row-major
 
+// Whether this build draws figures (-DCTXSIM_FIGURES, default ON: libpng and librsvg); GPU
+// builds may leave them out. require_figures throws, naming `what`, when it does not.
+bool figures_available();
+void require_figures(const std::string& what);
+
 void write_png(const std::string& path, const Image& image);      // throws ctxsim::Error
 Image read_png(const std::string& path);                          // for tests and checks
 std::string encode_png(const Image& image);                       // the PNG file's bytes

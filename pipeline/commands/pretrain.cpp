@@ -35,6 +35,7 @@
 #include "stages/mlm.h"
 #include "stages/model.h"
 #include "stages/pretraining_data.h"
+#include "stages/render.h"
 #include "stages/stopwatch.h"
 
 namespace fs = std::filesystem;
@@ -245,7 +246,7 @@ void write_curves(const std::string& dir, const std::vector<StepRow>& rows, cons
         << cell(r.heldout_loss) << ',' << cell(r.heldout_accuracy) << ',' << cell(std::isnan(r.heldout_loss) ? NAN : d.unigram_loss) << ','
         << cell(std::isnan(r.heldout_loss) ? NAN : d.unigram_accuracy) << ',' << std::hex << r.batch_digest << std::dec << '\n';
   atomic_write((fs::path(dir) / "loss.csv").string(), csv.str());
-  if (rows.empty()) return;
+  if (rows.empty() || !figures_available()) return;
   Series train{"training loss (per step)", {}, {}, Rgb{160, 190, 220}};
   Series held{"held-out loss", {}, {}, Rgb{31, 119, 180}};
   Series acc{"held-out accuracy", {}, {}, Rgb{31, 119, 180}};

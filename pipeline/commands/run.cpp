@@ -27,6 +27,7 @@
 #include "stages/cpu_features.h"
 #include "stages/error.h"
 #include "stages/files.h"
+#include "stages/render.h"
 #include "stages/safetensors.h"
 #include "stages/stopwatch.h"
 
@@ -87,6 +88,9 @@ RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vect
       throw Error(c.where("model.path"), "a run needs a model",
                   "set model.path to a Hugging Face BERT folder (scripts/setup.sh makes data/models/bert-base-seed0) or model.name");
     p.device = compute_device(name_of(c.runtime.device), world.local_rank(), c.where("runtime.device"));
+    if (c.output.report && !figures_available())
+      throw Error(c.where("output.report"), "this ctxsim was built without figures (-DCTXSIM_FIGURES=OFF), so it cannot write the report",
+                  "set output.report=false (make the report elsewhere with 'ctxsim report'), or reconfigure with -DCTXSIM_FIGURES=ON");
     // A dtype the CPU would only emulate stops the run here.
     require_native_dtype(c.model.dtype, c.where("model.dtype"), p.device.is_cpu());
     p.identity = identity_yaml(c);

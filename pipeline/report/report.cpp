@@ -21,6 +21,7 @@
 #include "stages/error.h"
 #include "stages/figure.h"
 #include "stages/files.h"
+#include "stages/render.h"
 #include "stages/rollout.h"
 
 namespace fs = std::filesystem;
@@ -33,6 +34,7 @@ using namespace report;
 }  // namespace
 
 int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  require_figures("ctxsim report");
   MpiSession::ensure();
   if (args.max_bytes < (1 << 20))
     throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
