@@ -12,8 +12,9 @@
 # Everything it prints and writes goes to $OUT (the device tool brings it back).
 #
 # Here (no GPU): `bash scripts/device_check.sh --prepare` downloads the .deb files into
-# device-debs/ and makes the CPU half: device-ref/ (the tiny model and its CPU float64 store).
-# There: `bash scripts/device_check.sh` (pass device-debs and device-ref as carried paths).
+# device-debs/ (12 MB) and makes the CPU half: device-ref/ (the tiny model and its CPU float64
+# store, 2 MB). There: `bash scripts/device_check.sh`, carrying device-debs, device-ref and
+# data/brown, data/vocab (the BERT-base random checkpoint is made there: 440 MB would not travel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
@@ -29,7 +30,6 @@ if [ "${1:-}" = "--prepare" ]; then
   mkdir -p device-debs device-ref
   (cd device-debs && apt-get download "${DEBS[@]}") || { echo "apt-get download failed"; exit 1; }
   build/ctxsim init-model --preset bert-tiny --seed 7 --vocab data/vocab/bert-base-uncased.txt --out device-ref/tiny > /dev/null
-  build/ctxsim init-model --preset bert-base --seed 0 --vocab data/vocab/bert-base-uncased.txt --out device-ref/base > /dev/null
   rm -rf device-ref/cpu && build/ctxsim run "${TINY[@]}" model.path=device-ref/tiny output.dir=device-ref/cpu > /dev/null
   echo "prepared: device-debs/ ($(du -sh device-debs | cut -f1)), device-ref/ ($(du -sh device-ref | cut -f1));"
   echo "carry both (and data/) to the device machine and run: bash scripts/device_check.sh"
@@ -52,6 +52,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=
 cmake --build build-gpu -j "$(nproc)" --target ctxsim > "$OUT/build.log" 2>&1 || { log "build failed"; tail -40 "$OUT/build.log"; exit 1; }
 CT=build-gpu/ctxsim
 log "built: $($CT --version)"
+[ -f device-ref/base/model.safetensors ] || $CT init-model --preset bert-base --seed 0 --vocab data/vocab/bert-base-uncased.txt --out device-ref/base > /dev/null
 
 log "1. float64, tiny model, 200 samples on cuda vs the CPU store"
 $CT run "${TINY[@]}" model.path=device-ref/tiny runtime.device=cuda output.dir="$OUT/cuda64" > "$OUT/cuda64.log" 2>&1 || log "cuda run failed: $(tail -3 "$OUT/cuda64.log")"
