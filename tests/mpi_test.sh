@@ -8,7 +8,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 BG=""
-cleanup() { [ -n "$BG" ] && kill -9 -- -"$BG" 2>/dev/null; rm -rf "$TMP"; }
+. "$(dirname "$0")/kill_job.sh"
+cleanup() { [ -n "$BG" ] && kill_job "$BG"; rm -rf "$TMP"; }
 trap cleanup EXIT
 fail() { echo "FAIL [$CASE]: $*"; exit 1; }
 contains() { grep -qF -- "$2" <<< "$1" || fail "expected '$2' in: $1"; }
@@ -48,7 +49,7 @@ case "$CASE" in
     CTXSIM_UNIT_DELAY_MS=400 setsid $MPI -n 2 "$CTXSIM" run "${ARGS[@]}" output.dir="$TMP/k" > "$TMP/k1.log" 2>&1 &
     BG=$!
     wait_units "$TMP/k/store.h5" 4
-    kill -9 -- -"$BG"; wait "$BG" 2>/dev/null; BG=""
+    kill_job "$BG"; BG=""
     s=$("$CTXSIM" status "$TMP/k/store.h5")
     contains "$s" "units done:"
     # Resume with another rank count.

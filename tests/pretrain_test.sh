@@ -8,7 +8,8 @@ CASE=$2
 TMP=$(mktemp -d)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 BG=""
-cleanup() { [ -n "$BG" ] && kill -9 -- -"$BG" 2> /dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TMP"; }
+. "$(dirname "$0")/kill_job.sh"
+cleanup() { [ -n "$BG" ] && kill_job "$BG"; [ -n "${KEEP:-}" ] || rm -rf "$TMP"; }
 trap cleanup EXIT
 fail() { echo "FAIL [$CASE]: $*"; exit 1; }
 contains() { grep -qF -- "$2" <<< "$1" || fail "expected '$2' in: $1"; }
@@ -56,7 +57,7 @@ case "$CASE" in
     CTXSIM_UNIT_DELAY_MS=150 setsid $MPI -n 2 "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/k" > "$TMP/k1.log" 2>&1 &
     BG=$!
     wait_rows "$TMP/k" 8
-    kill -9 -- -"$BG"; wait "$BG" 2> /dev/null; BG=""
+    kill_job "$BG"; BG=""
     [ "$(rows "$TMP/k")" -lt 24 ] || fail "finished before it was killed"
     [ ! -e "$TMP/k/model/model.safetensors" ] || fail "a killed run exported its model"
     train 2 "$TMP/k" || fail "resume: $(tail -3 "$TMP/k.log")"
