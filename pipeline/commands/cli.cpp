@@ -135,6 +135,7 @@ std::vector<Subcommand> store_commands(Args& a) {
          s.add_option("--labels", a.compare.labels, "one name per store, in order (default: each store's folder)")->delimiter(',');
          s.add_option("--rule", a.compare.rule, "selection rule every store has (default: the first store's first)");
          s.add_option("--title", a.compare.title, "the page's title")->capture_default_str();
+         s.add_option("--note", a.compare.note, "a paragraph under the title");
          s.add_option("--max-bytes", a.compare.max_bytes, "size budget of compare.html")->capture_default_str();
        },
        [&] { return cmd_compare(a.stores, a.compare, std::cout); }},

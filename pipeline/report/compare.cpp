@@ -243,7 +243,7 @@ std::string compare_page(const std::vector<Run>& runs, const std::vector<Entry>&
     << "body{font-family:sans-serif;margin:2em auto;max-width:1250px;padding:0 1em;color:#222}img{max-width:100%}figure{margin:1.5em 0}"
     << "figcaption{color:#444;font-size:14px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
     << ".swatch{display:inline-block;width:1em;height:1em;vertical-align:middle;margin-right:.4em}</style></head><body>\n<h1>"
-    << xml_escape(a.title) << "</h1>\n<p>Figures use the rule <b>" << xml_escape(runs.front().stats.name) << "</b>; each run is one colour.</p>\n"
+    << xml_escape(a.title) << "</h1>\n" << (a.note.empty() ? "" : "<p id=\"note\">" + xml_escape(a.note) + "</p>\n") << "<p>Figures use the rule <b>" << xml_escape(runs.front().stats.name) << "</b>; each run is one colour.</p>\n"
     << "<table id=\"runs\"><tr><th>run</th><th>store</th><th>model</th><th>dtype</th><th>samples</th><th>windows</th><th>documents</th></tr>";
   nlohmann::json colours = nlohmann::json::array();
   for (const auto& r : runs) {
@@ -275,6 +275,7 @@ std::string compare_page(const std::vector<Run>& runs, const std::vector<Entry>&
 }  // namespace
 
 int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, std::ostream& out) {
+  require_figures("ctxsim compare");
   MpiSession::ensure();
   if (a.out_dir.empty()) throw Error("--out", "compare needs a folder for its page and figures", "give --out DIR");
   const std::vector<Run> runs = load_runs(store_paths(inputs), a);

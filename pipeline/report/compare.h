@@ -16,6 +16,7 @@ struct CompareArgs {
   std::vector<std::string> labels;      // one per store, in order (default: the store's folder)
   std::string rule;                     // the rule every store must have (default: the first store's first)
   std::string title = "ctxsim compare";
+  std::string note;                     // a paragraph under the title (what to read in the page)
   int64_t max_bytes = 25 << 20;         // compare.html budget
 };
 // `inputs`: store.h5 files, or folders searched for complete ones (sorted).
