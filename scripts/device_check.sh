@@ -12,9 +12,13 @@
 # Everything it prints and writes goes to $OUT (the device tool brings it back).
 #
 # Here (no GPU): `bash scripts/device_check.sh --prepare` downloads the .deb files into
-# device-debs/ (12 MB) and makes the CPU half: device-ref/ (the tiny model and its CPU float64
-# store, 2 MB). There: `bash scripts/device_check.sh`, carrying device-debs, device-ref and
-# data/brown, data/vocab (the BERT-base random checkpoint is made there: 440 MB would not travel).
+# device-debs/ (12 MB) and makes the CPU half: device-ref/cpu/store.h5 (the tiny model's CPU
+# float64 store, 4.4 MB). There: `bash scripts/device_check.sh`, carrying device-debs, device-ref
+# and data (11 MB). Both random checkpoints are made there (`init-model`: same seed, same bytes;
+# the tiny one's SHA-256 is checked against the CPU store's): BERT-base's 440 MB would not travel.
+# What travels is limited to 64 MiB in all, and the committed models/ and results/ are 55 MB of
+# the tracked tree: move them out of the checkout for the run (the check reads neither), e.g.
+#   mv models results /tmp/ && <run with carry device-debs device-ref data> ; mv /tmp/models /tmp/results .
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/device-out}
@@ -29,8 +33,10 @@ DEBS=(libopenmpi-dev libopenmpi3 openmpi-bin openmpi-common libhwloc15 libevent-
 if [ "${1:-}" = "--prepare" ]; then
   mkdir -p device-debs device-ref
   (cd device-debs && apt-get download "${DEBS[@]}") || { echo "apt-get download failed"; exit 1; }
+  rm -rf device-ref/tiny device-ref/cpu
   build/ctxsim init-model --preset bert-tiny --seed 7 --vocab data/vocab/bert-base-uncased.txt --out device-ref/tiny > /dev/null
-  rm -rf device-ref/cpu && build/ctxsim run "${TINY[@]}" model.path=device-ref/tiny output.dir=device-ref/cpu > /dev/null
+  build/ctxsim run "${TINY[@]}" model.path=device-ref/tiny output.dir=device-ref/cpu > /dev/null
+  rm -rf device-ref/tiny  # 17 MB: remade there from its seed
   echo "prepared: device-debs/ ($(du -sh device-debs | cut -f1)), device-ref/ ($(du -sh device-ref | cut -f1));"
   echo "carry both (and data/) to the device machine and run: bash scripts/device_check.sh"
   exit 0
@@ -53,6 +59,10 @@ cmake --build build-gpu -j "$(nproc)" --target ctxsim > "$OUT/build.log" 2>&1 ||
 CT=build-gpu/ctxsim
 log "built: $($CT --version)"
 [ -f device-ref/base/model.safetensors ] || $CT init-model --preset bert-base --seed 0 --vocab data/vocab/bert-base-uncased.txt --out device-ref/base > /dev/null
+[ -f device-ref/tiny/model.safetensors ] || $CT init-model --preset bert-tiny --seed 7 --vocab data/vocab/bert-base-uncased.txt --out device-ref/tiny > /dev/null
+want=$(python3 -c "import h5py; print(h5py.File('device-ref/cpu/store.h5', 'r').attrs['model_sha256'].decode())")
+have=$(sha256sum device-ref/tiny/model.safetensors | cut -d' ' -f1)
+[ "$want" = "$have" ] || log "the tiny model made here differs from the CPU store's ($have vs $want): check 1 compares different models"
 
 log "1. float64, tiny model, 200 samples on cuda vs the CPU store"
 $CT run "${TINY[@]}" model.path=device-ref/tiny runtime.device=cuda output.dir="$OUT/cuda64" > "$OUT/cuda64.log" 2>&1 || log "cuda run failed: $(tail -3 "$OUT/cuda64.log")"
