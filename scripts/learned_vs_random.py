@@ -42,8 +42,11 @@ for conv in ["sentences", "documents"]:
             L=L, H=H,
             mean_d=(hist.sum(1) * d).sum(1) / hist.sum((1, 2)),
             short=hist.sum(1)[:, 1:6].sum(1) / hist.sum((1, 2)),
-            long=hist.sum(1)[:, 32:].sum(1) / hist.sum((1, 2)),
-            short_chance=all_d[1:6].sum() / all_d.sum(), long_chance=all_d[32:].sum() / all_d.sum(),
+            long=hist.sum(1)[:, 100:].sum(1) / hist.sum((1, 2)),
+            # the window's first and last token ([CLS] ... [SEP] of a full window): how often that
+            # one pair is among a head's selected pairs, over the full windows
+            ends=hist[:, :, T - 1].sum(1) / (H * (nv == T).sum()),
+            short_chance=all_d[1:6].sum() / all_d.sum(), long_chance=all_d[100:].sum() / all_d.sum(),
             chance_mean_d=(all_d * d).sum() / all_d.sum(),
             ss=g["same_sentence"][...].sum(1) / g["sentence_eligible"][...].sum(1), ss_chance=ss_chance,
             rep_lift_layer=(g["same_token"][...].sum(1) / pairs.sum(1)) / rep_chance,
@@ -59,10 +62,14 @@ for conv in ["sentences", "documents"]:
             sep=by_tok.mean(1), sep_tokens=sep_tokens, uniform=uniform)
     L = data["trained"]["L"]; labels = [l for l, _ in models]
     fmt = lambda v, p=1: f"{v:.{p}f}"
-    table("a. distance: mean j - i of the selected pairs, and their share at d <= 5 (chance: mean "
-          + fmt(data['trained']['chance_mean_d']) + ", d <= 5 " + fmt(100 * data['trained']['short_chance']) + "%)",
-          ["layer"] + [f"{l} mean" for l in labels] + [f"{l} d<=5 %" for l in labels],
-          [[str(l)] + [fmt(data[x]["mean_d"][l]) for x in labels] + [fmt(100 * data[x]["short"][l]) for x in labels] for l in range(L)])
+    table("a. distance: mean j - i of the selected pairs, their share at d <= 5 and at d >= 100 (chance: mean "
+          + fmt(data['trained']['chance_mean_d']) + ", d <= 5 " + fmt(100 * data['trained']['short_chance']) + "%, d >= 100 "
+          + fmt(100 * data['trained']['long_chance']) + "%), and the share of a full window's heads that select its ends, "
+          "the pair (0, T - 1) (chance about " + fmt(100 * 0.01) + "%)",
+          ["layer"] + [f"{l} mean" for l in labels] + [f"{l} d<=5 %" for l in labels] + [f"{l} d>=100 %" for l in labels]
+          + [f"{l} ends %" for l in labels],
+          [[str(l)] + [fmt(data[x]["mean_d"][l]) for x in labels] + [fmt(100 * data[x]["short"][l]) for x in labels]
+           + [fmt(100 * data[x]["long"][l]) for x in labels] + [fmt(100 * data[x]["ends"][l]) for x in labels] for l in range(L)])
     table("b. same sentence: % of the selected pairs (chance " + fmt(100 * data['trained']['ss_chance']) + "%) and lift",
           ["layer"] + [f"{l} %" for l in labels] + [f"{l} lift" for l in labels],
           [[str(l)] + [fmt(100 * data[x]["ss"][l]) for x in labels] + [fmt(data[x]["ss"][l] / data[x]["ss_chance"], 2) for x in labels] for l in range(L)])
@@ -71,6 +78,9 @@ for conv in ["sentences", "documents"]:
           + ", ".join(f"{t} {data['trained']['uniform'][u]:.3f}" for u, t in enumerate(toks)) + ")",
           ["layer"] + [f"{x} {t}" for x in labels for t in toks],
           [[str(l)] + [fmt(data[x]["sep"][l][u], 3) for x in labels for u in range(len(toks))] for l in range(L)])
+    table("c'. the same as multiples of each token's uniform share",
+          ["layer"] + [f"{x} {t}" for x in labels for t in toks],
+          [[str(l)] + [fmt(data[x]["sep"][l][u] / data[x]["uniform"][u], 2) for x in labels for u in range(len(toks))] for l in range(L)])
     table("d. repetition lift (all heads); anchors: distinct among a sample's " + str(data['trained']['H'])
           + " heads (mean), and the share of samples whose anchor is the head's most common one (mean over heads)",
           ["layer"] + [f"{l} rep. lift" for l in labels] + [f"{l} distinct" for l in labels] + [f"{l} top-anchor share %" for l in labels],

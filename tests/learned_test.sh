@@ -10,12 +10,12 @@
 #     training parks attention on frequent punctuation in late layers (the study's claim c); a random
 #     model's attention is nearly uniform (ratio 1.0). Trained, 2,000 samples: 2.9x and 3.1x.
 #  2. layer-0 attention on [SEP] at least 5x uniform: every window ends in [SEP] at the same
-#     position, which a trained model uses as a no-op key (Clark et al. 2019). Trained: 17x.
+#     position, which a trained model uses as a no-op key (Clark et al. 2019). Trained: 16x.
 #  3. some layer's repetition lift at least 5: predicting a masked token rewards heads whose
 #     outputs pair repeated tokens (claims d, e). A random model has lift 2-3 from its shared
 #     input embeddings alone. Trained: 8.4 in layer 2.
 #  4. the share of samples whose anchor is the head's most common one, in layer 0, at least 25%:
-#     trained heads keep their anchor from sample to sample (claim d). Trained 33%, random 15-18%.
+#     trained heads keep their anchor from sample to sample (claim d). Trained 33%, random 14-18%.
 set -uo pipefail
 CTXSIM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 TMP=$(mktemp -d)
