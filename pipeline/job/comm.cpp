@@ -75,15 +75,25 @@ void MpiComm::allreduce(int64_t* data, size_t n, ReduceOp op) {
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + off, int(std::min(kChunk, n - off)), MPI_INT64_T, mpi_op(op), comm_), "MPI_Allreduce");
 }
 
-void MpiComm::reduce_sum_to_root(int64_t* data, size_t n) {
+namespace {
+
+// Sums `data` into rank 0 in place, chunk by chunk; with `broadcast`, each summed chunk then goes
+// back to every rank (the same bits everywhere, unlike an all-reduce of floating-point values).
+template <class T>
+void sum_at_root(MPI_Comm comm, int rank, T* data, size_t n, MPI_Datatype type, bool broadcast) {
   for (size_t off = 0; off < n; off += kChunk) {
     const int count = int(std::min(kChunk, n - off));
-    if (rank_ == 0)
-      check_mpi(MPI_Reduce(MPI_IN_PLACE, data + off, count, MPI_INT64_T, MPI_SUM, 0, comm_), "MPI_Reduce");
+    if (rank == 0)
+      check_mpi(MPI_Reduce(MPI_IN_PLACE, data + off, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
     else
-      check_mpi(MPI_Reduce(data + off, nullptr, count, MPI_INT64_T, MPI_SUM, 0, comm_), "MPI_Reduce");
+      check_mpi(MPI_Reduce(data + off, nullptr, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
+    if (broadcast) check_mpi(MPI_Bcast(data + off, count, type, 0, comm), "MPI_Bcast");
   }
 }
+
+}  // namespace
+
+void MpiComm::reduce_sum_to_root(int64_t* data, size_t n) { sum_at_root(comm_, rank_, data, n, MPI_INT64_T, false); }
 
 void MpiComm::broadcast(void* data, size_t bytes, int root) {
   auto* p = static_cast<char*>(data);
@@ -91,24 +101,8 @@ void MpiComm::broadcast(void* data, size_t bytes, int root) {
     check_mpi(MPI_Bcast(p + off, int(std::min(kChunk, bytes - off)), MPI_BYTE, root, comm_), "MPI_Bcast");
 }
 
-namespace {
-
-template <class T>
-void sum_at_root_then_broadcast(MPI_Comm comm, int rank, T* data, size_t n, MPI_Datatype type) {
-  for (size_t off = 0; off < n; off += kChunk) {
-    const int count = int(std::min(kChunk, n - off));
-    if (rank == 0)
-      check_mpi(MPI_Reduce(MPI_IN_PLACE, data + off, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
-    else
-      check_mpi(MPI_Reduce(data + off, nullptr, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
-    check_mpi(MPI_Bcast(data + off, count, type, 0, comm), "MPI_Bcast");
-  }
-}
-
-}  // namespace
-
-void MpiComm::sum_to_all(float* data, size_t n) { sum_at_root_then_broadcast(comm_, rank_, data, n, MPI_FLOAT); }
-void MpiComm::sum_to_all(double* data, size_t n) { sum_at_root_then_broadcast(comm_, rank_, data, n, MPI_DOUBLE); }
+void MpiComm::sum_to_all(float* data, size_t n) { sum_at_root(comm_, rank_, data, n, MPI_FLOAT, true); }
+void MpiComm::sum_to_all(double* data, size_t n) { sum_at_root(comm_, rank_, data, n, MPI_DOUBLE, true); }
 
 void MpiComm::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
