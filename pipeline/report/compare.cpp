@@ -281,24 +281,10 @@ int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, st
   const std::vector<Run> runs = load_runs(store_paths(inputs), a);
   const std::vector<Entry> figures = compare_figures(runs, a.title);
   make_folder(a.out_dir, "--out");
-  const fs::path figs = fs::path(a.out_dir) / "figures", staging = fs::path(a.out_dir) / "figures.partial";
-  try {
-    fs::remove_all(staging);
-    fs::create_directories(staging);
-    report::write_figures(figures, staging);
-    const std::string page = compare_page(runs, figures, staging, a);
-    const std::string html = (fs::path(a.out_dir) / "compare.html").string();
-    fs::remove(html);
-    fs::remove_all(figs);
-    fs::rename(staging, figs);
-    atomic_write(html, page);
-    out << "compare: " << html << " (" << page.size() / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in " << figs.string()
-        << " for " << runs.size() << " runs\n";
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(staging, ec);
-    throw;
-  }
+  const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures,
+                                                  [&](const fs::path& staging) { return compare_page(runs, figures, staging, a); });
+  out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
+      << (fs::path(a.out_dir) / "figures").string() << " for " << runs.size() << " runs\n";
   return 0;
 }
 

@@ -44,41 +44,22 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
 
   const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
   make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
-  const fs::path figs = fs::path(dir) / "figures", staging = fs::path(dir) / "figures.partial";
-  try {
-    fs::remove_all(staging);
-    fs::create_directories(staging);
-    std::vector<Entry> figures;
-    aggregate_figures(d, figures);
-    const size_t E = d.example_ids.size();
-    std::vector<std::vector<double>> rollouts(E);
-    for (size_t e = 0; e < E; ++e) {
-      const Example x = load_example(file, d, e);
-      rollouts[e] = attention_rollout(x.attention, d.L, d.H, d.T, x.n);
-      example_figures(d, x, e, rollouts[e], heads, figures);
-    }
-    write_figures(figures, staging);
+  std::vector<Entry> figures;
+  aggregate_figures(d, figures);
+  const size_t E = d.example_ids.size();
+  std::vector<std::vector<double>> rollouts(E);
+  for (size_t e = 0; e < E; ++e) {
+    const Example x = load_example(file, d, e);
+    rollouts[e] = attention_rollout(x.attention, d.L, d.H, d.T, x.n);
+    example_figures(d, x, e, rollouts[e], heads, figures);
+  }
+  const auto [html, bytes] = publish_page(dir, "report.html", "the report", figures, [&](const fs::path& staging) {
     std::ostringstream summary;
     print_summary(store_path, SummaryOptions{}, summary);
-    const std::string page = report_page(file, d, figures, staging.string(), rollouts, summary.str(), args.max_bytes);
-
-    // Commit: figures first, the page last.
-    const std::string html_path = (fs::path(dir) / "report.html").string();
-    fs::remove(html_path);
-    fs::remove_all(figs);
-    fs::rename(staging, figs);
-    atomic_write(html_path, page);
-    out << "report: " << html_path << " (" << page.size() / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in " << figs.string() << "\n";
-  } catch (const fs::filesystem_error& e) {
-    std::error_code ec;
-    fs::remove_all(staging, ec);
-    throw Error(e.path1().string(), std::string("cannot write the report: ") + e.code().message(),
-                "free space there, or give --out a folder you may write to");
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(staging, ec);
-    throw;
-  }
+    return report_page(file, d, figures, staging.string(), rollouts, summary.str(), args.max_bytes);
+  });
+  out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
+      << (fs::path(dir) / "figures").string() << "\n";
   return 0;
 }
 

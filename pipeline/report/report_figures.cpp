@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "stages/error.h"
 #include "stages/files.h"
 
 #include "stages/render.h"
@@ -238,6 +239,34 @@ void write_figures(const std::vector<Entry>& figures, const std::filesystem::pat
     index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
   }
   atomic_write((dir / "index.json").string(), index.dump(1) + "\n");
+}
+
+std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, const std::string& page_name, const std::string& what,
+                                            const std::vector<Entry>& figures,
+                                            const std::function<std::string(const std::filesystem::path& staging)>& make_page) {
+  namespace fs = std::filesystem;
+  const fs::path figs = dir / "figures", staging = dir / "figures.partial";
+  const std::string html = (dir / page_name).string();
+  try {
+    fs::remove_all(staging);
+    fs::create_directories(staging);
+    write_figures(figures, staging);
+    const std::string page = make_page(staging);
+    // Commit: figures first, the page last.
+    fs::remove(html);
+    fs::remove_all(figs);
+    fs::rename(staging, figs);
+    atomic_write(html, page);
+    return {html, page.size()};
+  } catch (const fs::filesystem_error& e) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw Error(e.path1().string(), "cannot write " + what + ": " + e.code().message(), "free space there, or give --out a folder you may write to");
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
+  }
 }
 
 }  // namespace ctxsim::report
