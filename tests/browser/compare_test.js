@@ -4,38 +4,11 @@
 // figure (its colour's pixels inside a plot area) and nothing is drawn in a colour no run has.
 //   node compare_test.js COMPARE.html --figures a,b,c [--max-bytes N]
 'use strict';
-const fs = require('fs');
-const path = require('path');
-const { chromium } = require('playwright-core');
-
-function fail(msg) { console.log(`FAIL [browser] ${msg}`); process.exitCode = 1; }
+const { fail, commandLine, withPage } = require('./page');
 
 async function main() {
-  const args = process.argv.slice(2);
-  const file = path.resolve(args[0]);
-  const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
-  const figures = (opt('--figures', '') || '').split(',').filter(Boolean);
-  const maxBytes = Number(opt('--max-bytes', 25 * 1024 * 1024));
-  const size = fs.statSync(file).size;
-  if (size > maxBytes) fail(`${file} is ${size} bytes, over the budget of ${maxBytes}`);
-
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--allow-file-access-from-files'],
-  });
-  try {
-    const page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
-    const errors = [];
-    page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
-    page.on('pageerror', e => errors.push(String(e)));
-    page.on('request', r => { const u = r.url(); if (!u.startsWith('file:') && !u.startsWith('data:')) errors.push(`network request: ${u}`); });
-    await page.goto('file://' + file, { waitUntil: 'load', timeout: 120000 });
-
-    const imgs = await page.$$eval('figure img', xs => xs.map(x => ({ id: x.parentElement.id, ok: x.complete && x.naturalWidth > 0 })));
-    for (const f of figures)
-      if (!imgs.some(i => i.id === 'fig-' + f && i.ok)) fail(`figure ${f} is missing or does not decode`);
-    if (imgs.some(i => !i.ok)) fail('an embedded figure does not decode');
-
+  const { file, figures, size } = commandLine(process.argv);
+  await withPage(file, figures, async ({ page, imgs }) => {
     // Pixels: for each figure, the number of pixels near each run's colour inside its plot areas.
     const counts = await page.evaluate(() => {
       const index = JSON.parse(document.getElementById('index').textContent);
@@ -71,11 +44,8 @@ async function main() {
     }
     const rows = await page.$$eval('#runs tr', rs => rs.length - 1);
     if (rows !== counts.runs.length) fail(`the run table lists ${rows} runs, the index ${counts.runs.length}`);
-    for (const e of errors) fail(`console: ${e}`);
     console.log('browser: ' + JSON.stringify({ bytes: size, figures: imgs.length, runs: counts.runs, pixels: counts.out }));
-  } finally {
-    await browser.close();
-  }
+  });
 }
 
 main().catch(e => { fail(String(e && e.stack || e)); });

@@ -3,43 +3,12 @@
 // explorer redraws when the layer, head or quantity changes, hover values, the model view.
 //   node report_test.js REPORT.html --figures a,b,c [--max-bytes N] [--screenshot out.png] [--no-examples]
 'use strict';
-const fs = require('fs');
-const path = require('path');
-const { chromium } = require('playwright-core');
-
-function fail(msg) { console.log(`FAIL [browser] ${msg}`); process.exitCode = 1; }
+const { fail, commandLine, withPage } = require('./page');
 
 async function main() {
-  const args = process.argv.slice(2);
-  const file = path.resolve(args[0]);
-  const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
-  const figures = (opt('--figures', '') || '').split(',').filter(Boolean);
-  const maxBytes = Number(opt('--max-bytes', 25 * 1024 * 1024));
+  const { args, opt, file, figures, size } = commandLine(process.argv);
   const shot = opt('--screenshot', '');
-
-  const size = fs.statSync(file).size;
-  if (size > maxBytes) fail(`${file} is ${size} bytes, over the budget of ${maxBytes}`);
-
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--allow-file-access-from-files'],
-  });
-  try {
-    const page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
-    const errors = [];
-    page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
-    page.on('pageerror', e => errors.push(String(e)));
-    page.on('request', r => { const u = r.url(); if (!u.startsWith('file:') && !u.startsWith('data:')) errors.push(`network request: ${u}`); });
-    const t0 = Date.now();
-    await page.goto('file://' + file, { waitUntil: 'load', timeout: 120000 });
-    const loadMs = Date.now() - t0;
-
-    // Every figure is embedded and decodes.
-    const imgs = await page.$$eval('figure img', xs => xs.map(x => ({ id: x.parentElement.id, ok: x.complete && x.naturalWidth > 0 })));
-    for (const f of figures)
-      if (!imgs.some(i => i.id === 'fig-' + f && i.ok)) fail(`figure ${f} is missing or does not decode`);
-    if (imgs.some(i => !i.ok)) fail('an embedded figure does not decode: ' + imgs.filter(i => !i.ok).map(i => i.id).join(' '));
-
+  await withPage(file, figures, async ({ page, loadMs, imgs }) => {
     // The explorer: a drawn heatmap that changes with layer, head and quantity.
     const state = () => page.$eval('#view', c => c.toDataURL());
     const options = sel => page.$$eval(`#${sel} option`, os => os.map(o => o.value));
@@ -48,7 +17,6 @@ async function main() {
       // A store without examples: the page says so, and nothing breaks.
       if (examples.length !== 0) fail('expected a store without examples');
       if (!/no examples/.test(await page.textContent('#note'))) fail('the explorer does not say the store has no examples');
-      for (const e of errors) fail(`console: ${e}`);
       console.log('browser: ' + JSON.stringify({ bytes: size, figures: imgs.length, examples: 0 }));
       return;
     }
@@ -107,11 +75,8 @@ async function main() {
       await page.selectOption('#head', heads[0]);
       await page.locator('#explorer').screenshot({ path: shot });
     }
-    for (const e of errors) fail(`console: ${e}`);
     console.log('browser: ' + JSON.stringify(info));
-  } finally {
-    await browser.close();
-  }
+  });
 }
 
 main().catch(e => { fail(String(e && e.stack || e)); });
