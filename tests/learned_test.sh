@@ -38,30 +38,22 @@ run models/brown-bert "$TMP/trained"
 run models/brown-bert-init "$TMP/init"
 run "$TMP/seed7" "$TMP/seed7run"
 
-# checks STORE: one line per check, "name value pass|fail"
+# checks STORE: one line per check, "name value pass|fail" (the numbers as scripts/learned_vs_random.py
+# computes them for docs/FINDINGS.md)
 checks() {
   /usr/bin/python3 - "$1" <<'PY'
-import sys, h5py, numpy as np
-f = h5py.File(sys.argv[1], "r")
-g, b = f["stats/top_fraction=0.01"], f["stats/baseline"]
-samples = float(b["samples"][()])
-vocab = f["vocab/text"][...].tobytes().decode().split("\n")
-tokens = f["stats/attention"].attrs["separator_tokens"]
-tokens = (tokens.decode() if isinstance(tokens, bytes) else tokens).split("\n")
-mass = b["separator_mass_by_token"][...].astype(float) / 2**32 / samples     # [L, H, S]
-ids, nv = f["samples/token_ids"][...], f["samples/n_valid"][...]
-def ratio(layer, tok):  # the layer's mean mass on tok over the share uniform attention gives it
-    s, tid = tokens.index(tok), vocab.index(tok)
-    uniform = np.mean([(ids[i, :nv[i]] == tid).sum() / nv[i] for i in range(len(nv))])
-    return mass[layer, :, s].mean() / uniform
-L = mass.shape[0]
-rep = (g["same_token"][...].sum(1) / g["high_pairs"][...].sum(1)) / (b["same_token_all"][()] / b["valid_pairs"][()])
-share = (g["anchor_counts"][0].max(1) / g["samples_with_pairs"][0]).mean()
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, "scripts")
+from learned_vs_random import measure
+m = measure(sys.argv[1])
+ratio = lambda layer, tok: m["sep"][layer][m["sep_tokens"].index(tok)] / m["uniform"][m["sep_tokens"].index(tok)]
+L = m["L"]
 for name, value, threshold in [("last_layer_period_vs_uniform", ratio(L - 1, "."), 2.0),
                                ("last_layer_comma_vs_uniform", ratio(L - 1, ","), 2.0),
                                ("layer0_sep_vs_uniform", ratio(0, "[SEP]"), 5.0),
-                               ("max_layer_repetition_lift", rep.max(), 5.0),
-                               ("layer0_top_anchor_share", share, 0.25)]:
+                               ("max_layer_repetition_lift", m["rep_lift_layer"].max(), 5.0),
+                               ("layer0_top_anchor_share", m["top_share"][0], 0.25)]:
     print(f"{name} {value:.3f} {'pass' if value >= threshold else 'fail'}")
 PY
 }
