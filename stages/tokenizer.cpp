@@ -161,6 +161,13 @@ std::string_view Vocab::token(int32_t id) const {
   return std::string_view(*arena_).substr(offsets_[id].first, offsets_[id].second);
 }
 
+std::vector<int32_t> Vocab::special_ids() const {
+  std::vector<int32_t> ids;
+  for (int32_t id : {pad_, unk_, cls_, sep_, mask_})
+    if (id >= 0) ids.push_back(id);
+  return ids;
+}
+
 int32_t Vocab::id(std::string_view t) const {
   const auto it = all_.find(t);
   return it == all_.end() ? -1 : it->second;

@@ -28,6 +28,9 @@ class Vocab {
   int32_t cls_id() const { return cls_; }
   int32_t sep_id() const { return sep_; }
   int32_t mask_id() const { return mask_; }
+  // The ids of [PAD] [UNK] [CLS] [SEP] [MASK] this vocabulary has: never counted as a repeated
+  // token, never masked for prediction.
+  std::vector<int32_t> special_ids() const;
   // The literal special tokens that keep their id when they appear in text.
   const std::vector<std::pair<std::string, int32_t>>& specials() const { return specials_; }
 

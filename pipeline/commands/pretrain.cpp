@@ -192,9 +192,7 @@ TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
     const SpecialIds special = SpecialIds::from(vocab);
     d.train = windows_of(c, inputs.corpus, DocumentSplit::Train, std::numeric_limits<int64_t>::max(), special);  // all
     d.eval = windows_of(c, inputs.corpus, DocumentSplit::Heldout, c.pretrain.eval_samples, special);
-    d.masks = MaskSpec{c.pretrain.mask_fraction, vocab.mask_id(), vocab.size(), {}};
-    for (int32_t id : {vocab.pad_id(), vocab.unk_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()})
-      if (id >= 0) d.masks.special_ids.push_back(id);
+    d.masks = MaskSpec{c.pretrain.mask_fraction, vocab.mask_id(), vocab.size(), vocab.special_ids()};
     // The unigram model of the training documents' text.
     std::vector<int64_t> counts(size_t(vocab.size()), 0);
     const DocumentFilter train_docs{DocumentSplit::Train, c.corpus.heldout_every};

@@ -144,8 +144,8 @@ StatisticsOptions statistics_options(const Config& c, const Vocab& vocab) {
   };
   opt.separator_ids = separator_ids(c.statistics.separators, "statistics.separators");
   for (const auto& r : c.selection) opt.rule_separator_ids.push_back(separator_ids(r.separators, "selection"));
-  for (int32_t id : {vocab.pad_id(), vocab.unk_id(), vocab.cls_id(), vocab.sep_id(), vocab.mask_id()})
-    if (id >= 0) opt.special_ids.push_back(id);
+  const std::vector<int32_t> special = vocab.special_ids();
+  opt.special_ids.assign(special.begin(), special.end());
   return opt;
 }
 
