@@ -33,10 +33,7 @@ std::string csv_field(const std::string& s) {
 int cmd_collect(const std::string& dir, const std::string& out_path, std::ostream& out) {
   if (!fs::is_directory(dir)) throw Error(dir, "not a folder", "give the sweep's folder: output.dir/<sweep name>");
   MpiSession::ensure();
-  std::vector<fs::path> stores;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() == "store.h5") stores.push_back(e.path());
-  std::sort(stores.begin(), stores.end());
+  const std::vector<std::string> stores = stores_under(dir);
   const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
   std::ostringstream csv;
   csv << "point,rule,layer,head,samples,high_pairs,mean_distance,short_range_share,short_range_chance,long_range_share,"
@@ -44,7 +41,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
          "repetition_lift,in_attention_rate,in_attention_chance,separator_mass,separator_mass_by_token,noise_share,top_anchor,top_anchor_samples\n";
   csv << std::setprecision(6);
   int64_t used = 0, rows = 0;
-  for (const auto& path : stores) {
+  for (const fs::path path : stores) {
     const std::string point = fs::relative(path.parent_path(), dir).string();
     const StoreInfo info = inspect_store(path.string());
     if (!info.complete) {

@@ -57,10 +57,9 @@ std::vector<std::string> store_paths(const std::vector<std::string>& inputs) {
   for (const auto& in : inputs) {
     if (fs::is_directory(in)) {
       std::vector<std::string> found;
-      for (const auto& e : fs::recursive_directory_iterator(in))
-        if (e.is_regular_file() && e.path().filename() == "store.h5" && inspect_store(e.path().string()).complete) found.push_back(e.path().string());
+      for (const auto& path : stores_under(in))
+        if (inspect_store(path).complete) found.push_back(path);
       if (found.empty()) throw Error(in, "no complete store.h5 under this folder", "run the jobs first, or name the stores themselves");
-      std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else {
       out.push_back(in);

@@ -6,6 +6,7 @@
 
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -324,6 +325,14 @@ std::string describe_non_store(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> stores_under(const std::string& dir) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() == "store.h5") found.push_back(e.path());
+  std::sort(found.begin(), found.end());  // folder by folder: "p" before "p-x"
+  return {found.begin(), found.end()};
+}
 
 StoreInfo inspect_store(const std::string& path) {
   StoreInfo info;

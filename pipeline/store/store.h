@@ -111,6 +111,8 @@ struct StoreInfo {
   bool exists() const { return kind != Kind::Missing; }
 };
 StoreInfo inspect_store(const std::string& path);
+// Every file named store.h5 under `dir` (a sweep's folder), sorted folder by folder.
+std::vector<std::string> stores_under(const std::string& dir);
 
 // Opens a complete store to read (summary, collect, report). Throws naming what the file is when
 // it is not a store, and how to finish it when it is not complete.
