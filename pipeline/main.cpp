@@ -12,6 +12,7 @@
 #include "pipeline/job/comm.h"
 #include "pipeline/job/log.h"
 #include "pipeline/store/hdf5.h"
+#include "stages/cpu_features.h"
 #include "stages/error.h"
 
 namespace {
@@ -33,6 +34,8 @@ int fail(const std::string& message, int code) {
 // The command, and the one place its errors become a message and an exit code.
 int run(int argc, char** argv) {
   try {
+    // Before any library computes: the ISA level (CTXSIM_ISA) and the BLAS kernel set.
+    ctxsim::configure_compute_libraries();
     return ctxsim::run_command_line(argc, argv);
   } catch (const ctxsim::JobExit& e) {
     return e.code();  // every rank agreed to stop; the reason is already printed

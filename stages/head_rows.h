@@ -1,14 +1,17 @@
 // The row loops of the statistics kernels (stages/head_statistics.cpp): one row segment of a
 // [T, T] matrix at a time, without aliasing, vectorisable. They are compiled for x86-64-v4
-// (AVX-512), v3 (AVX2) and the baseline, and the loader picks the best the CPU has (GCC function
-// multi-versioning), so one binary serves every node of a cluster; head_rows.cpp is compiled
-// without fused multiply-add contraction, so every variant rounds alike. No LibTorch here.
+// (AVX-512), v3 (AVX2) and the baseline, and the level in force (stages/cpu_features.h: the
+// CPU's best, or lower under CTXSIM_ISA) picks one set, so one binary serves every node of a
+// cluster; head_rows.cpp is compiled without fused multiply-add contraction, so every level gives
+// the same bits. No LibTorch here.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+
+#include "stages/cpu_features.h"
 
 namespace ctxsim::head_rows {
 
@@ -79,7 +82,11 @@ void transpose_into(const F* __restrict r, int64_t n, int64_t k, int64_t cs, F* 
   }
 }
 
-// ---- the cloned primitives (head_rows.cpp) -----------------------------------------------------
+// ---- the primitives of every level (head_rows.cpp) ---------------------------------------------
+// The level whose code the calls below run (chosen at the first call from isa_level()), and a
+// switch for tests that compare the levels in one process (throws above the CPU's level).
+IsaLevel level_in_use();
+void use_level(IsaLevel level);
 // ge, gt: pairs of the row with value >= b and > b.
 void count_ge_gt(const float* row, int64_t len, float b, int32_t* ge, int32_t* gt);
 void count_ge_gt(const double* row, int64_t len, double b, int32_t* ge, int32_t* gt);

@@ -106,6 +106,32 @@ case "$CASE" in
     "$CTXSIM" model-info "$TMP/a" 2> "$TMP/err" && fail "truncated checkpoint accepted"
     contains "$(cat "$TMP/err")" "model.safetensors: header length"
     ;;
+  isa_levels)
+    # SPEC §5: one answer on every node of a mixed cluster. One job at each instruction-set level
+    # this CPU runs (CTXSIM_ISA), stores compared byte for byte: in float64 with the libraries
+    # following the level (OpenBLAS's kernel set, ATen's vectors), and in float32, where random
+    # weights tie massively, with the libraries pinned so that only ctxsim's own kernels change.
+    "$CTXSIM" init-model --preset bert-tiny --seed 8 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/m" > /dev/null || fail "init-model"
+    levels="baseline x86-64-v3 x86-64-v4"
+    grep -qw avx2 /proc/cpuinfo || levels="baseline"
+    grep -qw avx512f /proc/cpuinfo || levels="${levels% x86-64-v4}"
+    for dtype in float64 float32; do
+      pin=()
+      [ "$dtype" = float32 ] && pin=(OPENBLAS_CORETYPE=Prescott ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41)
+      for level in $levels; do
+        env "${pin[@]}" CTXSIM_ISA="$level" "$CTXSIM" run configs/default.yaml model.path="$TMP/m" model.dtype="$dtype" \
+          samples.num_samples=40 'selection=[{top_fraction: 0.01}, {relative_to_max: 0.9}]' statistics.examples=[0,7] \
+          output.report=false output.dir="$TMP/$dtype-$level" > /dev/null 2> "$TMP/err" || fail "$level $dtype: $(cat "$TMP/err")"
+        contains "$(cat "$TMP/err")" "; $level"
+        [ "$level" = baseline ] && continue
+        /usr/bin/python3 tests/compare_stores.py --bytes "$TMP/$dtype-baseline/store.h5" "$TMP/$dtype-$level/store.h5" > "$TMP/cmp" \
+          || fail "$dtype: baseline and $level stores differ: $(cat "$TMP/cmp")"
+      done
+    done
+    # An unknown level, or one above the CPU's, is one clear error naming the variable.
+    out=$(CTXSIM_ISA=avx9 "$CTXSIM" validate configs/default.yaml 2>&1) && fail "CTXSIM_ISA=avx9 accepted"
+    contains "$out" "CTXSIM_ISA=avx9: not an instruction-set level; fix: use x86-64-v4, x86-64-v3 or baseline"
+    ;;
   run_store)
     "$CTXSIM" init-model --preset bert-tiny --seed 3 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/m" > /dev/null || fail "init-model"
     out=$("$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=30 output.dir="$TMP/out" \

@@ -141,6 +141,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const CpuFeatures cpu = cpu_features();
   out << "bench-model: " << (real ? a.model : a.preset) << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads
       << " threads, " << rules.size() << " selection rule(s); " << device_name(device) << "; CPU: " << cpu.describe() << "\n"
+      << "ISA: " << configure_compute_libraries().describe() << "\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
       << "per-sample pipeline: forward + similarity + all statistics\n"
       << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s"
@@ -152,7 +153,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   };
   for (const auto& dt : a.dtypes) {
     if (dt == "bfloat16" && device.is_cpu() && !cpu.native_bf16()) {
-      out << std::left << std::setw(10) << dt << "skipped: this CPU has neither avx512_bf16 nor amx_bf16, so LibTorch would emulate it\n";
+      out << std::left << std::setw(10) << dt << "skipped: no avx512_bf16 or amx_bf16 at " << isa_name(isa_level()) << ", so LibTorch would emulate it\n";
       continue;
     }
     const BertModel m =

@@ -147,7 +147,7 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
       throw Error(c.where("corpus.path"), "injected fault: the corpus is unreadable on this rank", "test hook");
     in.threads = configure_threads(c.runtime.threads, world.local_size());
     log_info(version_string() + "; config " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
-             std::to_string(in.threads) + " thread(s), " + device_name(p.device));
+             std::to_string(in.threads) + " thread(s), " + device_name(p.device) + "; " + configure_compute_libraries().describe());
     // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
     // three are independent, and together they are most of the start-up.
     auto loading =
@@ -205,6 +205,7 @@ StoreAttributes store_attributes(MpiComm& world, const RunPlan& p, RunInputs& in
   a.dtype = name_of(c.model.dtype);
   a.ranks = world.size();
   a.threads = in.threads;
+  a.isa = configure_compute_libraries().describe() + " (rank 0)";
   a.devices = std::to_string(world.size()) + " x " + (p.device.is_cpu() ? "cpu" : "cuda") + ", reductions over " + reducer.name();
   return a;
 }

@@ -81,6 +81,7 @@ void write_root_attributes(hid_t file, const StoreAttributes& a) {
   h5::set_attr(file, "ranks", a.ranks);
   h5::set_attr(file, "threads_per_rank", a.threads);
   h5::set_attr(file, "devices", a.devices);
+  h5::set_attr(file, "isa", a.isa);
   h5::set_attr(file, "per_rank_seconds", std::string());
   h5::set_attr(file, "complete", int64_t{0});
 }

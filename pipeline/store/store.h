@@ -31,7 +31,7 @@ double store_bytes(const StoreLayout& layout);
 // Root attributes written at creation (the rest, like finished and complete, at the end).
 struct StoreAttributes {
   std::string config_yaml, config_path, model_path, model_sha256, vocab_path, vocab_sha256;
-  std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype, devices;
+  std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype, devices, isa;
   int64_t ranks = 1, threads = 1;
 };
 
