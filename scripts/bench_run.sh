@@ -8,6 +8,7 @@
 #   bash scripts/bench_run.sh                       # 200 Brown samples, BERT-base, float32, batch 8
 #   SAMPLES=1000 THREADS=2 REPEAT=5 bash scripts/bench_run.sh
 #   CONFIG=configs/default.yaml EXTRA="model.dtype=bfloat16" bash scripts/bench_run.sh
+#   CTXSIM_ISA=x86-64-v3 bash scripts/bench_run.sh     # what an AVX2 node runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CTXSIM=${CTXSIM:-build/ctxsim}
@@ -22,6 +23,8 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 read -r -a extra <<< "${EXTRA:-}"
 echo "bench_run: $SAMPLES samples of $CONFIG, model $MODEL, $DTYPE, batch $BATCH, $THREADS threads, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+# The instruction-set level and BLAS kernel set both sides run (CTXSIM_ISA lowers the level).
+"$CTXSIM" bench-model --model "$MODEL" --batch 1 --dtype "$DTYPE" --threads "$THREADS" --seconds 0.01 | grep '^ISA' 
 ratios=()
 for i in $(seq "$REPEAT"); do
   fwd=$("$CTXSIM" bench-model --model "$MODEL" --batch "$BATCH" --dtype "$DTYPE" --threads "$THREADS" --rules 1 --seconds 4 \

@@ -5,6 +5,7 @@
 #   bash scripts/bench_table.sh                 # BERT-base shape, float32, batch 8
 #   PRESET=bert-mini DTYPE=float32 bash scripts/bench_table.sh
 #   CTXSIM=/path/to/other/ctxsim bash scripts/bench_table.sh   # another build, for before/after
+#   CTXSIM_ISA=x86-64-v3 bash scripts/bench_table.sh   # what an AVX2 node runs (also baseline)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CTXSIM=${CTXSIM:-build/ctxsim}
@@ -15,6 +16,7 @@ SECONDS_PER=${SECONDS_PER:-2}
 LENGTHS=${LENGTHS:-"64 128 256 512"}
 RULES=${RULES:-"1 3 7"}
 echo "bench_table: $PRESET, $DTYPE, batch $BATCH, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+"$CTXSIM" bench-model --preset "$PRESET" --seq-len 8 --batch 1 --dtype "$DTYPE" --seconds 0.01 | grep '^ISA' 
 printf '| T | rules | (a) samples/s | (c) samples/s | c/a |\n|---|---|---|---|---|\n'
 for T in $LENGTHS; do
   for R in $RULES; do

@@ -106,6 +106,19 @@ case "$CASE" in
     "$CTXSIM" model-info "$TMP/a" 2> "$TMP/err" && fail "truncated checkpoint accepted"
     contains "$(cat "$TMP/err")" "model.safetensors: header length"
     ;;
+  torch_reference)
+    # A second, independent implementation of SPEC §2-§4 (scripts/torch_pipeline.py: plain PyTorch,
+    # the benchmarks' yardstick) agrees with a float64 store count for count, on the trained model
+    # with a rule of each kind, one with its own threshold and separators.
+    "$CTXSIM" run configs/default.yaml model.path=models/brown-bert model.vocab=models/brown-bert/vocab.txt model.dtype=float64 \
+      samples.num_samples=24 runtime.batch_size=5 statistics.examples=[] output.report=false output.dir="$TMP/s" \
+      'selection=[{top_fraction: 0.02}, {relative_to_max: 0.9, attention_threshold: 0.3}, {absolute: 2.5, separators: [".", "the"]}]' \
+      > /dev/null 2> "$TMP/err" || fail "run: $(cat "$TMP/err")"
+    out=$(/usr/bin/python3 scripts/torch_pipeline.py --store "$TMP/s/store.h5" --model models/brown-bert --dtype float64 --batch 7 --threads 1 --check 2>&1) \
+      || fail "the PyTorch implementation disagrees: $(grep -v ': equal$' <<< "$out")"
+    contains "$out" "check: all equal"
+    [ "$(grep -c ': equal$' <<< "$out")" -ge 40 ] || fail "too few datasets compared: $out"
+    ;;
   isa_levels)
     # SPEC §5: one answer on every node of a mixed cluster. One job at each instruction-set level
     # this CPU runs (CTXSIM_ISA), stores compared byte for byte: in float64 with the libraries

@@ -1,0 +1,378 @@
+#!/usr/bin/python3
+# A plain PyTorch implementation of what `ctxsim run` computes, written from docs/SPEC.md
+# (sections 2-4) and docs/STORE.md, independent of ctxsim's C++. Two uses:
+#  - the yardstick of scripts/bench_run.sh-style comparisons: "ctxsim vs a plain PyTorch script
+#    doing the same job with the same BLAS" (Debian's python3-torch links the same libtorch and
+#    OpenBLAS as build/ctxsim). It reads the samples of a ctxsim store, runs a plain BERT forward
+#    with torch.nn.functional and computes every statistic with whole-tensor torch operations,
+#    batched over samples and heads: what a researcher writes in an afternoon, not tuned.
+#  - a second, independent check of the counts: --check compares every integer aggregate with the
+#    store's /stats and /per_sample datasets. Count for count needs float64 on both sides (SPEC §4:
+#    in float32, near-ties move pairs across a selection boundary).
+# Run with Debian's python (the one with torch, numpy, h5py, yaml):
+#   build/ctxsim run configs/default.yaml samples.num_samples=32 model.dtype=float64 \
+#       statistics.examples=[] output.report=false output.dir=/tmp/tp/def64
+#   /usr/bin/python3 scripts/torch_pipeline.py --store /tmp/tp/def64/store.h5 --dtype float64 --check
+#   /usr/bin/python3 scripts/torch_pipeline.py --store STORE --batch 8 --dtype float32 --threads 2
+#   /usr/bin/python3 scripts/torch_pipeline.py --model data/models/bert-base-seed0 --forward-only --seq-len 128
+# --model defaults to the store's model_path (relative to the repository root).
+import time
+T_START = time.perf_counter()
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+try:
+    import yaml
+except ImportError:
+    yaml = None
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+FIXED_POINT_SCALE = 2.0 ** 32
+
+
+# ---------------------------------------------------------------- checkpoint and forward
+
+def load_checkpoint(folder, dtype):
+    """config.json + model.safetensors -> (config dict, {HF BertModel name: tensor})."""
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = bytearray(os.path.getsize(f.name) - 8 - n)
+        f.readinto(data)
+    kinds = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
+    weights = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if name.startswith("bert."):
+            name = name[len("bert."):]
+        if name.startswith("cls.") or name.startswith("pooler."):
+            continue
+        name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        start, end = info["data_offsets"]
+        kind = kinds[info["dtype"]]
+        count = (end - start) // torch.tensor([], dtype=kind).element_size()
+        t = torch.frombuffer(data, dtype=kind, count=count, offset=start) if count else torch.empty(0, dtype=kind)
+        weights[name] = t.reshape(info["shape"]).to(dtype)  # shares `data` when the dtype matches
+    return cfg, weights
+
+
+def activation(name):
+    if name == "gelu":
+        return F.gelu
+    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
+        return lambda x: F.gelu(x, approximate="tanh")
+    if name == "relu":
+        return F.relu
+    raise SystemExit(f"unsupported hidden_act {name}")
+
+
+def forward(cfg, w, ids, valid, per_layer=None):
+    """Plain BERT encoder. ids, valid: [B, T]. per_layer(l, A [B,H,T,T], ctx [B,H,T,d]) is called
+    for each layer with the attention map and the head context vectors (before W_O)."""
+    B, T = ids.shape
+    H = cfg["num_attention_heads"]
+    D = cfg["hidden_size"]
+    d = D // H
+    eps = cfg.get("layer_norm_eps", 1e-12)
+    act = activation(cfg.get("hidden_act", "gelu"))
+    e = "embeddings."
+    x = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][:T] + w[e + "token_type_embeddings.weight"][0]
+    x = F.layer_norm(x, (D,), w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"], eps)
+    mask = torch.zeros(B, 1, 1, T, dtype=x.dtype)
+    mask.masked_fill_(~valid.view(B, 1, 1, T), torch.finfo(x.dtype).min)
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{l}."
+        heads = lambda t: t.view(B, T, H, d).transpose(1, 2)  # [B, H, T, d]
+        q = heads(F.linear(x, w[p + "attention.self.query.weight"], w[p + "attention.self.query.bias"]))
+        k = heads(F.linear(x, w[p + "attention.self.key.weight"], w[p + "attention.self.key.bias"]))
+        v = heads(F.linear(x, w[p + "attention.self.value.weight"], w[p + "attention.self.value.bias"]))
+        A = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d) + mask, dim=-1)
+        ctx = A @ v
+        if per_layer is not None:
+            per_layer(l, A, ctx)
+        a = F.linear(ctx.transpose(1, 2).reshape(B, T, D), w[p + "attention.output.dense.weight"], w[p + "attention.output.dense.bias"])
+        x = F.layer_norm(a + x, (D,), w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], eps)
+        hmid = act(F.linear(x, w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"]))
+        o = F.linear(hmid, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
+        x = F.layer_norm(o + x, (D,), w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)
+    return x
+
+
+# ---------------------------------------------------------------- statistics (SPEC §3-4)
+
+def round_half_away(x):
+    q = math.floor(x)
+    return q + (1 if x - q >= 0.5 else 0)
+
+
+def read_rules(store):
+    """The store's rules: (name, kind, value, beta, separator names) from /stats; a rule's own
+    attention threshold and separators (a folded sweep) from the config's `selection` list."""
+    att = store["stats/attention"].attrs
+    beta0 = float(att["attention_threshold"])
+    seps0 = att["separators"].decode().split("\n")
+    config = yaml.safe_load(store.attrs["config"].decode()) if yaml else {}
+    listed = [r for r in config.get("selection") or [] if isinstance(r, dict)]
+    rules = []
+    for name in store["stats"].attrs["rules"].decode().split("\n"):
+        g = store["stats"][name]
+        kind, value = g.attrs["kind"].decode(), float(g.attrs["value"])
+        beta, seps = beta0, seps0
+        own = [r for r in listed if r.get(kind) is not None and float(r[kind]) == value]
+        if own:
+            beta = float(own[0].get("attention_threshold", beta0))
+            seps = [str(x) for x in own[0].get("separators", seps0)]
+        else:  # no YAML: the name says it (6 significant digits)
+            for part in name.split(",")[1:]:
+                if part.startswith("beta="):
+                    beta = float(part[5:])
+                elif part.startswith("separators="):
+                    seps = part[len("separators="):].split("|")
+        rules.append((name, kind, value, beta, seps))
+    return rules
+
+
+def select(C, valid_pairs, n_pairs, kind, value):
+    """Selected pairs [B,H,T,T] (bool, i < j) of one rule. C: [B,H,T,T], valid_pairs: [B,1,T,T]."""
+    B, H, T, _ = C.shape
+    if kind == "top_fraction":
+        k = torch.tensor([min(P, max(1, round_half_away(value * P))) if P else 0 for P in n_pairs.tolist()])
+        i, j = torch.triu_indices(T, T, 1)  # the pairs i < j in (i, j) order
+        upper = C[..., i, j].masked_fill(~valid_pairs[..., i, j], -math.inf)  # [B,H,T(T-1)/2]
+        order = torch.sort(upper, dim=-1, descending=True, stable=True).indices  # ties: smaller i, then j
+        kmax = int(k.max())
+        take = (torch.arange(kmax).view(1, 1, kmax) < k.view(B, 1, 1)).expand(B, H, kmax)
+        S = torch.zeros(B, H, T, T, dtype=torch.bool)
+        S[..., i, j] = torch.zeros_like(upper, dtype=torch.bool).scatter_(2, order[..., :kmax], take)
+        return S
+    Cd = C.double()
+    if kind == "relative_to_max":
+        cmax = Cd.masked_fill(~valid_pairs, -math.inf).amax(dim=(2, 3), keepdim=True)
+        return (Cd >= value * cmax) & (cmax > 0) & valid_pairs
+    if kind == "absolute":
+        return (Cd >= value) & valid_pairs
+    raise SystemExit(f"unknown selection rule {kind}")
+
+
+class Stats:
+    def __init__(self, rules, L, H, T, V, N, sep_ids, special_ids, vector):
+        self.rules, self.L, self.H, self.T, self.V = rules, L, H, T, V
+        self.sep_ids, self.special_ids, self.vector = sep_ids, special_ids, vector
+        z = lambda *s: torch.zeros(*s, dtype=torch.long)
+        self.out = {}
+        for name, *_ in rules:
+            for key in ["high_pairs", "same_sentence", "sentence_eligible", "same_token", "in_attention", "anchor_pairs",
+                        "noise", "samples_with_pairs", "high_attention_all", "separator_mass"]:
+                self.out[f"stats/{name}/{key}"] = z(L, H)
+            self.out[f"stats/{name}/distance_hist"] = z(L, H, T)
+            self.out[f"stats/{name}/distinct_anchors"] = z(L)
+            self.out[f"stats/{name}/anchor_counts"] = z(L, H, V)
+        b = "stats/baseline/"
+        for key in ["samples", "valid_pairs", "same_sentence_all", "sentence_eligible_all", "same_token_all"]:
+            self.out[b + key] = z(())
+        self.out[b + "distance_all"] = z(T)
+        self.out[b + "separator_mass_by_token"] = z(L, H, len(sep_ids))
+        self.anchor_token = torch.full((len(rules), N, L, H), -1, dtype=torch.int32)
+        self.high_pairs = torch.zeros(len(rules), N, L, H, dtype=torch.int32)
+        self.distance = (torch.arange(T).view(1, T) - torch.arange(T).view(T, 1)).clamp_min(0)  # [T,T]: j - i
+
+    def begin_batch(self, first, tok, sid, nv):
+        """Per-batch masks and the rule-independent baselines. tok, sid: [B,T] long; nv: [B]."""
+        B, T = tok.shape
+        self.first, self.tok, self.nv = first, tok, nv
+        pos = torch.arange(T)
+        self.valid = pos.view(1, T) < nv.view(B, 1)
+        vp = self.valid.view(B, T, 1) & self.valid.view(B, 1, T) & (pos.view(T, 1) < pos.view(1, T))
+        self.valid_pairs = vp.view(B, 1, T, T)
+        self.n_pairs = vp.sum(dim=(1, 2))
+        insent = sid >= 0
+        eligible = insent.view(B, T, 1) & insent.view(B, 1, T)
+        self.eligible = eligible.view(B, 1, T, T)
+        self.same_sentence = (eligible & (sid.view(B, T, 1) == sid.view(B, 1, T))).view(B, 1, T, T)
+        special = torch.isin(tok, torch.tensor(self.special_ids))
+        self.same_token = ((tok.view(B, T, 1) == tok.view(B, 1, T)) & ~special.view(B, T, 1)).view(B, 1, T, T)
+        # token ids -> rank among the batch's sorted distinct ids, for the anchor counts
+        self.uniq, self.rank = torch.unique(tok, sorted=True, return_inverse=True)
+        self.seps = torch.stack([tok == s for s in self.sep_ids], dim=-1).double() if self.sep_ids else None  # [B,T,S]
+        b = "stats/baseline/"
+        o = self.out
+        o[b + "samples"] += B
+        o[b + "valid_pairs"] += self.n_pairs.sum()
+        o[b + "distance_all"].scatter_add_(0, self.distance.flatten(), vp.sum(0).flatten().long())
+        o[b + "same_sentence_all"] += (self.same_sentence & self.valid_pairs).sum()
+        o[b + "sentence_eligible_all"] += (self.eligible & self.valid_pairs).sum()
+        o[b + "same_token_all"] += (self.same_token & self.valid_pairs).sum()
+
+    def layer(self, l, A, ctx, W_O=None):
+        B, H, T, d = ctx.shape
+        o = self.out
+        vp = self.valid_pairs
+        if self.vector == "projected":  # o_i W_O[h]: the head's slice of the output projection
+            ctx = torch.einsum("bhtd,ehd->bhte", ctx, W_O.view(-1, H, d))
+        C = ctx @ ctx.transpose(-1, -2)  # diagonal and [PAD] never enter: selection is over valid i < j
+        A_sym = torch.maximum(A, A.transpose(-1, -2)).double()
+        # attention mass on each separator token: mean over valid rows, fixed point, per sample
+        by_token = None
+        if self.seps is not None:
+            rows = self.valid.double().view(B, 1, T, 1)
+            mass = ((A.double() @ self.seps.unsqueeze(1)) * rows).sum(2)  # [B,H,S]
+            by_token = torch.round(mass / self.nv.clamp_min(1).double().view(B, 1, 1) * FIXED_POINT_SCALE).long()
+            o["stats/baseline/separator_mass_by_token"][l] += by_token.sum(0)
+        count_pairs = lambda S: S.sum(dim=(2, 3))  # [B,H] pair counts
+        for r, (name, kind, value, beta, seps) in enumerate(self.rules):
+            p = f"stats/{name}/"
+            S = select(C, vp, self.n_pairs, kind, value)
+            hp = count_pairs(S)
+            high_att = (A_sym >= beta) & vp
+            o[p + "high_pairs"][l] += hp.sum(0)
+            o[p + "distance_hist"][l].scatter_add_(1, self.distance.flatten().expand(H, T * T), S.sum(0).view(H, T * T).long())
+            o[p + "same_sentence"][l] += count_pairs(S & self.same_sentence).sum(0)
+            o[p + "sentence_eligible"][l] += count_pairs(S & self.eligible).sum(0)
+            o[p + "same_token"][l] += count_pairs(S & self.same_token).sum(0)
+            o[p + "in_attention"][l] += count_pairs(S & high_att).sum(0)
+            o[p + "high_attention_all"][l] += count_pairs(high_att).sum(0)
+            if by_token is not None:  # seps: the rule's separators, as indices into sep_ids
+                o[p + "separator_mass"][l] += by_token[:, :, seps].sum(2).sum(0)
+            # anchor: endpoint counts per token id, the first maximum (= the smaller id)
+            degree = S.sum(3) + S.sum(2)  # [B,H,T]
+            counts = torch.zeros(B, H, len(self.uniq), dtype=torch.long)
+            counts.scatter_add_(2, self.rank.view(B, 1, T).expand(B, H, T), degree)
+            anchor = torch.where(hp > 0, self.uniq[counts.argmax(dim=2)], torch.full_like(hp, -1))  # [B,H]
+            is_anchor = self.tok.view(B, 1, T) == anchor.view(B, H, 1)
+            touch = S & (is_anchor.view(B, H, T, 1) | is_anchor.view(B, H, 1, T))
+            o[p + "anchor_pairs"][l] += count_pairs(touch).sum(0)
+            o[p + "noise"][l] += count_pairs(S & ~self.same_sentence & ~self.same_token & ~touch).sum(0)
+            o[p + "samples_with_pairs"][l] += (hp > 0).sum(0)
+            srt = anchor.sort(dim=1).values
+            distinct = (srt >= 0).sum(1) - ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)).sum(1)
+            o[p + "distinct_anchors"][l] += distinct.sum()
+            has = anchor >= 0
+            heads = torch.arange(H).view(1, H).expand(B, H)
+            o[p + "anchor_counts"][l].index_put_((heads[has], anchor[has]), torch.ones(int(has.sum()), dtype=torch.long), accumulate=True)
+            self.anchor_token[r, self.first:self.first + B, l] = anchor.int()
+            self.high_pairs[r, self.first:self.first + B, l] = hp.int()
+
+
+# ---------------------------------------------------------------- main
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser(description="A plain PyTorch implementation of `ctxsim run` (benchmark yardstick, count check).")
+    ap.add_argument("--model", help="Hugging Face BERT folder (default: the store's model_path)")
+    ap.add_argument("--store", help="a ctxsim store.h5: its samples, rules and (with --check) its statistics")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--check", action="store_true", help="compare every integer aggregate with the store's")
+    ap.add_argument("--forward-only", action="store_true", help="time the plain forward alone")
+    ap.add_argument("--seconds", type=float, default=10.0, help="--forward-only: how long to time after a warm-up")
+    ap.add_argument("--seq-len", type=int, default=128, help="--forward-only without --store: synthetic ids of this length")
+    args = ap.parse_args()
+    if not args.store and not (args.forward_only and args.model):
+        ap.error("--store is required (or --forward-only with --model)")
+    torch.set_num_threads(args.threads)
+    dtype = getattr(torch, args.dtype)
+
+    store = h5py.File(args.store, "r") if args.store else None
+    model = args.model or os.path.join(ROOT, store.attrs["model_path"].decode())
+    cfg, w = load_checkpoint(model, dtype)
+    if store is not None:
+        ids = torch.from_numpy(store["samples/token_ids"][...].astype(np.int64))
+        nv = torch.from_numpy(store["samples/n_valid"][...].astype(np.int64))
+    else:
+        g = torch.Generator().manual_seed(0)
+        ids = torch.randint(1000, 2000, (max(args.batch, 64), args.seq_len), generator=g)
+        nv = torch.full((ids.shape[0],), args.seq_len, dtype=torch.long)
+    N, T = ids.shape
+    print(f"cpu: {cpu_model()}")
+    print(f"torch {torch.__version__}, BLAS {os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}"
+          f" (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}), threads {torch.get_num_threads()}")
+    print(f"model {model}: {cfg['num_hidden_layers']} layers, {cfg['num_attention_heads']} heads, hidden {cfg['hidden_size']};"
+          f" dtype {args.dtype}, batch {args.batch}, T={T}")
+
+    if args.forward_only:  # full-length samples: every position valid
+        if store is not None:
+            nv = torch.full((N,), T, dtype=torch.long)
+        batch = lambda i: (ids[i:i + args.batch], torch.arange(T).view(1, T) < nv[i:i + args.batch].view(-1, 1))
+        with torch.inference_mode():
+            starts = list(range(0, N - args.batch + 1, args.batch)) or [0]
+            forward(cfg, w, *batch(0))  # warm-up
+            done, t0, i = 0, time.perf_counter(), 0
+            while time.perf_counter() - t0 < args.seconds:
+                x, v = batch(starts[i % len(starts)])
+                forward(cfg, w, x, v)
+                done, i = done + x.shape[0], i + 1
+            dt = time.perf_counter() - t0
+        print(f"forward only: {done} samples in {dt:.2f} s = {done / dt:.2f} samples/s")
+        return
+
+    # the store's rules, separators and special ids
+    vocab = store["vocab/text"][...].tobytes().decode("utf-8").split("\n")
+    name_to_id = {}
+    for i, t in enumerate(vocab):
+        name_to_id.setdefault(t, i)
+    sep_names = [s for s in store["stats/attention"].attrs["separator_tokens"].decode().split("\n") if s]
+    rules = [(name, kind, value, beta, [sep_names.index(s) for s in seps if s])
+             for name, kind, value, beta, seps in read_rules(store)]
+    vector = store.attrs["vector"].decode() if "vector" in store.attrs else "context"
+    L, H = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    stats = Stats(rules, L, H, T, cfg["vocab_size"], N, [name_to_id[s] for s in sep_names],
+                  [name_to_id[s] for s in SPECIALS if s in name_to_id], vector)
+    sid = torch.from_numpy(store["samples/sentence_ids"][...].astype(np.int64))
+
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        for first in range(0, N, args.batch):
+            x, s, n = ids[first:first + args.batch], sid[first:first + args.batch], nv[first:first + args.batch]
+            stats.begin_batch(first, x, s, n)
+            valid = torch.arange(T).view(1, T) < n.view(-1, 1)
+            per_layer = lambda l, A, ctx: stats.layer(l, A, ctx, w.get(f"encoder.layer.{l}.attention.output.dense.weight"))
+            forward(cfg, w, x, valid, per_layer)
+    t_loop = time.perf_counter() - t0
+    t_all = time.perf_counter() - T_START
+    print(f"compute loop: {N} samples in {t_loop:.2f} s = {N / t_loop:.2f} samples/s")
+    print(f"whole script: {N} samples in {t_all:.2f} s = {N / t_all:.2f} samples/s (from the script's start, imports and load included)")
+
+    if args.check:
+        mine = dict(stats.out)
+        mine["per_sample/anchor_token"] = stats.anchor_token
+        mine["per_sample/high_pairs"] = stats.high_pairs
+        bad = 0
+        print(f"check against the store ({store.attrs['dtype'].decode()}, {int(store['stats/baseline/samples'][()])} samples);"
+              " anchor_share (float) is not compared")
+        for key, ours in mine.items():
+            theirs = torch.from_numpy(np.asarray(store[key][...]).astype(np.int64))
+            ours = ours.long().reshape(theirs.shape)
+            diff = (ours != theirs).nonzero()
+            if len(diff) == 0:
+                print(f"check {key}: equal")
+                continue
+            bad += 1
+            at = tuple(diff[0].tolist())
+            print(f"check {key}: {len(diff)} of {ours.numel()} entries differ; first at {at}: ours {int(ours[at])}, store {int(theirs[at])}")
+        print("check: all equal" if bad == 0 else f"check: {bad} datasets differ")
+        sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
