@@ -14,6 +14,7 @@
 #include "pipeline/store/hdf5.h"
 #include "stages/cpu_features.h"
 #include "stages/error.h"
+#include "stages/tensor_memory.h"
 
 namespace {
 
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   // largest threshold glibc accepts on 64-bit (it refuses more and keeps its default).
   if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 512 << 20) != 1)
     std::cerr << "ctxsim: warning: mallopt refused the allocator thresholds; runs may be slower\n";
+  ctxsim::use_huge_page_tensors();
   int rc = 0;
   {
     const ctxsim::MpiSession mpi;  // finalises MPI, if a command started it, after the command

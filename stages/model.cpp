@@ -80,6 +80,25 @@ class OneIntraOpThread {
   int before_;
 };
 
+// The tensors stacked along dim 0: a view when they already lie one after another in one
+// contiguous block (as load() places a layer's query, key and value), else a copy.
+at::Tensor stacked_rows(const std::vector<at::Tensor>& parts) {
+  bool adjacent = true;
+  int64_t rows = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const at::Tensor& t = parts[i];
+    adjacent = adjacent && t.is_contiguous() && t.dtype() == parts[0].dtype() && t.device() == parts[0].device() &&
+               t.sizes().slice(1) == parts[0].sizes().slice(1) &&
+               (i == 0 || static_cast<const char*>(t.data_ptr()) ==
+                              static_cast<const char*>(parts[i - 1].data_ptr()) + parts[i - 1].nbytes());
+    rows += t.size(0);
+  }
+  if (!adjacent) return at::cat(parts);
+  std::vector<int64_t> shape = parts[0].sizes().vec();
+  shape[0] = rows;
+  return parts[0].as_strided(shape, at::detail::defaultStrides(shape));
+}
+
 }  // namespace
 
 at::ScalarType torch_dtype(Precision p) {
@@ -148,6 +167,22 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
   r.tensors_in_file = static_cast<int64_t>(file.tensors().size());
   std::map<std::string, at::Tensor> tensors;
   std::vector<std::string> mismatched;
+  // A layer's query, key and value are copied straight into one stacked block (from_tensors
+  // uses it as the fused projection as it is), so the weights are not copied a second time.
+  std::map<std::string, at::Tensor> blocks;
+  const auto qkv_slot = [&](const std::string& name, at::ScalarType file_dtype) -> at::Tensor {
+    static const std::pair<const char*, int64_t> kParts[] = {{"attention.self.query.", 0}, {"attention.self.key.", 1}, {"attention.self.value.", 2}};
+    for (const auto& [part, index] : kParts) {
+      const size_t at = name.find(part);
+      if (at == std::string::npos) continue;
+      const std::string kind = name.substr(at + std::strlen(part));  // weight | bias
+      const int64_t H = config.hidden_size;
+      at::Tensor& block = blocks[name.substr(0, at) + kind + "/" + std::to_string(int(file_dtype))];
+      if (!block.defined()) block = at::empty(kind == "weight" ? std::vector<int64_t>{3 * H, H} : std::vector<int64_t>{3 * H}, file_dtype);
+      return block.narrow(0, index * H, H);
+    }
+    return {};
+  };
   for (const auto& [key, view] : file.tensors()) {
     const std::string name = canonical_tensor_name(key);
     if (name.empty()) {
@@ -169,7 +204,8 @@ BertModel BertModel::load(const std::string& dir, at::ScalarType dtype, LoadRepo
     // Copy out of the mapping (offsets may be unaligned), then convert to the run's dtype. The
     // mapped pages are dropped once copied, so the weights are not resident twice.
     // NaN or inf in a weight gives nonsense statistics without any other sign: refused.
-    at::Tensor raw = at::empty(view.shape, at::TensorOptions().dtype(torch_dtype(view.dtype)));
+    at::Tensor raw = qkv_slot(name, torch_dtype(view.dtype));
+    if (!raw.defined()) raw = at::empty(view.shape, at::TensorOptions().dtype(torch_dtype(view.dtype)));
     int64_t first = -1;
     if (const int64_t bad = copy_counting_nonfinite(file.file(), view, raw.data_ptr(), &first))
       throw Error(weights + ": tensor '" + key + "'",
@@ -217,10 +253,10 @@ BertModel BertModel::from_tensors(const BertConfig& config, std::map<std::string
   for (int64_t l = 0; l < config.num_layers; ++l) {
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
     Layer L;
-    L.qkv_w = at::cat({get(p + "attention.self.query.weight"), get(p + "attention.self.key.weight"),
-                       get(p + "attention.self.value.weight")});
-    L.qkv_b = at::cat({get(p + "attention.self.query.bias"), get(p + "attention.self.key.bias"),
-                       get(p + "attention.self.value.bias")});
+    L.qkv_w = stacked_rows({get(p + "attention.self.query.weight"), get(p + "attention.self.key.weight"),
+                            get(p + "attention.self.value.weight")});
+    L.qkv_b = stacked_rows({get(p + "attention.self.query.bias"), get(p + "attention.self.key.bias"),
+                            get(p + "attention.self.value.bias")});
     L.o_w = get(p + "attention.output.dense.weight"); L.o_b = get(p + "attention.output.dense.bias");
     L.ln1_w = get(p + "attention.output.LayerNorm.weight"); L.ln1_b = get(p + "attention.output.LayerNorm.bias");
     L.i_w = get(p + "intermediate.dense.weight");     L.i_b = get(p + "intermediate.dense.bias");
