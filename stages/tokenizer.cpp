@@ -56,48 +56,6 @@ bool is_cjk(char32_t cp) {
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-// Unicode's Cased (DerivedCoreProperties): Lu, Ll, Lt, Other_Uppercase and Other_Lowercase
-// (PropList). Of the Other_ ranges, the modifier letters (Lm) are listed too though Final_Sigma
-// never reaches them (they are case-ignorable, skipped first).
-bool is_cased(char32_t cp) {
-  const int c = category(cp);
-  if (c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT) return true;
-  static constexpr std::pair<char32_t, char32_t> kOther[] = {
-      {0x00AA, 0x00AA}, {0x00BA, 0x00BA}, {0x02B0, 0x02B8}, {0x02C0, 0x02C1}, {0x02E0, 0x02E4}, {0x0345, 0x0345},
-      {0x037A, 0x037A}, {0x10FC, 0x10FC}, {0x1D2C, 0x1D6A}, {0x1D78, 0x1D78}, {0x1D9B, 0x1DBF}, {0x2071, 0x2071},
-      {0x207F, 0x207F}, {0x2090, 0x209C}, {0x2160, 0x217F}, {0x24B6, 0x24E9}, {0x2C7C, 0x2C7D}, {0xA69C, 0xA69D},
-      {0xA770, 0xA770}, {0xA7F2, 0xA7F4}, {0xA7F8, 0xA7F9}, {0xAB5C, 0xAB5F}, {0xAB69, 0xAB69}, {0x10780, 0x10780},
-      {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA}, {0x1E030, 0x1E06D}, {0x1F130, 0x1F149},
-      {0x1F150, 0x1F169}, {0x1F170, 0x1F189}};
-  for (const auto& [lo, hi] : kOther)
-    if (cp >= lo && cp <= hi) return true;
-  return false;
-}
-
-// Unicode's Case_Ignorable (DerivedCoreProperties): categories Mn, Me, Cf, Lm, Sk, and the
-// Word_Break classes MidLetter, MidNumLet and Single_Quote (an apostrophe, a full stop, a colon …).
-bool is_case_ignorable(char32_t cp) {
-  const int c = category(cp);
-  if (c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_ME || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_LM ||
-      c == UTF8PROC_CATEGORY_SK)
-    return true;
-  static constexpr char32_t kWordBreakMid[] = {0x0027, 0x002E, 0x003A, 0x00B7, 0x0387, 0x055F, 0x05F4, 0x2018, 0x2019,
-                                               0x2024, 0x2027, 0xFE13, 0xFE52, 0xFE55, 0xFF07, 0xFF0E, 0xFF1A};
-  return std::find(std::begin(kWordBreakMid), std::end(kWordBreakMid), cp) != std::end(kWordBreakMid);
-}
-
-// SpecialCasing's Final_Sigma for the Σ at cps[k]: preceded by a cased character (case-ignorable
-// ones between are skipped) and not followed by one (likewise) — Python's str.lower(), which
-// Hugging Face applies to each whitespace-separated token.
-bool is_final_sigma(const std::vector<char32_t>& cps, size_t k) {
-  size_t j = k;
-  while (j > 0 && is_case_ignorable(cps[j - 1])) --j;
-  if (j == 0 || !is_cased(cps[j - 1])) return false;
-  j = k + 1;
-  while (j < cps.size() && is_case_ignorable(cps[j])) ++j;
-  return j == cps.size() || !is_cased(cps[j]);
-}
-
 // Python's str.split() also splits on line/paragraph separators, which cleaning keeps.
 bool is_word_break(char32_t cp) { return cp == ' ' || cp == 0x2028 || cp == 0x2029; }
 
@@ -257,8 +215,6 @@ void BertTokenizer::lower_and_strip(std::string_view word, std::string& out) con
     for (char c : word) out.push_back(options_.lower_case && c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
     return;
   }
-  std::vector<char32_t> cps;
-  for (size_t i = 0; i < word.size();) cps.push_back(utf8::next(word, i));
   utf8proc_int32_t dec[32];
   const auto emit = [&](char32_t cp) {
     if (!options_.strip_accents) { utf8::append(out, cp); return; }
@@ -269,19 +225,17 @@ void BertTokenizer::lower_and_strip(std::string_view word, std::string& out) con
       if (category(static_cast<char32_t>(dec[k])) != UTF8PROC_CATEGORY_MN)
         utf8::append(out, static_cast<char32_t>(dec[k]));
   };
-  for (size_t k = 0; k < cps.size(); ++k) {
-    char32_t cp = cps[k];
+  for (size_t i = 0; i < word.size();) {
+    char32_t cp = utf8::next(word, i);
     if (options_.lower_case) {
       if (cp == 0x130) {  // İ: Python's full lower-case mapping is "i" + U+0307
         emit('i');
         emit(0x307);
         continue;
       }
-      if (cp == 0x3A3) {  // Σ: ς at the end of a word, else σ
-        cp = is_final_sigma(cps, k) ? 0x3C2 : 0x3C3;
-      } else {
-        cp = static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
-      }
+      // One character at a time, without context (SPEC §1, as transformers 4.x and the fast
+      // tokenizer): a word-final Σ becomes σ, not ς.
+      cp = static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
     }
     emit(cp);
   }

@@ -57,7 +57,7 @@ const std::vector<Case> kUncasedCases = {
     {"cjk_split", "北京", "北 京"},
     {"cjk_inside_latin", "a北b", "a 北 b"},
     {"hangul_nfd_jamo", "한", "\u1112 ##\u1161 ##\u11AB"},
-    {"greek_final_sigma", "ΟΔΟΣ", "ο ##δ ##ος"},
+    {"greek_sigma_per_character", "ΟΔΟΣ", "ο ##δ ##ο ##σ"},  // σ, not ς: per character (SPEC §1)
     {"greek_accent", "οδός", "ο ##δ ##ος"},
     {"sharp_s_kept", "straße", "st ##raße"},
     {"euro_not_punctuation", "€100", "€ ##100"},
@@ -125,22 +125,19 @@ TEST_F(Uncased, BasicTokenizerAlone) {
   EXPECT_EQ(join(tok_->basic_tokenize("Héllo, wörld!")), "hello , world !");
 }
 
-// SpecialCasing's Final_Sigma, derived by hand from its definition: a capital sigma becomes ς
-// when a cased character precedes it and none follows, case-ignorable characters (' . : and
-// combining marks) skipped on both sides; else σ. Python's str.lower() applies it to each
-// whitespace token before the punctuation split, so "Α'Σ" ends in ς although ' splits it.
-TEST_F(Uncased, FinalSigmaAsUnicodeDefinesIt) {
+// Lower-casing is per character (SPEC §1: transformers 4.x lower-cases the text one character at
+// a time, and the fast tokenizer likewise), so SpecialCasing's context rules never apply: a
+// capital sigma is σ wherever it stands, never the word-final ς that Python's str.lower() of a
+// whole word gives. The one unconditional multi-character mapping, İ, still gives i + U+0307.
+TEST_F(Uncased, SigmaIsLowerCasedOneCharacterAtATime) {
   const std::pair<const char*, const char*> cases[] = {
-      {"ΑΣ ΑΣ.", "ας ας ."},       // the end of a word; a full stop after it is case-ignorable
-      {"ΣΑ Σ", "σα σ"},            // nothing cased before it
-      {"ΑΣΑ", "ασα"},              // a cased letter after it
-      {"Α'Σ", "α ' ς"},            // the apostrophe between is skipped: Α precedes
-      {"ΑΣ'Α", "ασ ' α"},          // … and after: Α follows
-      {"Α.Σ ΑΣ:Α", "α . ς ασ : α"},  // full stop and colon are case-ignorable too
-      {"ΑΣ-Α", "ας - α"},          // a hyphen is not: nothing cased directly follows
-      {"1Σ ΑΣ1", "1σ ας1"},        // digits are neither cased nor case-ignorable
-      {"ΑΣ\u0301", "ας"},          // a combining accent after it is skipped (then stripped)
-      {"\u00AAΣ \u216FΣ", "\u00AAς ⅿς"},  // ª and Ⅿ are Cased (Other_Lowercase, Other_Uppercase)
+      {"ΑΣ ΑΣ.", "ασ ασ ."},        // word-final: still σ
+      {"ΣΑ Σ", "σα σ"},
+      {"ΑΣΑ", "ασα"},
+      {"Α'Σ", "α ' σ"},
+      {"ΑΣ\u0301", "ασ"},          // the combining accent is stripped
+      {"ς", "ς"},                   // a final sigma in the text stays one
+      {"\u00AAΣ \u216FΣ", "\u00AAσ ⅿσ"},
   };
   for (const auto& [text, want] : cases) EXPECT_EQ(join(tok_->basic_tokenize(text)), want) << text;
 }
