@@ -1,5 +1,7 @@
 #include "stages/figure.h"
 
+#include "stages/digest.h"
+
 #ifndef CTXSIM_NO_FIGURES
 #include <librsvg/rsvg.h>
 #endif

@@ -155,25 +155,6 @@ std::string encode_png(const Image&) { require_figures("PNG"); return {}; }
 
 void write_png(const std::string& path, const Image& image) { atomic_write(path, encode_png(image)); }
 
-std::string base64(const std::string& bytes) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) | uint8_t(bytes[i + 2]);
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
-  }
-  if (i + 1 == bytes.size()) {
-    const uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
-    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    const uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8);
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
-  }
-  return out;
-}
-
 #ifndef CTXSIM_NO_FIGURES
 Image read_png(const std::string& path) {
   png_image img{};

@@ -54,8 +54,6 @@ void write_png(const std::string& path, const Image& image);      // throws ctxs
 Image read_png(const std::string& path);                          // for tests and checks
 std::string encode_png(const Image& image);                       // the PNG file's bytes
 
-// Standard base64 (RFC 4648, with padding), for data: URIs.
-std::string base64(const std::string& bytes);
 
 // Block pooling (mean over b x b blocks) so that large matrices stay renderable: [rows/b, cols/b].
 std::vector<float> pool_blocks(const std::vector<float>& values, int rows, int cols, int block, int& out_rows, int& out_cols);

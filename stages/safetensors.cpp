@@ -1,7 +1,6 @@
 #include "stages/safetensors.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -255,47 +254,6 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   bytes += text;
   for (const auto& [name, t] : tensors) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
   atomic_write(path, bytes, durable);
-}
-
-namespace {
-
-std::string hex_digest(const unsigned char* digest, unsigned int len) {
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned int i = 0; i < len; ++i) {
-    s.push_back(hex[digest[i] >> 4]);
-    s.push_back(hex[digest[i] & 15]);
-  }
-  return s;
-}
-
-}  // namespace
-
-std::string sha256_bytes(const uint8_t* data, size_t n) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data, n, digest, &len, EVP_sha256(), nullptr) != 1)
-    throw Error("sha256", "OpenSSL EVP_Digest failed", "check the OpenSSL installation");
-  return hex_digest(digest, len);
-}
-
-std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, std::string("cannot open: ") + std::strerror(errno), "check the path and permissions");
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    throw Error("sha256", "OpenSSL EVP_DigestInit_ex failed", "check the OpenSSL installation");
-  std::vector<char> buffer(size_t(4) << 20);
-  while (in) {
-    in.read(buffer.data(), std::streamsize(buffer.size()));
-    if (in.gcount() > 0 && EVP_DigestUpdate(ctx.get(), buffer.data(), size_t(in.gcount())) != 1)
-      throw Error("sha256", "OpenSSL EVP_DigestUpdate failed", "check the OpenSSL installation");
-  }
-  if (in.bad()) throw Error(path, "read error while hashing", "check the file and the disk");
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) throw Error("sha256", "OpenSSL EVP_DigestFinal_ex failed", "check the OpenSSL installation");
-  return hex_digest(digest, len);
 }
 
 float half_to_float(uint16_t h) {

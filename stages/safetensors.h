@@ -84,9 +84,6 @@ struct TensorData {
 void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
                        const std::map<std::string, std::string>& metadata = {}, bool durable = false);
 
-// Hex SHA-256 of a file's bytes, read in chunks (the file is not mapped or held in memory).
-std::string sha256_file(const std::string& path);
-std::string sha256_bytes(const uint8_t* data, size_t n);
 
 // Half-precision conversions (IEEE binary16, bfloat16) used by readers that do not use LibTorch.
 float half_to_float(uint16_t h);

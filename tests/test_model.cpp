@@ -1,6 +1,7 @@
 // The BERT forward pass against a deliberately plain reference written here (explicit loops,
 // textbook formulas, double precision) on a tiny seeded checkpoint; internal consistency,
 // padding invariance, the projected vectors, key-name variants and loader errors.
+#include "stages/digest.h"
 #include "stages/model.h"
 
 #include <gtest/gtest.h>

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "stages/digest.h"
 #include "stages/figure.h"
 #include "stages/render.h"
 #include "stages/rollout.h"

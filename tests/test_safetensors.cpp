@@ -1,5 +1,6 @@
 // Safetensors: round trip, each corruption class as its own case (asserting the message), and
 // the half-precision and SHA-256 helpers.
+#include "stages/digest.h"
 #include "stages/safetensors.h"
 
 #include <gtest/gtest.h>

@@ -14,6 +14,7 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/agree.h"
 #include "pipeline/store/store.h"
+#include "stages/digest.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
 #include "stages/random_checkpoint.h"

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "stages/digest.h"
 #include "stages/error.h"
 #include "stages/files.h"
 #include "stages/safetensors.h"  // sha256_bytes

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "stages/digest.h"
 #include "stages/error.h"
 #include "stages/safetensors.h"
 
