@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the parsers of user input (tests/fuzz/: the safetensors header,
-# config.json, the YAML config schema, the Brown, text and JSON-lines readers, the tokenizer),
+# config.json, the YAML config schema, the Brown, text and JSON-lines readers, the tokenizer, and
+# the store readers on edited stores: a real store made here with build/ctxsim),
 # built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer.
 #   bash scripts/fuzz.sh                  # every target, 60 s each (what CI runs)
 #   bash scripts/fuzz.sh --seconds 600    # longer
@@ -18,7 +19,7 @@ while [ $# -gt 0 ]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer store)
 say() { echo "[fuzz] $*"; }
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 
@@ -57,6 +58,15 @@ PY
     yaml_config) for f in configs/*.yaml configs/sweeps/*.yaml; do cp "$f" "$dir/$(basename "$(dirname "$f")")_$(basename "$f")"; done ;;
     brown) for f in ca01 cf13 cj42 cr09; do [ -f "data/brown/$f" ] && head -c 16384 "data/brown/$f" > "$dir/$f"; done ;;
     text_corpus|tokenizer) for f in README.md docs/*.md; do head -c 16384 "$f" > "$dir/$(basename "$f")"; done ;;
+    store)  # a real store to edit (tests/fuzz/fuzz_store.cpp), and a few edit scripts
+      local m=$BUILD/store-template
+      rm -rf "$m"
+      build/ctxsim init-model --preset bert-tiny --seed 3 --vocab data/vocab/bert-base-uncased.txt --out "$m/model" > /dev/null
+      build/ctxsim run configs/default.yaml model.path="$m/model" samples.num_samples=8 statistics.examples=[0,3] \
+        'selection=[{top_fraction: 0.05}, {absolute: 0.5}]' output.report=false output.dir="$m" > /dev/null 2>&1
+      for i in 1 2 3 4 5 6; do head -c $((i * 9)) /dev/urandom > "$dir/random$i"; done
+      printf '\x03\x00\x07\x02\x01\x00' > "$dir/replace_high_pairs"
+      ;;
     jsonl)
       /usr/bin/python3 - "$dir" <<'PY'
 import json, sys, os, glob
@@ -71,12 +81,13 @@ mkdir -p "$BUILD/crashes"
 failed=()
 for t in "${TARGETS[@]}"; do
   bin=$BUILD/fuzz_$t
+  seeds "$t"
+  export CTXSIM_FUZZ_STORE=$PWD/$BUILD/store-template/store.h5
   regressions=tests/fuzz/regressions/$t
   if compgen -G "$regressions/*" > /dev/null; then
     say "$t: replaying $(ls "$regressions" | wc -l) regression input(s)"
     "$bin" -runs=1 "$regressions"/* > "$BUILD/$t.regressions.log" 2>&1 || { failed+=("$t (regressions)"); tail -30 "$BUILD/$t.regressions.log"; continue; }
   fi
-  seeds "$t"
   mkdir -p "$BUILD/corpus/$t"
   say "$t: fuzzing for $SECONDS_EACH s"
   if ! "$bin" -max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \

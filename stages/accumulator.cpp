@@ -1,5 +1,6 @@
 #include "stages/accumulator.h"
 
+#include "stages/digest.h"
 #include "stages/error.h"
 
 namespace ctxsim {
@@ -65,6 +66,20 @@ void Accumulator::merge(const Accumulator& o) {
                    o.shape_.separators == shape_.separators,
                "statistics: cannot merge accumulators of different shapes");
   for (size_t i = 0; i < buffer_.size(); ++i) buffer_[i] += o.buffer_[i];
+}
+
+std::string Accumulator::digest() const {
+  Sha256 h;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  h.update(buffer_.data(), buffer_.size() * sizeof(int64_t));
+#else
+  for (int64_t v : buffer_) {
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(uint64_t(v) >> (8 * i));
+    h.update(le, sizeof le);
+  }
+#endif
+  return h.hex();
 }
 
 std::vector<std::string> check_invariants(const Accumulator& a) {

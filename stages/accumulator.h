@@ -78,6 +78,9 @@ class Accumulator {
   const std::vector<int64_t>& buffer() const { return buffer_; }
 
   void merge(const Accumulator& other);                  // element-wise sum; shapes must match
+  // SHA-256 (hex) of the buffer as little-endian int64 in field order: what a store writes with
+  // `complete` (stats_sha256) and every reader checks.
+  std::string digest() const;
   bool operator==(const Accumulator& o) const { return buffer_ == o.buffer_; }
 
  private:

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "stages/digest.h"
 #include "stages/error.h"
 #include "stages/files.h"
 #include "stages/utf8.h"
@@ -234,10 +235,12 @@ Corpus read_corpus(const CorpusOptions& o) {
     files.push_back(root);
   }
 
+  Sha256 digest;  // what the results depend on: the files read, by name and content
   for (const auto& f : files) {
     if (!want_more()) break;
     corpus.files.push_back(f.string());
     const std::string content = read_text_file(f, o.invalid_utf8);
+    digest.update_field(f.filename().string()).update_field(content);
     corpus.notes.nul_bytes += std::count(content.begin(), content.end(), '\0');
     switch (o.format) {
       case CorpusFormat::Brown:
@@ -265,6 +268,7 @@ Corpus read_corpus(const CorpusOptions& o) {
                             " file(s); expected " + expect + ")",
                 "point corpus.path at the corpus, or set corpus.format to match it");
   }
+  corpus.sha256 = digest.hex();
   return corpus;
 }
 

@@ -37,6 +37,7 @@ struct Corpus {
   std::vector<Document> documents;     // corpus order
   std::vector<std::string> files;      // the files read, in order
   CorpusNotes notes;
+  std::string sha256;                  // of the files read: each one's name (in the folder) and bytes, in order
   int64_t num_sentences() const;
 };
 

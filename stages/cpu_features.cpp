@@ -1,10 +1,12 @@
 #include "stages/cpu_features.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -70,6 +72,21 @@ void require_native_dtype(Precision precision, const std::string& where, bool on
                      "bfloat16 matmul, some fifty times slower than float32",
               "use float32 on this machine (float64 for count-for-count checks), or run bfloat16 on nodes whose "
               "/proc/cpuinfo lists avx512_bf16 or amx_bf16");
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n > 0) return n;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? int(online) : 1;
+}
+
+std::string thread_cap_note(int64_t requested, int in_force, const std::string& key) {
+  if (requested <= 0 || in_force >= requested) return "";
+  return "warning: " + key + "=" + std::to_string(requested) + " is more than " + std::to_string(kThreadsPerCore) + " per core of the " +
+         std::to_string(usable_cores()) + " this process may use: using " + std::to_string(in_force);
 }
 
 const char* isa_name(IsaLevel level) {

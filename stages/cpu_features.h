@@ -26,6 +26,16 @@ CpuFeatures cpu_features();
 // computes on the CPU (on_cpu) and the CPU has no native bfloat16: such a run would crawl.
 void require_native_dtype(Precision precision, const std::string& where, bool on_cpu = true);
 
+// Threads: any option accepts at most kMaxThreadsOption; in force are at most
+// kThreadsPerCore x the cores this process may run on (more only thrash: OpenMP teams far larger
+// than the machine spin and yield until a run effectively hangs).
+constexpr int64_t kMaxThreadsOption = 4096;
+constexpr int kThreadsPerCore = 4;
+int usable_cores();  // the process's CPU affinity mask (all cores when it cannot be read), >= 1
+// "warning: runtime.threads=4096 is more than 4 per core of the 2 this process may use: using 8",
+// or "" when the count in force is what was asked (or nothing was).
+std::string thread_cap_note(int64_t requested, int in_force, const std::string& key);
+
 // The x86-64 micro-architecture levels ctxsim's kernels are compiled for (psABI names).
 enum class IsaLevel { Baseline = 1, V3 = 3, V4 = 4 };
 const char* isa_name(IsaLevel level);  // "x86-64-v4", "x86-64-v3", "baseline"

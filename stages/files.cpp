@@ -114,6 +114,43 @@ bool make_folder(const std::string& path, const std::string& where) {
   return made;
 }
 
+std::string unresolvable_path_fix(int err) {
+  if (err == ELOOP) return "a symbolic link in it points back at itself (a loop): fix or remove the link";
+  if (err == ENAMETOOLONG) return "a name in it is longer than the file system allows (255 bytes a name, 4096 a path): shorten it";
+  if (err == ENOTDIR) return "a part of it is a file, not a folder: check the path";
+  if (err == EACCES) return "a folder on the way may not be searched: check the permissions";
+  return "check the path";
+}
+
+PathKind path_kind(const std::string& path, const std::string& where) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw Error(where, "cannot use the path '" + (path.size() > 300 ? path.substr(0, 300) + "…" : path) + "': " + ec.message(),
+                unresolvable_path_fix(ec.value()));
+  switch (st.type()) {
+    case fs::file_type::not_found: return PathKind::Missing;
+    case fs::file_type::regular: return PathKind::File;
+    case fs::file_type::directory: return PathKind::Folder;
+    default: return PathKind::Other;
+  }
+}
+
+bool same_path(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  // Resolved as far as it exists; "x/" and "x" alike.
+  const auto resolved = [](const std::string& s) {
+    std::error_code ec;
+    fs::path p = fs::absolute(s, ec).lexically_normal();
+    const fs::path c = fs::weakly_canonical(p, ec);
+    if (!ec) p = c.lexically_normal();
+    if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
+    return p;
+  };
+  return resolved(a) == resolved(b);
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string s;
   for (size_t i = 0; i < items.size(); ++i) {

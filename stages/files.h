@@ -30,6 +30,18 @@ void atomic_write(const std::string& path, std::string_view bytes, bool durable 
 // a path under a file, a read-only file system, no permission.
 bool make_folder(const std::string& path, const std::string& where);
 
+// What a path is, asked without throwing std::filesystem's exceptions: Missing when nothing is
+// there; a path the system cannot resolve (a symbolic-link loop, a name longer than the file
+// system allows, a part that is a file) throws ctxsim::Error naming `where` and the reason.
+enum class PathKind { Missing, File, Folder, Other };
+PathKind path_kind(const std::string& path, const std::string& where);
+// The fix of a path the system cannot resolve (also main's, for std::filesystem's exceptions).
+std::string unresolvable_path_fix(int err);
+
+// Whether two paths name the same file or folder (existing or not): compared resolved, symbolic
+// links followed as far as they exist.
+bool same_path(const std::string& a, const std::string& b);
+
 // The items with `sep` between them; join_each spells each item with `text` first.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 template <class Range, class Text>

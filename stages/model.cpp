@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "stages/cpu_features.h"
 #include "stages/error.h"
 #include "stages/files.h"
 #include "stages/safetensors.h"
@@ -124,14 +125,11 @@ int configure_threads(int64_t requested, int ranks_on_node) {
   };
   if (n <= 0) n = from_env("SLURM_CPUS_PER_TASK");
   if (n <= 0) n = from_env("OMP_NUM_THREADS");
-  if (n <= 0) {
-    // LibTorch's own default comes from libcpuinfo, which can see one core on VMs.
-    const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    const int allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : machine;
-    n = allowed < machine ? allowed : std::max(1, machine / std::max(1, ranks_on_node));
-  }
+  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int allowed = std::min(usable_cores(), machine);
+  // LibTorch's own default comes from libcpuinfo, which can see one core on VMs.
+  if (n <= 0) n = allowed < machine ? allowed : std::max(1, machine / std::max(1, ranks_on_node));
+  n = std::min(n, kThreadsPerCore * allowed);
   at::set_num_threads(n);
   return at::get_num_threads();
 }

@@ -86,8 +86,9 @@ std::string device_name(at::Device device);
 
 // Sets LibTorch's intra-op threads: requested > 0, else SLURM_CPUS_PER_TASK, else
 // OMP_NUM_THREADS, else the cores this process may run on — all of them when it is bound (mpirun
-// binds each rank to its cores), else the machine's cores shared by the ranks on this node.
-// Returns the count now in force.
+// binds each rank to its cores), else the machine's cores shared by the ranks on this node; at
+// most kThreadsPerCore per core the process may use (stages/cpu_features.h). Returns the count
+// now in force (callers say so when it is below what was asked).
 int configure_threads(int64_t requested, int ranks_on_node = 1);
 
 }  // namespace ctxsim

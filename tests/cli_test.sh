@@ -160,7 +160,7 @@ case "$CASE" in
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
 assert f.attrs["complete"] == 1
-assert f.attrs["schema_version"] == 1
+assert f.attrs["schema_version"] == 2
 assert f["samples/token_ids"].shape == (30, 128)
 assert f["per_sample/anchor_token"].shape == (2, 30, 2, 2)
 g = f["stats/top_fraction=0.01"]
@@ -238,7 +238,7 @@ PY
     html="$TMP/out/report.html"
     [ -s "$html" ] || fail "no report.html"
     [ "$(stat -c %s "$html")" -lt $((25 * 1024 * 1024)) ] || fail "report.html over the 25 MB budget"
-    grep -q "http" "$html" && fail "report.html refers to the network"
+    grep -qE "https?:" "$html" && fail "report.html refers to the network"
     contains "$(cat "$html")" 'id="explorer"'
     contains "$(cat "$html")" "data:image/png;base64,"
     for f in same_sentence same_sentence_by_layer repetition_lift separator_attention noise_share signal_noise distance_by_layer \

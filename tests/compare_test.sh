@@ -68,6 +68,37 @@ case "$CASE" in
     "$CTXSIM" compare "$TMP/both/store.h5" "$TMP/rel/store.h5" --rule relative_to_max=0.9 --out "$TMP/ok" > /dev/null 2> "$TMP/err" ||
       fail "a shared rule named with --rule: $(cat "$TMP/err")"
     ;;
+  hostile)
+    # A store is shared between people, and so are labels: markup in a token of an example, in
+    # --labels, --title and --note is shown as text and never runs (label browser).
+    run "$TMP/m1" "$TMP/a" statistics.examples=[0] output.report=false
+    run "$TMP/m2" "$TMP/b"
+    /usr/bin/python3 - "$TMP/a/store.h5" <<'PY' || fail "crafting the store"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r+")
+vocab = f["vocab/text"][...].tobytes().decode().split("\n")
+sample = int(f["examples/sample_ids"][0])
+ids = f["samples/token_ids"][sample]
+vocab[int(ids[1])] = "</script><script>window.__pwned=1</script>"
+vocab[int(ids[2])] = "\"><img src=x onerror=window.__pwned=2><b id=pwned>"
+vocab[int(ids[3])] = "<!--<script>"
+data = np.frombuffer("\n".join(vocab).encode(), dtype=np.uint8)
+del f["vocab/text"]
+f.create_dataset("vocab/text", data=data)
+f.close()
+PY
+    "$CTXSIM" report "$TMP/a/store.h5" > /dev/null 2> "$TMP/err" || fail "report: $(cat "$TMP/err")"
+    node tests/browser/hostile_test.js "$TMP/a/report.html" --figures distance_overlay \
+      --expect '</script><script>window.__pwned=1</script>' --expect '"><img src=x onerror=window.__pwned=2><b id=pwned>' \
+      > "$TMP/browser" 2>&1 || { cat "$TMP/browser"; fail "report.html with hostile tokens"; }
+    grep -q 'Content-Security-Policy' "$TMP/a/report.html" || fail "report.html has no Content-Security-Policy"
+    label1='</script><script>window.__pwned=3</script>'
+    label2='"><svg onload=window.__pwned=4><b id=pwned>'
+    "$CTXSIM" compare "$TMP/a/store.h5" "$TMP/b/store.h5" --labels "$label1,$label2" --title "<script>window.__pwned=5</script>" \
+      --note "<img src=x onerror=window.__pwned=6>" --out "$TMP/cmp" > /dev/null 2> "$TMP/err" || fail "compare: $(cat "$TMP/err")"
+    node tests/browser/hostile_test.js "$TMP/cmp/compare.html" --figures distance_by_layer --expect "$label1" --expect "$label2" \
+      --expect "<img src=x onerror=window.__pwned=6>" > "$TMP/browser" 2>&1 || { cat "$TMP/browser"; fail "compare.html with hostile labels"; }
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "ok [$CASE]"

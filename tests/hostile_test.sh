@@ -305,6 +305,248 @@ case "$CASE" in
     "$CTXSIM" samples configs/default.yaml --show 0 > /dev/null 2> "$TMP/err" || fail "samples"
     lacks "$(cat "$TMP/err")" "corpus data/brown:"  # the real Brown corpus has nothing to say
     ;;
+  # ---- third round (issue 22) ------------------------------------------------------------
+  resume_inputs)  # 1: a resume or rerun over changed inputs is refused, naming what changed
+    tiny_model "$TMP/m"
+    mkdir -p "$TMP/c" && cp data/brown/ca0[1-4] "$TMP/c/"
+    L=(configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1
+       output.report=false output.dir="$TMP/out")
+    interrupted() {  # a run killed after its first durable units
+      rm -rf "$TMP/out"
+      CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" > /dev/null 2>&1 &
+      local victim=$!
+      for _ in $(seq 1 200); do "$CTXSIM" status "$TMP/out/store.h5" 2> /dev/null | grep -q "units done: [2-9]" && break; sleep 0.1; done
+      kill -9 $victim; wait $victim 2> /dev/null
+      "$CTXSIM" status "$TMP/out/store.h5" | grep -q "units done:" || fail "no interrupted store"
+    }
+    interrupted
+    cp "$TMP/m/model.safetensors" "$TMP/weights.bak"
+    patch_tensor "$TMP/m/model.safetensors" encoder.layer.0.attention.self.query.weight 0 0.5
+    one_error "was made from other inputs: the model's weights ($TMP/m/model.safetensors" "$CTXSIM" run "${L[@]}"
+    contains "$(cat "$TMP/stderr")" "set output.overwrite=true to start over"
+    cp "$TMP/weights.bak" "$TMP/m/model.safetensors"
+    printf 'The/at cat/nn sat/vbd ./.\n' >> "$TMP/c/ca02"
+    one_error "was made from other inputs: the corpus ($TMP/c" "$CTXSIM" run "${L[@]}"
+    sed -i '2000s/.*/changedtoken/' "$TMP/m/vocab.txt"
+    one_error "the vocabulary ($TMP/m/vocab.txt" "$CTXSIM" run "${L[@]}"
+    # A complete store answers only for its own inputs.
+    "$CTXSIM" run "${L[@]}" output.overwrite=true > /dev/null 2>&1 || fail "overwrite"
+    "$CTXSIM" run "${L[@]}" > "$TMP/again" 2> /dev/null || fail "rerun of a complete store"
+    grep -q "rule top_fraction" "$TMP/again" || fail "rerun printed no summary"
+    patch_tensor "$TMP/m/model.safetensors" encoder.layer.1.output.dense.weight 3 0.25
+    one_error "was made from other inputs: the model's weights" "$CTXSIM" run "${L[@]}"
+    ;;
+  report_recovery)  # 2: a kill while the report is written; the rerun finishes it
+    tiny_model "$TMP/m"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.report=true statistics.examples=[0] output.dir="$TMP/out" > /dev/null 2>&1 || fail "run"
+    [ -s "$TMP/out/report.html" ] || fail "no report"
+    # What a SIGKILL in the middle leaves: the staging folder, no page.
+    rm "$TMP/out/report.html"
+    mkdir -p "$TMP/out/figures.partial" && echo half > "$TMP/out/figures.partial/distance_by_layer.svg"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.report=true statistics.examples=[0] output.dir="$TMP/out" > "$TMP/o" 2> "$TMP/err" \
+      || fail "rerun: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/err")" "its report is missing: writing it"
+    [ -s "$TMP/out/report.html" ] || fail "the rerun did not write the report"
+    [ ! -e "$TMP/out/figures.partial" ] || fail "staging left behind"
+    grep -q "rule top_fraction" "$TMP/o" || fail "no summary after the report"
+    ;;
+  user_files)  # 3: report and compare write only their own files, and refuse to overwrite others'
+    tiny_model "$TMP/m"
+    for seed in 1 2; do
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" samples.seed=$seed output.report=true output.dir="$TMP/r$seed" > /dev/null 2>&1 || fail "run $seed"
+    done
+    # A user's own file in the folder a report goes to stays; the report is written.
+    mkdir -p "$TMP/rep/figures" && echo mine > "$TMP/rep/figures/keep.txt"
+    "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/rep" > /dev/null 2> "$TMP/err" || fail "report --out: $(cat "$TMP/err")"
+    [ "$(cat "$TMP/rep/figures/keep.txt")" = mine ] || fail "the report deleted a user's file"
+    [ -s "$TMP/rep/report.html" ] && [ -s "$TMP/rep/figures/distance_overlay.png" ] || fail "no report written"
+    "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/rep" > /dev/null 2>&1 || fail "a second report over the first"
+    [ "$(cat "$TMP/rep/figures/keep.txt")" = mine ] || fail "the second report deleted a user's file"
+    # compare into a run's folder would overwrite its report's figures: refused, nothing touched.
+    before=$(cd "$TMP/r1/figures" && sha256sum * | sha256sum)
+    one_error "$TMP/r1/figures: holds the figures of $TMP/r1/report.html" \
+      "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/r1"
+    [ "$before" = "$(cd "$TMP/r1/figures" && sha256sum * | sha256sum)" ] || fail "compare changed run 1's figures"
+    [ ! -e "$TMP/r1/compare.html" ] || fail "compare wrote its page anyway"
+    # A file of one of our names that ctxsim did not write is not replaced.
+    mkdir -p "$TMP/cmp/figures" && echo mine > "$TMP/cmp/figures/distance_by_layer.png"
+    one_error "$TMP/cmp/figures/distance_by_layer.png: exists and ctxsim did not write it" \
+      "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/cmp"
+    [ "$(cat "$TMP/cmp/figures/distance_by_layer.png")" = mine ] || fail "compare replaced a user's file"
+    "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/cmp2" > /dev/null 2>&1 || fail "compare into a new folder"
+    ;;
+  sweep_folders)  # 4: every point its own folder; --sweep-index is a point's index
+    tiny_model "$TMP/A/tiny"
+    "$CTXSIM" init-model --preset bert-tiny --seed 6 --vocab "$VOCAB" --out "$TMP/B/tiny" > /dev/null || fail "init-model B"
+    cat > "$TMP/s.yaml" <<YAML
+output: {dir: $TMP/sw, report: false}
+samples: {num_samples: 8}
+runtime: {unit_size: 4}
+sweep: {model.path: [$TMP/A/tiny, $TMP/B/tiny]}
+YAML
+    out=$("$CTXSIM" sweep "$TMP/s.yaml" 2>&1) || fail "sweep: $out"
+    contains "$out" "model.path=A_tiny"
+    contains "$out" "model.path=B_tiny"
+    "$CTXSIM" run "$TMP/s.yaml" > /dev/null 2>&1 || fail "sweep run"
+    a=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path=A_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
+    b=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path=B_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
+    [ -n "$a" ] && [ "$a" != "$b" ] || fail "the two points are not two models' stores"
+    for bad in '' -1 2 x; do
+      one_error "--sweep-index" "$CTXSIM" run "$TMP/s.yaml" --sweep-index "$bad"
+    done
+    # Values whose folders would still coincide are refused before anything runs.
+    sed -i "s|sweep: .*|sweep: {statistics.separators: [[\".\"]], corpus.path: [\"data/x y\", \"data/x-y\"]}|" "$TMP/s.yaml"
+    one_error "would share the output folder" "$CTXSIM" sweep "$TMP/s.yaml"
+    printf 'sweep: {samples.seed: [%s], samples.seq_len: [%s], runtime.unit_size: [%s]}\n' \
+      "$(seq -s, 1 1000)" "$(seq -s, 8 1007)" "$(seq -s, 1 1000)" > "$TMP/huge.yaml"
+    one_error "more than 100000 points" "$CTXSIM" sweep "$TMP/huge.yaml"
+    ;;
+  pretrain_outputs)  # 5 and 11: outputs that overwrite each other; a checkpoint that contradicts itself
+    TINY=(configs/pretrain/brown.yaml corpus.max_documents=20 corpus.heldout_every=5 samples.seq_len=32 pretrain.layers=1 pretrain.hidden=16
+          pretrain.heads=2 pretrain.intermediate=32 pretrain.steps=12 pretrain.batch_size=4 pretrain.warmup_steps=2 pretrain.checkpoint_steps=2
+          pretrain.eval_steps=4 pretrain.eval_samples=8 pretrain.save_dtype=float32 runtime.threads=1)
+    one_error "pretrain.init_out: '$TMP/x/' is the folder of pretrain.model_out too" \
+      "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/p" pretrain.model_out="$TMP/x" pretrain.init_out="$TMP/x/"
+    [ ! -e "$TMP/x" ] || fail "wrote into the shared folder"
+    CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/p" pretrain.model_out="$TMP/pm" pretrain.init_out="$TMP/pi" \
+      > /dev/null 2>&1 &
+    victim=$!
+    for _ in $(seq 1 300); do [ -f "$TMP/p/checkpoint.safetensors" ] && break; sleep 0.1; done
+    kill -9 $victim; wait $victim 2> /dev/null
+    [ -f "$TMP/p/checkpoint.safetensors" ] || fail "no checkpoint to damage"
+    for edit in steps_done=-3 steps_done=99 history=drop; do
+      cp "$TMP/p/checkpoint.safetensors" "$TMP/cp.bak"
+      /usr/bin/python3 - "$TMP/p/checkpoint.safetensors" "$edit" <<'PY' || fail "editing the checkpoint"
+import json, struct, sys
+path, edit = sys.argv[1], sys.argv[2]
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+meta = header["__metadata__"]
+key, value = edit.split("=")
+if key == "history":
+    rows = json.loads(meta["history"])
+    meta["history"] = json.dumps(rows[:-1])
+else:
+    meta[key] = value
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+PY
+      one_error "$TMP/p/checkpoint.safetensors: " "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/p" pretrain.model_out="$TMP/pm" pretrain.init_out="$TMP/pi"
+      contains "$(cat "$TMP/stderr")" "the checkpoint is damaged"
+      cp "$TMP/cp.bak" "$TMP/p/checkpoint.safetensors"
+    done
+    ;;
+  store_shapes)  # 6: a store is untrusted input: every shape and range checked before use
+    tiny_model "$TMP/m"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" statistics.examples=[0,3] output.dir="$TMP/out" > /dev/null 2>&1 || fail "run"
+    craft() {  # craft NAME PYTHON: a copy of the store changed by PYTHON (h5py, f open r+)
+      cp "$TMP/out/store.h5" "$TMP/$1.h5"
+      /usr/bin/python3 -c "import h5py, numpy as np
+f = h5py.File('$TMP/$1.h5', 'r+')
+$2
+f.close()" || fail "crafting $1"
+    }
+    craft selected 'del f["examples/selected"]; f.create_dataset("examples/selected", data=np.ones((1, 1, 1, 3, 3), "u1"))'
+    one_error "/examples/selected does not have shape [2,1,2,2,128,128]" "$CTXSIM" report "$TMP/selected.h5" --out "$TMP/rs"
+    [ ! -e "$TMP/rs/report.html" ] || fail "a report of a misshapen store"
+    craft nvalid 'f["samples/n_valid"][0] = 5000'
+    one_error "/samples/n_valid[0] is 5000, outside 0 … T = 128" "$CTXSIM" report "$TMP/nvalid.h5" --out "$TMP/rn"
+    craft tokens 'del f["samples/token_ids"]; f.create_dataset("samples/token_ids", shape=(2**31, 32), dtype="i4")'
+    one_error "/samples/token_ids" "$CTXSIM" report "$TMP/tokens.h5" --out "$TMP/rt"
+    craft counts 'g = f["stats/top_fraction=0.01"]; del g["anchor_counts"]; g.create_dataset("anchor_counts", shape=(2, 2, 2**34), dtype="i8")'
+    for cmd in summary report; do
+      one_error "anchor_counts" "$CTXSIM" $cmd "$TMP/counts.h5"
+      lacks "$(cat "$TMP/stderr")" "bad_alloc"
+    done
+    ;;
+  store_integrity)  # 7: unknown schema versions refused; a flipped bit is a damaged store
+    tiny_model "$TMP/m"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/out" > /dev/null 2>&1 || fail "run"
+    craft() {
+      cp "$TMP/out/store.h5" "$TMP/$1.h5"
+      /usr/bin/python3 -c "import h5py, numpy as np
+f = h5py.File('$TMP/$1.h5', 'r+')
+$2
+f.close()" || fail "crafting $1"
+    }
+    craft v3 'f.attrs["schema_version"] = np.int64(3)'
+    one_error "schema_version 3: this ctxsim reads schema 1 to 2" "$CTXSIM" summary "$TMP/v3.h5"
+    craft nov 'del f.attrs["schema_version"]'
+    one_error "no attribute 'schema_version'" "$CTXSIM" summary "$TMP/nov.h5"
+    craft flip 'd = f["stats/top_fraction=0.01/high_pairs"]; v = d[...]; v[0, 0] ^= 1 << 20; d[...] = v'
+    for cmd in summary report status; do
+      [ $cmd = status ] && continue
+      one_error "do not match the SHA-256 written with them (stats_sha256)" "$CTXSIM" $cmd "$TMP/flip.h5"
+    done
+    mkdir -p "$TMP/sweep/p" && cp "$TMP/flip.h5" "$TMP/sweep/p/store.h5"
+    one_error "stats_sha256" "$CTXSIM" collect "$TMP/sweep"
+    one_error "stats_sha256" "$CTXSIM" compare "$TMP/flip.h5" "$TMP/out/store.h5" --out "$TMP/cmp"
+    ;;
+  store_types)  # 8: attributes and datasets of the wrong type: one line naming the store and object
+    tiny_model "$TMP/m"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/out" > /dev/null 2>&1 || fail "run"
+    craft() {
+      cp "$TMP/out/store.h5" "$TMP/$1.h5"
+      /usr/bin/python3 -c "import h5py, numpy as np
+f = h5py.File('$TMP/$1.h5', 'r+')
+$2
+f.close()" || fail "crafting $1"
+    }
+    craft complete 'f.attrs["complete"] = np.bytes_("yes")'
+    one_error "$TMP/complete.h5: /: attribute 'complete' is not a whole number: not a ctxsim store, or a damaged one" "$CTXSIM" summary "$TMP/complete.h5"
+    craft strings 'g = f["stats/top_fraction=0.01"]; del g["same_token"]; g.create_dataset("same_token", data=np.array([[b"ab", b"cd"], [b"ef", b"gh"]]))'
+    one_error "same_token: holds strings, expected integers" "$CTXSIM" summary "$TMP/strings.h5"
+    craft septok 'del f["stats/attention"].attrs["separator_tokens"]'
+    one_error "separator_mass_by_token" "$CTXSIM" summary "$TMP/septok.h5"
+    craft vocab 'del f["vocab"]'
+    one_error "$TMP/vocab.h5: /: no group 'vocab': not a ctxsim store, or a damaged one" "$CTXSIM" summary "$TMP/vocab.h5"
+    for f in complete strings septok vocab; do lacks "$(cat "$TMP/stderr")" "H5"; done
+    ;;
+  long_paths)  # 9: an output folder of 400 characters (deep scratch paths on clusters)
+    tiny_model "$TMP/m"
+    deep=$TMP
+    while [ ${#deep} -lt 400 ]; do deep=$deep/abcdefghijklmnopqrstuvwxyz0123456789; done
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$deep" > /dev/null 2> "$TMP/err" || fail "a ${#deep}-character output.dir: $(tail -3 "$TMP/err")"
+    "$CTXSIM" summary "$deep/store.h5" > /dev/null || fail "summary of the deep store"
+    # Two ranks open it collectively through MPI-IO.
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpiexec --oversubscribe --bind-to none -n 2 \
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$deep/2" > /dev/null 2> "$TMP/err" || fail "2 ranks: $(tail -3 "$TMP/err")"
+    ;;
+  bad_paths)  # 10: symbolic-link loops and over-long names are user errors naming the key
+    tiny_model "$TMP/m"
+    ln -s "$TMP/loop" "$TMP/loop"
+    long=$TMP/$(head -c 300 /dev/zero | tr '\0' x)
+    one_error "Too many levels of symbolic links" "$CTXSIM" validate "$TMP/loop"
+    one_error "corpus.path: cannot use the path '$TMP/loop/x'" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" corpus.path="$TMP/loop/x" output.dir="$TMP/o"
+    contains "$(cat "$TMP/stderr")" "a symbolic link in it points back at itself"
+    one_error "model.path: cannot use the path" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/loop" output.dir="$TMP/o"
+    one_error "model.vocab: cannot use the path" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" model.vocab="$long/v.txt" output.dir="$TMP/o"
+    contains "$(cat "$TMP/stderr")" "longer than the file system allows"
+    one_error "File name too long" "$CTXSIM" collect "$long"
+    one_error "Too many levels of symbolic links" "$CTXSIM" compare "$TMP/loop" --out "$TMP/c"
+    huge=$(head -c 100000 /dev/zero | tr '\0' y)
+    one_error "corpus.path: cannot use the path" "$CTXSIM" samples configs/default.yaml "corpus.path=$huge"
+    [ ! -e "$TMP/o" ] || fail "wrote output for a bad path"
+    ;;
+  bench_ranges)  # 12 and 14: numbers out of range are refused; thread counts are capped, and said
+    for bad in "--seq-len -1" "--seq-len 0" "--seq-len 99999999999" "--batch -3" "--batch 0" "--threads 100000" "--seconds inf" \
+               "--seconds nan" "--seconds -1" "--seq-len 513 --preset bert-tiny"; do
+      read -r -a args <<< "$bad"
+      one_error "" timeout 60 "$CTXSIM" bench-model "${args[@]}" --dtype float32 --batch 1
+    done
+    one_error "exceeds the model's max_position_embeddings" "$CTXSIM" bench-model --preset bert-tiny --seq-len 1000 --dtype float32
+    out=$(timeout 120 "$CTXSIM" bench-model --preset bert-tiny --seq-len 16 --batch 1 --dtype float32 --threads 4096 --seconds 0.2 2>&1) \
+      || fail "bench-model --threads 4096: $out"
+    contains "$out" "warning: --threads=4096 is more than 4 per core"
+    tiny_model "$TMP/m"
+    timeout 120 "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" runtime.threads=4096 output.dir="$TMP/o" > /dev/null 2> "$TMP/err" \
+      || fail "runtime.threads=4096: $(tail -3 "$TMP/err")"
+    contains "$(cat "$TMP/err")" "warning: runtime.threads=4096 is more than 4 per core"
+    printf 'samples: {seq_len: 64}\n---\nsamples: {seq_len: 32}\n' > "$TMP/two.yaml"
+    one_error "holds 2 YAML documents" "$CTXSIM" validate "$TMP/two.yaml"
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "ok [$CASE]"

@@ -8,6 +8,8 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/config.h"
 #include "pipeline/job/head_list.h"
+#include "pipeline/job/sweep.h"
+#include "stages/cpu_features.h"
 #include "pipeline/report/compare.h"
 #include "stages/error.h"
 
@@ -43,6 +45,20 @@ CLI::Validator whole_in(int64_t lo, int64_t hi) {
       "INT in " + range);
 }
 
+// A number of seconds in [lo, hi] (finite: inf or nan would never end a measurement).
+CLI::Validator seconds_in(double lo, double hi) {
+  const std::string range = "[" + std::to_string(lo).substr(0, 4) + ", " + std::to_string(int64_t(hi)) + "]";
+  return CLI::Validator(
+      [=](const std::string& text) -> std::string {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size() || !(v >= lo && v <= hi))
+          return "expected seconds in " + range + ", got '" + text + "'";
+        return "";
+      },
+      "SECONDS in " + range);
+}
+
 void with_config(CLI::App& sub, Args& a) {
   sub.add_option("config", a.config, "YAML config (e.g. configs/default.yaml)")->required();
   sub.add_option("overrides", a.overrides, "key.sub=value overrides of config values");
@@ -68,7 +84,8 @@ std::vector<Subcommand> config_commands(Args& a) {
       {"run", "run the job a config describes (every point of a sweep, or one)",
        [&](CLI::App& s) {
          with_config(s, a);
-         s.add_option("--sweep-index", a.sweep_index, "run only this point of the config's sweep (0-based)");
+         s.add_option("--sweep-index", a.sweep_index, "run only this point of the config's sweep (0-based)")
+             ->check(whole_in(0, int64_t(kMaxSweepPoints) - 1));
        },
        [&] { return cmd_run(a.config, a.overrides, a.sweep_index, std::cout); }},
       {"pretrain", "train a BERT with masked-LM on the config's corpus (MPI data-parallel, resumable), saved in HF's layout",
@@ -180,11 +197,14 @@ std::vector<Subcommand> model_commands(Args& a) {
                       "selection rules of (c): 1 (top_fraction 0.01), 3 (+ relative_to_max 0.9, absolute 1.0), 7 "
                       "(configs/sweeps/thresholds.yaml)")
              ->capture_default_str();
-         s.add_option("--batch", a.bench.batches, "batch sizes")->delimiter(',');
-         s.add_option("--dtype", a.bench.dtypes, "float32,bfloat16,float64")->delimiter(',');
-         s.add_option("--seq-len", a.bench.seq_len, "tokens per sample")->capture_default_str();
-         s.add_option("--threads", a.bench.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores");
-         s.add_option("--seconds", a.bench.seconds, "seconds per measurement")->capture_default_str();
+         s.add_option("--batch", a.bench.batches, "batch sizes")->delimiter(',')->check(whole_in(1, 4096));
+         s.add_option("--dtype", a.bench.dtypes, "float32,bfloat16,float64")->delimiter(',')
+             ->check(CLI::IsMember({"float32", "bfloat16", "float64"}));
+         s.add_option("--seq-len", a.bench.seq_len, "tokens per sample (at most the model's max_position_embeddings)")
+             ->check(whole_in(2, 65535))->capture_default_str();
+         s.add_option("--threads", a.bench.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores")
+             ->check(whole_in(0, kMaxThreadsOption));
+         s.add_option("--seconds", a.bench.seconds, "seconds per measurement")->check(seconds_in(0.01, 3600))->capture_default_str();
          s.add_option("--device", a.bench.device, "cpu | cuda (the first GPU) | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
        },
        [&] { return cmd_bench_model(a.bench, std::cout); }},

@@ -50,12 +50,13 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
       continue;
     }
     const h5::Id file = open_complete_store(path.string());
-    const h5::Id stats = h5::open_group(file, "stats");
-    const Baseline base = read_baseline(file, path.string());
     const auto vocab = store_vocab(file);
+    const StoreStats stats = read_store_stats(file, path.string(), int64_t(vocab.size()));
+    const Baseline base = baseline_of(stats);
     const double ss_chance = base.same_sentence_chance(), st_chance = base.repetition_chance();
-    for (const auto& rule : store_rules(stats)) {
-      const RuleStats r = read_rule_stats(file, path.string(), rule, base, int64_t(vocab.size()));
+    for (size_t ri = 0; ri < stats.rules.size(); ++ri) {
+      const std::string& rule = stats.rules[ri];
+      const RuleStats r = rule_stats_of(stats, ri);
       for (int64_t l = 0; l < r.L; ++l)
         for (int64_t h = 0; h < r.H; ++h) {
           const Counts c = r.head(l, h);

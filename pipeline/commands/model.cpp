@@ -1,8 +1,12 @@
 // Model subcommands: init-model (seeded random HF checkpoints), model-info, bench-model.
+#include <unistd.h>
+
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
 #include "pipeline/commands/commands.h"
+#include "stages/digest.h"
 #include "stages/error.h"
 #include "stages/analysis.h"
 #include "stages/cpu_features.h"
@@ -130,10 +134,24 @@ Rates time_batch(const BertModel& m, const std::vector<SelectionRule>& rules, in
 int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const std::vector<SelectionRule> rules = bench_rules(a.rules);
   const int threads = configure_threads(a.threads);
+  if (const std::string note = thread_cap_note(a.threads, threads, "--threads"); !note.empty()) out << note << "\n";
   const at::Device device = compute_device(a.device, 0, "--device");
   // A real checkpoint (--model), or random weights in memory: speed does not depend on their values.
   const bool real = !a.model.empty();
   const BertConfig c = real ? BertConfig::load(a.model + "/config.json") : BertConfig::preset(a.preset);
+  if (a.seq_len > c.max_position_embeddings)
+    throw Error("--seq-len " + std::to_string(a.seq_len), "exceeds the model's max_position_embeddings (" +
+                                                              std::to_string(c.max_position_embeddings) + ")",
+                "use at most " + std::to_string(c.max_position_embeddings));
+  // A batch's attention maps (scores, probabilities, the statistics' copy) must fit in memory.
+  const int64_t largest = *std::max_element(a.batches.begin(), a.batches.end());
+  const double need = 3.0 * 8 * double(largest) * double(c.num_heads) * double(a.seq_len) * double(a.seq_len);
+  const double have = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (have > 0 && need > 0.8 * have)
+    throw Error("--batch " + std::to_string(largest) + " --seq-len " + std::to_string(a.seq_len),
+                "one batch's attention maps alone need about " + std::to_string(int64_t(need / 1e9)) + " GB, more than this machine's " +
+                    std::to_string(int64_t(have / 1e9)) + " GB",
+                "use a smaller --batch or --seq-len");
   std::map<std::string, at::Tensor> tensors;
   if (!real)
     for (const auto& [name, shape] : bert_tensor_shapes(c)) tensors[name] = at::randn(shape) * 0.02;
@@ -153,7 +171,8 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   };
   for (const auto& dt : a.dtypes) {
     if (dt == "bfloat16" && device.is_cpu() && !cpu.native_bf16()) {
-      out << std::left << std::setw(10) << dt << "skipped: no avx512_bf16 or amx_bf16 at " << isa_name(isa_level()) << ", so LibTorch would emulate it\n";
+      out << std::left << std::setw(10) << dt << "skipped: this CPU has neither avx512_bf16 nor amx_bf16 (at " << isa_name(isa_level())
+          << "), so LibTorch would emulate it\n";
       continue;
     }
     const BertModel m =

@@ -46,6 +46,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const BertModel model = BertModel::load(dir, torch_dtype(c.model.dtype));
   const BertConfig& mc = model.config();
   const int threads = configure_threads(c.runtime.threads, 1);
+  if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty()) std::cerr << "ctxsim: " << note << "\n";
   const int64_t N = s.size(), T = s.seq_len, B = c.runtime.batch_size, R = int64_t(c.selection.size());
   const int64_t L = mc.num_layers, H = mc.num_heads, V = mc.vocab_size, E = int64_t(c.statistics.examples.size());
   const auto units = make_units(N, c.runtime.unit_size);

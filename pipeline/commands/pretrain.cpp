@@ -29,6 +29,7 @@
 #include "pipeline/job/signals.h"
 #include "pipeline/job/train_checkpoint.h"
 #include "pipeline/job/work_units.h"
+#include "stages/cpu_features.h"
 #include "stages/error.h"
 #include "stages/figure.h"
 #include "stages/files.h"
@@ -132,6 +133,10 @@ TrainPlan plan_training(MpiComm& world, const std::string& config_path, const st
     p.checkpoint_path = train_checkpoint_path(c.output.dir);
     p.model_out = c.pretrain.model_out.empty() ? (fs::path(c.output.dir) / "model").string() : c.pretrain.model_out;
     p.init_out = c.pretrain.init_out.empty() ? (fs::path(c.output.dir) / "init").string() : c.pretrain.init_out;
+    if (same_path(p.model_out, p.init_out))
+      throw Error(c.where("pretrain.init_out"), "'" + p.init_out + "' is the folder of pretrain.model_out too: the step-0 weights and the "
+                                                "trained ones would overwrite each other",
+                  "give pretrain.init_out and pretrain.model_out different folders (or leave both unset)");
   });
   return p;
 }
@@ -153,7 +158,17 @@ void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
       throw Error(p.checkpoint_path, "holds " + std::to_string(p.checkpoint->params.size()) + " parameters, the model of this config has " +
                                          std::to_string(params) + " (a checkpoint of another ctxsim version?)",
                   "set output.overwrite=true to train from the start, or use the ctxsim that wrote it");
-    p.steps_done = p.checkpoint->steps_done;
+    // A checkpoint that contradicts itself is damaged, whatever its digest says.
+    const std::string damaged = "the checkpoint is damaged: set output.overwrite=true to train from the start";
+    const int64_t steps = p.checkpoint->steps_done;
+    if (steps < 0 || steps > c.pretrain.steps)
+      throw Error(p.checkpoint_path, "records " + std::to_string(steps) + " steps done, outside 0 … pretrain.steps (" +
+                                         std::to_string(c.pretrain.steps) + ")", damaged);
+    const size_t rows = parse_history(p.checkpoint->history_json, p.checkpoint_path).size();
+    if (int64_t(rows) != steps)
+      throw Error(p.checkpoint_path, "its loss history has " + std::to_string(rows) + " rows but it records " + std::to_string(steps) +
+                                         " steps done", damaged);
+    p.steps_done = steps;
   });
   world.broadcast(&p.steps_done, sizeof p.steps_done, 0);
 }
@@ -408,6 +423,7 @@ int cmd_pretrain(const std::string& config_path, const std::vector<std::string>&
   TrainPlan plan = plan_training(world, config_path, overrides);
   const Config& c = plan.config;
   const int threads = configure_threads(c.runtime.threads, world.local_size());
+  if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty()) log_info(note);
   log_info(version_string() + "; pretrain " + config_path + "; " + std::to_string(world.size()) + " rank(s) x " + std::to_string(threads) +
            " thread(s), cpu");
   const TrainData data = load_training_data(world, plan);

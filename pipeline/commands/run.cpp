@@ -23,6 +23,7 @@
 #include "pipeline/job/run_lock.h"
 #include "pipeline/job/signals.h"
 #include "pipeline/store/store.h"
+#include "stages/digest.h"
 #include "stages/analysis.h"
 #include "stages/cpu_features.h"
 #include "stages/error.h"
@@ -53,8 +54,9 @@ struct RunPlan {
 
 RunPlan::Mode decide_mode(const RunPlan& p, std::optional<Checkpoint>& checkpoint) {
   const Config& c = p.config;
+  if (c.output.overwrite) return RunPlan::Create;
   const StoreInfo existing = inspect_store(p.store_path);
-  if (!existing.exists() || c.output.overwrite) return RunPlan::Create;
+  if (!existing.exists()) return RunPlan::Create;
   if (existing.kind == StoreInfo::Kind::NotAStore)
     throw Error(c.where("output.dir"), p.store_path + " exists and is not a ctxsim store: " + existing.what,
                 "move it away, choose another output.dir, or set output.overwrite=true to replace it");
@@ -62,6 +64,13 @@ RunPlan::Mode decide_mode(const RunPlan& p, std::optional<Checkpoint>& checkpoin
   if (!differences.empty())
     throw Error(c.where("output.dir"), p.store_path + " holds a run with a different config: " + join(differences, "; "),
                 "choose another output.dir, or set output.overwrite=true to replace it");
+  // The same config over other inputs (new weights under the same model.path, an edited corpus)
+  // is another run: resuming would mix the two, and a complete store would answer for the old.
+  const std::vector<std::string> changed =
+      changed_inputs({existing.model_sha256, existing.vocab_sha256, existing.corpus_sha256}, input_digests(c), c);
+  if (!changed.empty())
+    throw Error(c.where("output.dir"), p.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
+                "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
   if (existing.complete) return RunPlan::AlreadyDone;
   checkpoint = read_checkpoint(p.progress_path);  // an unreadable or damaged one stops the run here
   if (!checkpoint) {
@@ -146,6 +155,7 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
     if (fault_here("setup", world.rank()))
       throw Error(c.where("corpus.path"), "injected fault: the corpus is unreadable on this rank", "test hook");
     in.threads = configure_threads(c.runtime.threads, world.local_size());
+    if (const std::string note = thread_cap_note(c.runtime.threads, in.threads, "runtime.threads"); !note.empty()) log_info(note);
     log_info(version_string() + "; config " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
              std::to_string(in.threads) + " thread(s), " + device_name(p.device) + "; " + configure_compute_libraries().describe());
     // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
@@ -197,6 +207,7 @@ StoreAttributes store_attributes(MpiComm& world, const RunPlan& p, RunInputs& in
   a.model_path = p.model_dir;
   a.vocab_path = vocab_path;
   a.vocab_sha256 = sha256_of(vocab_text);
+  a.corpus_sha256 = in.prepared.corpus_sha256;
   a.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(in.prepared.documents) + " documents)";
   a.version = version_string();
   a.git_revision = CTXSIM_GIT_REVISION;
@@ -233,7 +244,7 @@ RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& a
     log_info("resuming " + p.store_path + ": " + std::to_string(n_done) + " of " + std::to_string(st.units.size()) + " units done");
     return st;
   }
-  const std::string vocab_path = c.model.vocab.empty() ? (fs::path(p.model_dir) / "vocab.txt").string() : c.model.vocab;
+  const std::string vocab_path = ctxsim::vocab_path(c);
   const std::string vocab_text = read_file_bytes(vocab_path, kMaxVocabBytes);
   const StoreAttributes attrs = store_attributes(world, p, in, vocab_path, vocab_text, reducer);
   on_every_rank(world, [&] {
@@ -268,6 +279,8 @@ void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunStat
   ms[size_t(world.rank())] = int64_t(rounds.compute * 1000);
   world.allreduce(ms.data(), ms.size(), ReduceOp::Sum);
   st.store->set_attribute("per_rank_seconds", join_each(ms, [](int64_t v) { return std::to_string(double(v) / 1000.0); }, " "));
+  // Rank 0's accumulator is what /stats holds: its digest lets every reader tell a changed bit.
+  st.store->set_attribute("stats_sha256", broadcast_string(world, world.rank() == 0 ? st.acc.digest() : std::string()));
   const double total = clock.seconds();
   st.store->finish(utc_now(), total);
   const double store_s = rounds.write + writing.seconds();
@@ -306,8 +319,15 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   const StopSignals stop;
   RunPlan plan = plan_run(world, config_path, overrides);
   if (plan.mode == RunPlan::AlreadyDone) {
-    log_info(plan.store_path + " is already complete for this config; its summary:");
-    return world.rank() == 0 ? print_summary(plan.store_path, SummaryOptions{}, out) : 0;
+    if (world.rank() != 0) return kExitOk;
+    // A run killed while it wrote its report left the store complete and no page: make it now.
+    if (plan.config.output.report && !fs::exists(fs::path(plan.config.output.dir) / "report.html")) {
+      log_info(plan.store_path + " is already complete for this config, but its report is missing: writing it");
+      write_run_report(plan);
+    } else {
+      log_info(plan.store_path + " is already complete for this config; its summary:");
+    }
+    return print_summary(plan.store_path, SummaryOptions{}, out);
   }
   // GPU float32 matmuls: full precision unless model.tf32 (TF32 rounds inputs to a 10-bit mantissa).
   at::globalContext().setAllowTF32CuBLAS(plan.config.model.tf32);

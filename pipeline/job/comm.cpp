@@ -39,6 +39,10 @@ void MpiSession::ensure() {
   // A user's own choice of transport wins.
   const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
   if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
+  // Open MPI 4.1's shared-file-pointer component `lockedfile` overflows a buffer (SIGABRT under
+  // _FORTIFY_SOURCE) in MPI_File_open of a path over about 230 characters, as deep cluster
+  // scratch folders are. ctxsim never uses shared file pointers: leave that component out.
+  ::setenv("OMPI_MCA_sharedfp", "^lockedfile", /*overwrite=*/0);
   int provided = 0;
   check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   // Errors come back as return codes and become exceptions (MpiComm), not silent aborts.

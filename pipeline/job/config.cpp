@@ -375,7 +375,11 @@ Config parse_config(const std::string& yaml, const std::string& name, const std:
   require_text(yaml, name);
   YAML::Node root;
   try {
-    root = YAML::Load(yaml);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(yaml);
+    if (documents.size() > 1)
+      throw Error(name, "holds " + std::to_string(documents.size()) + " YAML documents (separated by ---); a config is one",
+                  "keep one document per file (a sweep: section describes several runs in one)");
+    if (!documents.empty()) root = documents[0];
   } catch (const YAML::ParserException& e) {
     throw Error(location(name, e.mark), "malformed YAML: " + e.msg,
                 "fix the syntax at that line (indentation, a missing ':' or an unclosed quote or bracket)");
@@ -393,9 +397,10 @@ Config parse_config(const std::string& yaml, const std::string& name, const std:
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
-  if (!fs::exists(path))
+  const PathKind kind = path_kind(path, "config " + path);
+  if (kind == PathKind::Missing)
     throw Error(path, "the config file does not exist", "give the path of a YAML config, e.g. configs/default.yaml");
-  if (fs::is_directory(path))
+  if (kind == PathKind::Folder)
     throw Error(path, "is a folder, not a config file", "give the path of a YAML config, e.g. configs/default.yaml");
   return parse_config(read_file_bytes(path, kMaxConfigBytes, "the config file", "check its permissions"), path, overrides);
 }
@@ -403,7 +408,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 void check_paths(const Config& c) {
   namespace fs = std::filesystem;
   const auto must_exist = [&](const std::string& key, const std::string& value, const std::string& fix) {
-    if (!value.empty() && !fs::exists(value))
+    if (!value.empty() && path_kind(value, c.where(key)) == PathKind::Missing)
       throw Error(c.where(key), "'" + value + "' does not exist", fix);
   };
   must_exist("corpus.path", c.corpus.path,
@@ -415,7 +420,7 @@ void check_paths(const Config& c) {
   if (c.model.path.empty() && c.model.name.empty() && c.model.vocab.empty())
     throw Error(c.where("model.path"), "no model given",
                 "set model.path (a Hugging Face BERT folder), model.name (found in the HF cache) or at least model.vocab");
-  if (!c.model.path.empty() && !fs::is_directory(c.model.path))
+  if (!c.model.path.empty() && path_kind(c.model.path, c.where("model.path")) != PathKind::Folder)
     throw Error(c.where("model.path"), "'" + c.model.path + "' is not a folder",
                 "point model.path at the folder holding config.json and model.safetensors");
 }

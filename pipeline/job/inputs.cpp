@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include "pipeline/job/log.h"
+#include "stages/digest.h"
 #include "stages/error.h"
+#include "stages/files.h"
 #include "stages/stopwatch.h"
 
 namespace fs = std::filesystem;
@@ -55,15 +57,36 @@ std::string model_dir(const Config& c) {
   return {};
 }
 
+std::string vocab_path(const Config& c) {
+  return c.model.vocab.empty() ? (fs::path(model_dir(c)) / "vocab.txt").string() : c.model.vocab;
+}
+
+InputDigests input_digests(const Config& c) {
+  InputDigests d;
+  const std::string dir = model_dir(c);
+  if (!dir.empty()) d.model = sha256_file((fs::path(dir) / "model.safetensors").string());
+  const std::string vocab = read_file_bytes(vocab_path(c), kMaxVocabBytes, "the vocabulary", "check model.vocab");
+  d.vocab = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size());
+  d.corpus = read_corpus(corpus_options(c)).sha256;
+  return d;
+}
+
+std::vector<std::string> changed_inputs(const InputDigests& recorded, const InputDigests& now, const Config& c) {
+  std::vector<std::string> changed;
+  const auto compare = [&](const std::string& a, const std::string& b, const std::string& what) {
+    if (!a.empty() && a != b) changed.push_back(what + " (sha256 " + a.substr(0, 12) + "… then, " + b.substr(0, 12) + "… now)");
+  };
+  compare(recorded.model, now.model, "the model's weights (" + (fs::path(model_dir(c)) / "model.safetensors").string() + ")");
+  compare(recorded.vocab, now.vocab, "the vocabulary (" + vocab_path(c) + ")");
+  compare(recorded.corpus, now.corpus, "the corpus (" + c.corpus.path + ")");
+  return changed;
+}
+
 BertTokenizer make_tokenizer(const Config& c) {
   const std::string dir = model_dir(c);
-  std::string vocab_path = c.model.vocab;
-  if (vocab_path.empty()) {
-    vocab_path = (fs::path(dir) / "vocab.txt").string();
-    if (!fs::exists(vocab_path))
-      throw Error(c.where("model.vocab"), "no vocab.txt in the model folder " + dir,
-                  "add the model's vocab.txt there or set model.vocab");
-  }
+  const std::string vocab_path = ctxsim::vocab_path(c);
+  if (c.model.vocab.empty() && !fs::exists(vocab_path))
+    throw Error(c.where("model.vocab"), "no vocab.txt in the model folder " + dir, "add the model's vocab.txt there or set model.vocab");
   TokenizerOptions options;
   if (c.model.do_lower_case == LowerCase::Auto) {
     options = dir.empty() ? TokenizerOptions{} : read_tokenizer_options(dir, true);
@@ -98,6 +121,7 @@ TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer
   TokenizedInputs t;
   Stopwatch clock;
   const Corpus corpus = read_corpus(corpus_options(config));
+  t.corpus_sha256 = corpus.sha256;
   t.read_seconds = clock.seconds();
   if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
   clock.restart();
@@ -110,6 +134,7 @@ PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer) 
   PreparedSamples p;
   const TokenizedInputs inputs = read_and_tokenize(config, tokenizer);
   const TokenizedCorpus& tokenized = inputs.corpus;
+  p.corpus_sha256 = inputs.corpus_sha256;
   p.read_seconds = inputs.read_seconds;
   p.tokenize_seconds = inputs.tokenize_seconds;
   Stopwatch clock;

@@ -17,6 +17,7 @@
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
+#include "stages/digest.h"
 #include "stages/error.h"
 #include "stages/figure.h"
 #include "stages/files.h"
@@ -29,6 +30,8 @@ namespace {
 
 using report::Entry;
 using report::fixed;
+using report::content_security_policy;
+using report::script_json;
 
 // One store as the page shows it.
 struct Run {
@@ -78,14 +81,14 @@ std::vector<Run> load_runs(const std::vector<std::string>& paths, const CompareA
     Run r;
     r.path = paths[i];
     const h5::Id file = open_complete_store(r.path);
-    const h5::Id stats = h5::open_group(file, "stats");
-    const auto rules = store_rules(stats);
-    if (rule.empty() && !rules.empty()) rule = rules.front();
+    const StoreStats stats = read_store_stats(file, r.path, int64_t(store_vocab(file).size()));
+    const auto& rules = stats.rules;
+    if (rule.empty()) rule = rules.front();
     if (std::find(rules.begin(), rules.end(), rule) == rules.end())
       throw Error(r.path, "has no selection rule '" + rule + "' (it has: " + join(rules) + ")",
                   "compare stores that share a rule, or pick one they all have with --rule");
-    r.base = read_baseline(file, r.path);
-    r.stats = read_rule_stats(file, r.path, rule, r.base, int64_t(store_vocab(file).size()));
+    r.base = baseline_of(stats);
+    r.stats = rule_stats_of(stats, stats.rule_index(rule));
     r.model = h5::get_attr_string(file, "model_path");
     r.dtype = h5::get_attr_string(file, "dtype");
     const std::string config = h5::get_attr_string(file, "config");
@@ -238,7 +241,7 @@ std::string numbers_table(const std::vector<Run>& runs) {
 
 std::string compare_page(const std::vector<Run>& runs, const std::vector<Entry>& figures, const fs::path& figure_dir, const CompareArgs& a) {
   std::ostringstream h;
-  h << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << xml_escape(a.title) << "</title><style>"
+  h << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">" << content_security_policy({}) << "<title>" << xml_escape(a.title) << "</title><style>"
     << "body{font-family:sans-serif;margin:2em auto;max-width:1250px;padding:0 1em;color:#222}img{max-width:100%}figure{margin:1.5em 0}"
     << "figcaption{color:#444;font-size:14px}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}"
     << ".swatch{display:inline-block;width:1em;height:1em;vertical-align:middle;margin-right:.4em}</style></head><body>\n<h1>"
@@ -263,7 +266,7 @@ std::string compare_page(const std::vector<Run>& runs, const std::vector<Entry>&
     index.push_back({{"stem", f.stem}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
   }
   h << "<h2>Numbers per layer</h2>\n" << numbers_table(runs) << "\n"
-    << "<script type=\"application/json\" id=\"index\">" << nlohmann::json{{"figures", index}, {"runs", colours}}.dump() << "</script>\n</body></html>\n";
+    << "<script type=\"application/json\" id=\"index\">" << script_json(nlohmann::json{{"figures", index}, {"runs", colours}}) << "</script>\n</body></html>\n";
   const std::string page = h.str();
   if (int64_t(page.size()) > a.max_bytes)
     throw Error("--max-bytes " + std::to_string(a.max_bytes), "compare.html would take " + std::to_string(page.size()) + " bytes, over the budget",

@@ -1,11 +1,13 @@
 #include "pipeline/report/report_data.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 
 #include "pipeline/job/head_list.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
+#include "stages/digest.h"
 #include "stages/error.h"
 #include "stages/files.h"
 #include "stages/render.h"
@@ -14,6 +16,36 @@
 namespace fs = std::filesystem;
 
 namespace ctxsim::report {
+
+std::string script_json(const nlohmann::json& value) {
+  const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else if (c == '\xe2' && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xa8' || text[i + 2] == '\xa9')) {
+      out += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string content_security_policy(const std::vector<std::string>& scripts) {
+  std::string script_src = "'none'";
+  if (!scripts.empty()) {
+    script_src.clear();
+    for (const auto& s : scripts) script_src += (script_src.empty() ? "" : " ") + std::string("'sha256-") + base64(Sha256().update(s).raw()) + "'";
+  }
+  return "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src " +
+         script_src + "; base-uri 'none'; form-action 'none'\">";
+}
+
 namespace {
 
 // Slice `index` along the first dimension (and `index2` along the second when >= 0).
@@ -53,41 +85,52 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
   d.store = store;
   for (const char* group : {"stats", "stats/baseline", "samples", "examples", "vocab"})
     if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kDamagedStoreFix);
-  const h5::Id stats = h5::open_group(file, "stats");
-  const std::vector<std::string> rules = store_rules(stats);
-  if (rules.empty()) throw Error(store, "/stats lists no selection rule", kDamagedStoreFix);
-  d.rule = rule.empty() ? rules[0] : rule;
-  if (std::find(rules.begin(), rules.end(), d.rule) == rules.end()) {
-    throw Error("--rule " + rule, "the store has no such selection rule", "pick one of: " + join(rules));
-  }
-  d.rule_index = int(std::find(rules.begin(), rules.end(), d.rule) - rules.begin());
-  d.R = int(rules.size());
   d.vocab = store_vocab(file);
-  d.base = read_baseline(file, store);
-  d.stats = read_rule_stats(file, store, d.rule, d.base, int64_t(d.vocab.size()));
+  const StoreStats stats = read_store_stats(file, store, int64_t(d.vocab.size()));
+  d.rule = rule.empty() ? stats.rules[0] : rule;
+  d.rule_index = int(stats.rule_index(d.rule));
+  d.R = int(stats.rules.size());
+  d.base = baseline_of(stats);
+  d.stats = rule_stats_of(stats, size_t(d.rule_index));
   d.L = int(d.stats.L), d.H = int(d.stats.H), d.T = int(d.stats.T);
-  const long long L = d.L, H = d.H, T = d.T;
+  const long long R = d.R, L = d.L, H = d.H, T = d.T;
   std::vector<hsize_t> dims;
   // The rule's own attention threshold (a folded sweep names it), else the run's.
   const size_t b = d.rule.find(",beta=");
-  if (b != std::string::npos) d.beta = std::stod(d.rule.substr(b + 6));
-  else if (h5::exists(file, "stats/attention")) d.beta = h5::get_attr_double(h5::open_group(file, "stats/attention"), "attention_threshold");
+  if (b != std::string::npos) {
+    const std::string text = d.rule.substr(b + 6, d.rule.find(',', b + 6) - (b + 6));
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d.beta);
+    if (ec != std::errc() || !(d.beta >= 0 && d.beta <= 1))
+      throw Error(store, "/stats rule '" + d.rule + "' names no attention threshold in [0, 1]", kDamagedStoreFix);
+  } else if (h5::exists(file, "stats/attention")) {
+    d.beta = h5::get_attr_double(h5::open_group(file, "stats/attention"), "attention_threshold");
+  }
   std::vector<hsize_t> sdims;
   d.tokens = read_checked<int32_t>(file, store, "samples/token_ids", H5T_NATIVE_INT32, {-1, T}, &sdims);
-  d.n_valid = read_checked<int16_t>(file, store, "samples/n_valid", H5T_NATIVE_INT16, {(long long)sdims[0]});
+  const long long N = (long long)sdims[0];
+  d.n_valid = read_checked<int16_t>(file, store, "samples/n_valid", H5T_NATIVE_INT16, {N});
+  // Validity is by position: a sample's first n_valid positions; it indexes every matrix.
+  for (size_t i = 0; i < d.n_valid.size(); ++i)
+    if (d.n_valid[i] < 0 || d.n_valid[i] > d.T)
+      throw Error(store, "/samples/n_valid[" + std::to_string(i) + "] is " + std::to_string(d.n_valid[i]) + ", outside 0 … T = " + std::to_string(d.T),
+                  kDamagedStoreFix);
   d.example_ids = read_checked<int64_t>(file, store, "examples/sample_ids", H5T_NATIVE_INT64, {-1}, &dims);
   const long long E = (long long)dims[0];
   for (auto id : d.example_ids)
-    if (id < 0 || hsize_t(id) >= sdims[0]) throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kDamagedStoreFix);
+    if (id < 0 || id >= N) throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kDamagedStoreFix);
   if (E > 0) {
-    for (const char* name : {"examples/attention", "examples/similarity"}) {
+    const std::pair<const char*, std::vector<hsize_t>> shapes[] = {
+        {"examples/attention", {hsize_t(E), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)}},
+        {"examples/similarity", {hsize_t(E), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)}},
+        {"examples/selected", {hsize_t(E), hsize_t(R), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)}}};
+    for (const auto& [name, want] : shapes) {
       if (!h5::exists(file, name)) throw Error(store, std::string("missing dataset /") + name, kDamagedStoreFix);
-      const auto ed = h5::dims_of(h5::Id(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, name));
-      if (ed != std::vector<hsize_t>{hsize_t(E), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)})
-        throw Error(store, std::string("/") + name + " does not have shape [E,L,H,T,T] = [" + std::to_string(E) + "," + std::to_string(L) + "," +
-                               std::to_string(H) + "," + std::to_string(T) + "," + std::to_string(T) + "]", kDamagedStoreFix);
+      const h5::Id ds(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, name);
+      if (h5::dims_of(ds) != want)
+        throw Error(store, std::string("/") + name + " does not have shape [" + join_each(want, [](hsize_t x) { return std::to_string(x); }, ",") +
+                               "] (examples, " + (want.size() == 6 ? "rules, " : "") + "layers, heads, T, T)", kDamagedStoreFix);
+      h5::check_readable(ds, std::string(name) == "examples/selected" ? H5T_NATIVE_UINT8 : h5::float16_type().get());
     }
-    if (!h5::exists(file, "examples/selected")) throw Error(store, "missing dataset /examples/selected", kDamagedStoreFix);
   }
   d.run = fs::path(store).parent_path().filename().string();
   if (d.run.empty()) d.run = store;

@@ -14,7 +14,18 @@
 
 namespace ctxsim::report {
 
-inline std::string json_str(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+// JSON as text that is safe inside a <script> element, whatever its strings hold (a store's
+// tokens, a label: stores travel between people): '<', '>' and '&' as \u003c, \u003e, \u0026, so
+// that no "</script>" or "<!--" can end or change the element, and U+2028/U+2029 escaped too.
+// Invalid UTF-8 is replaced.
+std::string script_json(const nlohmann::json& value);
+inline std::string json_str(const std::string& s) { return script_json(nlohmann::json(s)); }
+
+// The Content-Security-Policy <meta> element of a self-contained page: nothing loads from
+// outside, images only from data: URIs, inline styles, and no script runs but `scripts` (the
+// exact text of the page's own inline scripts, allowed by their SHA-256): a script or event
+// handler that a hostile string smuggled in would not run.
+std::string content_security_policy(const std::vector<std::string>& scripts);
 
 inline std::string fixed(double v, int digits) {
   std::ostringstream o;

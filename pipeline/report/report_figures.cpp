@@ -1,5 +1,7 @@
 #include "pipeline/report/report_figures.h"
 
+#include <set>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -230,16 +232,56 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
                      plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
 }
 
-void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir) {
+void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir, const std::string& page_name) {
   nlohmann::json index = nlohmann::json::array();
   for (const auto& f : figures) {
     write_figure(f.figure, dir.string(), f.stem);
     nlohmann::json panels = nlohmann::json::array();
     for (const auto& p : f.figure.panels) panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}, {"rows", p.rows}, {"cols", p.cols}});
-    index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels}});
+    index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels},
+                     {"page", page_name}});
   }
   atomic_write((dir / "index.json").string(), index.dump(1) + "\n");
 }
+
+namespace {
+
+// What dir/figures holds: the page that owns it (from its index.json; an index written before
+// pages were named there belongs to the page beside it) and the files that page wrote.
+struct FigureFolder {
+  std::string owner;             // "" when there is no index
+  std::set<std::string> files;   // names inside the folder, index.json included
+};
+
+FigureFolder read_figure_folder(const std::filesystem::path& dir, const std::string& page_name) {
+  namespace fs = std::filesystem;
+  FigureFolder f;
+  const fs::path index = dir / "figures" / "index.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(index, ec)) return f;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file_bytes(index.string(), kMaxJsonBytes));
+  } catch (const nlohmann::json::exception&) {
+    j = nullptr;
+  }
+  if (!j.is_array())
+    throw Error(index.string(), "is not the index of ctxsim's figures", "give --out a folder whose figures/ ctxsim wrote, or an empty one");
+  f.files.insert("index.json");
+  for (const auto& e : j) {
+    if (!e.is_object() || !e.contains("stem") || !e["stem"].is_string())
+      throw Error(index.string(), "is not the index of ctxsim's figures", "give --out a folder whose figures/ ctxsim wrote, or an empty one");
+    const std::string stem = e["stem"].get<std::string>();
+    f.files.insert(stem + ".png");
+    f.files.insert(stem + ".svg");
+    if (e.contains("page") && e["page"].is_string()) f.owner = e["page"].get<std::string>();
+  }
+  if (f.owner.empty())  // written before pages were named: the page beside it
+    f.owner = fs::exists(dir / "report.html", ec) ? "report.html" : fs::exists(dir / "compare.html", ec) ? "compare.html" : page_name;
+  return f;
+}
+
+}  // namespace
 
 std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, const std::string& page_name, const std::string& what,
                                             const std::vector<Entry>& figures,
@@ -247,23 +289,38 @@ std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, co
   namespace fs = std::filesystem;
   const fs::path figs = dir / "figures", staging = dir / "figures.partial";
   const std::string html = (dir / page_name).string();
+  const FigureFolder before = read_figure_folder(dir, page_name);
+  if (!before.owner.empty() && before.owner != page_name)
+    throw Error(figs.string(), "holds the figures of " + (dir / before.owner).string() + ", which this " + what + " would overwrite",
+                "give --out another folder");
+  // Files of ours-to-be that someone else put there are not ours to replace.
+  std::set<std::string> ours = {"index.json"};
+  for (const auto& f : figures) ours.insert({f.stem + ".png", f.stem + ".svg"});
+  std::error_code ec;
+  for (const auto& name : ours)
+    if (!before.files.count(name) && fs::exists(figs / name, ec))
+      throw Error((figs / name).string(), "exists and ctxsim did not write it; this " + what + " would overwrite it",
+                  "move it away, or give --out another folder");
   try {
     fs::remove_all(staging);
     fs::create_directories(staging);
-    write_figures(figures, staging);
+    write_figures(figures, staging, page_name);
     const std::string page = make_page(staging);
-    // Commit: figures first, the page last.
-    fs::remove(html);
-    fs::remove_all(figs);
-    fs::rename(staging, figs);
+    // Commit: each figure by a rename (index.json last), the files this page no longer makes
+    // removed, then the page. What others keep in figures/ stays.
+    fs::create_directories(figs);
+    for (const auto& name : ours)
+      if (name != "index.json") fs::rename(staging / name, figs / name);
+    for (const auto& name : before.files)
+      if (!ours.count(name)) fs::remove(figs / name);
+    fs::rename(staging / "index.json", figs / "index.json");
+    fs::remove_all(staging);
     atomic_write(html, page);
     return {html, page.size()};
   } catch (const fs::filesystem_error& e) {
-    std::error_code ec;
     fs::remove_all(staging, ec);
     throw Error(e.path1().string(), "cannot write " + what + ": " + e.code().message(), "free space there, or give --out a folder you may write to");
   } catch (...) {
-    std::error_code ec;
     fs::remove_all(staging, ec);
     throw;
   }

@@ -27,15 +27,18 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out);
 void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,
                      const std::vector<std::pair<int, int>>& heads, std::vector<Entry>& figures);
 
-// Writes every figure (SVG and PNG) and index.json into `dir`: each figure's caption and the
-// pixel rectangles of its plot areas (so that tests and tools find a cell's or a curve's pixels).
-void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir);
+// Writes every figure (SVG and PNG) and index.json into `dir`: each figure's caption, the pixel
+// rectangles of its plot areas (so that tests and tools find a cell's or a curve's pixels) and
+// the page that owns it.
+void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir, const std::string& page_name);
 
-// Publishes a page and its figures in `dir` so that a reader never sees a mix of old and new:
-// the figures go to dir/figures.partial, make_page(that folder) builds the page (it may embed
-// them), then the figures replace dir/figures and the page, written last, replaces
-// dir/page_name. A failure leaves no staging folder; a file-system error names the path
-// ("cannot write <what>") and the fix. Returns the page's path and size in bytes.
+// Publishes a page and its figures in `dir`: the figures are made in dir/figures.partial,
+// make_page(that folder) builds the page (it may embed them), then each figure replaces its
+// namesake in dir/figures (index.json last) and the page, written last, replaces dir/page_name.
+// Only this page's files are written or removed: files in figures/ that no page listed stay,
+// and it refuses a figures/ that another page owns (a report's, under compare --out) or a file
+// of its names that ctxsim did not write. A failure leaves no staging folder; a file-system
+// error names the path ("cannot write <what>") and the fix. Returns the page's path and size.
 std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, const std::string& page_name, const std::string& what,
                                             const std::vector<Entry>& figures,
                                             const std::function<std::string(const std::filesystem::path& staging)>& make_page);

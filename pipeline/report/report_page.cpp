@@ -6,6 +6,7 @@
 
 #include "pipeline/store/hdf5.h"
 #include "report_assets.h"  // generated: kExplorerJs and kPageHead, from pipeline/report/
+#include "stages/digest.h"
 #include "stages/error.h"
 #include "stages/files.h"
 #include "stages/render.h"
@@ -132,24 +133,26 @@ std::string report_page(hid_t file, const StoreData& d, const std::vector<Entry>
          << base64(read_file_bytes(figure_dir + "/" + f.stem + ".png")) << "\"><figcaption>" << xml_escape(f.caption)
          << " · <a href=\"figures/" << f.stem << ".svg\">SVG</a> · <a href=\"figures/" << f.stem << ".png\">PNG</a></figcaption></figure>\n";
   anchor_table(d, html);
-  html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << xml_escape(summary) << "</pre>\n<script>\n"
-       << "const L=" << d.L << ",H=" << d.H << ";const LUT=[" << colour_table() << "];\nconst EX=[";
+  html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << xml_escape(summary) << "</pre>\n<script>";
+  const std::string script_head = "\nconst L=" + std::to_string(d.L) + ",H=" + std::to_string(d.H) + ";const LUT=[" + colour_table() + "];\nconst EX=[";
   // The explorer's data gets what the page and its figures leave of the budget, shared
   // equally by the examples (each pooled coarser until it fits).
   const size_t E = d.example_ids.size();
-  const size_t fixed_part = html.str().size() + std::string(kExplorerJs).size() + 4096;
+  const size_t fixed_part = html.str().size() + script_head.size() + std::string(kExplorerJs).size() + 4096;
   if (fixed_part > size_t(max_bytes)) over_budget(d, "the figures alone take", fixed_part, max_bytes);
   size_t per = E ? (size_t(max_bytes) - fixed_part) / E : 0;
   const std::string head = html.str();
   // The size of an example's data is estimated before it is pooled: when the page still comes
   // out over the budget, the examples get that much less and are pooled again.
   for (int attempt = 0;; ++attempt) {
-    std::ostringstream page;
-    page << head;
+    std::ostringstream script;
+    script << script_head;
     // Examples are read again here rather than held: memory stays one example's worth.
-    for (size_t e = 0; e < E; ++e) page << (e ? ",\n" : "") << example_data(d, load_example(file, d, e), rollouts[e], per);
-    page << "];\n" << kExplorerJs << "</script></body></html>\n";
-    std::string text = page.str();
+    for (size_t e = 0; e < E; ++e) script << (e ? ",\n" : "") << example_data(d, load_example(file, d, e), rollouts[e], per);
+    script << "];\n" << kExplorerJs;
+    std::string text = head + script.str() + "</script></body></html>\n";
+    // The policy admits this one script: the head's {{CSP}} (before any value of the run) is it.
+    text.replace(text.find("{{CSP}}"), 7, content_security_policy({script.str()}));
     if (text.size() <= size_t(max_bytes)) return text;
     const size_t over = text.size() - size_t(max_bytes);
     if (attempt == 3 || E == 0 || per <= over / E + 1) over_budget(d, "report.html would be", text.size(), max_bytes);

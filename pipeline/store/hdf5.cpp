@@ -66,6 +66,10 @@ Id create_group(hid_t parent, const std::string& name) {
 }
 
 Id open_group(hid_t parent, const std::string& name) {
+  if (!exists(parent, name)) damaged(parent, "no group '" + name + "'");
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(parent, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_GROUP)
+    damaged(parent, "'" + name + "' is not a group");
   return Id(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, ("open group " + name).c_str());
 }
 
@@ -108,11 +112,59 @@ void set_attr(hid_t obj, const std::string& name, double value) { write_attr(obj
 
 bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
 
-std::string get_attr_string(hid_t obj, const std::string& name) {
-  const Id a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, ("open attribute " + name).c_str());
+std::string file_name(hid_t obj) {
+  const ssize_t n = H5Fget_name(obj, nullptr, 0);
+  if (n <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "HDF5 file";
+  }
+  std::string s(size_t(n) + 1, '\0');
+  H5Fget_name(obj, s.data(), s.size());
+  s.resize(size_t(n));
+  return s;
+}
+
+std::string object_name(hid_t obj) {
+  const ssize_t n = H5Iget_name(obj, nullptr, 0);
+  if (n <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "/";
+  }
+  std::string s(size_t(n) + 1, '\0');
+  H5Iget_name(obj, s.data(), s.size());
+  s.resize(size_t(n));
+  return s;
+}
+
+void damaged(hid_t obj, const std::string& what) {
+  H5Eclear2(H5E_DEFAULT);
+  throw Error(file_name(obj), object_name(obj) + ": " + what + ": not a ctxsim store, or a damaged one", kNotAStoreFix);
+}
+
+namespace {
+
+// The attribute `name` of obj, opened after checking that it is there, scalar (one value) and
+// of type class `want`; anything else is a damaged store, named.
+Id open_typed_attr(hid_t obj, const std::string& name, H5T_class_t want, const char* spelled) {
+  if (H5Aexists(obj, name.c_str()) <= 0) damaged(obj, "no attribute '" + name + "'");
+  Id a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, ("open attribute " + name).c_str());
   const Id t(H5Aget_type(a), H5Tclose, "H5Aget_type");
-  if (H5Tis_variable_str(t) > 0) throw Error("HDF5", "attribute " + name + " is a variable-length string", "not written by ctxsim");
+  const Id space(H5Aget_space(a), H5Sclose, "H5Aget_space");
+  const H5T_class_t c = H5Tget_class(t);
+  const bool numeric_ok = want == H5T_FLOAT && c == H5T_INTEGER;  // a whole number where a real is read is fine
+  if ((c != want && !numeric_ok) || H5Sget_simple_extent_npoints(space) != 1)
+    damaged(obj, "attribute '" + name + "' is not " + spelled);
+  return a;
+}
+
+}  // namespace
+
+std::string get_attr_string(hid_t obj, const std::string& name) {
+  const Id a = open_typed_attr(obj, name, H5T_STRING, "a string");
+  const Id t(H5Aget_type(a), H5Tclose, "H5Aget_type");
+  if (H5Tis_variable_str(t) > 0) damaged(obj, "attribute '" + name + "' is a variable-length string (ctxsim writes fixed-length ones)");
   const size_t n = H5Tget_size(t);
+  if (n > kMaxAttributeBytes) damaged(obj, "attribute '" + name + "' claims " + std::to_string(n) + " bytes");
   std::string s(n, '\0');
   CTXSIM_H5(H5Aread(a, t, s.data()));
   while (!s.empty() && s.back() == '\0') s.pop_back();
@@ -120,17 +172,35 @@ std::string get_attr_string(hid_t obj, const std::string& name) {
 }
 
 int64_t get_attr_int(hid_t obj, const std::string& name) {
-  const Id a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, ("open attribute " + name).c_str());
+  const Id a = open_typed_attr(obj, name, H5T_INTEGER, "a whole number");
   int64_t v = 0;
   CTXSIM_H5(H5Aread(a, H5T_NATIVE_INT64, &v));
   return v;
 }
 
 double get_attr_double(hid_t obj, const std::string& name) {
-  const Id a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, ("open attribute " + name).c_str());
+  const Id a = open_typed_attr(obj, name, H5T_FLOAT, "a number");
   double v = 0;
   CTXSIM_H5(H5Aread(a, H5T_NATIVE_DOUBLE, &v));
   return v;
+}
+
+void check_readable(hid_t ds, hid_t mem_type) {
+  const Id t(H5Dget_type(ds), H5Tclose, "H5Dget_type");
+  const H5T_class_t have = H5Tget_class(t), want = H5Tget_class(mem_type);
+  if (have != want)
+    damaged(ds, std::string("holds ") + (have == H5T_INTEGER ? "integers" : have == H5T_FLOAT ? "floating-point numbers" : have == H5T_STRING ? "strings" : "another type") +
+                    ", expected " + (want == H5T_INTEGER ? "integers" : "floating-point numbers"));
+  const Id space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
+  const hssize_t points = H5Sget_simple_extent_npoints(space);
+  if (points < 0) damaged(ds, "has no readable extent");
+  // ctxsim allocates every dataset's storage when it creates it: one that claims more values
+  // than its file holds (a sparse, crafted shape) is not ctxsim's, and reading it would only
+  // allocate the claim.
+  const size_t bytes = H5Tget_size(t);
+  const long double claimed = (long double)points * (long double)bytes;
+  if (claimed > (long double)H5Dget_storage_size(ds))
+    damaged(ds, "claims " + std::to_string(points) + " values but its file holds storage for fewer");
 }
 
 Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
@@ -191,7 +261,12 @@ void write_all(hid_t ds, hid_t mem_type, const void* data, hid_t dxpl) {
 
 template <class T>
 std::vector<T> read_all(hid_t parent, const std::string& name, hid_t mem_type) {
+  if (!exists(parent, name)) damaged(parent, "no dataset '" + name + "'");
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(parent, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_DATASET)
+    damaged(parent, "'" + name + "' is not a dataset");
   const Id ds(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, ("open dataset " + name).c_str());
+  check_readable(ds, mem_type);
   size_t n = 1;
   for (auto d : dims_of(ds)) n *= d;
   std::vector<T> v(n);

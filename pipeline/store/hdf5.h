@@ -48,7 +48,23 @@ Id create_group(hid_t parent, const std::string& name);
 Id open_group(hid_t parent, const std::string& name);
 bool exists(hid_t parent, const std::string& path);
 
-// Attributes (scalar); strings are UTF-8, fixed length.
+// The fix of every error about a file that is not a ctxsim store, or a damaged one.
+inline constexpr const char* kNotAStoreFix =
+    "the store is damaged or was not written by ctxsim; rerun 'ctxsim run' to regenerate it (or ask its author for an intact copy)";
+// Attributes and strings a reader takes at most (a store's config is a few KB).
+constexpr size_t kMaxAttributeBytes = size_t(64) << 20;
+
+// The file an object is in, and the object's path there ("/stats/top_fraction=0.01/high_pairs").
+std::string file_name(hid_t obj);
+std::string object_name(hid_t obj);
+// Throws ctxsim::Error "<file>: <object>: <what>: not a ctxsim store, or a damaged one".
+[[noreturn]] void damaged(hid_t obj, const std::string& what);
+// Checks that dataset ds can be read as mem_type: the same type class (integer, float), and
+// storage in the file for every value its extent claims (ctxsim allocates when it creates).
+void check_readable(hid_t ds, hid_t mem_type);
+
+// Attributes (scalar); strings are UTF-8, fixed length. Getters check that the attribute is
+// there, scalar and of the type asked for, else they say the store is damaged.
 void set_attr(hid_t obj, const std::string& name, const std::string& value);
 void set_attr(hid_t obj, const std::string& name, int64_t value);
 void set_attr(hid_t obj, const std::string& name, double value);

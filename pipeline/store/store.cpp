@@ -352,8 +352,15 @@ StoreInfo inspect_store(const std::string& path) {
     return info;
   }
   info.kind = StoreInfo::Kind::Store;
+  info.schema_version = h5::get_attr_int(file, "schema_version");
+  if (info.schema_version < 1 || info.schema_version > kStoreSchemaVersion)
+    throw Error(path, "schema_version " + std::to_string(info.schema_version) + ": this ctxsim reads schema 1 to " +
+                          std::to_string(kStoreSchemaVersion) + (info.schema_version > kStoreSchemaVersion ? " (a newer ctxsim wrote it?)" : ""),
+                "read it with the ctxsim that wrote it (its ctxsim_version attribute says which), or rerun 'ctxsim run'");
   info.complete = h5::get_attr_int(file, "complete") == 1;
   info.config_yaml = h5::get_attr_string(file, "config");
+  for (auto [name, value] : {std::pair{"model_sha256", &info.model_sha256}, {"vocab_sha256", &info.vocab_sha256}, {"corpus_sha256", &info.corpus_sha256}})
+    if (h5::has_attr(file, name)) *value = h5::get_attr_string(file, name);
   return info;
 }
 

@@ -15,7 +15,9 @@
 
 namespace ctxsim {
 
-constexpr int64_t kStoreSchemaVersion = 1;
+// 2: the statistics carry their SHA-256 (stats_sha256) and corpus_sha256 is filled in; readers
+// accept 1 and 2 and refuse any other.
+constexpr int64_t kStoreSchemaVersion = 2;
 
 struct StoreLayout {
   int64_t samples = 0, seq_len = 0, layers = 0, heads = 0, vocab = 0;
@@ -107,9 +109,13 @@ struct StoreInfo {
   Kind kind = Kind::Missing;
   std::string what;  // NotAStore: "a folder", "an empty file", "not an HDF5 file", …
   bool complete = false;
+  int64_t schema_version = 0;
   std::string config_yaml;
+  std::string model_sha256, vocab_sha256, corpus_sha256;  // the inputs it was made from ("" when not recorded)
   bool exists() const { return kind != Kind::Missing; }
 };
+// What is at `path`. A store whose schema_version this ctxsim does not read, or whose root
+// attributes have the wrong types, throws ctxsim::Error naming the file and the attribute.
 StoreInfo inspect_store(const std::string& path);
 // Every file named store.h5 under `dir` (a sweep's folder), sorted folder by folder.
 std::vector<std::string> stores_under(const std::string& dir);

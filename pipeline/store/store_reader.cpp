@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/store.h"
 #include "stages/accumulator.h"
 #include "stages/error.h"
 #include "stages/files.h"
@@ -110,27 +111,91 @@ std::vector<int64_t> RuleStats::top_anchors(int64_t l, int64_t h, int64_t n) con
   return ids;
 }
 
-Baseline read_baseline(hid_t file, const std::string& store) {
+size_t StoreStats::rule_index(const std::string& rule) const {
+  const auto it = std::find(rules.begin(), rules.end(), rule);
+  if (it == rules.end()) throw Error("--rule " + rule, "the store has no such selection rule", "pick one of: " + join(rules));
+  return size_t(it - rules.begin());
+}
+
+namespace {
+
+// Extents a reader accepts before it allocates anything (far above any model or sample).
+constexpr int64_t kMaxLayersOrHeads = 4096, kMaxRules = 4096, kMaxSeparators = 4096, kMaxVocab = int64_t(1) << 24;
+
+int64_t extent(hid_t file, const std::string& store, const std::string& path, size_t rank, size_t axis, int64_t lo, int64_t hi) {
+  if (!h5::exists(file, path)) throw Error(store, "missing dataset /" + path, kDamagedStoreFix);
+  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+  const auto dims = h5::dims_of(ds);
+  if (dims.size() != rank || int64_t(dims[axis]) < lo || int64_t(dims[axis]) > hi)
+    throw Error(store, "/" + path + " has shape [" + join_each(dims, [](hsize_t d) { return std::to_string(d); }, ",") + "], not the " +
+                           std::to_string(rank) + "-D shape whose axis " + std::to_string(axis) + " is in [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]", kDamagedStoreFix);
+  return int64_t(dims[axis]);
+}
+
+}  // namespace
+
+StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_tokens) {
+  StoreStats out;
+  for (const char* group : {"stats", "stats/baseline"})
+    if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kDamagedStoreFix);
+  const int64_t version = h5::get_attr_int(file, "schema_version");
+  out.rules = store_rules(h5::open_group(file, "stats"));
+  if (out.rules.empty() || int64_t(out.rules.size()) > kMaxRules)
+    throw Error(store, "/stats lists " + std::to_string(out.rules.size()) + " selection rules", kDamagedStoreFix);
+  for (const auto& r : out.rules)
+    if (r.empty() || !h5::exists(file, "stats/" + r)) throw Error(store, "missing group /stats/" + r + " (named in /stats rules)", kDamagedStoreFix);
+  // The store's extents, from the datasets that carry them; every other dataset must agree.
+  const std::string first = "stats/" + out.rules[0] + "/";
+  StatsShape shape;
+  shape.rules = int64_t(out.rules.size());
+  shape.seq_len = extent(file, store, "stats/baseline/distance_all", 1, 0, 2, 65535);
+  shape.layers = extent(file, store, first + "high_pairs", 2, 0, 1, kMaxLayersOrHeads);
+  shape.heads = extent(file, store, first + "high_pairs", 2, 1, 1, kMaxLayersOrHeads);
+  // V is the model's vocab_size, which may exceed the vocabulary's lines (models pad it).
+  shape.vocab = extent(file, store, first + "anchor_counts", 3, 2, std::max<int64_t>(1, vocab_tokens), kMaxVocab);
+  if (h5::exists(file, "stats/attention") && h5::has_attr(h5::open_group(file, "stats/attention"), "separator_tokens")) {
+    const std::string tokens = h5::get_attr_string(h5::open_group(file, "stats/attention"), "separator_tokens");
+    out.separator_tokens = tokens.empty() ? std::vector<std::string>{} : split_lines(tokens);
+    out.has_separator_tokens = true;
+    if (int64_t(out.separator_tokens.size()) > kMaxSeparators)
+      throw Error(store, "/stats/attention names " + std::to_string(out.separator_tokens.size()) + " separator tokens", kDamagedStoreFix);
+  }
+  shape.separators = int64_t(out.separator_tokens.size());
+  out.acc = Accumulator(shape);
+  for (const auto& f : out.acc.fields()) {
+    const std::vector<long long> want(f.dims.begin(), f.dims.end());
+    for (int64_t r = 0; r < (f.per_rule() ? shape.rules : 1); ++r) {
+      const std::string path = (f.per_rule() ? "stats/" + out.rules[size_t(r)] : std::string("stats/baseline")) + "/" + f.name();
+      // Stores of schema 1 may predate a statistic; from schema 2 on every one is there.
+      if (version < 2 && !h5::exists(file, path)) continue;
+      const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, H5T_NATIVE_INT64, want);
+      std::copy(v.begin(), v.end(), out.acc.at(f.info->id, r));
+    }
+  }
+  if (version >= 2 && h5::get_attr_string(file, "stats_sha256") != out.acc.digest())
+    throw Error(store, "its statistics do not match the SHA-256 written with them (stats_sha256): the file changed after ctxsim wrote it",
+                kDamagedStoreFix);
+  if (const auto bad = check_invariants(out.acc); !bad.empty())
+    throw Error(store, "its statistics break an invariant (" + bad.front() + ")", kDamagedStoreFix);
+  return out;
+}
+
+Baseline baseline_of(const StoreStats& st) {
+  const Accumulator& a = st.acc;
   Baseline b;
-  const auto path = [](Stat s) { return std::string("stats/baseline/") + stat_info(s).name; };
-  const auto scalar = [&](Stat s) { return read_checked<int64_t>(file, store, path(s), H5T_NATIVE_INT64, {})[0]; };
-  b.samples = scalar(Stat::Samples);
-  b.valid_pairs = double(scalar(Stat::ValidPairs));
-  b.same_sentence_all = double(scalar(Stat::SameSentenceAll));
-  b.sentence_eligible_all = double(scalar(Stat::SentenceEligibleAll));
-  b.same_token_all = double(scalar(Stat::SameTokenAll));
-  b.distance_all = read_checked<int64_t>(file, store, path(Stat::DistanceAll), H5T_NATIVE_INT64, {-1});
-  if (b.T() < 2) throw Error(store, "/stats/baseline/distance_all holds fewer than 2 positions", kDamagedStoreFix);
-  if (h5::exists(file, path(Stat::SeparatorMassByToken))) {
-    std::vector<hsize_t> dims;
-    b.separator_mass_by_token = read_checked<int64_t>(file, store, path(Stat::SeparatorMassByToken), H5T_NATIVE_INT64, {-1, -1, -1}, &dims);
-    const h5::Id att = h5::open_group(file, "stats/attention");
-    const std::string tokens = h5::get_attr_string(att, "separator_tokens");
-    b.separator_tokens = tokens.empty() ? std::vector<std::string>{} : split_lines(tokens);
-    if (b.separator_tokens.size() != dims[2])
-      throw Error(store, "/stats/attention names " + std::to_string(b.separator_tokens.size()) + " separator tokens, " +
-                             path(Stat::SeparatorMassByToken) + " holds " + std::to_string(dims[2]), kDamagedStoreFix);
-    b.separator_heads = int64_t(dims[1]);
+  b.samples = *a.at(Stat::Samples);
+  b.valid_pairs = double(*a.at(Stat::ValidPairs));
+  b.same_sentence_all = double(*a.at(Stat::SameSentenceAll));
+  b.sentence_eligible_all = double(*a.at(Stat::SentenceEligibleAll));
+  b.same_token_all = double(*a.at(Stat::SameTokenAll));
+  const StatField& d = a.field(Stat::DistanceAll);
+  b.distance_all.assign(a.at(Stat::DistanceAll), a.at(Stat::DistanceAll) + d.size);
+  if (st.has_separator_tokens) {
+    const StatField& m = a.field(Stat::SeparatorMassByToken);
+    b.separator_tokens = st.separator_tokens;
+    b.separator_mass_by_token.assign(a.at(Stat::SeparatorMassByToken), a.at(Stat::SeparatorMassByToken) + m.size);
+    b.separator_heads = a.shape().heads;
   }
   return b;
 }
@@ -143,32 +208,25 @@ double Baseline::separator_token_attention(int64_t layer, int64_t head, size_t u
   return Counts::ratio(sum, double(samples) * double(head < 0 ? H : 1));
 }
 
-RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_tokens) {
-  RuleStats r;
-  r.name = rule;
-  const std::string g = "stats/" + rule + "/";
-  if (!h5::exists(file, "stats/" + rule)) throw Error(store, "missing group /stats/" + rule + " (named in /stats rules)", kDamagedStoreFix);
-  const auto path = [&](Stat s) { return g + stat_info(s).name; };
-  std::vector<hsize_t> dims;
-  r.high_pairs = read_checked<int64_t>(file, store, path(Stat::HighPairs), H5T_NATIVE_INT64, {-1, -1}, &dims);
-  r.L = int64_t(dims[0]), r.H = int64_t(dims[1]);
-  r.T = base.T();
-  if (r.L <= 0 || r.H <= 0) throw Error(store, "/" + path(Stat::HighPairs) + " holds no layers or heads", kDamagedStoreFix);
-  const long long L = r.L, H = r.H;
-  for (auto [s, v] : std::initializer_list<std::pair<Stat, std::vector<int64_t>*>>{
-           {Stat::SameSentence, &r.same_sentence}, {Stat::SentenceEligible, &r.sentence_eligible}, {Stat::SameToken, &r.same_token},
-           {Stat::InAttention, &r.in_attention}, {Stat::Noise, &r.noise}, {Stat::HighAttentionAll, &r.high_attention_all},
-           {Stat::SeparatorMass, &r.separator_mass}})
-    *v = read_checked<int64_t>(file, store, path(s), H5T_NATIVE_INT64, {L, H});
-  r.distance_hist = read_checked<int64_t>(file, store, path(Stat::DistanceHist), H5T_NATIVE_INT64, {L, H, (long long)r.T});
-  r.distinct_anchors = read_checked<int64_t>(file, store, path(Stat::DistinctAnchors), H5T_NATIVE_INT64, {L});
-  // V is the model's vocab_size, which may exceed the vocabulary's lines (models pad it).
-  r.anchor_counts = read_checked<int64_t>(file, store, path(Stat::AnchorCounts), H5T_NATIVE_INT64, {L, H, -1}, &dims);
-  r.V = int64_t(dims[2]);
-  if (r.V < vocab_tokens)
-    throw Error(store, "/" + path(Stat::AnchorCounts) + " counts " + std::to_string(r.V) + " token ids but /vocab holds " +
-                           std::to_string(vocab_tokens) + " tokens", kDamagedStoreFix);
-  return r;
+RuleStats rule_stats_of(const StoreStats& st, size_t rule) {
+  const Accumulator& a = st.acc;
+  const int64_t r = int64_t(rule);
+  RuleStats out;
+  out.name = st.rules.at(rule);
+  out.L = a.shape().layers, out.H = a.shape().heads, out.T = a.shape().seq_len, out.V = a.shape().vocab;
+  const auto take = [&](Stat s) { return std::vector<int64_t>(a.at(s, r), a.at(s, r) + a.field(s).size); };
+  out.high_pairs = take(Stat::HighPairs);
+  out.same_sentence = take(Stat::SameSentence);
+  out.sentence_eligible = take(Stat::SentenceEligible);
+  out.same_token = take(Stat::SameToken);
+  out.in_attention = take(Stat::InAttention);
+  out.noise = take(Stat::Noise);
+  out.high_attention_all = take(Stat::HighAttentionAll);
+  out.separator_mass = take(Stat::SeparatorMass);
+  out.distance_hist = take(Stat::DistanceHist);
+  out.distinct_anchors = take(Stat::DistinctAnchors);
+  out.anchor_counts = take(Stat::AnchorCounts);
+  return out;
 }
 
 }  // namespace ctxsim

@@ -4,6 +4,9 @@
 #pragma once
 #include <hdf5.h>
 
+#include "pipeline/store/hdf5.h"
+#include "stages/accumulator.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,8 +14,7 @@
 namespace ctxsim {
 
 // The fix of every "damaged store" error.
-inline constexpr const char* kDamagedStoreFix =
-    "the store is damaged or was not written by ctxsim; rerun 'ctxsim run' to regenerate it";
+inline constexpr const char* kDamagedStoreFix = h5::kNotAStoreFix;
 
 // Distance classes the tables and CSVs report: d <= 5 (short range) and d >= 32 (long range).
 constexpr int64_t kShortRange = 5, kLongRange = 32;
@@ -88,11 +90,21 @@ inline const std::string& token_text(const std::vector<std::string>& vocab, int6
   return id >= 0 && id < int64_t(vocab.size()) ? vocab[size_t(id)] : unknown;
 }
 
-// Both throw ctxsim::Error naming `store` and the missing or misshapen dataset.
-Baseline read_baseline(hid_t file, const std::string& store);
-// T comes from the baseline (read first), V from the anchor counts (the model's vocab_size),
-// which must cover the store's `vocab_tokens` vocabulary lines.
-RuleStats read_rule_stats(hid_t file, const std::string& store, const std::string& rule, const Baseline& base, int64_t vocab_tokens);
+// A store's /stats read back into the accumulator it was written from (kStatSchema: every
+// field of every rule), each dataset's type and shape checked against the store's own R, L, H,
+// T, V and S before anything is allocated, then its SHA-256 against the stats_sha256 written
+// with `complete` (schema 2) and SPEC §5's invariants: a changed bit is a damaged store. Throws
+// ctxsim::Error naming `store` and the dataset. vocab_tokens: the /vocab lines, which V covers.
+struct StoreStats {
+  std::vector<std::string> rules;             // /stats rules, in order (the accumulator's R)
+  std::vector<std::string> separator_tokens;  // the axis S of separator_mass_by_token
+  Accumulator acc;
+  bool has_separator_tokens = false;          // false in stores written before it was measured
+  size_t rule_index(const std::string& rule) const;  // throws naming the rules there are
+};
+StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_tokens);
+Baseline baseline_of(const StoreStats& stats);
+RuleStats rule_stats_of(const StoreStats& stats, size_t rule);
 
 // A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`
 // receives the actual extents.

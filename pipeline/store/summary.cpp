@@ -38,20 +38,18 @@ std::string fixed(double v, int digits) {
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
   const h5::Id file = open_complete_store(path);
-  const h5::Id stats = h5::open_group(file, "stats");
-  const Baseline base = read_baseline(file, path);
   const auto vocab = store_vocab(file);
-  const auto rule_names = store_rules(stats);
-  if (rule_names.empty()) throw Error(path, "the store lists no selection rule", "rerun the job");
+  const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
+  const Baseline base = baseline_of(stats);
+  const auto& rule_names = stats.rules;
   const int64_t samples = base.samples, T = base.T();
 
   // The heads asked for are checked before anything is printed.
-  RuleStats first = read_rule_stats(file, path, rule_names[0], base, int64_t(vocab.size()));
-  check_head_list(options.heads, first.L, first.H);
+  check_head_list(options.heads, stats.acc.shape().layers, stats.acc.shape().heads);
   bool header = true;
   for (size_t i = 0; i < rule_names.size(); ++i) {
     const std::string& rule = rule_names[i];
-    const RuleStats r = i == 0 ? std::move(first) : read_rule_stats(file, path, rule, base, int64_t(vocab.size()));
+    const RuleStats r = rule_stats_of(stats, i);
     const int64_t L = r.L, H = r.H;
     if (header) {
       out << "ctxsim summary of " << path << "\n"
