@@ -1,6 +1,6 @@
 // ctxsim's entry point: the allocator's settings, the MPI session, the command line
 // (commands/cli.h), and the one place errors are caught: one line "ctxsim: error: …" and the
-// exit code of its tier (stages/error.h).
+// exit code of its tier (stages/base/error.h).
 #include <malloc.h>
 #include <mpi.h>
 
@@ -10,14 +10,14 @@
 #include <iostream>
 
 #include "pipeline/commands/cli.h"
-#include "pipeline/job/agree.h"
-#include "pipeline/job/comm.h"
-#include "pipeline/job/log.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/log.h"
 #include "pipeline/store/hdf5.h"
-#include "stages/cpu_features.h"
-#include "stages/error.h"
-#include "stages/files.h"
-#include "stages/tensor_memory.h"
+#include "stages/base/cpu_features.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/model/tensor_memory.h"
 
 namespace {
 

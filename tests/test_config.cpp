@@ -1,11 +1,11 @@
 // Config: defaults, overrides, the shipped configs, and one test per class of bad input, each
 // asserting that the message names the file, line, key path and a fix.
-#include "pipeline/job/config.h"
-#include "pipeline/job/sweep.h"
+#include "pipeline/job/config/config.h"
+#include "pipeline/job/config/sweep.h"
 
 #include <gtest/gtest.h>
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

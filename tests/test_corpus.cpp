@@ -1,9 +1,9 @@
 // Corpus readers on fixtures written by the tests, and the real Brown corpus.
-#include "stages/corpus.h"
+#include "stages/text/corpus.h"
 
 #include <gtest/gtest.h>
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

@@ -1,4 +1,4 @@
-// The row loops of the statistics at every ISA level this CPU runs (stages/head_rows.h): the same
+// The row loops of the statistics at every ISA level this CPU runs (stages/stats/head_rows.h): the same
 // bits as the baseline's, whatever the vector width, on lengths that end inside and on vector
 // boundaries. SPEC §5: results do not depend on the CPU's instruction-set level.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "stages/cpu_features.h"
-#include "stages/head_rows.h"
+#include "stages/base/cpu_features.h"
+#include "stages/stats/head_rows.h"
 
 namespace ctxsim {
 namespace {

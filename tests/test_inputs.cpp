@@ -1,12 +1,12 @@
-// The inputs of a job from its config (pipeline/job/inputs.h): models found offline in the
+// The inputs of a job from its config (pipeline/job/config/inputs.h): models found offline in the
 // Hugging Face cache.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 
-#include "pipeline/job/inputs.h"
-#include "stages/error.h"
+#include "pipeline/job/config/inputs.h"
+#include "stages/base/error.h"
 #include "test_helpers.h"
 
 #define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)

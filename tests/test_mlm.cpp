@@ -1,13 +1,13 @@
 // stages/mlm: the MLM model's gradients against finite differences, overfitting a few samples,
 // AdamW against hand-computed updates, the learning-rate schedule, the exported layout.
-#include "stages/mlm.h"
+#include "stages/model/mlm.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "stages/pretraining_data.h"
-#include "stages/random_checkpoint.h"
+#include "stages/text/pretraining_data.h"
+#include "stages/model/random_checkpoint.h"
 
 namespace ctxsim {
 namespace {

@@ -1,8 +1,8 @@
 // The BERT forward pass against a deliberately plain reference written here (explicit loops,
 // textbook formulas, double precision) on a tiny seeded checkpoint; internal consistency,
 // padding invariance, the projected vectors, key-name variants and loader errors.
-#include "stages/digest.h"
-#include "stages/model.h"
+#include "stages/base/digest.h"
+#include "stages/model/model.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "stages/error.h"
-#include "stages/random_checkpoint.h"
-#include "stages/safetensors.h"
+#include "stages/base/error.h"
+#include "stages/model/random_checkpoint.h"
+#include "stages/model/safetensors.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

@@ -1,5 +1,5 @@
 // stages/pretraining_data: BERT's masking, the sample order, dropout masks, the unigram baseline.
-#include "stages/pretraining_data.h"
+#include "stages/text/pretraining_data.h"
 
 #include <gtest/gtest.h>
 

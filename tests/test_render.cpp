@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "stages/digest.h"
-#include "stages/figure.h"
-#include "stages/render.h"
-#include "stages/rollout.h"
+#include "stages/base/digest.h"
+#include "stages/figures/figure.h"
+#include "stages/figures/render.h"
+#include "stages/stats/rollout.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

@@ -13,9 +13,9 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/commands/commands.h"
-#include "stages/error.h"
-#include "stages/random_checkpoint.h"
-#include "stages/render.h"
+#include "stages/base/error.h"
+#include "stages/model/random_checkpoint.h"
+#include "stages/figures/render.h"
 #include "test_helpers.h"
 
 namespace fs = std::filesystem;

@@ -6,9 +6,9 @@
 #include <functional>
 #include <stdexcept>
 
-#include "pipeline/job/agree.h"
-#include "pipeline/job/rounds.h"
-#include "stages/error.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/rounds.h"
+#include "stages/base/error.h"
 
 namespace ctxsim {
 namespace {

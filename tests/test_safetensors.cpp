@@ -1,7 +1,7 @@
 // Safetensors: round trip, each corruption class as its own case (asserting the message), and
 // the half-precision and SHA-256 helpers.
-#include "stages/digest.h"
-#include "stages/safetensors.h"
+#include "stages/base/digest.h"
+#include "stages/model/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

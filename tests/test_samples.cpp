@@ -1,10 +1,10 @@
 // Samples (SPEC §1): SplitMix64 and the draw by hand, window packing, truncation, padding,
 // sentence and word ids, both window modes; and the real Brown corpus end to end.
-#include "stages/samples.h"
+#include "stages/text/samples.h"
 
 #include <gtest/gtest.h>
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "stages/error.h"
-#include "stages/samples.h"
+#include "stages/base/error.h"
+#include "stages/text/samples.h"
 #include "stages/segment/choi.h"
 #include "stages/segment/lexical.h"
 #include "stages/segment/metrics.h"

@@ -1,7 +1,7 @@
 // Similarity, selection and statistics (SPEC §2–5): hand-built cases with hand-computed
 // answers, then invariants, merge and batch-size invariance on real Brown samples through a
 // tiny random model.
-#include "stages/statistics.h"
+#include "stages/stats/statistics.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
@@ -11,11 +11,11 @@
 #include <map>
 #include <set>
 
-#include "stages/analysis.h"
-#include "stages/corpus.h"
-#include "stages/error.h"
-#include "stages/random_checkpoint.h"
-#include "stages/samples.h"
+#include "stages/stats/analysis.h"
+#include "stages/text/corpus.h"
+#include "stages/base/error.h"
+#include "stages/model/random_checkpoint.h"
+#include "stages/text/samples.h"
 #include "test_helpers.h"
 
 namespace ctxsim {
@@ -583,7 +583,7 @@ TEST_F(BrownTiny, KernelsMatchAPlainImplementationOfTheSpecCountForCount) {
   }
 }
 
-// The whole-tensor path of GPU ranks (stages/tensor_statistics.h), run here on CPU tensors:
+// The whole-tensor path of GPU ranks (stages/stats/tensor_statistics.h), run here on CPU tensors:
 // count for count the kernels' accumulator, per-sample results and stored selections, in float64.
 TEST_F(BrownTiny, TensorPathMatchesTheKernelsCountForCount) {
   StatisticsOptions opt = opt_;

@@ -12,12 +12,12 @@
 
 #include "pipeline/store/hdf5.h"
 #include "pipeline/commands/commands.h"
-#include "pipeline/job/agree.h"
+#include "pipeline/job/dist/agree.h"
 #include "pipeline/store/store.h"
-#include "stages/digest.h"
-#include "stages/accumulator.h"
-#include "stages/error.h"
-#include "stages/random_checkpoint.h"
+#include "stages/base/digest.h"
+#include "stages/stats/accumulator.h"
+#include "stages/base/error.h"
+#include "stages/model/random_checkpoint.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

@@ -1,10 +1,10 @@
 // Tokenizer: hand-derived cases against the real bert-base-uncased vocabulary (uncased), and a
 // small hand-written vocabulary for cased behaviour and the exact greedy WordPiece rules.
-#include "stages/tokenizer.h"
+#include "stages/text/tokenizer.h"
 
 #include <gtest/gtest.h>
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

@@ -1,5 +1,5 @@
 // UTF-8 validation: the offsets reported for each class of invalid sequence, and replacement.
-#include "stages/utf8.h"
+#include "stages/text/utf8.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <set>
 
-#include "pipeline/job/checkpoint.h"
-#include "stages/error.h"
-#include "pipeline/job/work_units.h"
+#include "pipeline/job/durable/checkpoint.h"
+#include "stages/base/error.h"
+#include "pipeline/job/dist/work_units.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

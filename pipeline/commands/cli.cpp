@@ -6,12 +6,12 @@
 #include <tuple>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/job/config.h"
-#include "pipeline/job/head_list.h"
-#include "pipeline/job/sweep.h"
-#include "stages/cpu_features.h"
+#include "pipeline/job/config/config.h"
+#include "pipeline/job/config/head_list.h"
+#include "pipeline/job/config/sweep.h"
+#include "stages/base/cpu_features.h"
 #include "pipeline/report/compare.h"
-#include "stages/error.h"
+#include "stages/base/error.h"
 
 namespace ctxsim {
 namespace {

@@ -8,13 +8,13 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/job/comm.h"
+#include "pipeline/job/dist/comm.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/job/log.h"
+#include "pipeline/job/dist/log.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
-#include "stages/error.h"
-#include "stages/files.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
 
 namespace fs = std::filesystem;
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/job/config.h"
-#include "pipeline/job/inputs.h"
-#include "pipeline/report/report.h"
-#include "pipeline/store/summary.h"
-#include "stages/samples.h"
+#include "pipeline/job/config/config.h"
+#include "pipeline/job/config/inputs.h"
+#include "pipeline/commands/summary.h"
+#include "pipeline/report/compare.h"
+#include "stages/text/samples.h"
 
 namespace ctxsim {
 
@@ -49,6 +49,20 @@ int cmd_submit(const std::string& config, const std::vector<std::string>& overri
 int cmd_plan(const std::string& config, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out);
 
 
+
+// Figures (PNG + SVG) and a self-contained report.html with an example explorer, next to the
+// store or in out_dir. Refuses incomplete or damaged stores.
+struct ReportArgs {
+  std::string out_dir;                    // default: the store's folder
+  int64_t max_bytes = 25 << 20;           // report.html budget
+  std::string rule;                       // the store's rule the figures use (default: the first)
+  std::vector<std::string> heads;         // "LAYER:HEAD" drawn per example (default: 0, L/2, L-1 at head 0)
+};
+int cmd_report(const std::string& store, const ReportArgs& args, std::ostream& out);
+
+// `inputs`: store.h5 files, or folders searched for complete ones (sorted): several finished
+// runs drawn together (pipeline/report/compare.h).
+int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& args, std::ostream& out);
 
 // One CSV row per (point, rule, layer, head) from every complete store under a sweep folder.
 int cmd_collect(const std::string& sweep_dir, const std::string& out_csv, std::ostream& out);

@@ -7,16 +7,16 @@
 #include <iomanip>
 #include <iostream>
 
-#include "pipeline/job/inputs.h"
+#include "pipeline/job/config/inputs.h"
 #include "pipeline/commands/commands.h"
-#include "pipeline/job/config.h"
-#include "pipeline/job/inputs.h"
-#include "pipeline/job/work_units.h"
-#include "pipeline/job/progress.h"
-#include "stages/analysis.h"
-#include "stages/cpu_features.h"
-#include "stages/error.h"
-#include "stages/stopwatch.h"
+#include "pipeline/job/config/config.h"
+#include "pipeline/job/config/inputs.h"
+#include "pipeline/job/dist/work_units.h"
+#include "pipeline/job/dist/progress.h"
+#include "stages/stats/analysis.h"
+#include "stages/base/cpu_features.h"
+#include "stages/base/error.h"
+#include "stages/base/stopwatch.h"
 
 namespace fs = std::filesystem;
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <thread>
 
-#include "stages/error.h"
-#include "stages/stopwatch.h"
+#include "stages/base/error.h"
+#include "stages/base/stopwatch.h"
 
 namespace ctxsim {
 namespace {

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/job/checkpoint.h"
-#include "pipeline/job/comm.h"
-#include "pipeline/job/progress.h"
-#include "pipeline/job/rounds.h"
+#include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/progress.h"
+#include "pipeline/job/dist/rounds.h"
 #include "pipeline/store/store.h"
-#include "stages/analysis.h"
+#include "stages/stats/analysis.h"
 
 namespace ctxsim {
 

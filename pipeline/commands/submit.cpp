@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/job/config.h"
-#include "pipeline/job/sweep.h"
-#include "stages/error.h"
-#include "stages/files.h"
+#include "pipeline/job/config/config.h"
+#include "pipeline/job/config/sweep.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
 
 namespace fs = std::filesystem;
 

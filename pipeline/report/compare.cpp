@@ -1,5 +1,4 @@
-// `ctxsim compare`: see compare.h. Everything is read and checked before anything is written;
-// the figures go to a staging folder that replaces figures/ only when the page is complete.
+// Several finished runs drawn together: see compare.h.
 #include "pipeline/report/compare.h"
 
 #include <yaml-cpp/yaml.h>
@@ -11,36 +10,22 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "pipeline/job/comm.h"
+#include "pipeline/job/dist/comm.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
-#include "stages/digest.h"
-#include "stages/error.h"
-#include "stages/figure.h"
-#include "stages/files.h"
-#include "stages/render.h"
+#include "stages/base/digest.h"
+#include "stages/base/error.h"
+#include "stages/figures/figure.h"
+#include "stages/base/files.h"
+#include "stages/figures/render.h"
 
 namespace fs = std::filesystem;
 
-namespace ctxsim {
+namespace ctxsim::report {
 namespace {
-
-using report::Entry;
-using report::fixed;
-using report::content_security_policy;
-using report::script_json;
-
-// One store as the page shows it.
-struct Run {
-  std::string label, path, model, dtype, windows, split;
-  Baseline base;
-  RuleStats stats;
-  std::vector<Counts> layers;  // all heads of each layer
-  Rgb colour;
-};
 
 const Rgb kChance{0, 0, 0}, kGrey{120, 120, 120};
 
@@ -54,6 +39,8 @@ std::string config_value(const std::string& yaml, const std::string& section, co
   }
   return "";
 }
+
+}  // namespace
 
 std::vector<std::string> store_paths(const std::vector<std::string>& inputs) {
   std::vector<std::string> out;
@@ -72,13 +59,13 @@ std::vector<std::string> store_paths(const std::vector<std::string>& inputs) {
   return out;
 }
 
-std::vector<Run> load_runs(const std::vector<std::string>& paths, const CompareArgs& a) {
+std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const CompareArgs& a) {
   if (!a.labels.empty() && a.labels.size() != paths.size())
     throw Error("--labels", std::to_string(a.labels.size()) + " labels for " + std::to_string(paths.size()) + " stores", "give one label per store, in order");
-  std::vector<Run> runs;
+  std::vector<CompareRun> runs;
   std::string rule = a.rule;
   for (size_t i = 0; i < paths.size(); ++i) {
-    Run r;
+    CompareRun r;
     r.path = paths[i];
     const h5::Id file = open_complete_store(r.path);
     const StoreStats stats = read_store_stats(file, r.path, int64_t(store_vocab(file).size()));
@@ -98,7 +85,7 @@ std::vector<Run> load_runs(const std::vector<std::string>& paths, const CompareA
     if (r.label.empty()) r.label = r.path;
     for (int64_t l = 0; l < r.stats.L; ++l) r.layers.push_back(r.stats.layer(l));
     if (!runs.empty()) {
-      const Run& first = runs.front();
+      const CompareRun& first = runs.front();
       if (r.stats.L != first.stats.L)
         throw Error(r.path, "has " + std::to_string(r.stats.L) + " layers, " + first.path + " has " + std::to_string(first.stats.L),
                     "compare runs of models with the same layer count (the figures are per layer)");
@@ -112,6 +99,8 @@ std::vector<Run> load_runs(const std::vector<std::string>& paths, const CompareA
   return runs;
 }
 
+namespace {
+
 std::vector<double> layer_axis(int64_t L) {
   std::vector<double> x;
   for (int64_t l = 0; l < L; ++l) x.push_back(double(l));
@@ -119,9 +108,9 @@ std::vector<double> layer_axis(int64_t L) {
 }
 
 // A per-layer quantity of every run, with an optional dashed reference per run (its chance).
-PlotSpec per_layer(const std::vector<Run>& runs, const std::string& title, const std::string& y_label,
-                   const std::function<double(const Run&, const Counts&)>& f,
-                   const std::function<double(const Run&, const Counts&)>& chance = nullptr) {
+PlotSpec per_layer(const std::vector<CompareRun>& runs, const std::string& title, const std::string& y_label,
+                   const std::function<double(const CompareRun&, const Counts&)>& f,
+                   const std::function<double(const CompareRun&, const Counts&)>& chance = nullptr) {
   PlotSpec p;
   p.title = title, p.x_label = "layer", p.y_label = y_label, p.y_lo = 0;
   for (const auto& r : runs) {
@@ -138,7 +127,7 @@ PlotSpec per_layer(const std::vector<Run>& runs, const std::string& title, const
   return p;
 }
 
-void distance_figure(const std::vector<Run>& runs, std::vector<Entry>& out) {
+void distance_figure(const std::vector<CompareRun>& runs, std::vector<Entry>& out) {
   const int64_t L = runs.front().stats.L, T = runs.front().stats.T;
   std::vector<PlotSpec> panels;
   double ymax = 0;
@@ -168,17 +157,19 @@ void distance_figure(const std::vector<Run>& runs, std::vector<Entry>& out) {
                  plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer", "")});
 }
 
-std::vector<Entry> compare_figures(const std::vector<Run>& runs, const std::string& title) {
+}  // namespace
+
+std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const std::string& title) {
   std::vector<Entry> out;
   distance_figure(runs, out);
-  const auto lift = per_layer(runs, "same-sentence lift", "rate / chance", [](const Run& r, const Counts& c) { return r.base.same_sentence_lift(c); });
+  const auto lift = per_layer(runs, "same-sentence lift", "rate / chance", [](const CompareRun& r, const Counts& c) { return r.base.same_sentence_lift(c); });
   const auto rate = per_layer(
-      runs, "same-sentence %", "% of selected pairs", [](const Run&, const Counts& c) { return 100 * c.same_sentence_rate(); },
-      [](const Run& r, const Counts&) { return 100 * r.base.same_sentence_chance(); });
+      runs, "same-sentence %", "% of selected pairs", [](const CompareRun&, const Counts& c) { return 100 * c.same_sentence_rate(); },
+      [](const CompareRun& r, const Counts&) { return 100 * r.base.same_sentence_chance(); });
   out.push_back({"same_sentence_by_layer", "Same-sentence share of the selected pairs per layer against chance (dashed), and its lift",
                  plot_figure({rate, lift}, 2, 340, 240, title + ": same sentence", "")});
   out.push_back({"repetition_lift_by_layer", "Repeated-token pairs per layer: rate among the selected pairs / rate among all valid pairs",
-                 plot_figure({per_layer(runs, "repetition lift", "rate / chance", [](const Run& r, const Counts& c) { return r.base.repetition_lift(c); })}, 1,
+                 plot_figure({per_layer(runs, "repetition lift", "rate / chance", [](const CompareRun& r, const Counts& c) { return r.base.repetition_lift(c); })}, 1,
                              420, 260, title + ": repetition", "")});
   PlotSpec anchors;
   anchors.title = "distinct anchors", anchors.x_label = "layer", anchors.y_label = "mean per sample", anchors.y_lo = 0;
@@ -212,9 +203,9 @@ std::vector<Entry> compare_figures(const std::vector<Run>& runs, const std::stri
                    plot_figure(panels, int(std::min<size_t>(3, panels.size())), 300, 220, title + ": attention on each separator", "")});
   }
   const auto overlap = per_layer(
-      runs, "selected pairs that are high-attention", "%", [](const Run&, const Counts& c) { return 100 * c.in_attention_rate(); },
-      [](const Run& r, const Counts& c) { return 100 * r.base.in_attention_chance(c); });
-  const auto noise = per_layer(runs, "noise share", "% of selected pairs", [](const Run&, const Counts& c) { return 100 * c.noise_share(); });
+      runs, "selected pairs that are high-attention", "%", [](const CompareRun&, const Counts& c) { return 100 * c.in_attention_rate(); },
+      [](const CompareRun& r, const Counts& c) { return 100 * r.base.in_attention_chance(c); });
+  const auto noise = per_layer(runs, "noise share", "% of selected pairs", [](const CompareRun&, const Counts& c) { return 100 * c.noise_share(); });
   out.push_back({"attention_and_noise_by_layer",
                  "Left: share of the selected pairs the attention map also marks (max(A_ij, A_ji) >= beta) against chance (dashed): what it misses is "
                  "structure the attention map alone does not show. Right: noise, the selected pairs no explanation covers",
@@ -223,7 +214,9 @@ std::vector<Entry> compare_figures(const std::vector<Run>& runs, const std::stri
 }
 
 // The per-layer numbers of every run as an HTML table.
-std::string numbers_table(const std::vector<Run>& runs) {
+namespace {
+
+std::string numbers_table(const std::vector<CompareRun>& runs) {
   std::ostringstream t;
   t << "<table><tr><th>run</th><th>layer</th><th>mean distance</th><th>d&le;5 %</th><th>same-sentence %</th><th>lift</th>"
        "<th>repetition lift</th><th>distinct anchors</th><th>in-attention %</th><th>noise %</th></tr>";
@@ -239,7 +232,9 @@ std::string numbers_table(const std::vector<Run>& runs) {
   return t.str() + "</table>";
 }
 
-std::string compare_page(const std::vector<Run>& runs, const std::vector<Entry>& figures, const fs::path& figure_dir, const CompareArgs& a) {
+}  // namespace
+
+std::string compare_page(const std::vector<CompareRun>& runs, const std::vector<Entry>& figures, const fs::path& figure_dir, const CompareArgs& a) {
   std::ostringstream h;
   h << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">" << content_security_policy({}) << "<title>" << xml_escape(a.title) << "</title><style>"
     << "body{font-family:sans-serif;margin:2em auto;max-width:1250px;padding:0 1em;color:#222}img{max-width:100%}figure{margin:1.5em 0}"
@@ -274,20 +269,5 @@ std::string compare_page(const std::vector<Run>& runs, const std::vector<Entry>&
   return page;
 }
 
-}  // namespace
 
-int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, std::ostream& out) {
-  require_figures("ctxsim compare");
-  MpiSession::ensure();
-  if (a.out_dir.empty()) throw Error("--out", "compare needs a folder for its page and figures", "give --out DIR");
-  const std::vector<Run> runs = load_runs(store_paths(inputs), a);
-  const std::vector<Entry> figures = compare_figures(runs, a.title);
-  make_folder(a.out_dir, "--out");
-  const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures,
-                                                  [&](const fs::path& staging) { return compare_page(runs, figures, staging, a); });
-  out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
-      << (fs::path(a.out_dir) / "figures").string() << " for " << runs.size() << " runs\n";
-  return 0;
-}
-
-}  // namespace ctxsim
+}  // namespace ctxsim::report

@@ -4,14 +4,14 @@
 #include <charconv>
 #include <filesystem>
 
-#include "pipeline/job/head_list.h"
+#include "pipeline/job/config/head_list.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
-#include "stages/digest.h"
-#include "stages/error.h"
-#include "stages/files.h"
-#include "stages/render.h"
-#include "stages/safetensors.h"
+#include "stages/base/digest.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/figures/render.h"
+#include "stages/model/safetensors.h"
 
 namespace fs = std::filesystem;
 

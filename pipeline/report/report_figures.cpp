@@ -7,11 +7,11 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "stages/error.h"
-#include "stages/files.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
 
-#include "stages/render.h"
-#include "stages/rollout.h"
+#include "stages/figures/render.h"
+#include "stages/stats/rollout.h"
 
 namespace ctxsim::report {
 namespace {

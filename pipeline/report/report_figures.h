@@ -1,4 +1,4 @@
-// The report's figures, each described once as SVG (stages/figure.h): the study's aggregate
+// The report's figures, each described once as SVG (stages/figures/figure.h): the study's aggregate
 // figures of one rule, and per stored example its attention, similarity and rollout.
 #pragma once
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "pipeline/report/report_data.h"
-#include "stages/figure.h"
+#include "stages/figures/figure.h"
 
 namespace ctxsim::report {
 

@@ -6,10 +6,10 @@
 
 #include "pipeline/store/hdf5.h"
 #include "report_assets.h"  // generated: kExplorerJs and kPageHead, from pipeline/report/
-#include "stages/digest.h"
-#include "stages/error.h"
-#include "stages/files.h"
-#include "stages/render.h"
+#include "stages/base/digest.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/figures/render.h"
 
 namespace ctxsim::report {
 namespace {

@@ -1,6 +1,6 @@
 #include "pipeline/store/hdf5.h"
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 
 namespace ctxsim::h5 {
 namespace {

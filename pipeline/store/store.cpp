@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "stages/error.h"
-#include "stages/files.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
 
 namespace ctxsim {
 

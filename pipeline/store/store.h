@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "pipeline/store/hdf5.h"
-#include "stages/error.h"
-#include "stages/accumulator.h"
-#include "stages/samples.h"
-#include "stages/selection.h"
+#include "stages/base/error.h"
+#include "stages/stats/accumulator.h"
+#include "stages/text/samples.h"
+#include "stages/stats/selection.h"
 
 namespace ctxsim {
 

@@ -5,9 +5,9 @@
 
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
-#include "stages/accumulator.h"
-#include "stages/error.h"
-#include "stages/files.h"
+#include "stages/stats/accumulator.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
 
 namespace ctxsim {
 namespace {

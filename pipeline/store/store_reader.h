@@ -5,7 +5,7 @@
 #include <hdf5.h>
 
 #include "pipeline/store/hdf5.h"
-#include "stages/accumulator.h"
+#include "stages/stats/accumulator.h"
 
 #include <cstdint>
 #include <string>

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "stages/error.h"
-#include "stages/samples.h"
+#include "stages/base/error.h"
+#include "stages/base/random.h"
 
 namespace ctxsim::segment {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 
 namespace ctxsim::segment {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stages/error.h"
+#include "stages/base/error.h"
 
 namespace ctxsim::segment {
 namespace {

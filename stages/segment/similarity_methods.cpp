@@ -7,8 +7,8 @@
 #include <numeric>
 #include <string>
 
-#include "stages/error.h"
-#include "stages/samples.h"
+#include "stages/base/error.h"
+#include "stages/base/random.h"
 
 namespace ctxsim::segment {
 namespace {

@@ -85,7 +85,7 @@ int32_t choi_boundary_count(const std::vector<double>& density, double c);
 Boundaries c99(const std::vector<double>& similarity, int32_t n, const C99Options& o, int32_t count = kEstimate);
 
 // ---- baselines ------------------------------------------------------------------------------
-// count distinct gaps drawn uniformly (draw_candidates of stages/samples.h over the n-1 gaps,
+// count distinct gaps drawn uniformly (draw_candidates of stages/base/random.h over the n-1 gaps,
 // seeded SplitMix64), sorted. count must be given (0 … n-1).
 Boundaries random_boundaries(int32_t n, int32_t count, uint64_t seed);
 

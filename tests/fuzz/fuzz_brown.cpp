@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "stages/corpus.h"
+#include "stages/text/corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t untagged = 0;

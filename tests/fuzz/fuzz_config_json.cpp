@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <string>
 
-#include "stages/bert_config.h"
-#include "stages/error.h"
+#include "stages/model/bert_config.h"
+#include "stages/base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <string_view>
 
-#include "stages/corpus.h"
-#include "stages/error.h"
+#include "stages/text/corpus.h"
+#include "stages/base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

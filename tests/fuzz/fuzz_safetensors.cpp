@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <cstddef>
 
-#include "stages/error.h"
-#include "stages/safetensors.h"
+#include "stages/base/error.h"
+#include "stages/model/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -19,8 +19,8 @@
 #include "pipeline/report/report_data.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
-#include "pipeline/store/summary.h"
-#include "stages/error.h"
+#include "pipeline/commands/summary.h"
+#include "stages/base/error.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "stages/corpus.h"
+#include "stages/text/corpus.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& doc : ctxsim::split_documents(std::string_view(reinterpret_cast<const char*>(data), size)))

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string_view>
 
-#include "stages/tokenizer.h"
-#include "stages/utf8.h"
+#include "stages/text/tokenizer.h"
+#include "stages/text/utf8.h"
 
 namespace {
 std::unique_ptr<ctxsim::BertTokenizer> uncased, cased;

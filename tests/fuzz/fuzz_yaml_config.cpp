@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <string>
 
-#include "pipeline/job/config.h"
-#include "pipeline/job/sweep.h"
-#include "stages/error.h"
+#include "pipeline/job/config/config.h"
+#include "pipeline/job/config/sweep.h"
+#include "stages/base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

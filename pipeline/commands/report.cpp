@@ -1,0 +1,66 @@
+// `ctxsim report STORE [--out DIR]`: the study's figures (SVG described once, PNG rasterised
+// from it) and one self-contained report.html (no network: images and data are embedded) with
+// an explorer of the stored examples: attention, context similarity and attention rollout per
+// layer and head, a layer x head "model view", overlays and per-token relevance bars.
+//
+// Everything is read and checked before anything is written; figures go to a staging folder
+// that replaces figures/ only when the whole report succeeded, and report.html is renamed into
+// place last, so a failed report never leaves a partial one looking complete.
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pipeline/commands/commands.h"
+#include "pipeline/commands/summary.h"
+#include "pipeline/job/dist/comm.h"
+#include "pipeline/report/report_data.h"
+#include "pipeline/report/report_figures.h"
+#include "pipeline/report/report_page.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/store/store.h"
+#include "stages/base/error.h"
+#include "stages/figures/figure.h"
+#include "stages/base/files.h"
+#include "stages/figures/render.h"
+#include "stages/stats/rollout.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+using namespace report;
+
+}  // namespace
+
+int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  require_figures("ctxsim report");
+  MpiSession::ensure();
+  if (args.max_bytes < (1 << 20))
+    throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
+  const h5::Id file = open_complete_store(store_path);
+  const StoreData d = load_store_data(file, store_path, args.rule);
+  const auto heads = parse_heads(args.heads, d);
+
+  const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
+  make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
+  std::vector<Entry> figures;
+  aggregate_figures(d, figures);
+  const size_t E = d.example_ids.size();
+  std::vector<std::vector<double>> rollouts(E);
+  for (size_t e = 0; e < E; ++e) {
+    const Example x = load_example(file, d, e);
+    rollouts[e] = attention_rollout(x.attention, d.L, d.H, d.T, x.n);
+    example_figures(d, x, e, rollouts[e], heads, figures);
+  }
+  const auto [html, bytes] = publish_page(dir, "report.html", "the report", figures, [&](const fs::path& staging) {
+    std::ostringstream summary;
+    print_summary(store_path, SummaryOptions{}, summary);
+    return report_page(file, d, figures, staging.string(), rollouts, summary.str(), args.max_bytes);
+  });
+  out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
+      << (fs::path(dir) / "figures").string() << "\n";
+  return 0;
+}
+
+}  // namespace ctxsim

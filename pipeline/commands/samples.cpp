@@ -1,0 +1,126 @@
+// `ctxsim samples`, `tokenize` and `bench-tokenizer`: the text side of a config, shown.
+#include "pipeline/commands/commands.h"
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "pipeline/job/config/inputs.h"
+#include "stages/base/error.h"
+#include "stages/base/stopwatch.h"
+#include "stages/text/corpus.h"
+#include "stages/text/utf8.h"
+
+namespace ctxsim {
+namespace {
+
+std::string join_pieces(const Vocab& vocab, const int32_t* ids, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view t = vocab.token(ids[i]);
+    if (t.size() > 2 && t[0] == '#' && t[1] == '#' && !s.empty()) {
+      s.append(t.substr(2));
+    } else {
+      if (!s.empty()) s.push_back(' ');
+      s.append(t);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab) {
+  const size_t T = static_cast<size_t>(set.seq_len);
+  const int32_t* tok = &set.token_ids[static_cast<size_t>(n) * T];
+  const int16_t* sent = &set.sentence_ids[static_cast<size_t>(n) * T];
+  const size_t valid = static_cast<size_t>(set.n_valid[static_cast<size_t>(n)]);
+  std::ostringstream s;
+  size_t i = 0;
+  while (i < valid) {
+    size_t j = i + 1;
+    while (j < valid && sent[j] == sent[i]) ++j;
+    if (sent[i] < 0) {
+      s << (i ? " | " : "") << join_pieces(vocab, tok + i, j - i);
+    } else {
+      s << " | s" << sent[i] << ": " << join_pieces(vocab, tok + i, j - i);
+    }
+    i = j;
+  }
+  if (valid < T) s << " | " << (T - valid) << " x [PAD]";
+  return s.str();
+}
+
+int cmd_samples(const std::string& path, const std::vector<std::string>& overrides, int64_t show, std::ostream& out) {
+  const Config c = load_config(path, overrides);
+  check_paths(c);
+  BertTokenizer tokenizer = make_tokenizer(c);
+  const PreparedSamples p = prepare_samples(c, tokenizer);
+  const SampleSet& s = p.samples;
+  const int64_t shown = std::min<int64_t>(show, s.size());
+  for (int64_t n = 0; n < shown; ++n) {
+    out << "sample " << n << "  (document " << s.source[n].document << ", sentence " << s.source[n].sentence
+        << ", candidate " << s.candidate[n] << ", " << s.n_valid[n] << " valid tokens)\n  "
+        << describe_sample(s, n, tokenizer.vocab()) << "\n";
+  }
+  out << "documents:           " << p.documents << "\n"
+      << "sentences:           " << p.sentences << "\n"
+      << "corpus tokens:       " << p.corpus_tokens << "\n"
+      << "candidates:          " << s.num_candidates << " (" << name_of(c.samples.windows) << " windows)\n"
+      << "drawn samples:       " << s.size() << " of " << s.requested << " requested (seed " << c.samples.seed << ")\n"
+      << "sample tokens:       " << s.valid_tokens() << " valid of " << s.size() * s.seq_len << " (T=" << s.seq_len << ")\n"
+      << "truncated sentences: " << s.truncated_sentences << "\n";
+  if (p.dropped_sentences) out << "dropped sentences:   " << p.dropped_sentences << " (no token after cleaning)\n";
+  return 0;
+}
+
+int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::istream& in, std::ostream& out) {
+  TokenizerOptions o;
+  o.lower_case = o.strip_accents = !cased;
+  BertTokenizer tokenizer(Vocab::load(vocab_path), o);
+  std::string line;
+  int64_t line_no = 0;
+  Encoding enc;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const size_t bad = utf8::find_invalid(line);
+    if (bad != utf8::npos)
+      throw Error("stdin:" + std::to_string(line_no), "invalid UTF-8 at byte " + std::to_string(bad) + " of the line",
+                  "feed UTF-8 text (e.g. iconv -f latin1 -t utf-8)");
+    enc = tokenizer.encode(line);
+    for (size_t i = 0; i < enc.ids.size(); ++i) {
+      if (i) out << ' ';
+      if (tokens) out << tokenizer.vocab().token(enc.ids[i]); else out << enc.ids[i];
+    }
+    out << '\n';
+  }
+  return 0;
+}
+
+int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>& overrides, int repeat, std::ostream& out) {
+  const Config c = load_config(path, overrides);
+  check_paths(c);
+  BertTokenizer tokenizer = make_tokenizer(c);
+  Stopwatch clock;
+  const Corpus corpus = read_corpus(corpus_options(c));
+  const double read_s = clock.seconds();
+  int64_t bytes = 0;
+  for (const auto& d : corpus.documents)
+    for (const auto& s : d.sentences) bytes += static_cast<int64_t>(s.size());
+  out << "corpus: " << corpus.documents.size() << " documents, " << corpus.num_sentences() << " sentences, "
+      << bytes / 1e6 << " MB of text, read in " << read_s << " s\n";
+  for (int r = 0; r < repeat; ++r) {
+    // A fresh tokenizer each round: the first round pays for the word-piece cache, like a real run.
+    BertTokenizer fresh = make_tokenizer(c);
+    clock.restart();
+    const TokenizedCorpus tc = tokenize_corpus(corpus, fresh);
+    const double s = clock.seconds();
+    out << "round " << r + 1 << ": " << tc.num_tokens << " tokens in " << std::fixed << std::setprecision(3) << s
+        << " s (" << std::setprecision(2) << tc.num_tokens / s / 1e6 << " M tokens/s, " << bytes / s / 1e6
+        << " MB/s, one thread)\n";
+  }
+  return 0;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,69 @@
+// The key table of the config (config_schema.cpp) and the YAML value readers it is built from,
+// for config.cpp and sweep expansion only: every key's path, help, reader, writer, copier and
+// whether it determines a run's results.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipeline/job/config/config.h"
+
+namespace ctxsim {
+
+// One key: its path, help, how it is read, written and copied, and whether it determines a run's
+// results (the identity of a store) or only steers how the run goes. The defaults are Config's
+// own member initialisers.
+struct Field {
+  std::string path;  // "samples.seq_len"
+  std::string help;  // meaning, units, sentinels: the comment in the effective config
+  std::function<void(Config&, const YAML::Node&, const std::string& where)> set;
+  std::function<void(const Config&, YAML::Emitter&)> emit;
+  std::function<void(const Config& from, Config& to)> copy;
+  bool determines_results = true;
+  uint8_t used_by = kByRun;  // which jobs read the key (a bit per JobKind)
+  static constexpr uint8_t kByRun = 1, kByPretrain = 2;
+  Field& steering() {
+    determines_results = false;
+    return *this;
+  }
+  Field& also_pretrain() {
+    used_by |= kByPretrain;
+    return *this;
+  }
+  Field& only_pretrain() {
+    used_by = kByPretrain;
+    return *this;
+  }
+  bool used_by_job(JobKind kind) const { return used_by & (kind == JobKind::Run ? kByRun : kByPretrain); }
+  // Part of the identity of a store (run) or a checkpoint (pretrain).
+  bool identifies(JobKind kind) const { return determines_results && used_by_job(kind); }
+};
+
+// Every key of the sections corpus … runtime, in the order of the effective config.
+const std::vector<Field>& schema();
+const Field* find_field(const std::string& path);           // nullptr for an unknown path
+const std::vector<std::string>& sections();                 // corpus, samples, …, sweep
+std::vector<std::string> keys_of(const std::string& section);  // "seq_len", … of a section
+extern const std::vector<std::string> kRuleKeys;            // top_fraction, relative_to_max, absolute
+
+// The names and values of a choice key's enum.
+template <class E>
+const std::vector<std::pair<std::string, E>>& choices_of();
+
+// YAML values read with errors that name where (file:line:col), the key and the fix.
+constexpr int64_t kMaxCount = 1'000'000'000;  // the bound of counts (samples, documents, units, ids)
+std::string location(const std::string& file, const YAML::Mark& mark);
+std::string shown(const YAML::Node& n);  // 'abc', a list, a mapping, nothing
+int64_t parse_int(const YAML::Node& n, const std::string& where, const std::string& key, int64_t lo, int64_t hi,
+                  const std::string& example);
+double parse_double(const YAML::Node& n, const std::string& where, const std::string& key, double lo, double hi, bool lo_open,
+                    const std::string& example);
+bool parse_bool(const YAML::Node& n, const std::string& where, const std::string& key);
+std::string parse_string(const YAML::Node& n, const std::string& where, const std::string& key, const std::vector<std::string>& choices);
+
+}  // namespace ctxsim

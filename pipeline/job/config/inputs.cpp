@@ -1,0 +1,177 @@
+#include "pipeline/job/config/inputs.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "pipeline/job/dist/log.h"
+#include "stages/base/digest.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/base/stopwatch.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+
+std::string resolve_hf_cache(const std::string& name) {
+  std::string hub;
+  if (const char* v = std::getenv("HF_HUB_CACHE"); v && *v) {
+    hub = v;
+  } else if (const char* h = std::getenv("HF_HOME"); h && *h) {
+    hub = (fs::path(h) / "hub").string();
+  } else {
+    const char* home = std::getenv("HOME");
+    hub = (fs::path(home ? home : "/") / ".cache" / "huggingface" / "hub").string();
+  }
+  std::string folder = "models--" + name;
+  for (size_t p = folder.find('/'); p != std::string::npos; p = folder.find('/')) folder.replace(p, 1, "--");
+  const fs::path repo = fs::path(hub) / folder;
+  const fs::path snapshots = repo / "snapshots";
+  const std::string fix = "download it once where there is network (huggingface-cli download " + name +
+                          ") and copy the cache here, or set model.path to a folder with config.json, "
+                          "model.safetensors and vocab.txt";
+  if (!fs::is_directory(snapshots))
+    throw Error("model.name: " + name, "not found in the Hugging Face cache (looked in " + snapshots.string() + ")", fix);
+  std::ifstream ref(repo / "refs" / "main");
+  std::string revision;
+  if (ref && std::getline(ref, revision) && !revision.empty()) {
+    const fs::path snap = snapshots / revision;
+    if (fs::is_directory(snap)) return snap.string();
+    throw Error("model.name: " + name, "refs/main names snapshot " + revision + ", which is missing from " + snapshots.string(), fix);
+  }
+  // No refs/main: accept a single snapshot, refuse to guess among several.
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(snapshots))
+    if (e.is_directory()) found.push_back(e.path());
+  if (found.size() == 1) return found[0].string();
+  throw Error("model.name: " + name,
+              found.empty() ? "no snapshot in " + snapshots.string()
+                            : "several snapshots in " + snapshots.string() + " and no refs/main to choose one",
+              fix);
+}
+
+std::string model_dir(const Config& c) {
+  if (!c.model.path.empty()) return c.model.path;
+  if (!c.model.name.empty()) return resolve_hf_cache(c.model.name);
+  return {};
+}
+
+std::string vocab_path(const Config& c) {
+  return c.model.vocab.empty() ? (fs::path(model_dir(c)) / "vocab.txt").string() : c.model.vocab;
+}
+
+InputDigests input_digests(const Config& c) {
+  InputDigests d;
+  const std::string dir = model_dir(c);
+  if (!dir.empty()) d.model = sha256_file((fs::path(dir) / "model.safetensors").string());
+  const std::string vocab = read_file_bytes(vocab_path(c), kMaxVocabBytes, "the vocabulary", "check model.vocab");
+  d.vocab = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size());
+  d.corpus = read_corpus(corpus_options(c)).sha256;
+  return d;
+}
+
+std::vector<std::string> changed_inputs(const InputDigests& recorded, const InputDigests& now, const Config& c) {
+  std::vector<std::string> changed;
+  const auto compare = [&](const std::string& a, const std::string& b, const std::string& what) {
+    if (!a.empty() && a != b) changed.push_back(what + " (sha256 " + a.substr(0, 12) + "… then, " + b.substr(0, 12) + "… now)");
+  };
+  compare(recorded.model, now.model, "the model's weights (" + (fs::path(model_dir(c)) / "model.safetensors").string() + ")");
+  compare(recorded.vocab, now.vocab, "the vocabulary (" + vocab_path(c) + ")");
+  compare(recorded.corpus, now.corpus, "the corpus (" + c.corpus.path + ")");
+  return changed;
+}
+
+BertTokenizer make_tokenizer(const Config& c) {
+  const std::string dir = model_dir(c);
+  const std::string vocab_path = ctxsim::vocab_path(c);
+  if (c.model.vocab.empty() && !fs::exists(vocab_path))
+    throw Error(c.where("model.vocab"), "no vocab.txt in the model folder " + dir, "add the model's vocab.txt there or set model.vocab");
+  TokenizerOptions options;
+  if (c.model.do_lower_case == LowerCase::Auto) {
+    options = dir.empty() ? TokenizerOptions{} : read_tokenizer_options(dir, true);
+  } else {
+    options.lower_case = options.strip_accents = c.model.do_lower_case == LowerCase::True;
+  }
+  return BertTokenizer(Vocab::load(vocab_path), options);
+}
+
+CorpusOptions corpus_options(const Config& c) {
+  CorpusOptions o;
+  o.format = c.corpus.format;
+  o.path = c.corpus.path;
+  o.text_field = c.corpus.text_field;
+  o.invalid_utf8 = c.corpus.invalid_utf8;
+  o.max_documents = c.corpus.max_documents;
+  return o;
+}
+
+SampleOptions sample_options(const Config& c) {
+  SampleOptions o;
+  o.seq_len = static_cast<int32_t>(c.samples.seq_len);
+  o.windows = c.samples.windows;
+  o.stride_sentences = static_cast<int32_t>(c.samples.stride_sentences);
+  o.num_samples = c.samples.num_samples;
+  o.seed = static_cast<uint64_t>(c.samples.seed);
+  o.documents = {c.corpus.split, c.corpus.heldout_every};
+  return o;
+}
+
+TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer) {
+  TokenizedInputs t;
+  Stopwatch clock;
+  const Corpus corpus = read_corpus(corpus_options(config));
+  t.corpus_sha256 = corpus.sha256;
+  t.read_seconds = clock.seconds();
+  if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
+  clock.restart();
+  t.corpus = tokenize_corpus(corpus, tokenizer);
+  t.tokenize_seconds = clock.seconds();
+  return t;
+}
+
+PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer) {
+  PreparedSamples p;
+  const TokenizedInputs inputs = read_and_tokenize(config, tokenizer);
+  const TokenizedCorpus& tokenized = inputs.corpus;
+  p.corpus_sha256 = inputs.corpus_sha256;
+  p.read_seconds = inputs.read_seconds;
+  p.tokenize_seconds = inputs.tokenize_seconds;
+  Stopwatch clock;
+  p.documents = static_cast<int64_t>(tokenized.documents.size());
+  p.sentences = tokenized.num_sentences;
+  p.corpus_tokens = tokenized.num_tokens;
+  p.dropped_sentences = tokenized.dropped_sentences;
+  clock.restart();
+  p.samples = build_samples(tokenized, sample_options(config), SpecialIds::from(tokenizer.vocab()));
+  p.sample_seconds = clock.seconds();
+  if (p.samples.shortfall() > 0)
+    log_info("samples.num_samples=" + std::to_string(config.samples.num_samples) + " but the corpus has only " +
+             std::to_string(p.samples.num_candidates) + " candidate windows: using all of them (shortfall " +
+             std::to_string(p.samples.shortfall()) + ")");
+  return p;
+}
+
+StatisticsOptions statistics_options(const Config& c, const Vocab& vocab) {
+  StatisticsOptions opt;
+  opt.rules = c.selection;
+  opt.attention_threshold = c.statistics.attention_threshold;
+  const auto separator_ids = [&](const std::vector<std::string>& tokens, const std::string& key) {
+    std::vector<int64_t> ids;
+    for (const auto& s : tokens) {
+      const int32_t id = vocab.id(s);
+      if (id < 0)
+        throw Error(c.where(key), "'" + s + "' is not a token of the vocabulary",
+                    "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
+      ids.push_back(id);
+    }
+    return ids;
+  };
+  opt.separator_ids = separator_ids(c.statistics.separators, "statistics.separators");
+  for (const auto& r : c.selection) opt.rule_separator_ids.push_back(separator_ids(r.separators, "selection"));
+  const std::vector<int32_t> special = vocab.special_ids();
+  opt.special_ids.assign(special.begin(), special.end());
+  return opt;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,66 @@
+// The inputs of a job from its config: where the model files are (model.path, or model.name
+// resolved offline in the Hugging Face cache), the tokenizer, the corpus read and cut into
+// samples, and the statistics options. Shared by run, plan and samples.
+#pragma once
+#include <string>
+
+#include "pipeline/job/config/config.h"
+#include "stages/text/corpus.h"
+#include "stages/text/samples.h"
+#include "stages/stats/statistics_options.h"
+#include "stages/text/tokenizer.h"
+
+namespace ctxsim {
+
+// The snapshot folder of `name` ("bert-base-uncased", "org/name") in the local HF cache:
+// $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub, honouring refs/main.
+// Throws, saying where it looked, when it is not there.
+std::string resolve_hf_cache(const std::string& name);
+
+// model.path, else the cache folder of model.name, else "" (only model.vocab given).
+std::string model_dir(const Config& config);
+
+// model.vocab, else <model dir>/vocab.txt.
+std::string vocab_path(const Config& config);
+
+// The SHA-256 of what a run's results depend on besides its config: the model's weights, its
+// vocabulary and the corpus files it reads (the store records them; a resume or a rerun
+// compares). model is "" when the config has no model folder.
+struct InputDigests {
+  std::string model, vocab, corpus;
+};
+InputDigests input_digests(const Config& config);
+// What changed between recorded and current digests, one phrase each ("the model's weights
+// (<dir>/model.safetensors)"); a digest not recorded (a store of an older ctxsim) is not compared.
+std::vector<std::string> changed_inputs(const InputDigests& recorded, const InputDigests& now, const Config& config);
+
+// The tokenizer of a run: model.vocab (else <model dir>/vocab.txt) and do_lower_case
+// (config, else tokenizer_config.json, else true).
+BertTokenizer make_tokenizer(const Config& config);
+
+CorpusOptions corpus_options(const Config& config);
+SampleOptions sample_options(const Config& config);
+
+// The config's corpus read (its notes said once in the log) and tokenized.
+struct TokenizedInputs {
+  TokenizedCorpus corpus;
+  std::string corpus_sha256;  // Corpus::sha256
+  double read_seconds = 0, tokenize_seconds = 0;
+};
+TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer);
+
+// Corpus → tokens → drawn samples, with the counts the `samples` command prints.
+struct PreparedSamples {
+  SampleSet samples;
+  std::string corpus_sha256;  // Corpus::sha256
+  int64_t documents = 0, sentences = 0, corpus_tokens = 0, dropped_sentences = 0;
+  double read_seconds = 0, tokenize_seconds = 0, sample_seconds = 0;
+};
+PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer);
+
+// Rules, thresholds, separator ids (global and per rule) and special ids, shared by `run` and the
+// calibration of `plan` so that both measure the same arithmetic. Throws, naming the key, when a
+// separator is not a token of the vocabulary.
+StatisticsOptions statistics_options(const Config& config, const Vocab& vocab);
+
+}  // namespace ctxsim

@@ -1,0 +1,113 @@
+#include "pipeline/job/dist/comm.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include "stages/base/error.h"
+
+namespace ctxsim {
+namespace {
+
+void check_mpi(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error("MPI", std::string(call) + " failed: " + std::string(text, size_t(len)), "check the MPI launch (mpirun/srun --mpi=pmix)");
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return MPI_SUM;
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Max: return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+// MPI counts are int: large buffers go in pieces.
+constexpr size_t kChunk = size_t(1) << 28;
+
+}  // namespace
+
+void MpiSession::ensure() {
+  int ready = 0;
+  check_mpi(MPI_Initialized(&ready), "MPI_Initialized");
+  if (ready) return;
+  // A process no launcher started (no mpirun, no srun --mpi=pmix) is a world of one: it needs
+  // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
+  // A user's own choice of transport wins.
+  const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+  if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
+  // Open MPI 4.1's shared-file-pointer component `lockedfile` overflows a buffer (SIGABRT under
+  // _FORTIFY_SOURCE) in MPI_File_open of a path over about 230 characters, as deep cluster
+  // scratch folders are. ctxsim never uses shared file pointers: leave that component out.
+  ::setenv("OMPI_MCA_sharedfp", "^lockedfile", /*overwrite=*/0);
+  int provided = 0;
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // Errors come back as return codes and become exceptions (MpiComm), not silent aborts.
+  check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+}
+
+MpiSession::~MpiSession() {
+  int ready = 0, done = 0;
+  MPI_Initialized(&ready);
+  MPI_Finalized(&done);
+  if (ready && !done) MPI_Finalize();  // nothing to report to at exit: a failure is left to the launcher
+}
+
+MpiComm::MpiComm(MPI_Comm parent) {
+  check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  MPI_Comm local;
+  check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_size(local, &local_size_), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(local, &local_rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_free(&local), "MPI_Comm_free");
+}
+
+MpiComm::~MpiComm() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiComm::allreduce(int64_t* data, size_t n, ReduceOp op) {
+  for (size_t off = 0; off < n; off += kChunk)
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data + off, int(std::min(kChunk, n - off)), MPI_INT64_T, mpi_op(op), comm_), "MPI_Allreduce");
+}
+
+namespace {
+
+// Sums `data` into rank 0 in place, chunk by chunk; with `broadcast`, each summed chunk then goes
+// back to every rank (the same bits everywhere, unlike an all-reduce of floating-point values).
+template <class T>
+void sum_at_root(MPI_Comm comm, int rank, T* data, size_t n, MPI_Datatype type, bool broadcast) {
+  for (size_t off = 0; off < n; off += kChunk) {
+    const int count = int(std::min(kChunk, n - off));
+    if (rank == 0)
+      check_mpi(MPI_Reduce(MPI_IN_PLACE, data + off, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
+    else
+      check_mpi(MPI_Reduce(data + off, nullptr, count, type, MPI_SUM, 0, comm), "MPI_Reduce");
+    if (broadcast) check_mpi(MPI_Bcast(data + off, count, type, 0, comm), "MPI_Bcast");
+  }
+}
+
+}  // namespace
+
+void MpiComm::reduce_sum_to_root(int64_t* data, size_t n) { sum_at_root(comm_, rank_, data, n, MPI_INT64_T, false); }
+
+void MpiComm::broadcast(void* data, size_t bytes, int root) {
+  auto* p = static_cast<char*>(data);
+  for (size_t off = 0; off < bytes; off += kChunk)
+    check_mpi(MPI_Bcast(p + off, int(std::min(kChunk, bytes - off)), MPI_BYTE, root, comm_), "MPI_Bcast");
+}
+
+void MpiComm::sum_to_all(float* data, size_t n) { sum_at_root(comm_, rank_, data, n, MPI_FLOAT, true); }
+void MpiComm::sum_to_all(double* data, size_t n) { sum_at_root(comm_, rank_, data, n, MPI_DOUBLE, true); }
+
+void MpiComm::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+}  // namespace ctxsim

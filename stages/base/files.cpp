@@ -1,0 +1,177 @@
+#include "stages/base/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "stages/base/error.h"
+
+namespace ctxsim {
+namespace {
+
+std::string reason(int err) {
+  return std::strerror(err);
+}
+
+std::string fix_for(int err) {
+  if (err == ENOSPC || err == EDQUOT) return "free space on that file system (or write elsewhere)";
+  if (err == EACCES || err == EPERM || err == EROFS) return "write to a folder you may write to (this one is read-only or not yours)";
+  return "check that the folder exists and is writable";
+}
+
+// Closes fd on every path out.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void fsync_checked(const std::string& path, int flags, const std::string& what) {
+  Fd f{::open(path.c_str(), flags | O_CLOEXEC)};
+  if (f.fd < 0 || ::fsync(f.fd) != 0) {
+    const int e = errno;
+    throw Error(path, "cannot make " + what + " durable (fsync): " + reason(e), fix_for(e));
+  }
+}
+
+}  // namespace
+
+std::string read_file_bytes(const std::string& path, size_t max_bytes, const std::string& what, const std::string& fix) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path, "cannot open " + what, fix);
+  std::string out;
+  char buffer[1 << 16];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    out.append(buffer, size_t(in.gcount()));
+    if (out.size() > max_bytes)
+      throw Error(path, "is longer than " + std::to_string(max_bytes) + " bytes, too long for what it should be",
+                  "point at the right file (a config, config.json or vocab.txt is far smaller)");
+  }
+  if (in.bad()) throw Error(path, "read error", "check the file and the disk");
+  return out;
+}
+
+void atomic_write(const std::string& path, std::string_view bytes, bool durable) {
+  namespace fs = std::filesystem;
+  const std::string tmp = path + ".tmp";
+  {
+    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (f.fd < 0) {
+      const int e = errno;
+      throw Error(path, "cannot write: " + reason(e), fix_for(e));
+    }
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int e = n < 0 ? errno : EIO;
+        ::unlink(tmp.c_str());
+        throw Error(path, "cannot write: " + reason(e), fix_for(e));
+      }
+      done += size_t(n);
+    }
+    if (durable && ::fsync(f.fd) != 0) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
+      throw Error(path, "cannot make the file durable (fsync): " + reason(e), fix_for(e));
+    }
+    const int fd = f.fd;
+    f.fd = -1;
+    if (::close(fd) != 0) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
+      throw Error(path, "cannot write: " + reason(e), fix_for(e));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(path, "cannot move the new file into place: " + reason(e), fix_for(e));
+  }
+  if (durable) {
+    const std::string dir = fs::path(path).parent_path().string();
+    fsync_checked(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY, "the rename");
+  }
+}
+
+bool make_folder(const std::string& path, const std::string& where) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return false;
+  if (fs::exists(path, ec)) throw Error(where, "'" + path + "' exists and is not a folder", "choose another path, or move that file away");
+  const bool made = fs::create_directories(path, ec);
+  if (ec) {
+    const int e = ec.value();
+    throw Error(where, "cannot create the folder '" + path + "': " + ec.message(),
+                e == ENOTDIR ? "a part of that path is a file, not a folder: choose another path" : fix_for(e));
+  }
+  return made;
+}
+
+std::string unresolvable_path_fix(int err) {
+  if (err == ELOOP) return "a symbolic link in it points back at itself (a loop): fix or remove the link";
+  if (err == ENAMETOOLONG) return "a name in it is longer than the file system allows (255 bytes a name, 4096 a path): shorten it";
+  if (err == ENOTDIR) return "a part of it is a file, not a folder: check the path";
+  if (err == EACCES) return "a folder on the way may not be searched: check the permissions";
+  return "check the path";
+}
+
+PathKind path_kind(const std::string& path, const std::string& where) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw Error(where, "cannot use the path '" + (path.size() > 300 ? path.substr(0, 300) + "…" : path) + "': " + ec.message(),
+                unresolvable_path_fix(ec.value()));
+  switch (st.type()) {
+    case fs::file_type::not_found: return PathKind::Missing;
+    case fs::file_type::regular: return PathKind::File;
+    case fs::file_type::directory: return PathKind::Folder;
+    default: return PathKind::Other;
+  }
+}
+
+bool same_path(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  // Resolved as far as it exists; "x/" and "x" alike.
+  const auto resolved = [](const std::string& s) {
+    std::error_code ec;
+    fs::path p = fs::absolute(s, ec).lexically_normal();
+    const fs::path c = fs::weakly_canonical(p, ec);
+    if (!ec) p = c.lexically_normal();
+    if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
+    return p;
+  };
+  return resolved(a) == resolved(b);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) s += sep;
+    s += items[i];
+  }
+  return s;
+}
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(pos, end - pos));
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(std::move(line));
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,255 @@
+#include "stages/model/mlm.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "stages/base/error.h"
+#include "stages/text/pretraining_data.h"
+#include "stages/model/random_checkpoint.h"
+
+namespace ctxsim {
+namespace {
+
+constexpr const char* kWord = "bert.embeddings.word_embeddings.weight";
+
+// Inverted dropout with one counter-based mask per sample (row of dim 0) and site.
+at::Tensor dropout(const at::Tensor& x, double p, const std::vector<uint64_t>& keys, uint64_t site) {
+  if (p <= 0) return x;
+  const int64_t B = x.size(0), row = x.numel() / std::max<int64_t>(B, 1);
+  at::Tensor mask = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat));
+  float* m = mask.data_ptr<float>();
+  at::parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) fill_dropout_mask(m + b * row, row, p, mix_key(keys[size_t(b)], site));
+  });
+  return x * mask.to(x.scalar_type());
+}
+
+at::Tensor activation(const at::Tensor& x, const std::string& act) {
+  if (act == "relu") return at::relu(x);
+  return at::gelu(x, act == "gelu_new" ? "tanh" : "none");
+}
+
+double lowest_of(at::ScalarType t) {
+  return t == at::kDouble ? std::numeric_limits<double>::lowest() : double(std::numeric_limits<float>::lowest());
+}
+
+}  // namespace
+
+std::vector<MlmParameter> mlm_parameter_layout(const BertConfig& c) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& [name, shape] : bert_tensor_shapes(c)) shapes["bert." + name] = shape;
+  shapes["cls.predictions.bias"] = {c.vocab_size};
+  shapes["cls.predictions.transform.dense.weight"] = {c.hidden_size, c.hidden_size};
+  shapes["cls.predictions.transform.dense.bias"] = {c.hidden_size};
+  shapes["cls.predictions.transform.LayerNorm.weight"] = {c.hidden_size};
+  shapes["cls.predictions.transform.LayerNorm.bias"] = {c.hidden_size};
+  std::vector<MlmParameter> out;
+  int64_t offset = 0;
+  for (const auto& [name, shape] : shapes) {
+    MlmParameter p;
+    p.name = name;
+    p.shape = shape;
+    p.numel = 1;
+    for (auto d : shape) p.numel *= d;
+    p.offset = offset;
+    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    p.decays = !bias && name.find("LayerNorm") == std::string::npos;
+    offset += p.numel;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+MlmBatch make_mlm_batch(const int32_t* input, const int32_t* labels, const int16_t* n_valid, int64_t B, int64_t T,
+                        std::vector<uint64_t> dropout_keys) {
+  CTXSIM_CHECK(int64_t(dropout_keys.size()) == B, "make_mlm_batch: one dropout key per sample");
+  MlmBatch b;
+  b.input = at::from_blob(const_cast<int32_t*>(input), {B, T}, at::kInt).to(at::kLong);
+  b.valid = at::arange(T, at::kLong).view({1, T}) < at::from_blob(const_cast<int16_t*>(n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
+  std::vector<int64_t> positions, targets;
+  for (int64_t i = 0; i < B * T; ++i)
+    if (labels[i] >= 0) {
+      positions.push_back(i);
+      targets.push_back(labels[i]);
+    }
+  b.positions = at::tensor(positions, at::kLong);
+  b.targets = at::tensor(targets, at::kLong);
+  b.dropout_keys = std::move(dropout_keys);
+  return b;
+}
+
+MlmModel::MlmModel(const BertConfig& config, at::ScalarType dtype) : config_(config), layout_(mlm_parameter_layout(config)) {
+  for (size_t i = 0; i < layout_.size(); ++i) index_[layout_[i].name] = i;
+  const int64_t P = layout_.back().offset + layout_.back().numel;
+  params_ = at::zeros({P}, at::TensorOptions().dtype(dtype));
+  grads_ = at::zeros({P}, at::TensorOptions().dtype(dtype));
+}
+
+at::Tensor MlmModel::decay_mask() const {
+  at::Tensor m = at::zeros_like(params_);
+  for (const auto& p : layout_)
+    if (p.decays) m.narrow(0, p.offset, p.numel).fill_(1);
+  return m;
+}
+
+at::Tensor MlmModel::parameter(const std::string& name) const {
+  const MlmParameter& p = layout_.at(index_.at(name));
+  return params_.narrow(0, p.offset, p.numel).view(p.shape);
+}
+
+void MlmModel::init_bert(uint64_t seed) {
+  for (const auto& p : layout_) {
+    // The encoder's tensors by their BertModel names, so that they equal init-model's.
+    const std::string name = p.name.compare(0, 5, "bert.") == 0 ? p.name.substr(5) : p.name;
+    const TensorData t = bert_initial_tensor(name, p.shape, seed);
+    const at::Tensor values = at::from_blob(const_cast<uint8_t*>(t.bytes.data()), {p.numel}, at::kFloat);
+    params_.narrow(0, p.offset, p.numel).copy_(values);
+  }
+}
+
+MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double p, at::Tensor* loss_out) const {
+  const auto W = [&](const std::string& name) -> const at::Tensor& { return weights[index_.at(name)]; };
+  const BertConfig& c = config_;
+  const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size, H = c.num_heads, d = c.head_dim();
+  if (T > c.max_position_embeddings)
+    throw Error("samples.seq_len", std::to_string(T) + " exceeds the model's max_position_embeddings (" +
+                                       std::to_string(c.max_position_embeddings) + ")", "lower samples.seq_len");
+  const double eps = c.layer_norm_eps;
+  const auto& keys = batch.dropout_keys;
+  at::Tensor x = at::embedding(W(kWord), batch.input) + W("bert.embeddings.position_embeddings.weight").slice(0, 0, T).unsqueeze(0) +
+                 W("bert.embeddings.token_type_embeddings.weight")[0];
+  x = at::layer_norm(x, {hidden}, W("bert.embeddings.LayerNorm.weight"), W("bert.embeddings.LayerNorm.bias"), eps);
+  x = dropout(x, p, keys, 0);
+  const at::Tensor mask =
+      at::zeros({B, 1, 1, T}, x.options().requires_grad(false)).masked_fill(batch.valid.logical_not().view({B, 1, 1, T}), lowest_of(x.scalar_type()));
+  const double scale = 1.0 / std::sqrt(double(d));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string q = "bert.encoder.layer." + std::to_string(l) + ".";
+    const at::Tensor qkv_w = at::cat({W(q + "attention.self.query.weight"), W(q + "attention.self.key.weight"), W(q + "attention.self.value.weight")});
+    const at::Tensor qkv_b = at::cat({W(q + "attention.self.query.bias"), W(q + "attention.self.key.bias"), W(q + "attention.self.value.bias")});
+    const at::Tensor qkv = at::linear(x, qkv_w, qkv_b).view({B, T, 3, H, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, T, d]
+    const at::Tensor scores = at::matmul(qkv[0], qkv[1].transpose(-1, -2)).mul(scale).add(mask);     // [B, H, T, T]
+    const at::Tensor probs = dropout(at::softmax(scores, -1), p, keys, uint64_t(1 + 3 * l));
+    const at::Tensor context = at::matmul(probs, qkv[2]).transpose(1, 2).reshape({B, T, hidden});
+    const at::Tensor attended = dropout(at::linear(context, W(q + "attention.output.dense.weight"), W(q + "attention.output.dense.bias")), p, keys,
+                                        uint64_t(2 + 3 * l));
+    x = at::layer_norm(attended + x, {hidden}, W(q + "attention.output.LayerNorm.weight"), W(q + "attention.output.LayerNorm.bias"), eps);
+    const at::Tensor inter = activation(at::linear(x, W(q + "intermediate.dense.weight"), W(q + "intermediate.dense.bias")), c.hidden_act);
+    const at::Tensor out = dropout(at::linear(inter, W(q + "output.dense.weight"), W(q + "output.dense.bias")), p, keys, uint64_t(3 + 3 * l));
+    x = at::layer_norm(out + x, {hidden}, W(q + "output.LayerNorm.weight"), W(q + "output.LayerNorm.bias"), eps);
+  }
+  MlmResult r;
+  r.predicted = batch.positions.numel();
+  if (r.predicted == 0) return r;
+  // The head on the predicted positions only: [M, hidden] → [M, V].
+  at::Tensor h = x.reshape({B * T, hidden}).index_select(0, batch.positions);
+  h = activation(at::linear(h, W("cls.predictions.transform.dense.weight"), W("cls.predictions.transform.dense.bias")), c.hidden_act);
+  h = at::layer_norm(h, {hidden}, W("cls.predictions.transform.LayerNorm.weight"), W("cls.predictions.transform.LayerNorm.bias"), eps);
+  // The decoder in chunks of rows whose [rows, V] logits stay under glibc's mmap threshold, so
+  // that they and their gradients come from the heap (reused) rather than fresh mappings.
+  const int64_t rows = std::max<int64_t>(1, (int64_t(24) << 20) / (c.vocab_size * int64_t(x.element_size())));
+  at::Tensor loss;
+  for (int64_t first = 0; first < r.predicted; first += rows) {
+    const int64_t n = std::min(rows, r.predicted - first);
+    const at::Tensor logits = at::linear(h.narrow(0, first, n), W(kWord), W("cls.predictions.bias"));
+    const at::Tensor targets = batch.targets.narrow(0, first, n);
+    const at::Tensor part = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Sum);
+    loss = loss.defined() ? loss + part : part;
+    r.correct += at::eq(logits.argmax(1), targets).sum().item<int64_t>();
+  }
+  r.loss_sum = loss.item<double>();
+  if (loss_out) *loss_out = loss;
+  return r;
+}
+
+MlmResult MlmModel::train_step(const MlmBatch& batch, double dropout_p, double loss_scale) {
+  std::vector<at::Tensor> leaves;
+  for (const auto& p : layout_) leaves.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape).detach().requires_grad_(true));
+  at::Tensor loss;
+  const MlmResult r = run(leaves, batch, dropout_p, &loss);
+  if (!loss.defined()) return r;  // nothing predicted in this slice: no gradient
+  loss.mul(loss_scale).backward();
+  const at::NoGradGuard no_grad;
+  for (size_t i = 0; i < layout_.size(); ++i)
+    if (leaves[i].grad().defined()) grads_.narrow(0, layout_[i].offset, layout_[i].numel).add_(leaves[i].grad().reshape({-1}));
+  return r;
+}
+
+MlmResult MlmModel::evaluate(const MlmBatch& batch) const {
+  const at::NoGradGuard no_grad;
+  std::vector<at::Tensor> weights;
+  for (const auto& p : layout_) weights.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
+  return run(weights, batch, 0.0, nullptr);
+}
+
+std::map<std::string, TensorData> MlmModel::export_tensors(DType dtype) const {
+  CTXSIM_CHECK(dtype == DType::F32 || dtype == DType::F16, "export_tensors: F32 or F16");
+  const at::Tensor values = params_.to(dtype == DType::F16 ? at::kHalf : at::kFloat).contiguous();
+  const size_t width = dtype_size(dtype);
+  std::map<std::string, TensorData> out;
+  for (const auto& p : layout_) {
+    TensorData t;
+    t.dtype = dtype;
+    t.shape = p.shape;
+    t.bytes.resize(size_t(p.numel) * width);
+    std::memcpy(t.bytes.data(), static_cast<const uint8_t*>(values.data_ptr()) + size_t(p.offset) * width, t.bytes.size());
+    out.emplace(p.name, std::move(t));
+  }
+  return out;
+}
+
+AdamWState adamw_state(const at::Tensor& params) { return {at::zeros_like(params), at::zeros_like(params), 0}; }
+
+namespace {
+
+// One fused pass per element (no temporaries over the flat buffers: each would be a fresh
+// multi-MB allocation, page faults included, several times a step).
+template <class T>
+void adamw_kernel(T* p, const T* g, const T* decay, T* m, T* v, int64_t n, double lr, double bc1, double bc2, const AdamWOptions& o) {
+  const T b1 = T(o.beta1), b2 = T(o.beta2), eps = T(o.eps), shrink = T(lr * o.weight_decay), step = T(lr / bc1),
+          root_bc2 = T(std::sqrt(bc2));
+  at::parallel_for(0, n, 1 << 16, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      T w = p[i] - shrink * decay[i] * p[i];
+      const T mi = b1 * m[i] + (T(1) - b1) * g[i];
+      const T vi = b2 * v[i] + (T(1) - b2) * g[i] * g[i];
+      m[i] = mi;
+      v[i] = vi;
+      p[i] = w - step * mi / (std::sqrt(vi) / root_bc2 + eps);
+    }
+  });
+}
+
+}  // namespace
+
+void adamw_update(at::Tensor& params, const at::Tensor& grads, const at::Tensor& decay_mask, AdamWState& s, double lr,
+                  const AdamWOptions& o) {
+  CTXSIM_CHECK(params.is_contiguous() && grads.is_contiguous() && decay_mask.is_contiguous() && s.m.is_contiguous() && s.v.is_contiguous(),
+               "adamw_update: flat contiguous buffers");
+  ++s.steps;
+  const double bc1 = 1 - std::pow(o.beta1, double(s.steps)), bc2 = 1 - std::pow(o.beta2, double(s.steps));
+  if (params.scalar_type() == at::kDouble)
+    adamw_kernel(params.data_ptr<double>(), grads.data_ptr<double>(), decay_mask.data_ptr<double>(), s.m.data_ptr<double>(),
+                 s.v.data_ptr<double>(), params.numel(), lr, bc1, bc2, o);
+  else
+    adamw_kernel(params.data_ptr<float>(), grads.data_ptr<float>(), decay_mask.data_ptr<float>(), s.m.data_ptr<float>(),
+                 s.v.data_ptr<float>(), params.numel(), lr, bc1, bc2, o);
+}
+
+double clip_grad_norm(at::Tensor& grads, double max_norm) {
+  const double norm = grads.norm().item<double>();
+  if (max_norm > 0 && norm > max_norm) grads.mul_(max_norm / (norm + 1e-6));
+  return norm;
+}
+
+double learning_rate(int64_t step, int64_t steps, int64_t warmup, double peak) {
+  if (step < warmup) return peak * double(step + 1) / double(warmup);
+  if (steps <= warmup) return peak;
+  return peak * std::max(0.0, double(steps - step) / double(steps - warmup));
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,106 @@
+// Masked-language-model training of a BERT encoder in LibTorch (autograd through ATen), with
+// Hugging Face's BertForMaskedLM layout: the encoder under `bert.`, the MLM head under
+// `cls.predictions` (transform dense + LayerNorm, the decoder tied to the word embeddings, its
+// own bias). The parameters live in one flat buffer, as do their gradients and AdamW's moments,
+// so a data-parallel step is one all-reduce and a checkpoint is three tensors. Dropout masks are
+// counter-based per sample (stages/text/pretraining_data.h): a sample drops the same units on any rank
+// count. No MPI, no HDF5.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "stages/model/bert_config.h"
+#include "stages/model/safetensors.h"
+
+namespace ctxsim {
+
+// One parameter's place in the flat buffer, by its Hugging Face name.
+struct MlmParameter {
+  std::string name;             // "bert.encoder.layer.0.attention.self.query.weight", "cls.predictions.bias"
+  std::vector<int64_t> shape;
+  int64_t offset = 0, numel = 0;
+  bool decays = true;           // AdamW weight decay (not on biases and LayerNorm, as BERT)
+};
+
+// The parameters of BertForMaskedLM in name order (the tied decoder weight is the word embeddings).
+std::vector<MlmParameter> mlm_parameter_layout(const BertConfig& config);
+
+// A batch of masked samples (rows of the global batch this rank computes).
+struct MlmBatch {
+  at::Tensor input;                 // [B, T] int64: the masked ids
+  at::Tensor valid;                 // [B, T] bool
+  at::Tensor positions;             // [M] int64: b * T + t of the predicted positions
+  at::Tensor targets;               // [M] int64: their original ids
+  std::vector<uint64_t> dropout_keys;  // [B] one stream per sample
+};
+// From row-major [B, T] masked ids and labels (-1 = not predicted) and the valid counts.
+MlmBatch make_mlm_batch(const int32_t* input, const int32_t* labels, const int16_t* n_valid, int64_t B, int64_t T,
+                        std::vector<uint64_t> dropout_keys);
+
+struct MlmResult {
+  double loss_sum = 0;   // cross-entropy summed over the predicted positions (nats)
+  int64_t correct = 0;   // predicted positions whose argmax is the original token
+  int64_t predicted = 0; // predicted positions
+};
+
+class MlmModel {
+ public:
+  MlmModel(const BertConfig& config, at::ScalarType dtype);  // parameters zero
+  const BertConfig& config() const { return config_; }
+  const std::vector<MlmParameter>& layout() const { return layout_; }
+  at::Tensor& parameters() { return params_; }  // [P]
+  const at::Tensor& parameters() const { return params_; }
+  at::Tensor& gradients() { return grads_; }    // [P]
+  at::Tensor decay_mask() const;                // [P] 1 where weight decay applies, else 0
+
+  // BERT's initialisation: the encoder exactly as `ctxsim init-model --seed seed` writes it
+  // (N(0, 0.02) weights, zero biases, unit LayerNorm), the head's dense N(0, 0.02), the rest 0/1.
+  void init_bert(uint64_t seed);
+
+  // Forward and backward: adds d(loss_sum × loss_scale)/dθ into gradients(); dropout p per
+  // sample from its key. The loss of a data-parallel step is the sum over the global batch's
+  // predicted positions divided by their count: pass loss_scale = 1 / that count.
+  MlmResult train_step(const MlmBatch& batch, double dropout, double loss_scale);
+  // The same without dropout or gradients.
+  MlmResult evaluate(const MlmBatch& batch) const;
+
+  // The tensors by Hugging Face name in `dtype` (F32 or F16): what model.safetensors holds.
+  std::map<std::string, TensorData> export_tensors(DType dtype) const;
+  // The parameter named `name` as a view of the flat buffer.
+  at::Tensor parameter(const std::string& name) const;
+
+ private:
+  // Last hidden states [B, T, hidden] and the loss terms; `weights` are views (leaves) of params_.
+  MlmResult run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double dropout, at::Tensor* loss_sum) const;
+  BertConfig config_;
+  std::vector<MlmParameter> layout_;
+  std::map<std::string, size_t> index_;
+  at::Tensor params_, grads_;
+};
+
+// AdamW (Loshchilov & Hutter; PyTorch's torch.optim.AdamW arithmetic) over flat buffers.
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01;
+};
+struct AdamWState {
+  at::Tensor m, v;   // [P] first and second moments
+  int64_t steps = 0; // updates applied
+};
+AdamWState adamw_state(const at::Tensor& params);
+// One update of params with grads at learning rate lr; decay_mask [P] 0/1 selects weight decay.
+void adamw_update(at::Tensor& params, const at::Tensor& grads, const at::Tensor& decay_mask, AdamWState& state, double lr,
+                  const AdamWOptions& options);
+
+// Scales grads in place so that their global L2 norm is at most max_norm (0: no clipping);
+// returns the norm before clipping.
+double clip_grad_norm(at::Tensor& grads, double max_norm);
+
+// Linear warmup from 0 to peak over `warmup` updates, then linear decay to 0 after `steps`;
+// `step` counts from 0.
+double learning_rate(int64_t step, int64_t steps, int64_t warmup, double peak);
+
+}  // namespace ctxsim

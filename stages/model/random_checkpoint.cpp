@@ -1,0 +1,76 @@
+#include "stages/model/random_checkpoint.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/base/random.h"
+
+namespace ctxsim {
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
+// Box–Muller on SplitMix64 doubles in (0, 1]: portable, so files match across machines.
+void fill_normal(float* out, int64_t n, double stddev, uint64_t seed) {
+  SplitMix64 rng(seed);
+  const auto uniform = [&] { return (double((rng.next() >> 11)) + 1.0) * (1.0 / 9007199254740992.0); };
+  for (int64_t i = 0; i < n; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(uniform())), phi = 2.0 * M_PI * uniform();
+    out[i] = static_cast<float>(stddev * r * std::cos(phi));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(stddev * r * std::sin(phi));
+  }
+}
+
+}  // namespace
+
+TensorData bert_initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed) {
+  TensorData t;
+  t.dtype = DType::F32;
+  t.shape = shape;
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  t.bytes.assign(static_cast<size_t>(n) * 4, 0);
+  auto* f = reinterpret_cast<float*>(t.bytes.data());
+  const bool is_norm = name.find("LayerNorm") != std::string::npos;
+  const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  if (is_norm && !is_bias) {
+    for (int64_t i = 0; i < n; ++i) f[i] = 1.0f;
+  } else if (!is_bias) {
+    fill_normal(f, n, 0.02, seed ^ fnv1a(name));
+  }
+  return t;
+}
+
+std::map<std::string, TensorData> random_bert_weights(const BertConfig& config, uint64_t seed) {
+  auto shapes = bert_tensor_shapes(config);
+  for (auto& kv : bert_pooler_shapes(config)) shapes.insert(kv);
+  std::map<std::string, TensorData> out;
+  for (const auto& [name, shape] : shapes) out.emplace(name, bert_initial_tensor(name, shape, seed));
+  return out;
+}
+
+void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  const std::string vocab = read_file_bytes(vocab_path, kMaxVocabBytes, "the vocabulary",
+                                            "give --vocab a vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
+  int64_t lines = 0;
+  for (char c : vocab) lines += c == '\n';
+  if (!vocab.empty() && vocab.back() != '\n') ++lines;
+  if (lines == 0) throw Error(vocab_path, "the vocabulary is empty", "give a WordPiece vocab.txt");
+  config.vocab_size = lines;
+  make_folder(out_dir, "--out");
+  write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_bert_weights(config, seed),
+                    {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
+  atomic_write((fs::path(out_dir) / "config.json").string(), config.to_json());
+  atomic_write((fs::path(out_dir) / "vocab.txt").string(), vocab);
+}
+
+}  // namespace ctxsim

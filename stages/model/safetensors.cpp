@@ -1,0 +1,288 @@
+#include "stages/model/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+
+namespace ctxsim {
+namespace {
+
+const std::string kFixCorrupt = "the file is damaged or not a safetensors file: copy or convert the checkpoint again";
+
+bool parse_dtype(const std::string& s, DType& out) {
+  if (s == "F32") { out = DType::F32; return true; }
+  if (s == "F16") { out = DType::F16; return true; }
+  if (s == "BF16") { out = DType::BF16; return true; }
+  if (s == "F64") { out = DType::F64; return true; }
+  return false;
+}
+
+}  // namespace
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F16: case DType::BF16: return 2;
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::F32: return "F32";
+    case DType::F64: return "F64";
+  }
+  return "?";
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path, std::string("cannot open: ") + std::strerror(errno), "check the path and permissions");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw Error(path, std::string("cannot stat: ") + std::strerror(e), "check the path");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path, S_ISDIR(st.st_mode) ? "is a folder, not a file" : "is not a regular file",
+                "point at the model's model.safetensors file");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int e = errno;
+      ::close(fd);
+      throw Error(path, std::string("cannot map: ") + std::strerror(e), "check free memory and the file system");
+    }
+    data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void MappedFile::release(const uint8_t* p, size_t n) const {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice only: failure is harmless
+}
+
+namespace {
+
+// Non-finite values of n little-endian floats of type U (the bits), whose exponent field is
+// `exponent`: all ones means inf or NaN. Branch-free, so the loop vectorises.
+template <class U>
+int64_t count_nonfinite(const uint8_t* p, size_t n, U exponent) {
+  int64_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    U bits;
+    std::memcpy(&bits, p + i * sizeof(U), sizeof(U));
+    bad += (bits & exponent) == exponent;
+  }
+  return bad;
+}
+
+int64_t count_nonfinite(DType t, const uint8_t* p, size_t n) {
+  switch (t) {
+    case DType::F16: return count_nonfinite<uint16_t>(p, n, 0x7c00);
+    case DType::BF16: return count_nonfinite<uint16_t>(p, n, 0x7f80);
+    case DType::F32: return count_nonfinite<uint32_t>(p, n, 0x7f800000u);
+    case DType::F64: return count_nonfinite<uint64_t>(p, n, 0x7ff0000000000000ull);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, void* dst, int64_t* first) {
+  const size_t width = dtype_size(v.dtype), chunk = (size_t(64) << 10) / width * width;
+  auto* out = static_cast<uint8_t*>(dst);
+  int64_t bad = 0;
+  *first = -1;
+  for (size_t at = 0; at < v.nbytes; at += chunk) {
+    const size_t n = std::min(chunk, v.nbytes - at);
+    std::memcpy(out + at, v.data + at, n);
+    const int64_t here = count_nonfinite(v.dtype, out + at, n / width);
+    if (here > 0 && *first < 0)
+      for (size_t i = 0; i < n / width; ++i)
+        if (count_nonfinite(v.dtype, out + at + i * width, 1)) {
+          *first = int64_t(at / width + i);
+          break;
+        }
+    bad += here;
+  }
+  file.release(v.data, v.nbytes);
+  return bad;
+}
+
+SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, const std::string& path) {
+  SafetensorsHeader out;
+  if (size < 8)
+    throw Error(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length", kFixCorrupt);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
+  if (n > size - 8)
+    throw Error(path, "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
+                          " bytes): truncated or not safetensors", kFixCorrupt);
+  if (n > (uint64_t(100) << 20))  // as the safetensors library itself: a header is far smaller
+    throw Error(path, "header length " + std::to_string(n) + " is over 100 MB: not a safetensors file", kFixCorrupt);
+  const char* header = reinterpret_cast<const char*>(bytes + 8);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header, header + n);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path, std::string("malformed JSON header: ") + e.what(), kFixCorrupt);
+  }
+  if (!j.is_object()) throw Error(path, "the JSON header is not an object", kFixCorrupt);
+  const uint8_t* data = bytes + 8 + n;
+  const size_t data_size = size - 8 - n;
+  std::vector<std::pair<size_t, size_t>> spans;  // (begin, end) for the overlap check
+  std::vector<std::string> span_names;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& name = it.key();
+    if (name == "__metadata__") {
+      if (!it->is_object()) throw Error(path, "__metadata__ is not an object", kFixCorrupt);
+      for (auto m = it->begin(); m != it->end(); ++m)
+        if (m->is_string()) out.metadata[m.key()] = m->get<std::string>();
+      continue;
+    }
+    const std::string where = path + ": tensor '" + name + "'";
+    const auto& t = *it;
+    if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
+      throw Error(where, "needs dtype, shape and data_offsets", kFixCorrupt);
+    TensorView v;
+    v.name = name;
+    if (!t["dtype"].is_string() || !parse_dtype(t["dtype"].get<std::string>(), v.dtype))
+      throw Error(where, "unsupported dtype " + t["dtype"].dump() + " (ctxsim reads F32, F16, BF16 and F64)",
+                  "convert the checkpoint's floating weights to one of these");
+    if (!t["shape"].is_array()) throw Error(where, "shape is not a list", kFixCorrupt);
+    for (const auto& d : t["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) throw Error(where, "shape has a non-integer or negative size", kFixCorrupt);
+      v.shape.push_back(d.get<int64_t>());
+    }
+    const auto& off = t["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      throw Error(where, "data_offsets is not [begin, end]", kFixCorrupt);
+    const auto begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    if (begin > end) throw Error(where, "data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end), kFixCorrupt);
+    if (end > data_size)
+      throw Error(where, "data_offsets end " + std::to_string(end) + " lies past the data area (" + std::to_string(data_size) +
+                             " bytes): the file is truncated", kFixCorrupt);
+    // Overflow-safe byte count from the shape.
+    const unsigned __int128 kMax = std::numeric_limits<uint64_t>::max();
+    unsigned __int128 expect = dtype_size(v.dtype);  // stops growing past 2^64 (so never wraps)
+    for (auto d : v.shape)
+      if (expect <= kMax) expect *= static_cast<uint64_t>(d);
+    if (expect != end - begin)
+      throw Error(where, "holds " + std::to_string(end - begin) + " bytes but shape × " + dtype_name(v.dtype) + " needs " +
+                             (expect > kMax ? "over 2^64" : std::to_string(static_cast<uint64_t>(expect))),
+                  kFixCorrupt);
+    v.data = data + begin;
+    v.nbytes = end - begin;
+    spans.emplace_back(begin, end);
+    span_names.push_back(name);
+    out.tensors.emplace(name, std::move(v));
+  }
+  std::vector<size_t> order(spans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a] < spans[b]; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const auto& prev = spans[order[k - 1]];
+    const auto& cur = spans[order[k]];
+    if (cur.first < prev.second && cur.second > cur.first)
+      throw Error(path + ": tensor '" + span_names[order[k]] + "'",
+                  "overlaps tensor '" + span_names[order[k - 1]] + "' in the data area", kFixCorrupt);
+  }
+  return out;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
+  SafetensorsHeader h = SafetensorsHeader::parse(file_->data(), file_->size(), path);
+  tensors_ = std::move(h.tensors);
+  metadata_ = std::move(h.metadata);
+}
+
+const TensorView* SafetensorsFile::find(const std::string& name) const {
+  const auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
+                       const std::map<std::string, std::string>& metadata, bool durable) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    size_t expect = dtype_size(t.dtype);
+    for (auto d : t.shape) expect *= static_cast<size_t>(d);
+    CTXSIM_CHECK(expect == t.bytes.size(), path + ": tensor '" + name + "': byte count does not match its shape");
+    header[name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // data starts 8-byte aligned
+  std::string bytes;
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(n >> (8 * i)));
+  bytes += text;
+  for (const auto& [name, t] : tensors) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  atomic_write(path, bytes, durable);
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) { mant <<= 1; --exp; }
+      bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bfloat16_to_float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,122 @@
+#include "stages/stats/accumulator.h"
+
+#include "stages/base/digest.h"
+#include "stages/base/error.h"
+
+namespace ctxsim {
+
+const std::array<StatInfo, kStatCount> kStatSchema = {{
+    {Stat::HighPairs, "high_pairs", true, StatShape::LH, "selected pairs (count)"},
+    {Stat::DistanceHist, "distance_hist", true, StatShape::LHT, "selected pairs by distance d = j - i (count; index 0 always 0)"},
+    {Stat::SameSentence, "same_sentence", true, StatShape::LH, "selected pairs inside one sentence (count)"},
+    {Stat::SentenceEligible, "sentence_eligible", true, StatShape::LH,
+     "selected pairs whose two tokens both belong to a sentence (count)"},
+    {Stat::SameToken, "same_token", true, StatShape::LH, "selected pairs of equal non-special token ids (count)"},
+    {Stat::InAttention, "in_attention", true, StatShape::LH,
+     "selected pairs with max(A_ij, A_ji) >= attention_threshold (count)"},
+    {Stat::AnchorPairs, "anchor_pairs", true, StatShape::LH, "selected pairs touching the sample's anchor token (count)"},
+    {Stat::Noise, "noise", true, StatShape::LH, "selected pairs not same-sentence, not same-token, not touching the anchor (count)"},
+    {Stat::SamplesWithPairs, "samples_with_pairs", true, StatShape::LH, "samples with at least one selected pair (count)"},
+    {Stat::DistinctAnchors, "distinct_anchors", true, StatShape::L,
+     "sum over samples of the number of distinct anchors across the layer's heads"},
+    {Stat::AnchorCounts, "anchor_counts", true, StatShape::LHV, "samples whose anchor is each token id (count)"},
+    {Stat::Samples, "samples", false, StatShape::Scalar, "samples accumulated (count)"},
+    {Stat::ValidPairs, "valid_pairs", false, StatShape::Scalar, "valid pairs i < j over all samples (count)"},
+    {Stat::DistanceAll, "distance_all", false, StatShape::T, "valid pairs by distance d = j - i (count)"},
+    {Stat::SameSentenceAll, "same_sentence_all", false, StatShape::Scalar, "valid pairs inside one sentence (count)"},
+    {Stat::SentenceEligibleAll, "sentence_eligible_all", false, StatShape::Scalar,
+     "valid pairs whose two tokens both belong to a sentence (count)"},
+    {Stat::SameTokenAll, "same_token_all", false, StatShape::Scalar, "valid pairs of equal non-special token ids (count)"},
+    {Stat::HighAttentionAll, "high_attention_all", true, StatShape::LH,
+     "valid pairs with max(A_ij, A_ji) >= the rule's attention threshold (count)"},
+    {Stat::SeparatorMass, "separator_mass", true, StatShape::LH,
+     "sum over samples of the mean attention mass valid query rows put on the rule's separator keys, fixed point (units of 2^-32)"},
+    {Stat::SeparatorMassByToken, "separator_mass_by_token", false, StatShape::LHS,
+     "the same per separator token (order: /stats/attention separator_tokens), fixed point; a rule's separator_mass is the sum of its tokens'"},
+}};
+
+const StatInfo& stat_info(Stat s) { return kStatSchema[size_t(s)]; }
+
+Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
+  const int64_t L = s.layers, H = s.heads, T = s.seq_len, V = s.vocab, S = s.separators;
+  for (size_t i = 0; i < kStatCount; ++i) {
+    const StatInfo& info = kStatSchema[i];
+    CTXSIM_CHECK(size_t(info.id) == i, std::string("kStatSchema is out of order at ") + info.name);
+    StatField f;
+    f.info = &info;
+    switch (info.shape) {
+      case StatShape::Scalar: break;
+      case StatShape::T: f.dims = {T}; break;
+      case StatShape::L: f.dims = {L}; break;
+      case StatShape::LH: f.dims = {L, H}; break;
+      case StatShape::LHT: f.dims = {L, H, T}; break;
+      case StatShape::LHV: f.dims = {L, H, V}; break;
+      case StatShape::LHS: f.dims = {L, H, S}; break;
+    }
+    f.size = 1;
+    for (auto d : f.dims) f.size *= static_cast<size_t>(d);
+    f.offset = buffer_.size();
+    buffer_.resize(buffer_.size() + f.size * static_cast<size_t>(info.per_rule ? s.rules : 1), 0);
+    fields_.push_back(std::move(f));
+  }
+}
+
+void Accumulator::merge(const Accumulator& o) {
+  CTXSIM_CHECK(o.buffer_.size() == buffer_.size() && o.shape_.rules == shape_.rules && o.shape_.vocab == shape_.vocab &&
+                   o.shape_.separators == shape_.separators,
+               "statistics: cannot merge accumulators of different shapes");
+  for (size_t i = 0; i < buffer_.size(); ++i) buffer_[i] += o.buffer_[i];
+}
+
+std::string Accumulator::digest() const {
+  Sha256 h;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  h.update(buffer_.data(), buffer_.size() * sizeof(int64_t));
+#else
+  for (int64_t v : buffer_) {
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(uint64_t(v) >> (8 * i));
+    h.update(le, sizeof le);
+  }
+#endif
+  return h.hex();
+}
+
+std::vector<std::string> check_invariants(const Accumulator& a) {
+  std::vector<std::string> bad;
+  const auto& s = a.shape();
+  const int64_t LH = s.layers * s.heads;
+  const int64_t samples = *a.at(Stat::Samples);
+  const auto fail = [&](const std::string& what, int64_t r, int64_t lh) {
+    bad.push_back(what + " (rule " + std::to_string(r) + ", layer " + std::to_string(lh / s.heads) + ", head " +
+                  std::to_string(lh % s.heads) + ")");
+  };
+  for (int64_t r = 0; r < s.rules; ++r) {
+    for (int64_t lh = 0; lh < LH; ++lh) {
+      const int64_t hp = a.at(Stat::HighPairs, r)[lh];
+      int64_t hist = 0;
+      for (int64_t d = 0; d < s.seq_len; ++d) hist += a.at(Stat::DistanceHist, r)[lh * s.seq_len + d];
+      if (hist != hp) fail("distance histogram sums to " + std::to_string(hist) + ", high_pairs is " + std::to_string(hp), r, lh);
+      if (a.at(Stat::DistanceHist, r)[lh * s.seq_len] != 0) fail("distance_hist[0] is not 0", r, lh);
+      const int64_t ss = a.at(Stat::SameSentence, r)[lh], el = a.at(Stat::SentenceEligible, r)[lh];
+      if (!(ss <= el && el <= hp)) fail("same_sentence <= sentence_eligible <= high_pairs fails", r, lh);
+      if (a.at(Stat::SameToken, r)[lh] > hp || a.at(Stat::InAttention, r)[lh] > hp || a.at(Stat::Noise, r)[lh] > hp ||
+          a.at(Stat::AnchorPairs, r)[lh] > hp)
+        fail("a count exceeds high_pairs", r, lh);
+      if (ss > *a.at(Stat::SameSentenceAll) || el > *a.at(Stat::SentenceEligibleAll) ||
+          a.at(Stat::SameToken, r)[lh] > *a.at(Stat::SameTokenAll) || hp > *a.at(Stat::ValidPairs) ||
+          a.at(Stat::InAttention, r)[lh] > a.at(Stat::HighAttentionAll, r)[lh])
+        fail("a selected count exceeds its baseline", r, lh);
+      for (int64_t d = 0; d < s.seq_len; ++d)
+        if (a.at(Stat::DistanceHist, r)[lh * s.seq_len + d] > a.at(Stat::DistanceAll)[d]) fail("distance_hist exceeds distance_all", r, lh);
+      int64_t anchors = 0;
+      for (int64_t v = 0; v < s.vocab; ++v) anchors += a.at(Stat::AnchorCounts, r)[lh * s.vocab + v];
+      const int64_t with_pairs = a.at(Stat::SamplesWithPairs, r)[lh];
+      if (anchors != with_pairs) fail("anchor counts sum to " + std::to_string(anchors) + ", samples with pairs is " + std::to_string(with_pairs), r, lh);
+      if (with_pairs > samples) fail("samples_with_pairs exceeds samples", r, lh);
+    }
+  }
+  return bad;
+}
+
+}  // namespace ctxsim

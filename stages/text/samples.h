@@ -1,0 +1,94 @@
+// Samples (SPEC §1): tokenized documents → candidate windows → the seeded draw → fixed-length
+// `[CLS] w… [SEP] [PAD]…` rows with per-token sentence and word ids.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stages/text/corpus.h"
+#include "stages/base/random.h"
+#include "stages/text/tokenizer.h"
+
+namespace ctxsim {
+
+struct TokenizedSentence {
+  std::vector<int32_t> ids;       // WordPiece ids
+  std::vector<int32_t> word_ids;  // whitespace word of each token, from 0 within the sentence
+  int32_t num_words = 0;
+};
+
+struct TokenizedDocument {
+  std::vector<TokenizedSentence> sentences;  // sentences with at least one token
+};
+
+struct TokenizedCorpus {
+  std::vector<TokenizedDocument> documents;  // same order and count as the corpus
+  int64_t num_sentences = 0;
+  int64_t num_tokens = 0;
+  int64_t dropped_sentences = 0;             // sentences that produced no token at all
+};
+
+TokenizedCorpus tokenize_corpus(const Corpus& corpus, BertTokenizer& tokenizer);
+
+enum class WindowMode { Sentences, Documents };
+
+// Which documents samples come from. With heldout_every = N > 0, documents N-1, 2N-1, … (every
+// N-th, by index in the corpus as read) are held out: pretraining never trains on them, and a
+// run can measure on exactly them. N = 0: no document is held out.
+enum class DocumentSplit { All, Train, Heldout };
+struct DocumentFilter {
+  DocumentSplit split = DocumentSplit::All;
+  int64_t heldout_every = 0;
+  bool heldout(int64_t document) const { return heldout_every > 0 && document % heldout_every == heldout_every - 1; }
+  bool keeps(int64_t document) const {
+    return split == DocumentSplit::All || (split == DocumentSplit::Heldout) == heldout(document);
+  }
+};
+
+struct SampleOptions {
+  int32_t seq_len = 128;              // T, tokens per sample including [CLS] and [SEP]
+  WindowMode windows = WindowMode::Sentences;
+  int32_t stride_sentences = 1;       // sentences mode: a window at every stride-th sentence
+  int64_t num_samples = 20000;        // how many windows to draw
+  uint64_t seed = 42;                 // SplitMix64 seed of the draw
+  DocumentFilter documents;           // the documents windows may come from
+};
+
+struct SampleSource {
+  int32_t document = 0;  // index in the corpus
+  int32_t sentence = 0;  // the window's first sentence within the document
+};
+
+// Candidate windows in corpus order (of the documents o.documents keeps).
+std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, const SampleOptions& o);
+
+struct SpecialIds {
+  int32_t cls = -1, sep = -1, pad = -1;
+  static SpecialIds from(const Vocab& vocab);  // throws when the vocab lacks one of them
+};
+
+// Row-major [N, T] arrays; sentence and word ids are -1 on [CLS], [SEP] and [PAD].
+struct SampleSet {
+  int32_t seq_len = 0;
+  std::vector<int32_t> token_ids;       // [N, T]
+  std::vector<int16_t> sentence_ids;    // [N, T]
+  std::vector<int16_t> word_ids;        // [N, T]
+  std::vector<int16_t> n_valid;         // [N]  valid positions are 0 … n_valid-1
+  std::vector<SampleSource> source;     // [N]
+  std::vector<int64_t> candidate;       // [N]  index among the candidates
+  int64_t num_candidates = 0;
+  int64_t requested = 0;                // num_samples asked for
+  int64_t truncated_sentences = 0;      // sentences cut at the window's end, over the drawn samples
+  int64_t size() const { return static_cast<int64_t>(n_valid.size()); }
+  int64_t valid_tokens() const;         // including [CLS] and [SEP]
+  int64_t shortfall() const { return requested > num_candidates ? requested - num_candidates : 0; }
+};
+
+// Writes one window into row-major slots of length T; returns whether a sentence was cut.
+bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t seq_len,
+                  const SpecialIds& special, int32_t* token_ids, int16_t* sentence_ids,
+                  int16_t* word_ids, int16_t& n_valid);
+
+SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SpecialIds& special);
+
+}  // namespace ctxsim
