@@ -545,7 +545,7 @@ f.close()" || fail "crafting $1"
       || fail "runtime.threads=4096: $(tail -3 "$TMP/err")"
     contains "$(cat "$TMP/err")" "warning: runtime.threads=4096 is more than 4 per core"
     printf 'samples: {seq_len: 64}\n---\nsamples: {seq_len: 32}\n' > "$TMP/two.yaml"
-    one_error "holds 2 YAML documents" "$CTXSIM" validate "$TMP/two.yaml"
+    one_error "two.yaml:2:1: a second YAML document starts here" "$CTXSIM" validate "$TMP/two.yaml"
     ;;
   *) fail "unknown case" ;;
 esac

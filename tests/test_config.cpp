@@ -158,6 +158,14 @@ TEST(ConfigErrors, EmptyFile) {
   EXPECT_HAS(error_of("- a\n- b\n"), "expected a mapping of sections");
 }
 
+TEST(ConfigErrors, OneDocumentPerFileAndAStrayCommaEndsToo) {
+  EXPECT_HAS(error_of("samples: {seq_len: 64}\n---\nsamples: {seq_len: 32}\n"), "cfg.yaml:2:1: a second YAML document starts here");
+  // yaml-cpp 0.7's LoadAll loops forever on these (fuzzing found it): an error, at once.
+  EXPECT_HAS(error_of("- a\n, b\n"), "a second YAML document starts here");
+  EXPECT_HAS(error_of("  ,"), "a second YAML document starts here");
+  EXPECT_HAS(error_of("samples: {seq_len: 64}\n,\n"), "cfg.yaml:");
+}
+
 TEST(ConfigErrors, DuplicateKey) {
   EXPECT_HAS(error_of("samples:\n  seq_len: 64\n  seq_len: 32\n"), "cfg.yaml:3:3: samples.seq_len: the key appears twice");
 }
@@ -183,7 +191,7 @@ TEST(ConfigErrors, MissingFilesNameTheKeyAndLine) {
 }
 
 TEST(ShippedConfigs, DefaultAndPaperValidate) {
-  test::require_data();
+  CTXSIM_REQUIRE_DATA();
   for (const char* name : {"configs/default.yaml", "configs/paper.yaml"}) {
     const Config c = load_config(name);
     EXPECT_NO_THROW(check_paths(c)) << name;

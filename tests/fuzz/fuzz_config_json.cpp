@@ -9,7 +9,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const ctxsim::BertConfig c = ctxsim::BertConfig::parse(std::string(reinterpret_cast<const char*>(data), size), "config.json");
-    (void)ctxsim::bert_tensor_shapes(c);  // bounded by the limits parse checks
+    (void)ctxsim::encoder_tensor_shapes(c);  // bounded by the limits parse checks
     (void)c.to_json();
     (void)c.flops_per_sample(128);
   } catch (const ctxsim::Error&) {

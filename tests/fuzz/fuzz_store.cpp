@@ -133,9 +133,10 @@ void edit(hid_t f, Bytes& in, const std::vector<std::string>& paths) {
       const hid_t space = H5Dget_space(ds);
       const hssize_t n = H5Sget_simple_extent_npoints(space);
       const hid_t t = H5Dget_type(ds);
-      if (n > 0 && H5Tget_class(t) == H5T_INTEGER && H5Sget_simple_extent_ndims(space) > 0) {
+      // Only small datasets (an earlier edit may have made this one sparse and huge).
+      if (n > 0 && n < (1 << 22) && H5Tget_class(t) == H5T_INTEGER && H5Sget_simple_extent_ndims(space) > 0) {
         std::vector<int64_t> all(static_cast<size_t>(n));
-        if (n < (1 << 22) && H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0) {
+        if (H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0) {
           all[size_t(in.u64(3) % uint64_t(n))] = int64_t(in.u64(4)) - (int64_t(1) << 31);
           H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data());
         }

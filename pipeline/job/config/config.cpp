@@ -1,6 +1,7 @@
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/config_schema.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -367,6 +368,30 @@ void check_rules_distinct(const Config& c) {
                     "remove one of them, or make them differ");
 }
 
+// Where a second document of yaml starts, if there is one. Not YAML::LoadAll: yaml-cpp 0.7's
+// loop over documents never ends on a stray ',' at block level (each pass yields an empty
+// document without consuming it; found by fuzzing); two passes of the parser are enough here.
+std::optional<YAML::Mark> second_document(const std::string& yaml) {
+  struct Starts : YAML::EventHandler {
+    std::vector<YAML::Mark> documents;
+    void OnDocumentStart(const YAML::Mark& m) override { documents.push_back(m); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  } starts;
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  for (int pass = 0; pass < 2 && parser.HandleNextDocument(starts); ++pass) {
+  }
+  if (starts.documents.size() < 2) return std::nullopt;
+  return starts.documents[1];
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides) {
@@ -375,11 +400,10 @@ Config parse_config(const std::string& yaml, const std::string& name, const std:
   require_text(yaml, name);
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(yaml);
-    if (documents.size() > 1)
-      throw Error(name, "holds " + std::to_string(documents.size()) + " YAML documents (separated by ---); a config is one",
+    if (const auto second = second_document(yaml))
+      throw Error(location(name, *second), "a second YAML document starts here (after '---', or after text the first could not hold); a config is one",
                   "keep one document per file (a sweep: section describes several runs in one)");
-    if (!documents.empty()) root = documents[0];
+    root = YAML::Load(yaml);
   } catch (const YAML::ParserException& e) {
     throw Error(location(name, e.mark), "malformed YAML: " + e.msg,
                 "fix the syntax at that line (indentation, a missing ':' or an unclosed quote or bracket)");
