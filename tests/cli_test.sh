@@ -265,6 +265,74 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     contains "$(cat "$TMP/err")" "not complete"
     [ ! -e "$html" ] || fail "an incomplete store left a report"
     ;;
+  encoder_reference)
+    # ctxsim's float64 per-head context vectors and attention maps (model-info --dump-heads) against
+    # an independent float64 reference (tests/model_reference.py, written from transformers'
+    # modeling_bert.py and modeling_distilbert.py), for both families the same way: seeded random
+    # checkpoints in Hugging Face's exact layout, perturbed so that every bias and LayerNorm is
+    # non-trivial and attention is peaked, three samples of different lengths (so [PAD] keys are
+    # masked); d = 60/4 = 15, so that 1/sqrt(d) is inexact and the two codes' orders of operations
+    # round differently. Tolerance 1e-10 relative to each tensor's largest value: float64 rounding
+    # through these three layers stays near 1e-15 (measured 5e-16 to 1e-15), while a float32 step
+    # anywhere, an epsilon of 1e-5 instead of 1e-12 or a misplaced bias shows at 1e-7 or far above:
+    # the float32 forward, checked the same way, must fail.
+    { printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n'; for i in $(seq 0 94); do echo "tok$i"; done; } > "$TMP/vocab.txt"
+    for family in bert distilbert; do
+      "$CTXSIM" init-model --family $family --preset bert-tiny --layers 3 --hidden 60 --heads 4 --ffn 96 --positions 32 --seed 11 \
+        --vocab "$TMP/vocab.txt" --out "$TMP/$family" > /dev/null || fail "init-model --family $family"
+      out=$(/usr/bin/python3 tests/model_reference.py layout "$TMP/$family" 2>&1) || fail "$family layout: $out"
+      /usr/bin/python3 tests/model_reference.py perturb "$TMP/$family" "$TMP/$family-p" || fail "perturb $family"
+      info=$("$CTXSIM" model-info "$TMP/$family-p" --dtype float64 --dump-heads "$TMP/$family-dump" --ids 2,10,11,12,13,3 \
+             --ids 2,40,41,40,42,43,44,45,46,47,48,49,50,3 --ids 2,99,3 2>&1) || fail "model-info $family: $info"
+      contains "$info" "family:      $family"
+      out=$(/usr/bin/python3 tests/model_reference.py check "$TMP/$family-p" "$TMP/$family-dump" --tolerance 1e-10 2>&1) || fail "$out"
+      echo "$out"
+      "$CTXSIM" model-info "$TMP/$family-p" --dtype float32 --dump-heads "$TMP/$family-dump32" --ids 2,10,11,12,13,3 --ids 2,99,3 \
+        > /dev/null || fail "model-info float32"
+      out=$(/usr/bin/python3 tests/model_reference.py check "$TMP/$family-p" "$TMP/$family-dump32" --tolerance 1e-10 2>&1) &&
+        fail "the float32 forward passed the float64 check: $out"
+    done
+    # The dump's options go together and take the model's token ids; an unknown family is named.
+    "$CTXSIM" model-info "$TMP/bert" --ids 2,3 2> "$TMP/err" && fail "--ids without --dump-heads accepted"
+    contains "$(cat "$TMP/err")" "--dump-heads and --ids go together"
+    "$CTXSIM" model-info "$TMP/bert" --dump-heads "$TMP/x" --ids 2,100 2> "$TMP/err" && fail "an id outside the vocabulary accepted"
+    contains "$(cat "$TMP/err")" "'100' is not a token id of this model (0 to 99)"
+    sed -i 's/"model_type": "distilbert"/"model_type": "gpt2"/' "$TMP/distilbert/config.json"
+    "$CTXSIM" model-info "$TMP/distilbert" 2> "$TMP/err" && fail "model_type gpt2 accepted"
+    contains "$(cat "$TMP/err")" "config.json: model_type: 'gpt2' is not a model family ctxsim reads (it reads bert, distilbert)"
+    "$CTXSIM" init-model --family gpt2 --vocab "$TMP/vocab.txt" --out "$TMP/g" 2> "$TMP/err" && fail "--family gpt2 accepted"
+    contains "$(cat "$TMP/err")" "--family: 'gpt2' is not a model family ctxsim reads; fix: use one of bert, distilbert"
+    ;;
+  distilbert_run)
+    # A seeded random DistilBERT through the whole job: a store whose layers and heads are the
+    # config's, its summary, and its report.
+    "$CTXSIM" init-model --family distilbert --preset bert-tiny --layers 3 --heads 4 --seed 5 --vocab data/vocab/bert-base-uncased.txt \
+      --out "$TMP/m" > /dev/null || fail "init-model"
+    contains "$(cat "$TMP/m/config.json")" '"DistilBertForMaskedLM"'
+    info=$("$CTXSIM" model-info "$TMP/m") || fail "model-info: $info"
+    contains "$info" "family:      distilbert (DistilBERT)"
+    contains "$info" "3 layers, hidden 128, 4 heads (d=32), ffn 512, vocab 30522"
+    contains "$info" "57 in the file: 52 DistilBERT (encoder), 5 ignored (heads, buffers), 0 unexpected"
+    out=$("$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=12 statistics.examples=[0,3] output.report=false \
+          output.dir="$TMP/out" 2> "$TMP/err") || fail "run: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/err")" "(distilbert, 3 layers, 4 heads, float32)"
+    contains "$out" "rule top_fraction=0.01"
+    /usr/bin/python3 - "$TMP/out/store.h5" > "$TMP/py" 2>&1 <<'PY' || fail "store: $(cat "$TMP/py")"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["complete"] == 1
+assert f["per_sample/anchor_token"].shape == (1, 12, 3, 4), f["per_sample/anchor_token"].shape
+g = f["stats/top_fraction=0.01"]
+assert g["distance_hist"].shape == (3, 4, 128), g["distance_hist"].shape
+assert (g["distance_hist"][...].sum(axis=2) == g["high_pairs"][...]).all()
+assert g["high_pairs"][...].min() > 0
+print("store ok")
+PY
+    [ "$("$CTXSIM" summary "$TMP/out/store.h5")" = "$out" ] || fail "summary differs from the run's"
+    "$CTXSIM" report "$TMP/out/store.h5" > "$TMP/report.out" 2>&1 || fail "report: $(cat "$TMP/report.out")"
+    [ -s "$TMP/out/report.html" ] || fail "no report.html"
+    grep -q "<svg" "$TMP/out/figures/example1_L2H0_attention.svg" || fail "no attention figure of the last layer"
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "ok [$CASE]"

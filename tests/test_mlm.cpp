@@ -161,7 +161,7 @@ TEST(MlmLayout, HuggingFaceNamesTiedDecoderAndInitEqualToInitModel) {
   EXPECT_EQ(tensors.count("cls.predictions.decoder.weight"), 0u);  // tied to the word embeddings
   EXPECT_EQ(tensors.count("bert.pooler.dense.weight"), 0u);        // BertForMaskedLM has no pooler
   // The encoder starts exactly where `ctxsim init-model --seed 9` does.
-  const auto init = random_bert_weights(tiny(), 9);
+  const auto init = random_checkpoint_weights(tiny(), 9);
   for (const auto& [name, t] : init) {
     if (name.rfind("pooler.", 0) == 0) continue;
     EXPECT_EQ(tensors.at("bert." + name).bytes, t.bytes) << name;

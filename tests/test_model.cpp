@@ -157,7 +157,7 @@ std::string tiny_checkpoint(const test::TempDir& dir, uint64_t seed = 3) {
   const std::string out = (dir.path / "tiny").string();
   write_random_checkpoint(c, seed, small_vocab(dir), out);
   // Re-write with non-trivial biases and LayerNorm parameters.
-  auto weights = random_bert_weights(BertConfig::load(out + "/config.json"), seed);
+  auto weights = random_checkpoint_weights(BertConfig::load(out + "/config.json"), seed);
   uint64_t k = 1;
   for (auto& [name, t] : weights) {
     auto* f = reinterpret_cast<float*>(t.bytes.data());
@@ -212,7 +212,7 @@ class TinyModel : public ::testing::Test {
     ref_ = read_reference_weights(dir_);
   }
   void compare(at::ScalarType dtype, double tol) {
-    const BertModel m = BertModel::load(dir_, dtype);
+    const TransformerEncoder m = TransformerEncoder::load(dir_, dtype);
     const int64_t T = 12, H = m.config().num_heads, d = m.config().head_dim(), hidden = m.config().hidden_size;
     std::vector<std::vector<RefLayer>> ref_layers(2);
     std::vector<std::vector<Vec>> ref_out;
@@ -244,7 +244,7 @@ TEST_F(TinyModel, MatchesPlainReferenceFloat64) { compare(at::kDouble, 1e-10); }
 
 TEST_F(TinyModel, AttentionBlockIsConsistent) {
   // concat(context) × W_O^T + b_O + X, then LayerNorm, reproduces the attention-block output.
-  const BertModel m = BertModel::load(dir_, at::kDouble);
+  const TransformerEncoder m = TransformerEncoder::load(dir_, at::kDouble);
   const auto& c = m.config();
   m.forward(ids_tensor(kRows), valid_tensor(kValid, 12), {}, [&](const LayerOutputs& o) {
     const std::string p = "encoder.layer." + std::to_string(o.layer) + ".";
@@ -262,7 +262,7 @@ TEST_F(TinyModel, AttentionBlockIsConsistent) {
 }
 
 TEST_F(TinyModel, PaddingDoesNotChangeValidPositions) {
-  const BertModel m = BertModel::load(dir_, at::kFloat);
+  const TransformerEncoder m = TransformerEncoder::load(dir_, at::kFloat);
   // Sample 0 has 10 valid tokens; run it alone at T=10 (no padding) and at T=12 (2 [PAD]).
   std::vector<int64_t> short_row(kRows[0].begin(), kRows[0].begin() + 10);
   std::vector<at::Tensor> ctx_short, ctx_long, att_long;
@@ -281,7 +281,7 @@ TEST_F(TinyModel, PaddingDoesNotChangeValidPositions) {
 }
 
 TEST_F(TinyModel, ProjectedVectorsAreTheHeadsSliceOfWo) {
-  const BertModel m = BertModel::load(dir_, at::kDouble);
+  const TransformerEncoder m = TransformerEncoder::load(dir_, at::kDouble);
   const auto& c = m.config();
   LayerRequest req;
   req.projected = true;
@@ -308,7 +308,7 @@ TEST_F(TinyModel, ProjectedVectorsAreTheHeadsSliceOfWo) {
 }
 
 TEST_F(TinyModel, BFloat16RunsCloseToFloat32) {
-  const BertModel m32 = BertModel::load(dir_, at::kFloat), m16 = BertModel::load(dir_, at::kBFloat16);
+  const TransformerEncoder m32 = TransformerEncoder::load(dir_, at::kFloat), m16 = TransformerEncoder::load(dir_, at::kBFloat16);
   const at::Tensor a = m32.forward(ids_tensor(kRows), valid_tensor(kValid, 12));
   const at::Tensor b = m16.forward(ids_tensor(kRows), valid_tensor(kValid, 12)).to(at::kFloat);
   EXPECT_EQ(b.scalar_type(), at::kFloat);
@@ -332,7 +332,7 @@ TEST_F(TinyModel, KeyNameVariantsLoadTheSameModel) {
   std::filesystem::copy_file(dir_ + "/config.json", dir2 + "/config.json");
   write_safetensors(dir2 + "/model.safetensors", renamed);
   LoadReport r;
-  const BertModel a = BertModel::load(dir_, at::kFloat), b = BertModel::load(dir2, at::kFloat, &r);
+  const TransformerEncoder a = TransformerEncoder::load(dir_, at::kFloat), b = TransformerEncoder::load(dir2, at::kFloat, &r);
   EXPECT_EQ(r.ignored, (std::vector<std::string>{"cls.predictions.bias"}));
   EXPECT_EQ(r.unexpected, (std::vector<std::string>{"something.else"}));
   const at::Tensor ids = ids_tensor(kRows), valid = valid_tensor(kValid, 12);
@@ -351,7 +351,7 @@ TEST_F(TinyModel, MissingAndMisshapenTensorsAreListed) {
   std::filesystem::copy_file(dir_ + "/config.json", d1 + "/config.json");
   write_safetensors(d1 + "/model.safetensors", missing);
   try {
-    BertModel::load(d1, at::kFloat);
+    TransformerEncoder::load(d1, at::kFloat);
     FAIL();
   } catch (const Error& e) {
     EXPECT_HAS(e.what(), "missing encoder tensors: embeddings.LayerNorm.weight, encoder.layer.1.attention.self.key.bias");
@@ -360,13 +360,13 @@ TEST_F(TinyModel, MissingAndMisshapenTensorsAreListed) {
   bad["encoder.layer.0.intermediate.dense.bias"] = TensorData{DType::F32, {3}, std::vector<uint8_t>(12)};
   write_safetensors(d1 + "/model.safetensors", bad);
   try {
-    BertModel::load(d1, at::kFloat);
+    TransformerEncoder::load(d1, at::kFloat);
     FAIL();
   } catch (const Error& e) {
     EXPECT_HAS(e.what(), "encoder.layer.0.intermediate.dense.bias is [3], config.json implies [64]");
   }
   std::filesystem::remove(d1 + "/config.json");
-  EXPECT_THROW(BertModel::load(d1, at::kFloat), Error);
+  EXPECT_THROW(TransformerEncoder::load(d1, at::kFloat), Error);
 }
 
 TEST_F(TinyModel, HalfPrecisionCheckpointsConvert) {
@@ -383,7 +383,7 @@ TEST_F(TinyModel, HalfPrecisionCheckpointsConvert) {
   std::filesystem::create_directories(d2);
   std::filesystem::copy_file(dir_ + "/config.json", d2 + "/config.json");
   write_safetensors(d2 + "/model.safetensors", t);
-  const BertModel a = BertModel::load(dir_, at::kFloat), b = BertModel::load(d2, at::kFloat);
+  const TransformerEncoder a = TransformerEncoder::load(dir_, at::kFloat), b = TransformerEncoder::load(d2, at::kFloat);
   const at::Tensor ids = ids_tensor(kRows), valid = valid_tensor(kValid, 12);
   EXPECT_LT((a.forward(ids, valid) - b.forward(ids, valid)).abs().max().item<float>(), 0.05f);
 }
@@ -399,7 +399,7 @@ TEST(InitModel, DeterministicAndBertInitialisation) {
     EXPECT_EQ(sha256_file((tmp.path / "a" / f).string()), sha256_file((tmp.path / "b" / f).string())) << f;
   EXPECT_NE(sha256_file((tmp.path / "a/model.safetensors").string()), sha256_file((tmp.path / "c/model.safetensors").string()));
   LoadReport r;
-  const BertModel m = BertModel::load((tmp.path / "a").string(), at::kFloat, &r);
+  const TransformerEncoder m = TransformerEncoder::load((tmp.path / "a").string(), at::kFloat, &r);
   EXPECT_EQ(r.tensors_in_file, 5 + 16 * 2 + 2);
   EXPECT_EQ(r.encoder_tensors, r.tensors_in_file);
   EXPECT_EQ(m.config().vocab_size, 64);

@@ -42,7 +42,7 @@ class Report : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete tmp_; }
   void SetUp() override {
-    test::require_data();
+    CTXSIM_REQUIRE_DATA();
     ASSERT_EQ(rc_, 0);
   }
   // A private copy of the run's store, to damage or rewrite.

@@ -171,7 +171,7 @@ TEST(BuildSamples, EmptyCorpusIsAnError) {
 }
 
 TEST(BrownSamples, RealCorpusDefaultDraw) {
-  test::require_data();
+  CTXSIM_REQUIRE_DATA();
   CorpusOptions co;
   co.path = test::kBrownPath;
   const Corpus corpus = read_corpus(co);

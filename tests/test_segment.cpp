@@ -14,6 +14,11 @@
 #include "stages/segment/lexical.h"
 #include "stages/segment/metrics.h"
 #include "stages/segment/similarity_methods.h"
+#include "stages/segment/windows.h"
+#include "stages/segment/encode.h"
+#include "stages/model/model.h"
+#include "stages/model/random_checkpoint.h"
+#include "test_helpers.h"
 
 namespace ctxsim::segment {
 namespace {
@@ -441,6 +446,139 @@ TEST(Lexical, C99FindsTheThreeTopics) {
   EXPECT_EQ(c99_lexical(doc, kStop, C99Options{}, 2), (Boundaries{4, 9}));
   EXPECT_EQ(c99_lexical(doc, kStop, C99Options{}), (Boundaries{4, 9}));
   EXPECT_THROW(c99_lexical({}, kStop, C99Options{}), Error);
+}
+
+}  // namespace
+}  // namespace ctxsim::segment
+
+// ---- windows over a long document (stages/segment/windows.h) ------------------------------
+namespace ctxsim::segment {
+namespace {
+
+TEST(Windows, HandPlannedOverlapAndHomes) {
+  // T = 12: 10 tokens of room. Sentences of 4, 3, 3, 4, 2, 5 tokens.
+  const WindowPlan p = plan_windows({4, 3, 3, 4, 2, 5}, 12);
+  // Window 0: 4+3+3 = 10. Its middle is token 5: sentence 1 starts at 4 (< 5), sentence 2 at 7:
+  // window 1 starts at sentence 2: 3+4+2 = 9 (5 more would be 14). Middle 4.5 -> 5: sentence 3
+  // starts at 3, sentence 4 at 7: window 2 starts at sentence 4: 2+5 = 7, the end.
+  ASSERT_EQ(p.windows.size(), 3u);
+  EXPECT_EQ(p.windows[0].first, 0);
+  EXPECT_EQ(p.windows[0].count, 3);
+  EXPECT_EQ(p.windows[1].first, 2);
+  EXPECT_EQ(p.windows[1].count, 3);
+  EXPECT_EQ(p.windows[2].first, 4);
+  EXPECT_EQ(p.windows[2].count, 2);
+  // Sentence 2: in window 0 it has 7 tokens before and 0 after (min 0); in window 1, 0 before
+  // and 6 after (min 0): a tie, the earlier window. Sentence 3: only window 1 (3 before, 2 after).
+  // Sentence 4: window 1 (7 before, 0 after) or window 2 (0 before, 5 after): tie -> window 1.
+  EXPECT_EQ(p.home, (std::vector<int32_t>{0, 0, 0, 1, 1, 2}));
+  EXPECT_EQ(p.offset, (std::vector<int32_t>{1, 5, 8, 4, 8, 3}));
+  EXPECT_EQ(p.length, (std::vector<int32_t>{4, 3, 3, 4, 2, 5}));
+  EXPECT_EQ(p.cut_sentences, 0);
+}
+
+TEST(Windows, EverySentenceWholeInItsHomeAndCentralWhenPossible) {
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 60; ++i) tokens.push_back(5 + (i * 7) % 13);
+  const int32_t T = 64;
+  const WindowPlan p = plan_windows(tokens, T);
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    const SentenceWindow& w = p.windows[size_t(p.home[s])];
+    ASSERT_TRUE(int32_t(s) >= w.first && int32_t(s) < w.first + w.count) << s;
+    EXPECT_EQ(p.length[s], tokens[s]) << s;
+    EXPECT_LE(p.offset[s] + p.length[s], T - 1) << s;  // before [SEP]
+    // No other window holding it gives it more context on its scarcer side.
+    const int32_t here = std::min(p.offset[s] - 1, w.tokens - (p.offset[s] - 1) - p.length[s]);
+    for (const SentenceWindow& o : p.windows) {
+      if (int32_t(s) < o.first || int32_t(s) >= o.first + o.count) continue;
+      int32_t before = 0;
+      for (int32_t q = o.first; q < int32_t(s); ++q) before += tokens[size_t(q)];
+      EXPECT_LE(std::min(before, o.tokens - before - tokens[s]), here) << s;
+    }
+  }
+  EXPECT_EQ(p.windows.back().first + p.windows.back().count, 60);
+}
+
+TEST(Windows, AnOverLongSentenceIsCutAndCounted) {
+  const WindowPlan p = plan_windows({3, 20, 3}, 10);  // room 8
+  EXPECT_EQ(p.cut_sentences, 1);
+  EXPECT_EQ(p.length[1], 8);
+  for (const SentenceWindow& w : p.windows) EXPECT_LE(w.tokens, 8);
+}
+
+}  // namespace
+}  // namespace ctxsim::segment
+
+// ---- encode_document: each sentence's vectors are those of its home window ------------------
+namespace ctxsim::segment {
+namespace {
+
+BertConfig stitching_model() {
+  BertConfig c = BertConfig::preset("bert-tiny");
+  c.hidden_size = 32, c.num_heads = 4, c.intermediate_size = 48, c.num_layers = 2, c.max_position_embeddings = 16;
+  return c;
+}
+
+TEST(Encode, EachSentencePooledFromItsHomeWindowOnly) {
+  test::TempDir tmp;
+  std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+  for (int i = 0; i < 59; ++i) vocab += "tok" + std::to_string(i) + "\n";
+  const std::string dir = (tmp.path / "m").string();
+  write_random_checkpoint(stitching_model(), 3, tmp.write("vocab.txt", vocab), dir);
+  const TransformerEncoder model = TransformerEncoder::load(dir, at::kDouble);
+  // Eight short sentences in windows of T = 10 (8 tokens between [CLS] and [SEP]): consecutive
+  // windows overlap, so some sentences lie whole in two windows.
+  std::vector<std::vector<int32_t>> sentences;
+  int32_t next = 5;
+  for (int n : {2, 2, 3, 1, 2, 3, 2, 2}) {
+    sentences.emplace_back();
+    for (int i = 0; i < n; ++i) sentences.back().push_back(5 + next++ % 59);
+  }
+  std::vector<int32_t> lengths;
+  for (const auto& s : sentences) lengths.push_back(int32_t(s.size()));
+  const WindowPlan plan = plan_windows(lengths, 10);
+  ASSERT_GE(plan.windows.size(), 3u);
+  const EncodedDocument e = encode_document(model, sentences, 10, 2, 3, 0, 2);  // batch 2: windows across batches
+  ASSERT_EQ(e.S, 8);
+  // Encode one window alone and pool a sentence's tokens there.
+  const auto pooled_in = [&](size_t w, int32_t s, int64_t layer, int64_t head) {
+    const SentenceWindow& win = plan.windows[w];
+    at::Tensor ids = at::zeros({1, 10}, at::kLong), valid = at::zeros({1, 10}, at::kBool);
+    int64_t at = 0, offset = -1;
+    ids[0][at++] = 2;
+    for (int32_t k = win.first; k < win.first + win.count; ++k) {
+      if (k == s) offset = at;
+      for (int32_t t : sentences[size_t(k)]) ids[0][at++] = t;
+    }
+    ids[0][at++] = 3;
+    valid[0].slice(0, 0, at).fill_(true);
+    std::vector<double> v(size_t(e.d), 0.0);
+    model.forward(ids, valid, LayerRequest{false, false}, [&](const LayerOutputs& o) {
+      if (o.layer != layer) return;
+      const at::Tensor c = o.context[0][head].contiguous();
+      for (int64_t i = offset; i < offset + lengths[size_t(s)]; ++i)
+        for (int64_t q = 0; q < e.d; ++q) v[size_t(q)] += c[i][q].item<double>() / lengths[size_t(s)];
+    });
+    return v;
+  };
+  int checked_other = 0;
+  for (int32_t s = 0; s < 8; ++s)
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      const int64_t head = (s + layer) % 4;
+      const std::vector<double> home = pooled_in(size_t(plan.home[size_t(s)]), s, layer, head);
+      const double* got = e.pooled.data() + ((layer * e.H + head) * e.S + s) * e.d;
+      for (int64_t q = 0; q < e.d; ++q) EXPECT_NEAR(got[q], home[size_t(q)], 1e-12) << "sentence " << s << " layer " << layer;
+      // In any other window holding it, the same sentence's vectors differ (other context).
+      for (size_t w = 0; w < plan.windows.size(); ++w)
+        if (int32_t(w) != plan.home[size_t(s)] && plan.windows[w].first <= s && s < plan.windows[w].first + plan.windows[w].count) {
+          const std::vector<double> other = pooled_in(w, s, layer, head);
+          double diff = 0;
+          for (int64_t q = 0; q < e.d; ++q) diff = std::max(diff, std::abs(other[size_t(q)] - got[q]));
+          EXPECT_GT(diff, 1e-6);
+          ++checked_other;
+        }
+    }
+  EXPECT_GT(checked_other, 0);  // some sentence lies in two windows
 }
 
 }  // namespace

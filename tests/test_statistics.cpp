@@ -362,7 +362,7 @@ class BrownTiny : public ::testing::Test {
     delete model64_;
     delete dir_;
   }
-  void SetUp() override { test::require_data(); }
+  void SetUp() override { CTXSIM_REQUIRE_DATA(); }
   // Accumulates samples [first, last) in batches of `batch`.
   static Accumulator accumulate(const Analysis& an, int64_t first, int64_t last, int64_t batch) {
     Accumulator acc(an.shape(samples_->seq_len));

@@ -53,7 +53,7 @@ class RunStore : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete tmp_; }
   void SetUp() override {
-    test::require_data();
+    CTXSIM_REQUIRE_DATA();
     ASSERT_EQ(rc_, 0);
     file_ = h5::Id(H5Fopen((tmp_->path / "out/store.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "open store");
   }

@@ -23,7 +23,7 @@ class Uncased : public ::testing::Test {
       tok_ = new BertTokenizer(Vocab::load(test::kVocabPath), TokenizerOptions{});
   }
   static void TearDownTestSuite() { delete tok_; tok_ = nullptr; }
-  void SetUp() override { test::require_data(); }
+  void SetUp() override { CTXSIM_REQUIRE_DATA(); }
   std::string tokens(const std::string& text) { return join(tok_->tokens(tok_->encode(text).ids)); }
   static BertTokenizer* tok_;
 };

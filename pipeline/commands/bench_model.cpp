@@ -49,7 +49,7 @@ struct Rates {
   double plain = 0, handed_out = 0, pipeline = 0;
 };
 
-Rates time_batch(const BertModel& m, const std::vector<SelectionRule>& rules, int64_t B, int64_t T, double seconds) {
+Rates time_batch(const Encoder& m, const std::vector<SelectionRule>& rules, int64_t B, int64_t T, double seconds) {
   const at::Device dev = m.device();
   const at::Tensor ids = at::randint(1000, 2000, {B, T}, at::kLong).to(dev);
   const at::Tensor valid = at::ones({B, T}, at::TensorOptions().dtype(at::kBool).device(dev));
@@ -121,7 +121,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
                 "use a smaller --batch or --seq-len");
   std::map<std::string, at::Tensor> tensors;
   if (!real)
-    for (const auto& [name, shape] : bert_tensor_shapes(c)) tensors[name] = at::randn(shape) * 0.02;
+    for (const auto& [name, shape] : encoder_tensor_shapes(c)) tensors[name] = at::randn(shape) * 0.02;
   const double gflop = c.flops_per_sample(a.seq_len) / 1e9;
   const CpuFeatures cpu = cpu_features();
   out << "bench-model: " << (real ? a.model : a.preset) << ", T=" << a.seq_len << ", " << gflop << " GFLOP per sample, " << threads
@@ -142,8 +142,8 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
           << "), so LibTorch would emulate it\n";
       continue;
     }
-    const BertModel m =
-        real ? BertModel::load(a.model, parse_dtype(dt), nullptr, device) : BertModel::from_tensors(c, tensors, parse_dtype(dt), device);
+    const TransformerEncoder m = real ? TransformerEncoder::load(a.model, parse_dtype(dt), nullptr, device)
+                                      : TransformerEncoder::from_tensors(c, tensors, parse_dtype(dt), device);
     for (int64_t B : a.batches) {
       const Rates r = time_batch(m, rules, B, a.seq_len, a.seconds);
       out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(24) << cell(r.plain) << std::setw(24) << cell(r.handed_out)

@@ -20,7 +20,8 @@ namespace {
 struct Args {
   std::string config, vocab, store, dir, out, dtype = "float32";
   std::vector<std::string> overrides, heads, stores;
-  int64_t show = 3, sweep_index = -1, ranks = 1, batches = 2;
+  int64_t show = 3, sweep_index = -1, ranks = 1, batches = 2, segments = 0;
+  std::string text;
   bool cased = false, tokens = false;
   int repeat = 3;
   SummaryOptions summary;
@@ -28,6 +29,7 @@ struct Args {
   ReportArgs report;
   CompareArgs compare;
   InitModelArgs init;
+  ModelInfoArgs info;
   BenchModelArgs bench;
 };
 
@@ -88,6 +90,19 @@ std::vector<Subcommand> config_commands(Args& a) {
              ->check(whole_in(0, int64_t(kMaxSweepPoints) - 1));
        },
        [&] { return cmd_run(a.config, a.overrides, a.sweep_index, std::cout); }},
+      {"segment", "topic segmentation on Choi's benchmark from the corpus (every method, an MPI job), or of one --text file",
+       [&](CLI::App& s) {
+         with_config(s, a);
+         s.add_option("--text", a.text, "segment this plain-text file (one sentence per line) and print it, segments apart");
+         s.add_option("--segments", a.segments, "with --text: the number of segments, when known")->check(whole_in(1, 1000000));
+       },
+       [&] {
+         if (a.text.empty()) {
+           if (a.segments > 0) throw Error("--segments", "goes with --text", "add --text FILE, or drop --segments");
+           return cmd_segment(a.config, a.overrides, std::cout);
+         }
+         return cmd_segment_text(a.config, a.overrides, a.text, a.segments, std::cout);
+       }},
       {"pretrain", "train a BERT with masked-LM on the config's corpus (MPI data-parallel, resumable), saved in HF's layout",
        [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_pretrain(a.config, a.overrides, std::cout); }},
       {"sweep", "list the points of a config's sweep: section", [&](CLI::App& s) { with_config(s, a); },
@@ -170,9 +185,11 @@ std::vector<Subcommand> store_commands(Args& a) {
 
 std::vector<Subcommand> model_commands(Args& a) {
   return {
-      {"init-model", "write a seeded random BERT checkpoint in the Hugging Face format",
+      {"init-model", "write a seeded random BERT or DistilBERT checkpoint in the Hugging Face format",
        [&](CLI::App& s) {
-         s.add_option("--preset", a.init.preset, "bert-base | bert-mini | bert-tiny")->capture_default_str();
+         s.add_option("--family", a.init.family, "bert (BertModel layout) | distilbert (DistilBertForMaskedLM layout)")
+             ->capture_default_str();
+         s.add_option("--preset", a.init.preset, "bert-base | distilbert-base | bert-mini | bert-tiny (a shape)")->capture_default_str();
          const std::tuple<const char*, int64_t*, const char*> overrides[] = {
              {"--layers", &a.init.layers, "layer count"}, {"--hidden", &a.init.hidden, "hidden size"},
              {"--heads", &a.init.heads, "head count"}, {"--ffn", &a.init.ffn, "intermediate size"}};
@@ -183,12 +200,16 @@ std::vector<Subcommand> model_commands(Args& a) {
          s.add_option("--out", a.init.out, "output folder")->required();
        },
        [&] { return cmd_init_model(a.init, std::cout); }},
-      {"model-info", "load a Hugging Face BERT folder and report its shape, tensors and sha256",
+      {"model-info", "load a Hugging Face BERT or DistilBERT folder and report its family, shape, tensors and sha256",
        [&](CLI::App& s) {
-         s.add_option("dir", a.dir, "model folder")->required();
-         s.add_option("--dtype", a.dtype, "float32 | bfloat16 | float64")->capture_default_str();
+         s.add_option("dir", a.info.dir, "model folder")->required();
+         s.add_option("--dtype", a.info.dtype, "float32 | bfloat16 | float64")->capture_default_str();
+         s.add_option("--dump-heads", a.info.dump,
+                      "developer check: write the per-head context vectors and attention maps of the --ids samples as float64 "
+                      ".npy files into this folder");
+         s.add_option("--ids", a.info.ids, "one sample's token ids, comma-separated (repeat for more samples)")->allow_extra_args(false);
        },
-       [&] { return cmd_model_info(a.dir, a.dtype, std::cout); }},
+       [&] { return cmd_model_info(a.info, std::cout); }},
       {"bench-model", "forward-pass speed: plain vs handing out per-head vectors and maps",
        [&](CLI::App& s) {
          s.add_option("--preset", a.bench.preset, "model shape")->capture_default_str();

@@ -10,6 +10,7 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/metrics.h"
 #include "pipeline/job/dist/log.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
@@ -28,6 +29,12 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// The CSV's metric columns (pipeline/store/metrics.h), before the per-token separator masses.
+constexpr const char* kCsvMetrics[] = {"high_pairs",         "mean_distance",        "short_range_share",  "short_range_chance",
+                                       "long_range_share",   "long_range_chance",    "same_sentence_rate", "same_sentence_chance",
+                                       "same_sentence_lift", "repetition_rate",      "repetition_chance",  "repetition_lift",
+                                       "in_attention_rate",  "in_attention_chance",  "separator_mass"};
+
 }  // namespace
 
 int cmd_collect(const std::string& dir, const std::string& out_path, std::ostream& out) {
@@ -36,9 +43,9 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   const std::vector<std::string> stores = stores_under(dir);
   const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
   std::ostringstream csv;
-  csv << "point,rule,layer,head,samples,high_pairs,mean_distance,short_range_share,short_range_chance,long_range_share,"
-         "long_range_chance,same_sentence_rate,same_sentence_chance,same_sentence_lift,repetition_rate,repetition_chance,"
-         "repetition_lift,in_attention_rate,in_attention_chance,separator_mass,separator_mass_by_token,noise_share,top_anchor,top_anchor_samples\n";
+  csv << "point,rule,layer,head,samples";
+  for (const char* m : kCsvMetrics) csv << "," << m;
+  csv << ",separator_mass_by_token,noise_share,top_anchor,top_anchor_samples\n";
   csv << std::setprecision(6);
   int64_t used = 0, rows = 0;
   for (const fs::path path : stores) {
@@ -53,7 +60,6 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
     const auto vocab = store_vocab(file);
     const StoreStats stats = read_store_stats(file, path.string(), int64_t(vocab.size()));
     const Baseline base = baseline_of(stats);
-    const double ss_chance = base.same_sentence_chance(), st_chance = base.repetition_chance();
     for (size_t ri = 0; ri < stats.rules.size(); ++ri) {
       const std::string& rule = stats.rules[ri];
       const RuleStats r = rule_stats_of(stats, ri);
@@ -65,13 +71,14 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
           by_token << std::setprecision(6);
           for (size_t u = 0; u < base.separator_tokens.size(); ++u)
             by_token << (u ? ";" : "") << base.separator_tokens[u] << "=" << base.separator_token_attention(l, h, u);
-          csv << csv_field(point) << "," << csv_field(rule) << "," << l << "," << h << "," << base.samples << "," << int64_t(c.pairs) << ","
-              << c.mean_distance() << "," << c.short_range() << "," << base.short_range_chance() << "," << c.long_range() << ","
-              << base.long_range_chance() << "," << c.same_sentence_rate() << "," << ss_chance << "," << base.same_sentence_lift(c) << ","
-              << c.repetition_rate() << "," << st_chance << "," << base.repetition_lift(c) << "," << c.in_attention_rate() << ","
-              << base.in_attention_chance(c) << "," << base.separator_attention(c) << "," << csv_field(by_token.str()) << "," << c.noise_share() << ","
-              << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
-              << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
+          csv << csv_field(point) << "," << csv_field(rule) << "," << l << "," << h << "," << base.samples;
+          for (const char* name : kCsvMetrics) {
+            const Metric& m = metric(name);
+            if (m.whole) csv << "," << int64_t(m.value(c, base));
+            else csv << "," << m.value(c, base);
+          }
+          csv << "," << csv_field(by_token.str()) << "," << metric("noise_share").value(c, base) << ","
+              << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << "," << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
           ++rows;
         }
     }

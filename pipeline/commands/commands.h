@@ -29,6 +29,11 @@ int cmd_run(const std::string& config, const std::vector<std::string>& overrides
 // Masked-LM pretraining across the MPI ranks (commands/pretrain.cpp): a Hugging Face model
 // folder, its step-0 weights, loss curves; resumable from its checkpoint.
 int cmd_pretrain(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
+// `ctxsim segment`: Choi's benchmark across the MPI ranks (commands/segment.cpp), its store and
+// method table; with a text file, that file segmented (commands/segment_text.cpp).
+int cmd_segment(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
+int cmd_segment_text(const std::string& config, const std::vector<std::string>& overrides, const std::string& text_path,
+                     int64_t segments, std::ostream& out);
 // One run across the MPI ranks (commands/run.cpp): the store, the report and the summary.
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out);
 
@@ -77,13 +82,20 @@ int cmd_bench_tokenizer(const std::string& config, const std::vector<std::string
 namespace ctxsim {
 
 struct InitModelArgs {
+  std::string family = "bert";  // bert | distilbert: the checkpoint's layout and config.json keys
   std::string preset = "bert-base";
   int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, positions = 0;  // 0 = the preset's
   uint64_t seed = 0;
   std::string vocab, out;
 };
 int cmd_init_model(const InitModelArgs& args, std::ostream& out);
-int cmd_model_info(const std::string& dir, const std::string& dtype, std::ostream& out);
+struct ModelInfoArgs {
+  std::string dir;
+  std::string dtype = "float32";
+  std::string dump;               // --dump-heads: a folder for the .npy dump ("" = none)
+  std::vector<std::string> ids;   // --ids, one comma-separated sample each
+};
+int cmd_model_info(const ModelInfoArgs& args, std::ostream& out);
 
 struct BenchModelArgs {
   std::string preset = "bert-base";

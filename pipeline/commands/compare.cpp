@@ -2,11 +2,16 @@
 // published together (pipeline/report/compare.h).
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/report/compare.h"
 #include "pipeline/report/report_figures.h"
+#include "pipeline/report/segment_figures.h"
+#include "pipeline/store/segment_store.h"
+#include "pipeline/store/segment_summary.h"
+#include "pipeline/store/store.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/figures/figure.h"
@@ -19,7 +24,23 @@ int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, st
   require_figures("ctxsim compare");
   MpiSession::ensure();
   if (a.out_dir.empty()) throw Error("--out", "compare needs a folder for its page and figures", "give --out DIR");
-  const std::vector<report::CompareRun> runs = report::load_runs(report::store_paths(inputs), a);
+  const std::vector<std::string> paths = report::store_paths(inputs);
+  if (is_segment_store(open_complete_store(paths.front()))) {
+    const std::vector<report::SegmentRun> runs = report::load_segment_runs(paths, a.labels);
+    const std::vector<report::Entry> figures = report::segment_figures(runs);
+    std::string tables;
+    for (const auto& r : runs) {
+      std::ostringstream one;
+      print_segment_summary(r.results, one);
+      tables += r.label + " (" + r.path + ")\n" + one.str() + "\n";
+    }
+    make_folder(a.out_dir, "--out");
+    const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures,
+                                                    [&](const fs::path&) { return report::segment_page(a.title, a.note + "\n" + tables, figures); });
+    out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures for " << runs.size() << " segmentations\n";
+    return 0;
+  }
+  const std::vector<report::CompareRun> runs = report::load_runs(paths, a);
   const std::vector<report::Entry> figures = report::compare_figures(runs, a.title);
   make_folder(a.out_dir, "--out");
   const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures,

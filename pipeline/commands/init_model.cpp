@@ -1,15 +1,18 @@
-// `ctxsim init-model` (seeded random Hugging Face checkpoints) and `model-info` (a checkpoint loaded
-// and described).
+// `ctxsim init-model` (seeded random Hugging Face checkpoints of either family) and `model-info` (a
+// checkpoint loaded and described; with --dump-heads, a developer's float64 dump of its per-head
+// context vectors and attention maps for given token ids, which tests/model_reference.py checks).
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
 #include "pipeline/commands/commands.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
-#include "stages/stats/analysis.h"
+#include "stages/base/files.h"
 #include "stages/base/cpu_features.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
@@ -19,7 +22,7 @@
 namespace ctxsim {
 
 int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
-  BertConfig c = BertConfig::preset(a.preset);
+  BertConfig c = BertConfig::preset(a.preset, parse_family(a.family, "--family"));
   if (a.layers > 0) c.num_layers = a.layers;
   if (a.hidden > 0) c.hidden_size = a.hidden;
   if (a.heads > 0) c.num_heads = a.heads;
@@ -27,27 +30,116 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.positions > 0) c.max_position_embeddings = a.positions;
   c.check("init-model: ", "pick sizes within those limits (a head count that divides the hidden size)");
   write_random_checkpoint(c, a.seed, a.vocab, a.out);
+  const FamilySpec& f = family_spec(c.family);
   out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", "
-      << c.num_heads << " heads, ffn " << c.intermediate_size << "), seed " << a.seed << "\n";
+      << c.num_heads << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;
+  if (c.family != Family::Bert) out << ", " << f.display << " layout (" << f.mlm_class << ")";
+  out << "\n";
   return 0;
 }
 
-int cmd_model_info(const std::string& dir, const std::string& dtype, std::ostream& out) {
-  LoadReport r;
-  const BertModel m = BertModel::load(dir, parse_dtype(dtype), &r);
+namespace {
+
+// One .npy file (NumPy's format 1.0: magic, a header dict padded to 64 bytes, C-order data):
+// float64 or int64 little-endian, which numpy.load reads without ctxsim.
+void write_npy(const std::string& path, const at::Tensor& t) {
+  const at::Tensor c = t.contiguous().cpu();
+  CTXSIM_CHECK(c.scalar_type() == at::kDouble || c.scalar_type() == at::kLong, "write_npy: float64 or int64");
+  std::string shape;
+  for (int64_t d : c.sizes()) shape += std::to_string(d) + ", ";
+  std::string header = std::string("{'descr': '") + (c.scalar_type() == at::kDouble ? "<f8" : "<i8") + "', 'fortran_order': False, 'shape': (" +
+                       shape + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += char(header.size() & 0xff);
+  bytes += char(header.size() >> 8);
+  bytes += header;
+  bytes.append(static_cast<const char*>(c.data_ptr()), c.nbytes());
+  atomic_write(path, bytes);
+}
+
+// "101,2023,102" → ids, each below the vocabulary size.
+std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
+  std::vector<int64_t> ids;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    int64_t v = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0 || v >= vocab_size)
+      throw Error("--ids " + text, "'" + item + "' is not a token id of this model (0 to " + std::to_string(vocab_size - 1) + ")",
+                  "give comma-separated token ids, e.g. --ids 101,7592,102");
+    ids.push_back(v);
+    at = comma + 1;
+  }
+  return ids;
+}
+
+// The developer dump behind `model-info --dump-heads`: the samples (padded with id 0 to the
+// longest, the padding masked) through the encoder, every layer's per-head context vectors and
+// attention maps in float64. Files: ids.npy [B, T] int64, n_valid.npy [B] int64, context.npy
+// [B, L, H, T, d] and attention.npy [B, L, H, T, T] float64 (tests/model_reference.py reads them).
+void dump_heads(const Encoder& m, const std::vector<std::string>& samples, const std::string& dir, std::ostream& out) {
   const BertConfig& c = m.config();
-  out << "model:       " << dir << "\n"
+  std::vector<std::vector<int64_t>> rows;
+  int64_t T = 0;
+  for (const auto& s : samples) {
+    rows.push_back(parse_ids(s, c.vocab_size));
+    T = std::max(T, int64_t(rows.back().size()));
+  }
+  if (T > c.max_position_embeddings)
+    throw Error("--ids", "a sample of " + std::to_string(T) + " tokens exceeds max_position_embeddings (" +
+                             std::to_string(c.max_position_embeddings) + ")", "give shorter samples");
+  const int64_t B = int64_t(rows.size());
+  at::Tensor ids = at::zeros({B, T}, at::kLong), n_valid = at::zeros({B}, at::kLong);
+  for (int64_t b = 0; b < B; ++b) {
+    n_valid[b] = int64_t(rows[size_t(b)].size());
+    for (size_t t = 0; t < rows[size_t(b)].size(); ++t) ids[b][int64_t(t)] = rows[size_t(b)][t];
+  }
+  const at::Tensor valid = at::arange(T, at::kLong).view({1, T}) < n_valid.view({B, 1});
+  std::vector<at::Tensor> context, attention;  // per layer: [B, H, T, d], [B, H, T, T]
+  LayerRequest request;
+  request.final_hidden = false;
+  m.forward(ids.to(m.device()), valid.to(m.device()), request, [&](const LayerOutputs& o) {
+    context.push_back(o.context.to(at::kCPU, at::kDouble));
+    attention.push_back(o.attention.to(at::kCPU, at::kDouble));
+  });
+  make_folder(dir, "--dump-heads");
+  namespace fs = std::filesystem;
+  write_npy((fs::path(dir) / "ids.npy").string(), ids);
+  write_npy((fs::path(dir) / "n_valid.npy").string(), n_valid);
+  write_npy((fs::path(dir) / "context.npy").string(), at::stack(context, 1));      // [B, L, H, T, d]
+  write_npy((fs::path(dir) / "attention.npy").string(), at::stack(attention, 1));  // [B, L, H, T, T]
+  out << "heads:       " << B << " sample(s) of up to " << T << " tokens: context [B, L, H, T, d] and attention [B, L, H, T, T] "
+      << "as float64 in " << dir << " (ids.npy, n_valid.npy, context.npy, attention.npy)\n";
+}
+
+}  // namespace
+
+int cmd_model_info(const ModelInfoArgs& a, std::ostream& out) {
+  if (a.dump.empty() != a.ids.empty())
+    throw Error(a.dump.empty() ? "--ids" : "--dump-heads", "--dump-heads and --ids go together", "give both, or neither");
+  LoadReport r;
+  const TransformerEncoder m = TransformerEncoder::load(a.dir, parse_dtype(a.dtype), &r);
+  const BertConfig& c = m.config();
+  const FamilySpec& f = m.family();
+  out << "model:       " << a.dir << "\n"
+      << "family:      " << f.model_type << " (" << f.display << ")\n"
       << "shape:       " << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads << " heads (d="
       << c.head_dim() << "), ffn " << c.intermediate_size << ", vocab " << c.vocab_size << ", positions "
       << c.max_position_embeddings << "\n"
-      << "tensors:     " << r.tensors_in_file << " in the file: " << r.encoder_tensors << " BERT (encoder + pooler), "
-      << r.ignored.size() << " ignored (heads, buffers), " << r.unexpected.size() << " unexpected\n"
+      << "tensors:     " << r.tensors_in_file << " in the file: " << r.encoder_tensors << " " << f.display
+      << (f.pooler ? " (encoder + pooler), " : " (encoder), ") << r.ignored.size() << " ignored (heads, buffers), " << r.unexpected.size()
+      << " unexpected\n"
       << "sha256:      " << sha256_file(r.weights_path) << "\n";
   if (!r.unexpected.empty()) {
     std::cerr << "ctxsim: warning: unexpected tensors ignored:";
     for (const auto& u : r.unexpected) std::cerr << " " << u;
     std::cerr << "\n";
   }
+  if (!a.dump.empty()) dump_heads(m, a.ids, a.dump, out);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "pipeline/job/dist/work_units.h"
 #include "pipeline/job/dist/progress.h"
 #include "stages/stats/analysis.h"
+#include "stages/model/model.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
 #include "stages/base/stopwatch.h"
@@ -43,7 +44,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const PreparedSamples prepared = prepare_samples(c, tokenizer);
   const SampleSet& s = prepared.samples;
   require_native_dtype(c.model.dtype, c.where("model.dtype"));
-  const BertModel model = BertModel::load(dir, torch_dtype(c.model.dtype));
+  const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
   const BertConfig& mc = model.config();
   const int threads = configure_threads(c.runtime.threads, 1);
   if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty()) std::cerr << "ctxsim: " << note << "\n";
@@ -52,7 +53,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const auto units = make_units(N, c.runtime.unit_size);
   const double dsize = c.model.dtype == Precision::Float64 ? 8 : c.model.dtype == Precision::BFloat16 ? 2 : 4;
   double params = 0;
-  for (const auto& [name, shape] : bert_tensor_shapes(mc)) {
+  for (const auto& [name, shape] : encoder_tensor_shapes(mc)) {
     double n = 1;
     for (auto d : shape) n *= double(d);
     params += n;

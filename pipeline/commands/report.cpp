@@ -16,6 +16,7 @@
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/report/report_page.h"
+#include "pipeline/report/segment_figures.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
@@ -31,6 +32,22 @@ namespace {
 
 using namespace report;
 
+// A segmentation store's report: its figures and the method table.
+int segment_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  const std::vector<SegmentRun> runs = load_segment_runs({store_path}, {});
+  const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
+  make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
+  const std::vector<Entry> figures = segment_figures(runs);
+  std::ostringstream summary;
+  print_segment_summary(runs.front().results, summary);
+  const auto [html, bytes] = publish_page(dir, "report.html", "the report", figures, [&](const fs::path&) {
+    return segment_page("ctxsim segment: " + runs.front().label, summary.str(), figures);
+  });
+  out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
+      << (fs::path(dir) / "figures").string() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
@@ -39,6 +56,7 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
   if (args.max_bytes < (1 << 20))
     throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
   const h5::Id file = open_complete_store(store_path);
+  if (is_segment_store(file)) return segment_report(store_path, args, out);
   const StoreData d = load_store_data(file, store_path, args.rule);
   const auto heads = parse_heads(args.heads, d);
 

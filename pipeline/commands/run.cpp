@@ -11,6 +11,7 @@
 
 #include "ctxsim_revision.h"
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_plan.h"
 #include "pipeline/commands/run_units.h"
 #include "pipeline/job/dist/agree.h"
 #include "pipeline/job/durable/checkpoint.h"
@@ -25,6 +26,7 @@
 #include "pipeline/store/store.h"
 #include "stages/base/digest.h"
 #include "stages/stats/analysis.h"
+#include "stages/model/model.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -52,39 +54,6 @@ struct RunPlan {
   at::Device device = at::kCPU;          // where this rank computes (runtime.device)
 };
 
-RunPlan::Mode decide_mode(const RunPlan& p, std::optional<Checkpoint>& checkpoint) {
-  const Config& c = p.config;
-  if (c.output.overwrite) return RunPlan::Create;
-  const StoreInfo existing = inspect_store(p.store_path);
-  if (!existing.exists()) return RunPlan::Create;
-  if (existing.kind == StoreInfo::Kind::NotAStore)
-    throw Error(c.where("output.dir"), p.store_path + " exists and is not a ctxsim store: " + existing.what,
-                "move it away, choose another output.dir, or set output.overwrite=true to replace it");
-  const std::vector<std::string> differences = identity_differences(existing.config_yaml, c);
-  if (!differences.empty())
-    throw Error(c.where("output.dir"), p.store_path + " holds a run with a different config: " + join(differences, "; "),
-                "choose another output.dir, or set output.overwrite=true to replace it");
-  // The same config over other inputs (new weights under the same model.path, an edited corpus)
-  // is another run: resuming would mix the two, and a complete store would answer for the old.
-  const std::vector<std::string> changed =
-      changed_inputs({existing.model_sha256, existing.vocab_sha256, existing.corpus_sha256}, input_digests(c), c);
-  if (!changed.empty())
-    throw Error(c.where("output.dir"), p.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
-                "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
-  if (existing.complete) return RunPlan::AlreadyDone;
-  checkpoint = read_checkpoint(p.progress_path);  // an unreadable or damaged one stops the run here
-  if (!checkpoint) {
-    log_info(p.store_path + " stopped before its first durable point (no resume state beside it): starting it over");
-    return RunPlan::Create;
-  }
-  if (checkpoint->identity != p.identity_hash) {
-    log_info(p.progress_path + " is the resume state of another config (an older ctxsim?): starting the run over");
-    checkpoint.reset();
-    return RunPlan::Create;
-  }
-  return RunPlan::Resume;
-}
-
 RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
   RunPlan p;
   p.config_path = config_path;
@@ -107,14 +76,8 @@ RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vect
     p.store_path = (fs::path(c.output.dir) / "store.h5").string();
     p.progress_path = checkpoint_path(p.store_path);
   });
-  int64_t mode = RunPlan::Create;
-  on_every_rank(world, [&] {
-    if (world.rank() != 0) return;
-    p.lock = std::make_unique<RunLock>(p.config.output.dir, p.config.where("output.dir"));
-    mode = decide_mode(p, p.checkpoint);
-  });
-  world.broadcast(&mode, sizeof mode, 0);
-  p.mode = RunPlan::Mode(mode);
+  p.mode = RunPlan::Mode(agree_store_mode(world, p.config, JobKind::Run, {p.store_path, p.progress_path, p.identity_hash}, p.lock,
+                                          p.checkpoint));
   return p;
 }
 
@@ -123,7 +86,7 @@ struct RunInputs {
   int threads = 0;
   PreparedSamples prepared;
   std::optional<BertTokenizer> tokenizer;
-  std::optional<BertModel> model;
+  std::optional<TransformerEncoder> model;
   LoadReport report;
   std::future<std::string> weights_sha256;  // rank 0 of a new store
   StatisticsOptions options;
@@ -161,7 +124,8 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
     // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
     // three are independent, and together they are most of the start-up.
     auto loading =
-        std::async(std::launch::async, [&] { return BertModel::load(p.model_dir, torch_dtype(c.model.dtype), &in.report, p.device); });
+        std::async(std::launch::async,
+                   [&] { return TransformerEncoder::load(p.model_dir, torch_dtype(c.model.dtype), &in.report, p.device); });
     if (p.mode == RunPlan::Create && world.rank() == 0)
       in.weights_sha256 = std::async(std::launch::async, [w = (fs::path(p.model_dir) / "model.safetensors").string()] { return sha256_file(w); });
     in.tokenizer.emplace(make_tokenizer(c));
@@ -174,12 +138,12 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
   // system before the long part: glibc keeps freed memory under our trim threshold (main.cpp).
   malloc_trim(0);
   if (!in.report.unexpected.empty())
-    log_info("warning: tensors in " + p.model_dir + "/model.safetensors that BertModel does not use: " + join(in.report.unexpected, " "));
+    log_info("warning: tensors in " + p.model_dir + "/model.safetensors that the encoder does not use: " + join(in.report.unexpected, " "));
   const SampleSet& s = in.prepared.samples;
   const BertConfig& mc = in.model->config();
   log_info("samples: " + std::to_string(s.size()) + " of " + std::to_string(s.num_candidates) + " candidates, T=" +
-           std::to_string(s.seq_len) + "; model " + p.model_dir + " (" + std::to_string(mc.num_layers) + " layers, " +
-           std::to_string(mc.num_heads) + " heads, " + name_of(c.model.dtype) + ")");
+           std::to_string(s.seq_len) + "; model " + p.model_dir + " (" + family_spec(mc.family).model_type + ", " +
+           std::to_string(mc.num_layers) + " layers, " + std::to_string(mc.num_heads) + " heads, " + name_of(c.model.dtype) + ")");
   return in;
 }
 

@@ -9,7 +9,11 @@
 #include <sstream>
 
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/metrics.h"
 #include "pipeline/commands/summary.h"
+
+#include "pipeline/store/segment_store.h"
+#include "pipeline/store/segment_summary.h"
 #include "pipeline/job/config/head_list.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
@@ -27,6 +31,16 @@ std::string pct(double share, double den) {
   return s.str();
 }
 
+// The per-layer table: metric, column width, decimals.
+struct Column {
+  const char* metric;
+  int width, digits;
+};
+constexpr Column kLayerColumns[] = {{"high_pairs", 8, 0},         {"mean_distance", 11, 1},   {"median_distance", 8, 0},
+                                    {"short_range_share", 8, 1},  {"long_range_share", 10, 1}, {"same_sentence_rate", 13, 1},
+                                    {"same_sentence_lift", 6, 2}, {"repetition_lift", 13, 2},  {"in_attention_rate", 11, 1},
+                                    {"distinct_anchors", 10, 2},  {"separator_mass", 10, 3},   {"noise_share", 9, 1}};
+
 std::string fixed(double v, int digits) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(digits) << v;
@@ -38,6 +52,10 @@ std::string fixed(double v, int digits) {
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
   const h5::Id file = open_complete_store(path);
+  if (is_segment_store(file)) {
+    print_segment_summary(read_segment_store(file, path), out);
+    return 0;
+  }
   const auto vocab = store_vocab(file);
   const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
   const Baseline base = baseline_of(stats);
@@ -61,18 +79,16 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
           << pct(base.short_range_chance(), base.valid_pairs) << "%, d>=32 " << pct(base.long_range_chance(), base.valid_pairs) << "%\n";
       header = false;
     }
-    out << "\nrule " << rule << "\n"
-        << " layer   pairs  dist mean  median  d<=5 %   d>=32 %  same-sent %  lift  repeat lift  in-attn %  distinct  sep-attn  noise %\n";
+    out << "\nrule " << rule << "\n layer";
+    for (const auto& [name, width, digits] : kLayerColumns) out << std::setw(width) << metric(name).header;
+    out << "\n";
     double high_attention_all = 0;
     for (int64_t l = 0; l < L; ++l) {
       const Counts c = r.layer(l);
-      high_attention_all += c.high_attention_all;
-      out << std::setw(6) << l << std::setw(8) << int64_t(c.pairs) << std::setw(11) << fixed(c.mean_distance(), 1) << std::setw(8)
-          << c.median_distance() << std::setw(8) << pct(c.short_range(), c.pairs) << std::setw(10) << pct(c.long_range(), c.pairs)
-          << std::setw(13) << pct(c.same_sentence_rate(), c.eligible) << std::setw(6) << fixed(base.same_sentence_lift(c), 2)
-          << std::setw(13) << fixed(base.repetition_lift(c), 2) << std::setw(11) << pct(c.in_attention_rate(), c.pairs) << std::setw(10)
-          << fixed(Counts::ratio(double(r.distinct_anchors[size_t(l)]), double(samples)), 2) << std::setw(10)
-          << fixed(base.separator_attention(c), 3) << std::setw(9) << pct(c.noise_share(), c.pairs) << "\n";
+      high_attention_all += c[Stat::HighAttentionAll];
+      out << std::setw(6) << l;
+      for (const auto& [name, width, digits] : kLayerColumns) out << std::setw(width) << metric_text(metric(name), c, base, digits);
+      out << "\n";
     }
     out << "  (chance: in-attention " << pct(Counts::ratio(high_attention_all, base.valid_pairs * double(L * H)), base.valid_pairs * double(L * H))
         << "% of all valid pairs; distinct = mean distinct anchors "

@@ -15,6 +15,9 @@ struct SummaryOptions {
   std::vector<std::pair<int64_t, int64_t>> heads;  // (layer, head) whose top anchors are listed; empty = one per layer
   int64_t top = 5;                                 // anchors listed per head
 };
+// A segmentation store (`ctxsim segment`) gets its method table instead.
 int print_summary(const std::string& store_path, const SummaryOptions& options, std::ostream& out);
+
+
 
 }  // namespace ctxsim

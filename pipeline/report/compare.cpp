@@ -9,11 +9,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/metrics.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/digest.h"
@@ -138,7 +140,7 @@ void distance_figure(const std::vector<CompareRun>& runs, std::vector<Entry>& ou
       Series s{r.label, {}, {}, r.colour};
       for (int64_t d = 1; d < T; ++d) {
         s.x.push_back(double(d));
-        s.y.push_back(100 * Counts::ratio(r.layers[size_t(l)].distance[size_t(d)], r.layers[size_t(l)].pairs));
+        s.y.push_back(100 * Counts::ratio(r.layers[size_t(l)].distance[size_t(d)], r.layers[size_t(l)].pairs()));
       }
       ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
       p.series.push_back(s);
@@ -175,7 +177,7 @@ std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const st
   anchors.title = "distinct anchors", anchors.x_label = "layer", anchors.y_label = "mean per sample", anchors.y_lo = 0;
   for (const auto& r : runs) {
     Series s{r.label, layer_axis(r.stats.L), {}, r.colour};
-    for (int64_t l = 0; l < r.stats.L; ++l) s.y.push_back(Counts::ratio(double(r.stats.distinct_anchors[size_t(l)]), double(r.base.samples)));
+    for (int64_t l = 0; l < r.stats.L; ++l) s.y.push_back(Counts::ratio(double(r.stats.of(Stat::DistinctAnchors)[size_t(l)]), double(r.base.samples)));
     anchors.series.push_back(s);
   }
   out.push_back({"distinct_anchors_by_layer", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
@@ -217,17 +219,20 @@ std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const st
 namespace {
 
 std::string numbers_table(const std::vector<CompareRun>& runs) {
+  // Metric, the table's header, decimals.
+  const std::tuple<const char*, const char*, int> columns[] = {
+      {"mean_distance", "mean distance", 1},      {"short_range_share", "d&le;5 %", 1},  {"same_sentence_rate", "same-sentence %", 1},
+      {"same_sentence_lift", "lift", 2},          {"repetition_lift", "repetition lift", 2}, {"distinct_anchors", "distinct anchors", 2},
+      {"in_attention_rate", "in-attention %", 1}, {"noise_share", "noise %", 1}};
   std::ostringstream t;
-  t << "<table><tr><th>run</th><th>layer</th><th>mean distance</th><th>d&le;5 %</th><th>same-sentence %</th><th>lift</th>"
-       "<th>repetition lift</th><th>distinct anchors</th><th>in-attention %</th><th>noise %</th></tr>";
+  t << "<table><tr><th>run</th><th>layer</th>";
+  for (const auto& [name, header, digits] : columns) t << "<th>" << header << "</th>";
+  t << "</tr>";
   for (const auto& r : runs)
     for (int64_t l = 0; l < r.stats.L; ++l) {
-      const Counts& c = r.layers[size_t(l)];
-      t << "<tr><td>" << xml_escape(r.label) << "</td><td>" << l << "</td><td>" << fixed(c.mean_distance(), 1) << "</td><td>"
-        << fixed(100 * c.short_range(), 1) << "</td><td>" << fixed(100 * c.same_sentence_rate(), 1) << "</td><td>"
-        << fixed(r.base.same_sentence_lift(c), 2) << "</td><td>" << fixed(r.base.repetition_lift(c), 2) << "</td><td>"
-        << fixed(Counts::ratio(double(r.stats.distinct_anchors[size_t(l)]), double(r.base.samples)), 2) << "</td><td>"
-        << fixed(100 * c.in_attention_rate(), 1) << "</td><td>" << fixed(100 * c.noise_share(), 1) << "</td></tr>";
+      t << "<tr><td>" << xml_escape(r.label) << "</td><td>" << l << "</td>";
+      for (const auto& [name, header, digits] : columns) t << "<td>" << metric_text(metric(name), r.layers[size_t(l)], r.base, digits) << "</td>";
+      t << "</tr>";
     }
   return t.str() + "</table>";
 }

@@ -73,7 +73,7 @@ void distance_figures(const Aggregates& a) {
   double ymax = *std::max_element(chance.begin(), chance.end());
   for (int l = 0; l < L; ++l) {
     Series s{"layer " + std::to_string(l), range(1, T), {}, sequence_colour(l, L)};
-    for (int x = 1; x < T; ++x) s.y.push_back(100.0 * Counts::ratio(a.layers[size_t(l)].distance[size_t(x)], a.layers[size_t(l)].pairs));
+    for (int x = 1; x < T; ++x) s.y.push_back(100.0 * Counts::ratio(a.layers[size_t(l)].distance[size_t(x)], a.layers[size_t(l)].pairs()));
     ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
     overlay.series.push_back(s);
     PlotSpec p;
@@ -136,16 +136,16 @@ void anchor_and_signal_figures(const Aggregates& a) {
   PlotSpec p;
   p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05, p.x_ticks = numbered("L", L);
   Series bars{"distinct anchors", range(0, L), {}, kBlue, false, true};
-  for (int l = 0; l < L; ++l) bars.y.push_back(Counts::ratio(double(d.stats.distinct_anchors[size_t(l)]), double(b.samples)));
+  for (int l = 0; l < L; ++l) bars.y.push_back(Counts::ratio(double(d.stats.of(Stat::DistinctAnchors)[size_t(l)]), double(b.samples)));
   p.series = {bars, Series{"all heads different (" + std::to_string(H) + ")", {-0.5, L - 0.5}, {double(H), double(H)}, kGrey, true}};
   a.out.push_back({"distinct_anchors", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
                    plot_figure({p}, 1, std::max(300.0, 36.0 * L), 240, "Distinct anchors per layer", d.run)});
   Counts all;
-  for (const auto& c : a.layers) all.high_attention_all += c.high_attention_all, all.heads += c.heads;
+  for (const auto& c : a.layers) all[Stat::HighAttentionAll] += c[Stat::HighAttentionAll], all.heads += c.heads;
   PlotSpec sn, att;
   sn.title = "signal and noise", sn.x_label = "layer", sn.y_label = "% of selected pairs", sn.y_lo = 0, sn.y_hi = 100;
   att.title = "attention overlap", att.x_label = "layer", att.y_label = "% high-attention", att.y_lo = 0;
-  sn.series = {a.per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs > 0 ? 100 * (1 - c.noise_share()) : 0; }),
+  sn.series = {a.per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs() > 0 ? 100 * (1 - c.noise_share()) : 0; }),
                a.per_layer("noise", kOrange, [](const Counts& c) { return 100 * c.noise_share(); })};
   att.series = {a.per_layer("selected pairs with attention >= " + fixed(d.beta, 2), Rgb{44, 160, 44}, [](const Counts& c) { return 100 * c.in_attention_rate(); }),
                 a.flat("chance (all valid pairs)", 100 * b.in_attention_chance(all), kChance)};

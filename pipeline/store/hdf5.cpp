@@ -1,5 +1,10 @@
 #include "pipeline/store/hdf5.h"
 
+#include <hdf5_hl.h>
+
+#include <algorithm>
+#include <cstdio>
+
 #include "stages/base/error.h"
 
 namespace ctxsim::h5 {
@@ -220,6 +225,42 @@ Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::
   Id ds(H5Dcreate2(parent, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose, ("create dataset " + name).c_str());
   set_attr(ds, "description", description);
   return ds;
+}
+
+void make_scale(hid_t ds, const std::string& name, int32_t dimid) {
+  CTXSIM_H5(H5DSset_scale(ds, name.c_str()));
+  write_attr(ds, "_Netcdf4Dimid", H5T_STD_I32LE, H5T_NATIVE_INT32, &dimid);
+}
+
+std::string dimension_without_values(hsize_t size) {
+  // netCDF-4's spelling: h5netcdf and netCDF look for the sentence, the size follows as %10d.
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "This is a netCDF dimension but not a netCDF variable.%10llu", static_cast<unsigned long long>(size));
+  return buf;
+}
+
+void attach_scale(hid_t ds, hid_t scale, unsigned axis, const std::string& label) {
+  CTXSIM_H5(H5DSattach_scale(ds, scale, axis));
+  CTXSIM_H5(H5DSset_label(ds, axis, label.c_str()));
+}
+
+Id fixed_string_type(size_t width) {
+  Id t(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
+  CTXSIM_H5(H5Tset_size(t, std::max<size_t>(width, 1)));
+  CTXSIM_H5(H5Tset_strpad(t, H5T_STR_NULLPAD));
+  CTXSIM_H5(H5Tset_cset(t, H5T_CSET_UTF8));
+  return t;
+}
+
+std::string pack_strings(const std::vector<std::string>& values, size_t width) {
+  width = std::max<size_t>(width, 1);
+  std::string out(values.size() * width, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    size_t n = std::min(width, values[i].size());
+    while (n < values[i].size() && n > 0 && (static_cast<unsigned char>(values[i][n]) & 0xC0) == 0x80) --n;  // whole UTF-8 characters
+    values[i].copy(&out[i * width], n);
+  }
+  return out;
 }
 
 std::vector<hsize_t> dims_of(hid_t ds) {

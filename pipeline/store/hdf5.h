@@ -73,6 +73,20 @@ int64_t get_attr_int(hid_t obj, const std::string& name);
 double get_attr_double(hid_t obj, const std::string& name);
 bool has_attr(hid_t obj, const std::string& name);
 
+// Dimension scales (HDF5's H5DS, the netCDF-4 convention that h5netcdf, xarray and netCDF read;
+// docs/STORE.md "With xarray"). Makes the 1-D dataset ds a dimension scale: CLASS
+// DIMENSION_SCALE, NAME `name` (netCDF-4: a scale named like its dataset is that dimension's
+// coordinate variable) and netCDF-4's `_Netcdf4Dimid` (unique in the file).
+void make_scale(hid_t ds, const std::string& name, int32_t dimid);
+// The NAME of a scale that is a netCDF dimension without values (not a variable), of `size`.
+std::string dimension_without_values(hsize_t size);
+// Attaches `scale` to axis `axis` of ds and labels the axis with the scale's dimension name.
+void attach_scale(hid_t ds, hid_t scale, unsigned axis, const std::string& label);
+// A fixed-length, NUL-padded UTF-8 string type of `width` bytes (at least 1).
+Id fixed_string_type(size_t width);
+// `values` laid out for fixed_string_type(width): each NUL-padded (or cut) to width bytes.
+std::string pack_strings(const std::vector<std::string>& values, size_t width);
+
 // A dataset of `type` and `dims`, chunked along the first dimension when chunk_rows > 0,
 // with a `description` attribute.
 Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,

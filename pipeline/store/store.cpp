@@ -4,6 +4,8 @@
 // takes part with an empty selection.
 #include "pipeline/store/store.h"
 
+#include "pipeline/store/scales.h"
+
 #include <sys/statvfs.h>
 
 #include <algorithm>
@@ -66,25 +68,6 @@ double free_bytes_at(const std::string& path) {
   return double(fs.f_bavail) * double(fs.f_frsize);
 }
 
-// The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
-void write_root_attributes(hid_t file, const StoreAttributes& a) {
-  h5::set_attr(file, "schema_version", kStoreSchemaVersion);
-  const std::pair<const char*, const std::string*> texts[] = {
-      {"config", &a.config_yaml},   {"config_path", &a.config_path},       {"model_path", &a.model_path},
-      {"model_sha256", &a.model_sha256}, {"vocab_path", &a.vocab_path},    {"vocab_sha256", &a.vocab_sha256},
-      {"corpus", &a.corpus},        {"corpus_sha256", &a.corpus_sha256},   {"ctxsim_version", &a.version},
-      {"git_revision", &a.git_revision}, {"started", &a.started}};
-  for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
-  h5::set_attr(file, "finished", std::string());
-  h5::set_attr(file, "vector", a.vector_kind);
-  h5::set_attr(file, "dtype", a.dtype);
-  h5::set_attr(file, "ranks", a.ranks);
-  h5::set_attr(file, "threads_per_rank", a.threads);
-  h5::set_attr(file, "devices", a.devices);
-  h5::set_attr(file, "isa", a.isa);
-  h5::set_attr(file, "per_rank_seconds", std::string());
-  h5::set_attr(file, "complete", int64_t{0});
-}
 
 void create_samples(hid_t file, hsize_t N, hsize_t T) {
   const h5::Id g = h5::create_group(file, "samples");
@@ -150,7 +133,37 @@ void create_stats(hid_t file, const StoreLayout& layout) {
   }
 }
 
+
+
 }  // namespace
+
+// The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
+void write_root_attributes(hid_t file, const StoreAttributes& a) {
+  h5::set_attr(file, "schema_version", kStoreSchemaVersion);
+  const std::pair<const char*, const std::string*> texts[] = {
+      {"config", &a.config_yaml},   {"config_path", &a.config_path},       {"model_path", &a.model_path},
+      {"model_sha256", &a.model_sha256}, {"vocab_path", &a.vocab_path},    {"vocab_sha256", &a.vocab_sha256},
+      {"corpus", &a.corpus},        {"corpus_sha256", &a.corpus_sha256},   {"ctxsim_version", &a.version},
+      {"git_revision", &a.git_revision}, {"started", &a.started}};
+  for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
+  h5::set_attr(file, "finished", std::string());
+  h5::set_attr(file, "vector", a.vector_kind);
+  h5::set_attr(file, "dtype", a.dtype);
+  h5::set_attr(file, "ranks", a.ranks);
+  h5::set_attr(file, "threads_per_rank", a.threads);
+  h5::set_attr(file, "devices", a.devices);
+  h5::set_attr(file, "isa", a.isa);
+  h5::set_attr(file, "per_rank_seconds", std::string());
+  h5::set_attr(file, "complete", int64_t{0});
+}
+
+void move_into_place(const std::string& creating, const std::string& path, MPI_Comm comm, int rank) {
+  // Every rank's part is in the file: it becomes the store (the open file follows the rename).
+  CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
+  if (rank == 0 && std::rename(creating.c_str(), path.c_str()) != 0)
+    throw Error(path, std::string("cannot move the new store into place: ") + std::strerror(errno), "check the folder's permissions");
+  CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
+}
 
 Store Store::create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& a,
                     const SampleSet& samples, const std::string& vocab_text) {
@@ -165,12 +178,9 @@ Store Store::create(const std::string& path, MPI_Comm comm, int rank, const Stor
     create_examples(st.file_, E, R, L, H, T);
     create_stats(st.file_, layout);
     st.write_samples(samples, vocab_text);
+    create_scales(st.file_, layout, vocab_text, st.collective_, rank == 0);
     CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
-    // Every rank's part is in the file: it becomes the store (the open file follows the rename).
-    CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
-    if (rank == 0 && std::rename(creating.c_str(), path.c_str()) != 0)
-      throw Error(path, std::string("cannot move the new store into place: ") + std::strerror(errno), "check the folder's permissions");
-    CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
+    move_into_place(creating, path, comm, rank);
     st.path_ = path;
     return st;
   } catch (const Error& e) {
@@ -261,6 +271,7 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
   guarded([&] {
     const h5::Id stats = h5::open_group(file_, "stats");
     const auto put = [&](hid_t group, const StatField& f, const int64_t* data) {
+      if (f.size == 0) return;  // an empty axis (no separators): no storage, and MPI-IO refuses an empty collective write
       const h5::Id ds(H5Dopen2(group, f.name(), H5P_DEFAULT), H5Dclose, f.name());
       std::vector<hsize_t> count;
       for (auto x : f.dims) count.push_back(rank_ == 0 ? hsize_t(x) : 0);
@@ -283,6 +294,7 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
     h5::set_attr(att, "separators", join(separators, "\n"));
     h5::set_attr(att, "separator_tokens", join(separator_tokens, "\n"));
     h5::set_attr(att, "fixed_point_scale", kFixedPointScale);
+    write_separator_scale(stats, separator_tokens, collective_, rank_ == 0);
   });
 }
 
@@ -381,8 +393,10 @@ double store_bytes(const StoreLayout& l) {
   double stats = 0;
   for (const auto& f : l.fields) stats += 8.0 * double(f.size) * (f.per_rule() ? R : 1.0);
   // samples (ids, sentence and word ids; n_valid, source, candidate), per-sample [R, N, L, H]
-  // x 3 x 4 bytes, examples (attention and similarity float16, selections u8), statistics.
-  return N * T * 8 + N * 18 + R * N * L * H * 12 + E * L * H * T * T * (4 + R) + stats;
+  // x 3 x 4 bytes, examples (attention and similarity float16, selections u8), statistics, and
+  // the dimension scales: each rule's token spellings (about 20 bytes a token), sample indices.
+  const double V = double(l.vocab);
+  return N * T * 8 + N * 18 + R * N * L * H * 12 + E * L * H * T * T * (4 + R) + stats + R * V * 20 + N * 16;
 }
 
 void check_free_space(const std::string& dir, double bytes, const std::string& where) {

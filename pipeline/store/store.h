@@ -37,10 +37,18 @@ struct StoreAttributes {
   int64_t ranks = 1, threads = 1;
 };
 
+// The root attributes of a new store (run or segment), complete = 0. Collective.
+void write_root_attributes(hid_t file, const StoreAttributes& attrs);
+
+// Collective: a new store, flushed under `creating`, renamed over `path` by rank 0 once every
+// rank is done with it (so path is never a store that did not start).
+void move_into_place(const std::string& creating, const std::string& path, MPI_Comm comm, int rank);
+
 class Store {
  public:
-  // Creates path with every dataset allocated and the samples and vocabulary written, so that
-  // afterwards only raw data and attributes change. The file is made under <path>.creating and
+  // Creates path with every dataset allocated, the samples and vocabulary written and every axis
+  // named by a dimension scale (docs/STORE.md "With xarray"), so that afterwards only raw data
+  // and attributes change. The file is made under <path>.creating and
   // renamed over path only once all of that is flushed: path is never a store that did not start
   // (and a failure leaves nothing). Collective on comm.
   static Store create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& attrs,

@@ -46,20 +46,20 @@ template std::vector<int16_t> read_checked(hid_t, const std::string&, const std:
 double Counts::mean_distance() const {
   double m = 0;
   for (size_t d = 0; d < distance.size(); ++d) m += double(d) * distance[d];
-  return ratio(m, pairs);
+  return ratio(m, pairs());
 }
 
 int64_t Counts::median_distance() const {
   double cum = 0;
   for (size_t d = 0; d < distance.size(); ++d) {
     cum += distance[d];
-    if (cum * 2 >= pairs) return int64_t(d);
+    if (cum * 2 >= pairs()) return int64_t(d);
   }
   return 0;
 }
 
-double Counts::short_range() const { return ratio(sum_range(distance, 0, kShortRange + 1), pairs); }
-double Counts::long_range() const { return ratio(sum_range(distance, kLongRange, int64_t(distance.size())), pairs); }
+double Counts::short_range() const { return ratio(sum_range(distance, 0, kShortRange + 1), pairs()); }
+double Counts::long_range() const { return ratio(sum_range(distance, kLongRange, int64_t(distance.size())), pairs()); }
 
 double Baseline::short_range_chance() const {
   const std::vector<double> d(distance_all.begin(), distance_all.end());
@@ -71,19 +71,28 @@ double Baseline::long_range_chance() const {
   return Counts::ratio(sum_range(d, kLongRange, T()), valid_pairs);
 }
 
+namespace {
+
+// The per-rule [L, H] statistics of the schema: what a Counts holds.
+const std::vector<const StatInfo*>& per_head_stats() {
+  static const std::vector<const StatInfo*> list = [] {
+    std::vector<const StatInfo*> v;
+    for (const auto& s : kStatSchema)
+      if (s.per_rule && s.shape == StatShape::LH) v.push_back(&s);
+    return v;
+  }();
+  return list;
+}
+
+}  // namespace
+
 Counts RuleStats::head(int64_t l, int64_t h) const {
   Counts c;
   const size_t i = size_t(l * H + h);
-  c.pairs = double(high_pairs[i]);
-  c.same_sentence = double(same_sentence[i]);
-  c.eligible = double(sentence_eligible[i]);
-  c.same_token = double(same_token[i]);
-  c.in_attention = double(in_attention[i]);
-  c.noise = double(noise[i]);
-  c.high_attention_all = double(high_attention_all[i]);
-  c.separator_mass = double(separator_mass[i]) / kFixedPointScale;
+  for (const StatInfo* s : per_head_stats()) c[s->id] = double(of(s->id)[i]) / (s->fixed_point ? kFixedPointScale : 1.0);
   c.heads = 1;
-  c.distance.assign(distance_hist.begin() + long(i * size_t(T)), distance_hist.begin() + long((i + 1) * size_t(T)));
+  const auto& hist = of(Stat::DistanceHist);
+  c.distance.assign(hist.begin() + long(i * size_t(T)), hist.begin() + long((i + 1) * size_t(T)));
   return c;
 }
 
@@ -92,16 +101,16 @@ Counts RuleStats::layer(int64_t l) const {
   c.distance.assign(size_t(T), 0.0);
   for (int64_t h = 0; h < H; ++h) {
     const Counts x = head(l, h);
-    c.pairs += x.pairs, c.same_sentence += x.same_sentence, c.eligible += x.eligible, c.same_token += x.same_token;
-    c.in_attention += x.in_attention, c.noise += x.noise, c.high_attention_all += x.high_attention_all;
-    c.separator_mass += x.separator_mass, c.heads += 1;
+    for (const StatInfo* s : per_head_stats()) c[s->id] += x[s->id];
+    c.heads += 1;
     for (int64_t d = 0; d < T; ++d) c.distance[size_t(d)] += x.distance[size_t(d)];
   }
+  c[Stat::DistinctAnchors] = double(of(Stat::DistinctAnchors)[size_t(l)]);  // a layer's, across its heads
   return c;
 }
 
 std::vector<int64_t> RuleStats::top_anchors(int64_t l, int64_t h, int64_t n) const {
-  const int64_t* row = &anchor_counts[size_t((l * H + h) * V)];
+  const int64_t* row = &of(Stat::AnchorCounts)[size_t((l * H + h) * V)];
   std::vector<int64_t> ids(static_cast<size_t>(V));
   std::iota(ids.begin(), ids.end(), 0);
   n = std::min(n, V);
@@ -210,22 +219,11 @@ double Baseline::separator_token_attention(int64_t layer, int64_t head, size_t u
 
 RuleStats rule_stats_of(const StoreStats& st, size_t rule) {
   const Accumulator& a = st.acc;
-  const int64_t r = int64_t(rule);
   RuleStats out;
   out.name = st.rules.at(rule);
   out.L = a.shape().layers, out.H = a.shape().heads, out.T = a.shape().seq_len, out.V = a.shape().vocab;
-  const auto take = [&](Stat s) { return std::vector<int64_t>(a.at(s, r), a.at(s, r) + a.field(s).size); };
-  out.high_pairs = take(Stat::HighPairs);
-  out.same_sentence = take(Stat::SameSentence);
-  out.sentence_eligible = take(Stat::SentenceEligible);
-  out.same_token = take(Stat::SameToken);
-  out.in_attention = take(Stat::InAttention);
-  out.noise = take(Stat::Noise);
-  out.high_attention_all = take(Stat::HighAttentionAll);
-  out.separator_mass = take(Stat::SeparatorMass);
-  out.distance_hist = take(Stat::DistanceHist);
-  out.distinct_anchors = take(Stat::DistinctAnchors);
-  out.anchor_counts = take(Stat::AnchorCounts);
+  for (const auto& f : a.fields())
+    if (f.per_rule()) out.data[size_t(f.info->id)].assign(a.at(f.info->id, int64_t(rule)), a.at(f.info->id, int64_t(rule)) + f.size);
   return out;
 }
 

@@ -19,22 +19,25 @@ inline constexpr const char* kDamagedStoreFix = h5::kNotAStoreFix;
 // Distance classes the tables and CSVs report: d <= 5 (short range) and d >= 32 (long range).
 constexpr int64_t kShortRange = 5, kLongRange = 32;
 
-// Counts of one head, or summed over the heads of a layer. Ratios are 0 when undefined.
+// Counts of one head, or summed over the heads of a layer: every per-rule [L, H] statistic of the
+// schema (kStatSchema) by its Stat, fixed-point ones in their units (attention mass), and the
+// distance histogram. Ratios are 0 when undefined.
 struct Counts {
-  double pairs = 0, same_sentence = 0, eligible = 0, same_token = 0, in_attention = 0, noise = 0;
-  double high_attention_all = 0;  // the in-attention baseline: high-attention valid pairs
-  double separator_mass = 0;      // summed over samples (and heads), attention units
+  std::array<double, kStatCount> value{};
   int64_t heads = 0;
   std::vector<double> distance;   // [T] selected pairs by distance j - i
 
+  double operator[](Stat s) const { return value[size_t(s)]; }
+  double& operator[](Stat s) { return value[size_t(s)]; }
+  double pairs() const { return (*this)[Stat::HighPairs]; }
   double mean_distance() const;
   int64_t median_distance() const;
   double short_range() const;     // share of pairs with d <= kShortRange
   double long_range() const;      // share with d >= kLongRange
-  double same_sentence_rate() const { return ratio(same_sentence, eligible); }
-  double repetition_rate() const { return ratio(same_token, pairs); }
-  double in_attention_rate() const { return ratio(in_attention, pairs); }
-  double noise_share() const { return ratio(noise, pairs); }
+  double same_sentence_rate() const { return ratio((*this)[Stat::SameSentence], (*this)[Stat::SentenceEligible]); }
+  double repetition_rate() const { return ratio((*this)[Stat::SameToken], pairs()); }
+  double in_attention_rate() const { return ratio((*this)[Stat::InAttention], pairs()); }
+  double noise_share() const { return ratio((*this)[Stat::Noise], pairs()); }
   static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 };
 
@@ -57,29 +60,30 @@ struct Baseline {
   double repetition_chance() const { return Counts::ratio(same_token_all, valid_pairs); }
   double short_range_chance() const;
   double long_range_chance() const;
-  double in_attention_chance(const Counts& c) const { return Counts::ratio(c.high_attention_all, valid_pairs * double(c.heads)); }
+  double in_attention_chance(const Counts& c) const { return Counts::ratio(c[Stat::HighAttentionAll], valid_pairs * double(c.heads)); }
   double same_sentence_lift(const Counts& c) const { return Counts::ratio(c.same_sentence_rate(), same_sentence_chance()); }
   double repetition_lift(const Counts& c) const { return Counts::ratio(c.repetition_rate(), repetition_chance()); }
   // Mean attention mass on separators per sample and head.
-  double separator_attention(const Counts& c) const { return Counts::ratio(c.separator_mass, double(samples) * double(c.heads)); }
+  double separator_attention(const Counts& c) const { return Counts::ratio(c[Stat::SeparatorMass], double(samples) * double(c.heads)); }
 };
 
-// /stats/<rule>: the int64 aggregates, [L, H] unless noted.
+// /stats/<rule>: every per-rule statistic of the schema by its Stat, as stored (int64).
 struct RuleStats {
   std::string name;
   int64_t L = 0, H = 0, T = 0, V = 0;
-  std::vector<int64_t> high_pairs, same_sentence, sentence_eligible, same_token, in_attention, noise, high_attention_all,
-      separator_mass;                    // fixed point, see kFixedPointScale
-  std::vector<int64_t> distance_hist;    // [L, H, T]
-  std::vector<int64_t> distinct_anchors; // [L]
-  std::vector<int64_t> anchor_counts;    // [L, H, V]
+  std::array<std::vector<int64_t>, kStatCount> data;
 
+  const std::vector<int64_t>& of(Stat s) const { return data[size_t(s)]; }
   Counts head(int64_t layer, int64_t head) const;
   Counts layer(int64_t layer) const;     // all heads of the layer
+  // Mean number of distinct anchors across the layer's heads per sample.
+  double distinct_anchors(int64_t layer, int64_t samples) const {
+    return Counts::ratio(double(of(Stat::DistinctAnchors)[size_t(layer)]), double(samples));
+  }
   // Token ids of a head's anchors by count (ties: smaller id), at most n with a count > 0.
   std::vector<int64_t> top_anchors(int64_t layer, int64_t head, int64_t n) const;
   int64_t anchor_count(int64_t layer, int64_t head, int64_t token) const {
-    return anchor_counts[size_t((layer * H + head) * V + token)];
+    return of(Stat::AnchorCounts)[size_t((layer * H + head) * V + token)];
   }
 };
 

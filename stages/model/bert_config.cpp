@@ -13,68 +13,124 @@ BertConfig BertConfig::load(const std::string& path) {
                path);
 }
 
+namespace {
+
+const char* const kFixConfig = "restore the model's config.json";
+
+// The family config.json's "model_type" names ("bert" when absent).
+const FamilySpec& family_of(const nlohmann::json& j, const std::string& path) {
+  const auto it = j.find("model_type");
+  if (it == j.end()) return family_spec(Family::Bert);
+  if (!it->is_string()) throw Error(path + ": model_type", "expected a string, got " + it->dump(), kFixConfig);
+  const std::string type = it->get<std::string>();
+  if (const FamilySpec* f = family_by_model_type(type)) return *f;
+  throw Error(path + ": model_type", "'" + type + "' is not a model family ctxsim reads (it reads " + supported_model_types() + ")",
+              "use a checkpoint of one of these families (a new family is a row of stages/model/family.cpp)");
+}
+
+// The sizes, epsilon and activation under the family's key names.
+void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string& path, BertConfig& c) {
+  const auto get_int = [&](const char* key, int64_t& dst, bool required) {
+    const auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) throw Error(path + ": " + key, "missing", kFixConfig);
+      return;
+    }
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0)
+      throw Error(path + ": " + key, "expected a positive integer, got " + it->dump(), kFixConfig);
+    dst = it->get<int64_t>();
+  };
+  const ConfigKeys& k = f.keys;
+  get_int(k.vocab, c.vocab_size, true);
+  get_int(k.hidden, c.hidden_size, true);
+  get_int(k.layers, c.num_layers, true);
+  get_int(k.heads, c.num_heads, true);
+  get_int(k.ffn, c.intermediate_size, true);
+  get_int(k.positions, c.max_position_embeddings, false);
+  c.type_vocab_size = 0;
+  if (k.type_vocab) {
+    c.type_vocab_size = 2;
+    get_int(k.type_vocab, c.type_vocab_size, false);
+  }
+  c.layer_norm_eps = f.eps;
+  if (auto it = k.eps ? j.find(k.eps) : j.end(); it != j.end()) {
+    if (!it->is_number()) throw Error(path + ": " + k.eps, "expected a number", kFixConfig);
+    c.layer_norm_eps = it->get<double>();
+    if (!(c.layer_norm_eps > 0 && c.layer_norm_eps < 1))
+      throw Error(path + ": " + k.eps, "expected a small positive number, got " + it->dump(), kFixConfig);
+  }
+  if (auto it = j.find(k.activation); it != j.end()) {
+    if (!it->is_string()) throw Error(path + ": " + k.activation, "expected a string", kFixConfig);
+    c.hidden_act = it->get<std::string>();
+    if (c.hidden_act != "gelu" && c.hidden_act != "relu" && c.hidden_act != "gelu_new")
+      throw Error(path + ": " + k.activation, "'" + c.hidden_act + "' is not supported (gelu, gelu_new, relu)",
+                  std::string("use a ") + f.display + " checkpoint");
+  }
+}
+
+}  // namespace
+
 BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path, std::string("malformed JSON: ") + e.what(), "restore the model's config.json");
+    throw Error(path, std::string("malformed JSON: ") + e.what(), kFixConfig);
   }
-  if (!j.is_object()) throw Error(path, "expected a JSON object", "restore the model's config.json");
+  if (!j.is_object()) throw Error(path, "expected a JSON object", kFixConfig);
   BertConfig c;
-  const auto get_int = [&](const char* key, int64_t& dst, bool required) {
-    const auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) throw Error(path + ": " + key, "missing", "restore the model's config.json");
-      return;
-    }
-    if (!it->is_number_integer() || it->get<int64_t>() <= 0)
-      throw Error(path + ": " + key, "expected a positive integer, got " + it->dump(), "restore the model's config.json");
-    dst = it->get<int64_t>();
-  };
-  get_int("vocab_size", c.vocab_size, true);
-  get_int("hidden_size", c.hidden_size, true);
-  get_int("num_hidden_layers", c.num_layers, true);
-  get_int("num_attention_heads", c.num_heads, true);
-  get_int("intermediate_size", c.intermediate_size, true);
-  get_int("max_position_embeddings", c.max_position_embeddings, false);
-  get_int("type_vocab_size", c.type_vocab_size, false);
-  if (auto it = j.find("layer_norm_eps"); it != j.end()) {
-    if (!it->is_number()) throw Error(path + ": layer_norm_eps", "expected a number", "restore the model's config.json");
-    c.layer_norm_eps = it->get<double>();
-    if (!(c.layer_norm_eps > 0 && c.layer_norm_eps < 1))
-      throw Error(path + ": layer_norm_eps", "expected a small positive number, got " + it->dump(), "restore the model's config.json");
-  }
-  if (auto it = j.find("hidden_act"); it != j.end()) {
-    if (!it->is_string()) throw Error(path + ": hidden_act", "expected a string", "restore the model's config.json");
-    c.hidden_act = it->get<std::string>();
-    if (c.hidden_act != "gelu" && c.hidden_act != "relu" && c.hidden_act != "gelu_new")
-      throw Error(path + ": hidden_act", "'" + c.hidden_act + "' is not supported (gelu, gelu_new, relu)", "use a BERT checkpoint");
-  }
+  const FamilySpec& f = family_of(j, path);
+  c.family = f.family;
+  read_fields(j, f, path, c);
+  // BERT's relative position variants have other weights and arithmetic. (DistilBERT's
+  // sinusoidal_pos_embds are stored in position_embeddings like learned ones, so they load.)
   if (auto it = j.find("position_embedding_type"); it != j.end() && it->is_string() && it->get<std::string>() != "absolute")
-    throw Error(path + ": position_embedding_type", "only 'absolute' position embeddings are supported", "use a BERT checkpoint");
-  c.check(path + ": ", "restore the model's config.json");
+    throw Error(path + ": position_embedding_type", "only 'absolute' position embeddings are supported",
+                std::string("use a ") + f.display + " checkpoint");
+  c.check(path + ": ", kFixConfig);
   return c;
 }
 
 void BertConfig::check(const std::string& where, const std::string& fix) const {
+  const ConfigKeys& k = family_spec(family).keys;
   // Far above any BERT, far below what would exhaust memory before the weights are even read.
   const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {
-      {"vocab_size", {vocab_size, int64_t(1) << 22}},         {"hidden_size", {hidden_size, int64_t(1) << 16}},
-      {"num_hidden_layers", {num_layers, 1024}},               {"num_attention_heads", {num_heads, 1024}},
-      {"intermediate_size", {intermediate_size, int64_t(1) << 18}}, {"max_position_embeddings", {max_position_embeddings, int64_t(1) << 20}},
-      {"type_vocab_size", {type_vocab_size, 1024}}};
+      {k.vocab, {vocab_size, int64_t(1) << 22}},      {k.hidden, {hidden_size, int64_t(1) << 16}},
+      {k.layers, {num_layers, 1024}},                 {k.heads, {num_heads, 1024}},
+      {k.ffn, {intermediate_size, int64_t(1) << 18}}, {k.positions, {max_position_embeddings, int64_t(1) << 20}},
+      {k.type_vocab, {type_vocab_size, 1024}}};
   for (const auto& [key, v] : limits)
-    if (v.first < 1 || v.first > v.second)
+    if (key && (v.first < 1 || v.first > v.second))
       throw Error(where + key, std::to_string(v.first) + " is outside what ctxsim supports (1 to " + std::to_string(v.second) + ")", fix);
   if (hidden_size % num_heads != 0)
-    throw Error(where + "num_attention_heads", "hidden_size " + std::to_string(hidden_size) + " is not divisible by " +
+    throw Error(where + k.heads, std::string(k.hidden) + " " + std::to_string(hidden_size) + " is not divisible by " +
                     std::to_string(num_heads) + " heads", fix);
 }
 
 std::string BertConfig::to_json(const std::string& architecture, double dropout) const {
+  const FamilySpec& f = family_spec(family);
   nlohmann::ordered_json j;
-  j["architectures"] = {architecture};
+  if (family == Family::DistilBert) {  // transformers' DistilBertConfig, keys in its sorted order
+    j["activation"] = hidden_act;
+    j["architectures"] = {architecture.empty() ? f.model_class : architecture};
+    j["attention_dropout"] = dropout;
+    j["dim"] = hidden_size;
+    j["dropout"] = dropout;
+    j["hidden_dim"] = intermediate_size;
+    j["initializer_range"] = 0.02;
+    j["max_position_embeddings"] = max_position_embeddings;
+    j["model_type"] = "distilbert";
+    j["n_heads"] = num_heads;
+    j["n_layers"] = num_layers;
+    j["pad_token_id"] = 0;
+    j["qa_dropout"] = 0.1;
+    j["seq_classif_dropout"] = 0.2;
+    j["sinusoidal_pos_embds"] = false;
+    j["tie_weights_"] = true;
+    j["vocab_size"] = vocab_size;
+    return j.dump(2) + "\n";
+  }
+  j["architectures"] = {architecture.empty() ? f.model_class : architecture};
   j["attention_probs_dropout_prob"] = dropout;
   j["hidden_act"] = hidden_act;
   j["hidden_dropout_prob"] = dropout;
@@ -93,12 +149,15 @@ std::string BertConfig::to_json(const std::string& architecture, double dropout)
   return j.dump(2) + "\n";
 }
 
-BertConfig BertConfig::preset(const std::string& name) {
+BertConfig BertConfig::preset(const std::string& name, Family family) {
   BertConfig c;
+  c.family = family;
+  if (family != Family::Bert) c.type_vocab_size = 0;
   if (name == "bert-base") return c;
+  if (name == "distilbert-base") { c.num_layers = 6; return c; }
   if (name == "bert-mini") { c.num_layers = 4; c.hidden_size = 256; c.num_heads = 4; c.intermediate_size = 1024; return c; }
   if (name == "bert-tiny") { c.num_layers = 2; c.hidden_size = 128; c.num_heads = 2; c.intermediate_size = 512; return c; }
-  throw Error("--preset " + name, "unknown preset", "use bert-base, bert-mini or bert-tiny");
+  throw Error("--preset " + name, "unknown preset", "use bert-base, distilbert-base, bert-mini or bert-tiny");
 }
 
 double BertConfig::flops_per_sample(int64_t T) const {
@@ -107,46 +166,38 @@ double BertConfig::flops_per_sample(int64_t T) const {
   return per_layer * double(num_layers);
 }
 
-std::map<std::string, std::vector<int64_t>> bert_tensor_shapes(const BertConfig& c) {
+std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const BertConfig& c) {
+  const FamilySpec& f = family_spec(c.family);
   const int64_t H = c.hidden_size, F = c.intermediate_size;
+  const auto name = [](const std::string& base, const char* kind) { return base + "." + kind; };
   std::map<std::string, std::vector<int64_t>> s;
-  s["embeddings.word_embeddings.weight"] = {c.vocab_size, H};
-  s["embeddings.position_embeddings.weight"] = {c.max_position_embeddings, H};
-  s["embeddings.token_type_embeddings.weight"] = {c.type_vocab_size, H};
-  s["embeddings.LayerNorm.weight"] = {H};
-  s["embeddings.LayerNorm.bias"] = {H};
+  s[name(f.word, "weight")] = {c.vocab_size, H};
+  s[name(f.position, "weight")] = {c.max_position_embeddings, H};
+  if (f.token_type) s[name(f.token_type, "weight")] = {c.type_vocab_size, H};
+  s[name(f.embed_norm, "weight")] = {H};
+  s[name(f.embed_norm, "bias")] = {H};
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string p = "encoder.layer." + std::to_string(l) + ".";
-    for (const char* m : {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
-      s[p + m + ".weight"] = {H, H};
-      s[p + m + ".bias"] = {H};
+    const std::string p = f.layer_prefix + std::to_string(l) + ".";
+    for (const char* m : {f.query, f.key, f.value, f.attn_out}) {
+      s[name(p + m, "weight")] = {H, H};
+      s[name(p + m, "bias")] = {H};
     }
-    s[p + "attention.output.LayerNorm.weight"] = {H};
-    s[p + "attention.output.LayerNorm.bias"] = {H};
-    s[p + "intermediate.dense.weight"] = {F, H};
-    s[p + "intermediate.dense.bias"] = {F};
-    s[p + "output.dense.weight"] = {H, F};
-    s[p + "output.dense.bias"] = {H};
-    s[p + "output.LayerNorm.weight"] = {H};
-    s[p + "output.LayerNorm.bias"] = {H};
+    for (const char* norm : {f.attn_norm, f.ffn_norm}) {
+      s[name(p + norm, "weight")] = {H};
+      s[name(p + norm, "bias")] = {H};
+    }
+    s[name(p + f.ffn_in, "weight")] = {F, H};
+    s[name(p + f.ffn_in, "bias")] = {F};
+    s[name(p + f.ffn_out, "weight")] = {H, F};
+    s[name(p + f.ffn_out, "bias")] = {H};
   }
   return s;
 }
 
-std::map<std::string, std::vector<int64_t>> bert_pooler_shapes(const BertConfig& c) {
-  return {{"pooler.dense.weight", {c.hidden_size, c.hidden_size}}, {"pooler.dense.bias", {c.hidden_size}}};
-}
-
-std::string canonical_tensor_name(const std::string& key) {
-  std::string k = key;
-  if (k.rfind("bert.", 0) == 0) k = k.substr(5);
-  if (k.rfind("cls.", 0) == 0 || k == "embeddings.position_ids") return "";
-  const auto ends_with = [&](const std::string& suffix) {
-    return k.size() >= suffix.size() && k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with("LayerNorm.gamma")) k = k.substr(0, k.size() - 5) + "weight";
-  else if (ends_with("LayerNorm.beta")) k = k.substr(0, k.size() - 4) + "bias";
-  return k;
+std::map<std::string, std::vector<int64_t>> pooler_shapes(const BertConfig& c) {
+  const char* pooler = family_spec(c.family).pooler;
+  if (!pooler) return {};
+  return {{std::string(pooler) + ".weight", {c.hidden_size, c.hidden_size}}, {std::string(pooler) + ".bias", {c.hidden_size}}};
 }
 
 }  // namespace ctxsim

@@ -10,6 +10,7 @@
 #include "stages/base/error.h"
 #include "stages/text/pretraining_data.h"
 #include "stages/model/random_checkpoint.h"
+#include "stages/model/transformer_layer.h"
 
 namespace ctxsim {
 namespace {
@@ -28,20 +29,12 @@ at::Tensor dropout(const at::Tensor& x, double p, const std::vector<uint64_t>& k
   return x * mask.to(x.scalar_type());
 }
 
-at::Tensor activation(const at::Tensor& x, const std::string& act) {
-  if (act == "relu") return at::relu(x);
-  return at::gelu(x, act == "gelu_new" ? "tanh" : "none");
-}
-
-double lowest_of(at::ScalarType t) {
-  return t == at::kDouble ? std::numeric_limits<double>::lowest() : double(std::numeric_limits<float>::lowest());
-}
-
 }  // namespace
 
 std::vector<MlmParameter> mlm_parameter_layout(const BertConfig& c) {
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& [name, shape] : bert_tensor_shapes(c)) shapes["bert." + name] = shape;
+  CTXSIM_CHECK(c.family == Family::Bert, "mlm_parameter_layout: masked-LM training is BERT's (BertForMaskedLM)");
+  for (const auto& [name, shape] : encoder_tensor_shapes(c)) shapes["bert." + name] = shape;
   shapes["cls.predictions.bias"] = {c.vocab_size};
   shapes["cls.predictions.transform.dense.weight"] = {c.hidden_size, c.hidden_size};
   shapes["cls.predictions.transform.dense.bias"] = {c.hidden_size};
@@ -105,7 +98,7 @@ void MlmModel::init_bert(uint64_t seed) {
   for (const auto& p : layout_) {
     // The encoder's tensors by their BertModel names, so that they equal init-model's.
     const std::string name = p.name.compare(0, 5, "bert.") == 0 ? p.name.substr(5) : p.name;
-    const TensorData t = bert_initial_tensor(name, p.shape, seed);
+    const TensorData t = initial_tensor(name, p.shape, seed);
     const at::Tensor values = at::from_blob(const_cast<uint8_t*>(t.bytes.data()), {p.numel}, at::kFloat);
     params_.narrow(0, p.offset, p.numel).copy_(values);
   }
@@ -114,40 +107,31 @@ void MlmModel::init_bert(uint64_t seed) {
 MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double p, at::Tensor* loss_out) const {
   const auto W = [&](const std::string& name) -> const at::Tensor& { return weights[index_.at(name)]; };
   const BertConfig& c = config_;
-  const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size, H = c.num_heads, d = c.head_dim();
+  const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
   if (T > c.max_position_embeddings)
     throw Error("samples.seq_len", std::to_string(T) + " exceeds the model's max_position_embeddings (" +
                                        std::to_string(c.max_position_embeddings) + ")", "lower samples.seq_len");
   const double eps = c.layer_norm_eps;
-  const auto& keys = batch.dropout_keys;
-  at::Tensor x = at::embedding(W(kWord), batch.input) + W("bert.embeddings.position_embeddings.weight").slice(0, 0, T).unsqueeze(0) +
-                 W("bert.embeddings.token_type_embeddings.weight")[0];
-  x = at::layer_norm(x, {hidden}, W("bert.embeddings.LayerNorm.weight"), W("bert.embeddings.LayerNorm.bias"), eps);
-  x = dropout(x, p, keys, 0);
-  const at::Tensor mask =
-      at::zeros({B, 1, 1, T}, x.options().requires_grad(false)).masked_fill(batch.valid.logical_not().view({B, 1, 1, T}), lowest_of(x.scalar_type()));
-  const double scale = 1.0 / std::sqrt(double(d));
+  // The encoder is transformer_layer.h's, through autograd: whole-batch kernels, dropout per sample.
+  LayerMode mode;
+  mode.kernel = AttentionKernel::Batched;
+  mode.dropout = [&](const at::Tensor& x, uint64_t site) { return dropout(x, p, batch.dropout_keys, site); };
+  const FamilySpec& f = family_spec(c.family);
+  const TensorGetter get = [&](const std::string& name) { return W("bert." + name); };
+  const LayerOptions options = layer_options(c);
+  at::Tensor x = embed(gather_embeddings(f, get), batch.input, eps, mode.dropout);  // [B, T, hidden]
+  const KeyMask mask = key_mask(batch.valid, c.num_heads, x.options(), mode.kernel);
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    const std::string q = "bert.encoder.layer." + std::to_string(l) + ".";
-    const at::Tensor qkv_w = at::cat({W(q + "attention.self.query.weight"), W(q + "attention.self.key.weight"), W(q + "attention.self.value.weight")});
-    const at::Tensor qkv_b = at::cat({W(q + "attention.self.query.bias"), W(q + "attention.self.key.bias"), W(q + "attention.self.value.bias")});
-    const at::Tensor qkv = at::linear(x, qkv_w, qkv_b).view({B, T, 3, H, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, T, d]
-    const at::Tensor scores = at::matmul(qkv[0], qkv[1].transpose(-1, -2)).mul(scale).add(mask);     // [B, H, T, T]
-    const at::Tensor probs = dropout(at::softmax(scores, -1), p, keys, uint64_t(1 + 3 * l));
-    const at::Tensor context = at::matmul(probs, qkv[2]).transpose(1, 2).reshape({B, T, hidden});
-    const at::Tensor attended = dropout(at::linear(context, W(q + "attention.output.dense.weight"), W(q + "attention.output.dense.bias")), p, keys,
-                                        uint64_t(2 + 3 * l));
-    x = at::layer_norm(attended + x, {hidden}, W(q + "attention.output.LayerNorm.weight"), W(q + "attention.output.LayerNorm.bias"), eps);
-    const at::Tensor inter = activation(at::linear(x, W(q + "intermediate.dense.weight"), W(q + "intermediate.dense.bias")), c.hidden_act);
-    const at::Tensor out = dropout(at::linear(inter, W(q + "output.dense.weight"), W(q + "output.dense.bias")), p, keys, uint64_t(3 + 3 * l));
-    x = at::layer_norm(out + x, {hidden}, W(q + "output.LayerNorm.weight"), W(q + "output.LayerNorm.bias"), eps);
+    // The projections stay separate parameters; their concatenation is part of the graph.
+    const LayerWeights L = gather_layer(f, l, get, [](const std::vector<at::Tensor>& parts) { return at::cat(parts); });
+    x = feed_forward_block(L, attention_block(L, x, mask, options, mode, l), options, mode, l);
   }
   MlmResult r;
   r.predicted = batch.positions.numel();
   if (r.predicted == 0) return r;
   // The head on the predicted positions only: [M, hidden] → [M, V].
   at::Tensor h = x.reshape({B * T, hidden}).index_select(0, batch.positions);
-  h = activation(at::linear(h, W("cls.predictions.transform.dense.weight"), W("cls.predictions.transform.dense.bias")), c.hidden_act);
+  h = activate(at::linear(h, W("cls.predictions.transform.dense.weight"), W("cls.predictions.transform.dense.bias")), options.activation);
   h = at::layer_norm(h, {hidden}, W("cls.predictions.transform.LayerNorm.weight"), W("cls.predictions.transform.LayerNorm.bias"), eps);
   // The decoder in chunks of rows whose [rows, V] logits stay under glibc's mmap threshold, so
   // that they and their gradients come from the heap (reused) rather than fresh mappings.

@@ -1,5 +1,6 @@
-// Masked-language-model training of a BERT encoder in LibTorch (autograd through ATen), with
-// Hugging Face's BertForMaskedLM layout: the encoder under `bert.`, the MLM head under
+// Masked-language-model training of a BERT encoder in LibTorch (autograd through ATen; the
+// embeddings and layers are transformer_layer.h's, the ones the analysis runs), with Hugging
+// Face's BertForMaskedLM layout: the encoder under `bert.`, the MLM head under
 // `cls.predictions` (transform dense + LayerNorm, the decoder tied to the word embeddings, its
 // own bias). The parameters live in one flat buffer, as do their gradients and AdamW's moments,
 // so a data-parallel step is one all-reduce and a checkpoint is three tensors. Dropout masks are

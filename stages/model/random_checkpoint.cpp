@@ -31,7 +31,7 @@ void fill_normal(float* out, int64_t n, double stddev, uint64_t seed) {
 
 }  // namespace
 
-TensorData bert_initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed) {
+TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed) {
   TensorData t;
   t.dtype = DType::F32;
   t.shape = shape;
@@ -39,7 +39,7 @@ TensorData bert_initial_tensor(const std::string& name, const std::vector<int64_
   for (auto d : shape) n *= d;
   t.bytes.assign(static_cast<size_t>(n) * 4, 0);
   auto* f = reinterpret_cast<float*>(t.bytes.data());
-  const bool is_norm = name.find("LayerNorm") != std::string::npos;
+  const bool is_norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos;
   const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
   if (is_norm && !is_bias) {
     for (int64_t i = 0; i < n; ++i) f[i] = 1.0f;
@@ -49,11 +49,24 @@ TensorData bert_initial_tensor(const std::string& name, const std::vector<int64_
   return t;
 }
 
-std::map<std::string, TensorData> random_bert_weights(const BertConfig& config, uint64_t seed) {
-  auto shapes = bert_tensor_shapes(config);
-  for (auto& kv : bert_pooler_shapes(config)) shapes.insert(kv);
+std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& config, uint64_t seed) {
+  auto shapes = encoder_tensor_shapes(config);
+  for (auto& kv : pooler_shapes(config)) shapes.insert(kv);
   std::map<std::string, TensorData> out;
-  for (const auto& [name, shape] : shapes) out.emplace(name, bert_initial_tensor(name, shape, seed));
+  if (config.family == Family::Bert) {  // BertModel: the bare names
+    for (const auto& [name, shape] : shapes) out.emplace(name, initial_tensor(name, shape, seed));
+    return out;
+  }
+  // DistilBertForMaskedLM: the encoder under its prefix, and the MLM head (vocab_projector's
+  // weight is tied to the word embeddings, so the file does not hold it).
+  const FamilySpec& f = family_spec(config.family);
+  CTXSIM_CHECK(config.family == Family::DistilBert, "random_checkpoint_weights: a family without a checkpoint layout");
+  for (const auto& [name, shape] : shapes) out.emplace(f.model_prefix + name, initial_tensor(name, shape, seed));
+  const int64_t H = config.hidden_size;
+  const std::map<std::string, std::vector<int64_t>> head = {{"vocab_transform.weight", {H, H}}, {"vocab_transform.bias", {H}},
+                                                            {"vocab_layer_norm.weight", {H}},   {"vocab_layer_norm.bias", {H}},
+                                                            {"vocab_projector.bias", {config.vocab_size}}};
+  for (const auto& [name, shape] : head) out.emplace(name, initial_tensor(name, shape, seed));
   return out;
 }
 
@@ -67,9 +80,10 @@ void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string
   if (lines == 0) throw Error(vocab_path, "the vocabulary is empty", "give a WordPiece vocab.txt");
   config.vocab_size = lines;
   make_folder(out_dir, "--out");
-  write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_bert_weights(config, seed),
+  write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_checkpoint_weights(config, seed),
                     {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
-  atomic_write((fs::path(out_dir) / "config.json").string(), config.to_json());
+  atomic_write((fs::path(out_dir) / "config.json").string(),
+               config.to_json(config.family == Family::Bert ? family_spec(config.family).model_class : family_spec(config.family).mlm_class));
   atomic_write((fs::path(out_dir) / "vocab.txt").string(), vocab);
 }
 

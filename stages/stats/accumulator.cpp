@@ -30,9 +30,9 @@ const std::array<StatInfo, kStatCount> kStatSchema = {{
     {Stat::HighAttentionAll, "high_attention_all", true, StatShape::LH,
      "valid pairs with max(A_ij, A_ji) >= the rule's attention threshold (count)"},
     {Stat::SeparatorMass, "separator_mass", true, StatShape::LH,
-     "sum over samples of the mean attention mass valid query rows put on the rule's separator keys, fixed point (units of 2^-32)"},
+     "sum over samples of the mean attention mass valid query rows put on the rule's separator keys, fixed point (units of 2^-32)", true},
     {Stat::SeparatorMassByToken, "separator_mass_by_token", false, StatShape::LHS,
-     "the same per separator token (order: /stats/attention separator_tokens), fixed point; a rule's separator_mass is the sum of its tokens'"},
+     "the same per separator token (order: /stats/attention separator_tokens), fixed point; a rule's separator_mass is the sum of its tokens'", true},
 }};
 
 const StatInfo& stat_info(Stat s) { return kStatSchema[size_t(s)]; }

@@ -47,6 +47,7 @@ struct StatInfo {
   bool per_rule;            // one per selection rule (in /stats/<rule>), else once (in /stats/baseline)
   StatShape shape;          // without the leading R of rule fields
   const char* description;  // meaning and units: the dataset's description attribute
+  bool fixed_point = false; // in units of 2^-32 (kFixedPointScale): attention mass
 };
 extern const std::array<StatInfo, kStatCount> kStatSchema;
 const StatInfo& stat_info(Stat s);

@@ -19,7 +19,7 @@ void check_finite_activations(const LayerOutputs& o, int64_t first_sample) {
 
 }  // namespace
 
-Analysis::Analysis(const BertModel& model, StatisticsOptions options, bool projected)
+Analysis::Analysis(const Encoder& model, StatisticsOptions options, bool projected)
     : model_(model), options_(std::move(options)) {
   if (projected)
     for (int64_t l = 0; l < model.config().num_layers; ++l) metrics_.push_back(projection_metric(model.output_projection_by_head(l)));

@@ -4,7 +4,8 @@
 #pragma once
 #include <functional>
 
-#include "stages/model/model.h"
+#include "stages/model/encoder.h"
+#include "stages/model/model.h"  // not used here: callers (run, plan, test_statistics) load their encoder through it
 #include "stages/stats/statistics.h"
 
 namespace ctxsim {
@@ -16,7 +17,8 @@ using LayerHook = std::function<void(int64_t layer, const at::Tensor& similarity
 
 class Analysis {
  public:
-  Analysis(const BertModel& model, StatisticsOptions options, bool projected);
+  // Any family's encoder (model.h loads one); it must outlive the Analysis.
+  Analysis(const Encoder& model, StatisticsOptions options, bool projected);
   const StatisticsOptions& options() const { return options_; }
   StatsShape shape(int64_t seq_len) const;
   at::Device device() const { return model_.device(); }
@@ -27,7 +29,7 @@ class Analysis {
   PerSampleStats run_batch(const BatchSamples& batch, Accumulator& acc, const LayerHook& hook = nullptr, at::Tensor device_acc = {}) const;
 
  private:
-  const BertModel& model_;
+  const Encoder& model_;
   StatisticsOptions options_;
   std::vector<at::Tensor> metrics_;  // projected: M_h = W_O[h] W_O[h]ᵀ per layer; empty for context
 };

@@ -208,7 +208,7 @@ struct HeadKernel::Typed {
     for (int32_t r = 1; r < distinct; ++r)
       if (k.count_[size_t(r)] > k.count_[size_t(best)]) best = r;
     h.anchor_token = s.rank_token[size_t(best)];
-    h.anchor_share = double(k.count_[size_t(best)]) / (2.0 * double(h.high_pairs));
+    h.anchor_share = double(k.count_[size_t(best)]) / (2.0 * double(h[Stat::HighPairs]));
     return best;
   }
 
@@ -223,23 +223,23 @@ struct HeadKernel::Typed {
       const int64_t i = p >> 16, j = p & 0xffff;
       ++hist[j - i];
       if (sent[i] >= 0 && sent[j] >= 0) {
-        ++h.sentence_eligible;
-        h.same_sentence += sent[i] == sent[j];
+        ++h[Stat::SentenceEligible];
+        h[Stat::SameSentence] += sent[i] == sent[j];
       }
-      h.same_token += !s.special[size_t(i)] && tok[i] == tok[j];
-      h.in_attention += std::max(Scalar<A>::get(att[i * T + j]), Scalar<A>::get(att[j * T + i])) >= beta;
+      h[Stat::SameToken] += !s.special[size_t(i)] && tok[i] == tok[j];
+      h[Stat::InAttention] += std::max(Scalar<A>::get(att[i * T + j]), Scalar<A>::get(att[j * T + i])) >= beta;
       ++k.count_[size_t(rank[i])];
       ++k.count_[size_t(rank[j])];
     }
-    if (h.high_pairs == 0) return;
+    if (h[Stat::HighPairs] == 0) return;
     const int32_t best = anchor_rank(h);
     for (uint32_t p : k.pairs_) {
       const int64_t i = p >> 16, j = p & 0xffff;
       const bool touch = rank[i] == best || rank[j] == best;
       const bool ss = sent[i] >= 0 && sent[i] == sent[j];
       const bool st = !s.special[size_t(i)] && tok[i] == tok[j];
-      h.anchor_pairs += touch;
-      h.noise += !(touch || ss || st);
+      h[Stat::AnchorPairs] += touch;
+      h[Stat::Noise] += !(touch || ss || st);
     }
   }
 
@@ -253,12 +253,12 @@ struct HeadKernel::Typed {
       const RowCounts r = mask_row_counts(mask_row(i), len(i), sent + i + 1, tok + i + 1, sent[i], tok[i], hist + 1, deg + i + 1);
       deg[i] += r.selected;
       if (sent[i] >= 0) {
-        h.sentence_eligible += r.eligible;
-        h.same_sentence += r.same_sentence;
+        h[Stat::SentenceEligible] += r.eligible;
+        h[Stat::SameSentence] += r.same_sentence;
       }
-      if (!s.special[size_t(i)]) h.same_token += r.same_token;
+      if (!s.special[size_t(i)]) h[Stat::SameToken] += r.same_token;
     }
-    if (h.high_pairs == 0) return;
+    if (h[Stat::HighPairs] == 0) return;
     std::fill_n(k.count_.begin(), s.rank_token.size(), 0);
     for (int64_t p = 0; p < n; ++p) k.count_[size_t(s.rank[size_t(p)])] += deg[p];
     const int32_t best = anchor_rank(h);
@@ -267,15 +267,15 @@ struct HeadKernel::Typed {
     // Pairs touching an occurrence of the anchor, and those no explanation covers.
     for (int64_t i = 0; i + 1 < n; ++i) {
       if (anchor[i]) {  // the whole row touches the anchor
-        h.anchor_pairs += mask_sum(mask_row(i), len(i));
+        h[Stat::AnchorPairs] += mask_sum(mask_row(i), len(i));
         continue;
       }
       const int32_t si = sent[i] >= 0 ? sent[i] : std::numeric_limits<int32_t>::min();
       const int32_t ti = s.special[size_t(i)] ? -1 : tok[i];
       int32_t touch = 0, noise = 0;
       mask_row_noise(mask_row(i), len(i), anchor + i + 1, sent + i + 1, tok + i + 1, si, ti, &touch, &noise);
-      h.anchor_pairs += touch;
-      h.noise += noise;
+      h[Stat::AnchorPairs] += touch;
+      h[Stat::Noise] += noise;
     }
   }
 
@@ -371,12 +371,17 @@ void HeadKernel::run(const SampleFacts& s, int64_t T, const VectorsRef& vectors,
         for (int64_t r = 0; r < R; ++r) {
           if (rules[size_t(r)].beta != int(b)) continue;
           HeadCounts& h = out.rules[size_t(r)];
-          if (t.select(rules[size_t(r)], dense_only, h.high_pairs)) {
+          if (t.select(rules[size_t(r)], dense_only, h[Stat::HighPairs])) {
             t.count_mask(h, out.distance_hist.data() + r * T);
-            h.in_attention = t.in_attention_of_mask();
+            h[Stat::InAttention] = t.in_attention_of_mask();
           } else {
             t.count_pairs(h, out.distance_hist.data() + r * T, a, ceil_to<AF>(betas[b]));
           }
+          // The rule's share of what the head measures once: its threshold's high-attention
+          // pairs, its separators' mass, and whether it selected anything.
+          h[Stat::SamplesWithPairs] = h[Stat::HighPairs] > 0;
+          h[Stat::HighAttentionAll] = out.high_attention[b];
+          for (int64_t u : rules[size_t(r)].separators) h[Stat::SeparatorMass] += out.separator_mass[size_t(u)];
         }
       }
     };

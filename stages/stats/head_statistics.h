@@ -3,9 +3,11 @@
 // attributes, the anchor, and the attention baselines. Written to be called in parallel over
 // (sample, head) with one HeadKernel per thread; no LibTorch, MPI or HDF5 here.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "stages/stats/accumulator.h"
 #include "stages/stats/selection.h"
 
 namespace ctxsim {
@@ -43,19 +45,25 @@ struct SampleFacts {
                            const std::vector<int64_t>& separator_tokens);
 };
 
-// One selection rule as the kernel applies it; beta indexes the attention thresholds.
+// One selection rule as the kernel applies it; beta indexes the attention thresholds, separators
+// the sample's separator tokens (SampleFacts::separator_positions) whose mass is the rule's.
 struct HeadRule {
   SelectionRule::Kind kind = SelectionRule::Kind::TopFraction;
   double value = 0.01;
   int beta = 0;
+  std::vector<int64_t> separators;
 };
 
-// The counts of one rule for one (sample, layer, head).
+// The counts of one rule for one (sample, layer, head): every per-rule [L, H] statistic of the
+// schema (kStatSchema), indexed by its Stat, so that the merge into an accumulator is a loop over
+// the schema (the other entries stay 0); and the head's anchor.
 struct HeadCounts {
-  int64_t high_pairs = 0, same_sentence = 0, sentence_eligible = 0, same_token = 0, in_attention = 0, anchor_pairs = 0,
-          noise = 0;
+  std::array<int64_t, kStatCount> value{};
   int32_t anchor_token = -1;  // -1 when nothing is selected
-  double anchor_share = 0;    // anchor endpoint count / (2 x high_pairs)
+  double anchor_share = 0;    // anchor endpoint count / (2 x high pairs)
+
+  int64_t& operator[](Stat s) { return value[size_t(s)]; }
+  int64_t operator[](Stat s) const { return value[size_t(s)]; }
 };
 
 // What one call computes: the counts of each rule and its distance histogram, the high-attention

@@ -67,13 +67,12 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
     const SelectionRule& rule = opt.rules[size_t(r)];
     const double beta = std::isnan(rule.attention_threshold) ? opt.attention_threshold : rule.attention_threshold;
     const bool own_set = size_t(r) < opt.rule_separator_ids.size() && !opt.rule_separator_ids[size_t(r)].empty();
-    rules_.push_back(HeadRule{rule.kind, rule.value, int(index_of(betas_, beta))});
     std::vector<int64_t> tokens;
     for (int64_t id : own_set ? opt.rule_separator_ids[size_t(r)] : opt.separator_ids) {
       const int64_t u = index_of(separator_tokens_, id);
       if (std::find(tokens.begin(), tokens.end(), u) == tokens.end()) tokens.push_back(u);
     }
-    rule_tokens_.push_back(std::move(tokens));
+    rules_.push_back(HeadRule{rule.kind, rule.value, int(index_of(betas_, beta)), std::move(tokens)});
   }
 
   // Per-sample facts and the rule-independent baselines, in closed form from the ids.
@@ -110,7 +109,7 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   out_.high_pairs.assign(n, 0);
   results_.resize(size_t(B_ * H_));
   if (device_acc.defined())
-    tensor_ = std::make_unique<TensorStatistics>(opt_, facts_, T_, acc_, std::move(device_acc), rules_, betas_, rule_tokens_);
+    tensor_ = std::make_unique<TensorStatistics>(opt_, facts_, T_, acc_, std::move(device_acc), rules_, betas_);
 }
 
 void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const at::Tensor& right_in, const at::Tensor& attention) {
@@ -140,62 +139,47 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const 
     }
   });
 
-  // Merge in (rule, sample, head) order; the per-token separator masses once.
+  merge_layer(layer);
+}
+
+// The layer's results into the accumulator, in (rule, sample, head) order: every per-rule [L, H]
+// statistic of the schema from the heads' counts, then the three of other shapes (the distance
+// histogram, the anchor counts, the distinct anchors across heads) and the per-sample results.
+void BatchStatistics::merge_layer(int64_t layer) {
   const int64_t S = int64_t(separator_tokens_.size());
   int64_t* by_token = acc_.at(Stat::SeparatorMassByToken) + layer * H_ * S;
   for (int64_t b = 0; b < B_; ++b)
     for (int64_t h = 0; h < H_; ++h)
       for (int64_t u = 0; u < S; ++u) by_token[h * S + u] += results_[size_t(b * H_ + h)].separator_mass[size_t(u)];
+  std::vector<Stat> per_head;
+  for (const StatField& f : acc_.fields())
+    if (f.per_rule() && f.info->shape == StatShape::LH) per_head.push_back(f.info->id);
   const int64_t V = acc_.shape().vocab;
   for (int64_t r = 0; r < R_; ++r) {
-    int64_t* high_pairs = acc_.at(Stat::HighPairs, r) + layer * H_;
-    int64_t* same_sentence = acc_.at(Stat::SameSentence, r) + layer * H_;
-    int64_t* eligible = acc_.at(Stat::SentenceEligible, r) + layer * H_;
-    int64_t* same_token = acc_.at(Stat::SameToken, r) + layer * H_;
-    int64_t* in_attention = acc_.at(Stat::InAttention, r) + layer * H_;
-    int64_t* anchor_pairs = acc_.at(Stat::AnchorPairs, r) + layer * H_;
-    int64_t* noise = acc_.at(Stat::Noise, r) + layer * H_;
-    int64_t* with_pairs = acc_.at(Stat::SamplesWithPairs, r) + layer * H_;
-    int64_t* high_attention_all = acc_.at(Stat::HighAttentionAll, r) + layer * H_;
-    int64_t* separator_mass = acc_.at(Stat::SeparatorMass, r) + layer * H_;
     int64_t* hist = acc_.at(Stat::DistanceHist, r) + layer * H_ * T_;
     int64_t* anchor_counts = acc_.at(Stat::AnchorCounts, r) + layer * H_ * V;
-    int64_t& distinct = acc_.at(Stat::DistinctAnchors, r)[layer];
-    const int beta = rules_[size_t(r)].beta;
-    const std::vector<int64_t>& rule_tokens = rule_tokens_[size_t(r)];
     std::vector<int32_t> anchors(static_cast<size_t>(H_));
     for (int64_t b = 0; b < B_; ++b) {
       for (int64_t h = 0; h < H_; ++h) {
         const HeadResult& res = results_[size_t(b * H_ + h)];
         const HeadCounts& k = res.rules[size_t(r)];
-        high_pairs[h] += k.high_pairs;
-        same_sentence[h] += k.same_sentence;
-        eligible[h] += k.sentence_eligible;
-        same_token[h] += k.same_token;
-        in_attention[h] += k.in_attention;
-        anchor_pairs[h] += k.anchor_pairs;
-        noise[h] += k.noise;
-        with_pairs[h] += k.high_pairs > 0;
-        high_attention_all[h] += res.high_attention[size_t(beta)];
-        for (int64_t u : rule_tokens) separator_mass[h] += res.separator_mass[size_t(u)];
+        for (Stat s : per_head) acc_.at(s, r)[layer * H_ + h] += k[s];
         const int32_t* dh = res.distance_hist.data() + r * T_;
         for (int64_t d = 0; d < T_; ++d) hist[h * T_ + d] += dh[d];
-        if (k.anchor_token >= 0) {
-          if (k.anchor_token >= V)
-            throw Error("sample " + std::to_string(first_ + b), "token id " + std::to_string(k.anchor_token) + " outside the model's vocabulary (" +
-                                                               std::to_string(V) + ")", "use the model's vocab.txt");
-          ++anchor_counts[h * V + k.anchor_token];
-        }
+        if (k.anchor_token >= V)
+          throw Error("sample " + std::to_string(first_ + b), "token id " + std::to_string(k.anchor_token) + " outside the model's vocabulary (" +
+                                                             std::to_string(V) + ")", "use the model's vocab.txt");
+        if (k.anchor_token >= 0) ++anchor_counts[h * V + k.anchor_token];
         anchors[size_t(h)] = k.anchor_token;
         const size_t o = static_cast<size_t>(((r * B_ + b) * L_ + layer) * H_ + h);
         out_.anchor_token[o] = k.anchor_token;
         out_.anchor_share[o] = static_cast<float>(k.anchor_share);
-        out_.high_pairs[o] = static_cast<int32_t>(k.high_pairs);
+        out_.high_pairs[o] = static_cast<int32_t>(k[Stat::HighPairs]);
       }
       // Distinct anchors across the heads of this sample.
       std::sort(anchors.begin(), anchors.end());
       for (int64_t h = 0; h < H_; ++h)
-        distinct += anchors[size_t(h)] >= 0 && (h == 0 || anchors[size_t(h)] != anchors[size_t(h - 1)]);
+        acc_.at(Stat::DistinctAnchors, r)[layer] += anchors[size_t(h)] >= 0 && (h == 0 || anchors[size_t(h)] != anchors[size_t(h - 1)]);
     }
   }
 }

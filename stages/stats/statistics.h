@@ -68,14 +68,15 @@ class BatchStatistics {
   at::Tensor selection_matrix(int64_t rule, int64_t row) const;
 
  private:
+  void merge_layer(int64_t layer);
+
   const StatisticsOptions& opt_;
   Accumulator& acc_;
   int64_t B_, T_, H_ = 0, L_, R_, first_;
   std::vector<SampleFacts> facts_;          // [B]
-  std::vector<HeadRule> rules_;             // [R] with the index of their attention threshold
+  std::vector<HeadRule> rules_;             // [R] with their attention threshold's index and separators
   std::vector<double> betas_;               // distinct attention thresholds
   std::vector<int64_t> separator_tokens_;   // [S] every separator token once (separator_tokens)
-  std::vector<std::vector<int64_t>> rule_tokens_;  // [R] indices into separator_tokens_ of the rule's separators
   std::vector<HeadResult> results_;         // [B, H] of the current layer
   at::Tensor last_left_, last_right_;       // [B, H, T, k] of the last add_layer
   PerSampleStats out_;

@@ -19,9 +19,8 @@ at::Tensor ceil_to_type(const at::Tensor& x, at::ScalarType t) {
 }  // namespace
 
 TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vector<SampleFacts>& facts, int64_t T, const Accumulator& layout,
-                                   at::Tensor device_acc, const std::vector<HeadRule>& rules, const std::vector<double>& betas,
-                                   const std::vector<std::vector<int64_t>>& rule_tokens)
-    : opt_(opt), layout_(layout), acc_(std::move(device_acc)), rules_(rules), betas_(betas), rule_tokens_(rule_tokens),
+                                   at::Tensor device_acc, const std::vector<HeadRule>& rules, const std::vector<double>& betas)
+    : opt_(opt), layout_(layout), acc_(std::move(device_acc)), rules_(rules), betas_(betas),
       B_(int64_t(facts.size())), H_(layout.shape().heads), T_(T), L_(layout.shape().layers), R_(int64_t(rules.size())),
       S_(layout.shape().separators) {
   CTXSIM_CHECK(acc_.scalar_type() == at::kLong && acc_.numel() == int64_t(layout.buffer().size()), "tensor statistics: device accumulator shape");
@@ -132,7 +131,7 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
     add(Stat::HighAttentionAll, sum_pairs(high_attention[size_t(rule.beta)]));
     if (S_ > 0) {
       at::Tensor mine = at::zeros({B_, H_}, fixed.options());
-      for (int64_t u : rule_tokens_[size_t(r)]) mine += fixed.select(2, u);
+      for (int64_t u : rule.separators) mine += fixed.select(2, u);
       add(Stat::SeparatorMass, mine);
     }
     // The anchor: endpoints counted per token (by rank among the sample's ids), the first

@@ -21,8 +21,7 @@ class TensorStatistics {
   // facts: the batch's samples (host); device_acc: int64 [acc buffer size] on the device the
   // layers' tensors will live on, laid out as `layout`'s buffer; results are added into it.
   TensorStatistics(const StatisticsOptions& options, const std::vector<SampleFacts>& facts, int64_t T, const Accumulator& layout,
-                   at::Tensor device_acc, const std::vector<HeadRule>& rules, const std::vector<double>& betas,
-                   const std::vector<std::vector<int64_t>>& rule_tokens);
+                   at::Tensor device_acc, const std::vector<HeadRule>& rules, const std::vector<double>& betas);
 
   // left, right [B, H, T, k] float32/float64; attention [B, H, T, T] (any float type).
   void add_layer(int64_t layer, const at::Tensor& left, const at::Tensor& right, const at::Tensor& attention);
@@ -40,7 +39,6 @@ class TensorStatistics {
   at::Tensor acc_;
   std::vector<HeadRule> rules_;
   std::vector<double> betas_;
-  std::vector<std::vector<int64_t>> rule_tokens_;
   int64_t B_, H_ = 0, T_, L_, R_, S_;
   // Per batch, on the device: [B, T] ids, ranks and [B, 1, T, T] masks of pair kinds.
   at::Tensor token_, rank_, rank_token_, valid_pairs_, same_sentence_, eligible_, same_token_, distance_index_, separators_, n_valid_;

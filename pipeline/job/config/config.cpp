@@ -292,7 +292,9 @@ std::string identity_yaml(Config c, JobKind kind) {
   for (const auto& f : schema())
     if (!f.identifies(kind)) f.copy(defaults, c);
   if (kind != JobKind::Run) c.selection = defaults.selection;
-  return to_yaml(c, false);
+  // The segment section came after run and pretrain stores existed: their identity stays the
+  // text it was (a key the stored text lacks compares as its default, identity_differences).
+  return to_yaml(c, false, kind == JobKind::Segment ? std::string() : "segment");
 }
 
 std::vector<std::string> identity_differences(const std::string& stored, const Config& ours, JobKind kind) {
@@ -449,11 +451,11 @@ void check_paths(const Config& c) {
                 "point model.path at the folder holding config.json and model.safetensors");
 }
 
-std::string to_yaml(const Config& c, bool with_comments) {
+std::string to_yaml(const Config& c, bool with_comments, const std::string& omit) {
   YAML::Emitter e;
   e << YAML::BeginMap;
   for (const auto& section : sections()) {
-    if (section == "sweep") continue;  // a sweep describes several runs, not one run's settings
+    if (section == "sweep" || section == omit) continue;  // a sweep describes several runs, not one run's settings
     e << YAML::Key << section << YAML::Value;
     if (section == "selection") {
       e << YAML::BeginSeq;

@@ -87,6 +87,19 @@ struct Config {
     std::string model_out;              // the trained HF folder; empty = <output.dir>/model
     std::string init_out;               // the step-0 HF folder; empty = <output.dir>/init
   } pretrain;
+  // `ctxsim segment` (topic segmentation on Choi's benchmark regenerated from the corpus); run
+  // and pretrain ignore it.
+  struct Segment {
+    int64_t documents = 0;              // test documents per subset; 0 = Choi's (400 of 3-11, 100 each of 3-5, 6-8, 9-11)
+    int64_t dev_documents = 100;        // documents of 3-11 (another seed) on which the best layer is chosen
+    int64_t seed = 2000;                // draws the test documents
+    int64_t block_window = 3;           // sentences per block on each side of a gap (depth-score methods)
+    int64_t smoothing = 1;              // gap scores averaged over +-N gaps; 0 = none
+    int64_t c99_mask = 11;              // side of C99's rank mask (odd)
+    int64_t attention_layers = 2;       // final layers whose gap attention `attention-final` averages
+    std::string method = "heads-c99";   // what `segment --text` uses: heads-c99 | heads-depth | attention
+    int64_t layer = -1;                 // the layer `segment --text` uses; -1 = the last
+  } segment;
   struct Output {
     std::string dir = "results/default";  // store.h5 and report go here
     bool overwrite = false;               // replace an existing store with a different config
@@ -127,11 +140,12 @@ Config parse_config(const std::string& yaml, const std::string& name,
 void check_paths(const Config& config);
 
 // The effective config as YAML, every key present, with a comment on each.
-std::string to_yaml(const Config& config, bool with_comments = true);
+// omit: a section left out (identity_yaml: "segment" for run and pretrain).
+std::string to_yaml(const Config& config, bool with_comments = true, const std::string& omit = "");
 
 // What reads a config: the analysis (`run`) or the training (`pretrain`). Each reads its own
 // keys; a store's or a checkpoint's identity holds only the keys that determine its results.
-enum class JobKind { Run, Pretrain };
+enum class JobKind { Run, Pretrain, Segment };
 
 // The YAML of the settings that determine a run's results: to_yaml with the keys that only steer
 // how it runs (marked so in the schema: output.dir, .overwrite and .report; runtime threads,

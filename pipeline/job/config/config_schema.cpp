@@ -245,25 +245,26 @@ Field list_field(std::string path, Ref<std::vector<T>> ref, std::string item_kin
 
 }  // namespace
 
+// The table of every config key, one row each (key, default, range, help): long as a table is.
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f;
     f.push_back(enum_field<CorpusFormat>("corpus.format", [](Config& c) -> CorpusFormat& { return c.corpus.format; },
-                                         "brown (one sentence per line, word/tag) | text | jsonl").also_pretrain());
+                                         "brown (one sentence per line, word/tag) | text | jsonl").also_pretrain().also_segment());
     f.push_back(string_field("corpus.path", [](Config& c) -> std::string& { return c.corpus.path; }, {},
-                             "corpus folder or file, relative to the working directory").also_pretrain());
+                             "corpus folder or file, relative to the working directory").also_pretrain().also_segment());
     f.push_back(string_field("corpus.text_field", [](Config& c) -> std::string& { return c.corpus.text_field; }, {},
-                             "jsonl: the member holding each document's text").also_pretrain());
+                             "jsonl: the member holding each document's text").also_pretrain().also_segment());
     f.push_back(enum_field<InvalidUtf8>("corpus.invalid_utf8", [](Config& c) -> InvalidUtf8& { return c.corpus.invalid_utf8; },
-                                        "error | replace (invalid bytes become U+FFFD)").also_pretrain());
+                                        "error | replace (invalid bytes become U+FFFD)").also_pretrain().also_segment());
     f.push_back(int_field("corpus.max_documents", [](Config& c) -> int64_t& { return c.corpus.max_documents; }, 0, kMaxCount,
-                          "0 = all documents, else the first N in corpus order").also_pretrain());
+                          "0 = all documents, else the first N in corpus order").also_pretrain().also_segment());
     f.push_back(int_field("corpus.heldout_every", [](Config& c) -> int64_t& { return c.corpus.heldout_every; }, 0, kMaxCount,
-                          "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none").also_pretrain());
+                          "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none").also_pretrain().also_segment());
     f.push_back(enum_field<DocumentSplit>("corpus.split", [](Config& c) -> DocumentSplit& { return c.corpus.split; },
-                                          "run: samples from all documents | the train split | the heldout split"));
+                                          "run: samples from all documents | the train split | the heldout split").also_segment());
     f.push_back(int_field("samples.seq_len", [](Config& c) -> int64_t& { return c.samples.seq_len; }, 3, 8192,
-                          "T: tokens per sample including [CLS] and [SEP]").also_pretrain());
+                          "T: tokens per sample including [CLS] and [SEP]").also_pretrain().also_segment());
     f.push_back(enum_field<WindowMode>("samples.windows", [](Config& c) -> WindowMode& { return c.samples.windows; },
                                        "sentences: a window at every stride-th sentence start | documents: one per document").also_pretrain());
     f.push_back(int_field("samples.stride_sentences", [](Config& c) -> int64_t& { return c.samples.stride_sentences; }, 1, kMaxCount,
@@ -273,15 +274,15 @@ const std::vector<Field>& schema() {
     f.push_back(int_field("samples.seed", [](Config& c) -> int64_t& { return c.samples.seed; }, 0,
                           std::numeric_limits<int64_t>::max(), "SplitMix64 seed of the draw"));
     f.push_back(string_field("model.path", [](Config& c) -> std::string& { return c.model.path; }, {},
-                             "Hugging Face BERT folder: config.json, model.safetensors, vocab.txt"));
+                             "Hugging Face BERT folder: config.json, model.safetensors, vocab.txt").also_segment());
     f.push_back(string_field("model.name", [](Config& c) -> std::string& { return c.model.name; }, {},
-                             "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)"));
+                             "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)").also_segment());
     f.push_back(string_field("model.vocab", [](Config& c) -> std::string& { return c.model.vocab; }, {},
-                             "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)").also_pretrain());
+                             "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)").also_pretrain().also_segment());
     f.push_back(enum_field<LowerCase>("model.do_lower_case", [](Config& c) -> LowerCase& { return c.model.do_lower_case; },
-                                      "auto = tokenizer_config.json, else true (uncased)").also_pretrain());
+                                      "auto = tokenizer_config.json, else true (uncased)").also_pretrain().also_segment());
     f.push_back(enum_field<Precision>("model.dtype", [](Config& c) -> Precision& { return c.model.dtype; },
-                                      "compute dtype; float64 for count-for-count checks"));
+                                      "compute dtype; float64 for count-for-count checks").also_segment());
     f.push_back(enum_field<HeadVector>("model.vector", [](Config& c) -> HeadVector& { return c.model.vector; },
                                        "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"));
     f.push_back(bool_field("model.tf32", [](Config& c) -> bool& { return c.model.tf32; },
@@ -339,36 +340,56 @@ const std::vector<Field>& schema() {
     pretrain(string_field("pretrain.init_out", [](Config& c) -> std::string& { return c.pretrain.init_out; }, {},
                           "folder of the step-0 weights (Hugging Face layout); empty = <output.dir>/init")
                  .steering());
+    // segment: read by `ctxsim segment` only.
+    const auto segment = [&](Field field) { f.push_back(field.only_segment()); };
+    segment(int_field("segment.documents", [](Config& c) -> int64_t& { return c.segment.documents; }, 0, 100000,
+                      "test documents per subset; 0 = Choi's counts (400 of 3-11, 100 each of 3-5, 6-8, 9-11)"));
+    segment(int_field("segment.dev_documents", [](Config& c) -> int64_t& { return c.segment.dev_documents; }, 1, 100000,
+                      "documents of 3-11 (another seed) on which the summary chooses each model method's best layer"));
+    segment(int_field("segment.seed", [](Config& c) -> int64_t& { return c.segment.seed; }, 0, std::numeric_limits<int64_t>::max(),
+                      "seeds the draw of the test documents"));
+    segment(int_field("segment.block_window", [](Config& c) -> int64_t& { return c.segment.block_window; }, 1, 1000,
+                      "sentences per block on each side of a gap (TextTiling and the depth-score methods)"));
+    segment(int_field("segment.smoothing", [](Config& c) -> int64_t& { return c.segment.smoothing; }, 0, 1000,
+                      "gap scores averaged over +-N neighbouring gaps before the depth scores; 0 = none"));
+    segment(int_field("segment.c99_mask", [](Config& c) -> int64_t& { return c.segment.c99_mask; }, 1, 101,
+                      "side of C99's rank mask, odd (Choi: 11)"));
+    segment(int_field("segment.attention_layers", [](Config& c) -> int64_t& { return c.segment.attention_layers; }, 1, 1000,
+                      "the final layers whose attention across gaps the attention-final method averages"));
+    segment(string_field("segment.method", [](Config& c) -> std::string& { return c.segment.method; }, {"heads-c99", "heads-depth", "attention"},
+                         "what `segment --text` uses: heads-c99 | heads-depth | attention (of segment.layer)"));
+    segment(int_field("segment.layer", [](Config& c) -> int64_t& { return c.segment.layer; }, -1, 1000,
+                      "the layer `segment --text` uses; -1 = the model's last"));
     f.push_back(string_field("output.dir", [](Config& c) -> std::string& { return c.output.dir; }, {},
                              "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what")
-                    .steering().also_pretrain());
+                    .steering().also_pretrain().also_segment());
     f.push_back(bool_field("output.overwrite", [](Config& c) -> bool& { return c.output.overwrite; },
-                           "replace an existing store (or checkpoint) made with a different config").steering().also_pretrain());
+                           "replace an existing store (or checkpoint) made with a different config").steering().also_pretrain().also_segment());
     f.push_back(bool_field("output.report", [](Config& c) -> bool& { return c.output.report; },
-                           "write the report when the run ends").steering());
+                           "write the report when the run ends").steering().also_segment());
     f.push_back(int_field("output.report_max_bytes", [](Config& c) -> int64_t& { return c.output.report_max_bytes; }, 1 << 20, int64_t(1) << 40,
                           "size budget of report.html; large examples are block-pooled to fit").steering());
     f.push_back(int_field("runtime.threads", [](Config& c) -> int64_t& { return c.runtime.threads; }, 0, 4096,
-                          "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores").steering().also_pretrain());
+                          "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores").steering().also_pretrain().also_segment());
     f.push_back(int_field("runtime.batch_size", [](Config& c) -> int64_t& { return c.runtime.batch_size; }, 1, 65536,
-                          "samples per forward pass"));
+                          "samples per forward pass").also_segment());
     f.push_back(int_field("runtime.unit_size", [](Config& c) -> int64_t& { return c.runtime.unit_size; }, 1, kMaxCount,
-                          "samples per work unit (the resume granularity; independent of the rank count)"));
+                          "samples per work unit (the resume granularity; independent of the rank count)").also_segment());
     f.push_back(enum_field<Device>("runtime.device", [](Config& c) -> Device& { return c.runtime.device; },
                                    "auto = the local GPU when built with CUDA and one is visible, else CPU").steering());
     f.push_back(double_field("runtime.progress_seconds", [](Config& c) -> double& { return c.runtime.progress_seconds; },
-                             0.0, 1e6, true, "seconds between progress lines when not on a terminal").steering().also_pretrain());
+                             0.0, 1e6, true, "seconds between progress lines when not on a terminal").steering().also_pretrain().also_segment());
     f.push_back(int_field("runtime.flush_units", [](Config& c) -> int64_t& { return c.runtime.flush_units; }, 1, kMaxCount,
-                          "make progress durable (resume state) every N completed work units").steering());
+                          "make progress durable (resume state) every N completed work units").steering().also_segment());
     f.push_back(double_field("runtime.flush_seconds", [](Config& c) -> double& { return c.runtime.flush_seconds; }, 0.0, 1e7, true,
-                             "… or every N seconds, whichever comes first").steering().also_pretrain());
+                             "… or every N seconds, whichever comes first").steering().also_pretrain().also_segment());
     return f;
   }();
   return fields;
 }
 
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"corpus", "samples", "model", "selection", "statistics", "pretrain", "output", "runtime", "sweep"};
+  static const std::vector<std::string> s = {"corpus", "samples", "model", "selection", "statistics", "pretrain", "segment", "output", "runtime", "sweep"};
   return s;
 }
 

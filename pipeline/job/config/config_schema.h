@@ -26,7 +26,7 @@ struct Field {
   std::function<void(const Config& from, Config& to)> copy;
   bool determines_results = true;
   uint8_t used_by = kByRun;  // which jobs read the key (a bit per JobKind)
-  static constexpr uint8_t kByRun = 1, kByPretrain = 2;
+  static constexpr uint8_t kByRun = 1, kByPretrain = 2, kBySegment = 4;
   Field& steering() {
     determines_results = false;
     return *this;
@@ -39,7 +39,17 @@ struct Field {
     used_by = kByPretrain;
     return *this;
   }
-  bool used_by_job(JobKind kind) const { return used_by & (kind == JobKind::Run ? kByRun : kByPretrain); }
+  Field& also_segment() {
+    used_by |= kBySegment;
+    return *this;
+  }
+  Field& only_segment() {
+    used_by = kBySegment;
+    return *this;
+  }
+  bool used_by_job(JobKind kind) const {
+    return used_by & (kind == JobKind::Run ? kByRun : kind == JobKind::Pretrain ? kByPretrain : kBySegment);
+  }
   // Part of the identity of a store (run) or a checkpoint (pretrain).
   bool identifies(JobKind kind) const { return determines_results && used_by_job(kind); }
 };

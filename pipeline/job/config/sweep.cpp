@@ -38,15 +38,11 @@ std::vector<std::string> shortest_distinct_names(const std::vector<std::string>&
   return names;
 }
 
-}  // namespace
-
-SweepPlan expand_sweep(const Config& c) {
-  namespace fs = std::filesystem;
-  SweepPlan plan;
-  plan.name = !c.sweep_name.empty() ? c.sweep_name : c.source.empty() ? std::string("sweep") : fs::path(c.source).stem().string();
-  // Fold the axes that do not change the forward pass: selection rules, the attention threshold
-  // and the separator set. Every combination becomes one rule of every point's rule list.
-  std::vector<const SweepAxis*> axes;
+// Folds the axes that do not change the forward pass (selection rules, the attention threshold,
+// the separator set): every combination becomes one rule of every point's rule list, returned as
+// the YAML flow list's items ("" when nothing is folded). The other axes go to `axes`; what was
+// folded is described in `folded`.
+std::string fold_rule_axes(const Config& c, std::vector<const SweepAxis*>& axes, std::vector<std::string>& folded) {
   std::vector<std::string> rule_texts, betas, seps;
   for (const auto& a : c.sweep) {
     const std::string& k = a.keys[0];
@@ -61,26 +57,36 @@ SweepPlan expand_sweep(const Config& c) {
       axes.push_back(&a);
       continue;
     }
-    plan.folded.push_back(k + " (" + std::to_string(a.size()) + " values)");
+    folded.push_back(k + " (" + std::to_string(a.size()) + " values)");
   }
   std::string rules;
-  if (!plan.folded.empty()) {
-    if (rule_texts.empty()) {
-      std::ostringstream base;
-      for (const auto& r : c.selection) {
-        base.str("");
-        base << r.key() << ": " << r.value;
-        rule_texts.push_back(base.str());
-      }
+  if (folded.empty()) return rules;
+  if (rule_texts.empty()) {
+    std::ostringstream base;
+    for (const auto& r : c.selection) {
+      base.str("");
+      base << r.key() << ": " << r.value;
+      rule_texts.push_back(base.str());
     }
-    if (betas.empty()) betas.push_back("");
-    if (seps.empty()) seps.push_back("");
-    for (const auto& r : rule_texts)
-      for (const auto& b : betas)
-        for (const auto& sp : seps)
-          rules += std::string(rules.empty() ? "" : ", ") + "{" + r + (b.empty() ? "" : ", attention_threshold: " + b) +
-                   (sp.empty() ? "" : ", separators: " + sp) + "}";
   }
+  if (betas.empty()) betas.push_back("");
+  if (seps.empty()) seps.push_back("");
+  for (const auto& r : rule_texts)
+    for (const auto& b : betas)
+      for (const auto& sp : seps)
+        rules += std::string(rules.empty() ? "" : ", ") + "{" + r + (b.empty() ? "" : ", attention_threshold: " + b) +
+                 (sp.empty() ? "" : ", separators: " + sp) + "}";
+  return rules;
+}
+
+}  // namespace
+
+SweepPlan expand_sweep(const Config& c) {
+  namespace fs = std::filesystem;
+  SweepPlan plan;
+  plan.name = !c.sweep_name.empty() ? c.sweep_name : c.source.empty() ? std::string("sweep") : fs::path(c.source).stem().string();
+  std::vector<const SweepAxis*> axes;
+  const std::string rules = fold_rule_axes(c, axes, plan.folded);
   size_t total = 1;
   for (const auto* a : axes) {
     total *= a->size();

@@ -55,8 +55,8 @@ std::string BatchTimes::describe() const {
   return s;
 }
 
-Progress::Progress(int64_t total, double interval, bool enabled)
-    : total_(total), interval_(interval), tty_(isatty(STDERR_FILENO) == 1), enabled_(enabled),
+Progress::Progress(int64_t total, double interval, bool enabled, std::string what)
+    : total_(total), interval_(interval), tty_(isatty(STDERR_FILENO) == 1), enabled_(enabled), what_(std::move(what)),
       start_(std::chrono::steady_clock::now()), last_(start_) {}
 
 double Progress::elapsed() const {
@@ -83,8 +83,8 @@ void Progress::print(bool final) {
   const double eta = rate > 0 ? double(total_ - done_) / rate : -1;
   const double pct = total_ > 0 ? 100.0 * double(done_) / double(total_) : 100.0;
   char line[256];
-  std::snprintf(line, sizeof line, "samples %lld/%lld (%.1f%%)  %.2f samples/s  elapsed %s  ETA %s",
-                static_cast<long long>(done_), static_cast<long long>(total_), pct, rate, format_duration(e).c_str(),
+  std::snprintf(line, sizeof line, "%s %lld/%lld (%.1f%%)  %.2f %s/s  elapsed %s  ETA %s", what_.c_str(),
+                static_cast<long long>(done_), static_cast<long long>(total_), pct, rate, what_.c_str(), format_duration(e).c_str(),
                 final ? "0s" : format_duration(eta).c_str());
   if (tty_) {
     const int width = 30;

@@ -10,7 +10,8 @@ namespace ctxsim {
 
 class Progress {
  public:
-  Progress(int64_t total, double interval_seconds, bool enabled = true);
+  // what: the unit counted ("samples", "documents").
+  Progress(int64_t total, double interval_seconds, bool enabled = true, std::string what = "samples");
   void update(int64_t done);  // cheap when nothing is due
   void finish();
   double elapsed() const;
@@ -20,6 +21,7 @@ class Progress {
   int64_t total_, done_ = 0;
   double interval_;
   bool tty_, enabled_;
+  std::string what_;
   std::chrono::steady_clock::time_point start_, last_;
 };
 

@@ -1,0 +1,59 @@
+#include "pipeline/commands/job_plan.h"
+
+#include "pipeline/job/config/inputs.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/log.h"
+#include "pipeline/store/store.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+
+namespace ctxsim {
+namespace {
+
+StoreMode decide(const Config& c, JobKind kind, const StoreTarget& t, std::optional<Checkpoint>& checkpoint) {
+  if (c.output.overwrite) return StoreMode::Create;
+  const StoreInfo existing = inspect_store(t.store_path);
+  if (!existing.exists()) return StoreMode::Create;
+  if (existing.kind == StoreInfo::Kind::NotAStore)
+    throw Error(c.where("output.dir"), t.store_path + " exists and is not a ctxsim store: " + existing.what,
+                "move it away, choose another output.dir, or set output.overwrite=true to replace it");
+  const std::vector<std::string> differences = identity_differences(existing.config_yaml, c, kind);
+  if (!differences.empty())
+    throw Error(c.where("output.dir"), t.store_path + " holds a run with a different config: " + join(differences, "; "),
+                "choose another output.dir, or set output.overwrite=true to replace it");
+  // The same config over other inputs (new weights under the same model.path, an edited corpus)
+  // is another run: resuming would mix the two, and a complete store would answer for the old.
+  const std::vector<std::string> changed =
+      changed_inputs({existing.model_sha256, existing.vocab_sha256, existing.corpus_sha256}, input_digests(c), c);
+  if (!changed.empty())
+    throw Error(c.where("output.dir"), t.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
+                "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
+  if (existing.complete) return StoreMode::AlreadyDone;
+  checkpoint = read_checkpoint(t.progress_path);  // an unreadable or damaged one stops the job here
+  if (!checkpoint) {
+    log_info(t.store_path + " stopped before its first durable point (no resume state beside it): starting it over");
+    return StoreMode::Create;
+  }
+  if (checkpoint->identity != t.identity_hash) {
+    log_info(t.progress_path + " is the resume state of another config (an older ctxsim?): starting the run over");
+    checkpoint.reset();
+    return StoreMode::Create;
+  }
+  return StoreMode::Resume;
+}
+
+}  // namespace
+
+StoreMode agree_store_mode(MpiComm& world, const Config& c, JobKind kind, const StoreTarget& target, std::unique_ptr<RunLock>& lock,
+                           std::optional<Checkpoint>& checkpoint) {
+  int64_t mode = int64_t(StoreMode::Create);
+  on_every_rank(world, [&] {
+    if (world.rank() != 0) return;
+    lock = std::make_unique<RunLock>(c.output.dir, c.where("output.dir"));
+    mode = int64_t(decide(c, kind, target, checkpoint));
+  });
+  world.broadcast(&mode, sizeof mode, 0);
+  return StoreMode(mode);
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,258 @@
+// `ctxsim segment CONFIG`: topic segmentation on Choi's benchmark regenerated from the config's
+// corpus split (docs/SPEC.md §6), every method on the same test documents, as an MPI job on the
+// run's machinery: plan (config, the output folder) → inputs (tokenizer, corpus, model, the
+// benchmark) → store (created or resumed) → rounds over the work units (one test document each,
+// dealt round-robin, job/rounds.h) → finish (complete, the summary). A document's results do not
+// depend on which rank computed it, so the store is the same for any rank count or resume.
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include "ctxsim_revision.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_plan.h"
+#include "pipeline/commands/run_units.h"
+#include "pipeline/commands/segment_inputs.h"
+#include "pipeline/job/config/inputs.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/log.h"
+#include "pipeline/job/dist/rounds.h"
+#include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/job/durable/run_lock.h"
+#include "pipeline/store/segment_store.h"
+#include "stages/base/cpu_features.h"
+#include "stages/base/digest.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/base/stopwatch.h"
+#include "stages/model/model.h"
+#include "stages/segment/encode.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+// ------------------------------------------------------------------------ plan ------------
+struct SegmentPlan {
+  Config config;
+  std::string config_path, model_dir, identity, identity_hash, store_path, progress_path;
+  StoreMode mode = StoreMode::Create;
+  std::optional<Checkpoint> checkpoint;
+  std::unique_ptr<RunLock> lock;
+};
+
+SegmentPlan plan_segment(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
+  SegmentPlan p;
+  p.config_path = config_path;
+  on_every_rank(world, [&] {
+    Config& c = p.config;
+    c = load_config(config_path, overrides);
+    check_paths(c);
+    p.model_dir = model_dir(c);
+    if (p.model_dir.empty())
+      throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face BERT or DistilBERT folder");
+    require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
+    p.identity = identity_yaml(c, JobKind::Segment);
+    p.identity_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(p.identity.data()), p.identity.size());
+    p.store_path = (fs::path(c.output.dir) / "store.h5").string();
+    p.progress_path = checkpoint_path(p.store_path);
+  });
+  p.mode = agree_store_mode(world, p.config, JobKind::Segment, {p.store_path, p.progress_path, p.identity_hash}, p.lock, p.checkpoint);
+  return p;
+}
+
+// ---------------------------------------------------------------------- inputs ------------
+struct SegmentInputs {
+  int threads = 0;
+  std::optional<BertTokenizer> tokenizer;
+  TokenizedInputs text;
+  std::optional<TransformerEncoder> model;
+  Benchmark bench;
+  segment::MethodOptions options;
+  int32_t window = 0;
+};
+
+SegmentInputs load_segment_inputs(MpiComm& world, const SegmentPlan& p) {
+  SegmentInputs in;
+  const Config& c = p.config;
+  on_every_rank(world, [&] {
+    in.threads = configure_threads(c.runtime.threads, world.local_size());
+    log_info(version_string() + "; segment " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
+             std::to_string(in.threads) + " thread(s); " + configure_compute_libraries().describe());
+    in.tokenizer.emplace(make_tokenizer(c));
+    in.text = read_and_tokenize(c, *in.tokenizer);
+    in.model.emplace(TransformerEncoder::load(p.model_dir, torch_dtype(c.model.dtype)));
+    in.window = segment_window(c, in.model->config());
+    in.bench = make_benchmark(c, in.text.corpus);
+    in.options = segment_method_options(c, in.tokenizer->vocab());
+  });
+  return in;
+}
+
+SegmentLayout segment_layout(const SegmentInputs& in) {
+  SegmentLayout l;
+  l.documents = int64_t(in.bench.documents.size());
+  for (const auto& d : in.bench.documents) l.max_gaps = std::max<int64_t>(l.max_gaps, d.total_sentences - 1);
+  l.layers = in.model->config().num_layers;
+  l.heads = in.model->config().num_heads;
+  l.segments = segment::kChoiSegments;
+  l.methods = segment::method_names(l.layers);
+  l.subsets = in.bench.subsets;
+  l.example_sentences = in.bench.documents.empty() ? 0 : in.bench.documents[0].total_sentences;
+  return l;
+}
+
+std::vector<SegmentDocumentInfo> document_infos(const Benchmark& b) {
+  std::vector<SegmentDocumentInfo> out;
+  for (size_t d = 0; d < b.documents.size(); ++d) {
+    SegmentDocumentInfo info;
+    info.subset = b.subset_of[d];
+    info.sentences = b.documents[d].total_sentences;
+    for (const auto& s : b.documents[d].segments) info.parts.insert(info.parts.end(), {s.document, s.sentences});
+    info.gold = b.documents[d].boundaries;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+StoreAttributes segment_attributes(MpiComm& world, const SegmentPlan& p, const SegmentInputs& in) {
+  const Config& c = p.config;
+  const InputDigests digests = input_digests(c);
+  StoreAttributes a;
+  a.config_yaml = p.identity;
+  a.config_path = p.config_path;
+  a.model_path = p.model_dir;
+  a.model_sha256 = digests.model;
+  a.vocab_path = vocab_path(c);
+  a.vocab_sha256 = digests.vocab;
+  a.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(in.text.corpus.documents.size()) + " documents)";
+  a.corpus_sha256 = in.text.corpus_sha256;
+  a.version = version_string();
+  a.git_revision = CTXSIM_GIT_REVISION;
+  a.started = utc_now();
+  a.vector_kind = "context";
+  a.dtype = name_of(c.model.dtype);
+  a.ranks = world.size();
+  a.threads = in.threads;
+  a.isa = configure_compute_libraries().describe() + " (rank 0)";
+  a.devices = std::to_string(world.size()) + " x cpu";
+  return a;
+}
+
+// ----------------------------------------------------------------------- units ------------
+SegmentDocumentResult lay_out(const segment::DocumentResult& r, const SegmentLayout& l) {
+  SegmentDocumentResult out;
+  const size_t G = size_t(std::max<int64_t>(1, l.max_gaps));
+  out.boundaries.assign(l.methods.size() * G, -1);
+  for (size_t m = 0; m < r.boundaries.size(); ++m) {
+    std::copy(r.boundaries[m].begin(), r.boundaries[m].end(), out.boundaries.begin() + ptrdiff_t(m * G));
+    out.count.push_back(int32_t(r.boundaries[m].size()));
+    out.pk.push_back(r.scores[m].pk);
+    out.window_diff.push_back(r.scores[m].window_diff);
+  }
+  for (const auto& h : r.heads) out.head_pk.push_back(h.pk), out.head_window_diff.push_back(h.window_diff);
+  return out;
+}
+
+class SegmentUnits final : public UnitWork {
+ public:
+  SegmentUnits(const SegmentInputs& in, const SegmentLayout& layout, SegmentStore& store, const Config& c, MpiComm& world,
+               std::string progress_path, std::string identity, int64_t generation)
+      : in_(in), layout_(layout), store_(store), config_(c), world_(world), progress_path_(std::move(progress_path)),
+        identity_(std::move(identity)), generation_(generation) {}
+
+  void compute(const WorkUnit& unit) override {
+    unit_delay_for_tests();
+    const size_t d = size_t(unit.first);
+    const auto sentences = in_.bench.sentences(in_.text.corpus, d);
+    const Vocab& v = in_.tokenizer->vocab();
+    const segment::EncodedDocument e =
+        segment::encode_document(*in_.model, sentences, in_.window, v.cls_id(), v.sep_id(), v.pad_id(), config_.runtime.batch_size);
+    // The random baseline's seed: the document's, so that it does not depend on who computes it.
+    const uint64_t seed = segment::choi_subset_seed(uint64_t(config_.segment.seed) ^ 0x5e9e17ULL, d);
+    const segment::DocumentResult r = segment::segment_document(sentences, e, in_.bench.documents[d].boundaries, in_.options, seed);
+    result_ = lay_out(r, layout_);
+    if (d == 0)
+      for (int64_t l = 0; l < e.L; ++l) {
+        const std::vector<double> sim = e.similarity(l, -1);
+        result_.example.insert(result_.example.end(), sim.begin(), sim.end());
+      }
+    has_result_ = true;
+  }
+  void write(const WorkUnit* unit) override {
+    store_.write_document(unit ? unit->first : 0, unit && has_result_ ? &result_ : nullptr);
+    has_result_ = false;
+  }
+  void make_durable(const std::vector<uint8_t>& done) override {
+    store_.flush();
+    if (world_.rank() == 0) write_checkpoint(progress_path_, Checkpoint{identity_, ++generation_, done, {}});
+  }
+
+ private:
+  const SegmentInputs& in_;
+  const SegmentLayout& layout_;
+  SegmentStore& store_;
+  const Config& config_;
+  MpiComm& world_;
+  std::string progress_path_, identity_;
+  int64_t generation_ = 0;
+  SegmentDocumentResult result_;
+  bool has_result_ = false;
+};
+
+}  // namespace
+
+int cmd_segment(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
+  const Stopwatch clock;
+  MpiSession::ensure();
+  MpiComm world(MPI_COMM_WORLD);
+  set_log_rank(world.rank(), world.size());
+  const StopSignals stop;
+  SegmentPlan plan = plan_segment(world, config_path, overrides);
+  if (plan.mode == StoreMode::AlreadyDone) {
+    if (world.rank() != 0) return kExitOk;
+    log_info(plan.store_path + " is already complete for this config; its summary:");
+    return print_summary(plan.store_path, SummaryOptions{}, out);
+  }
+  SegmentInputs in = load_segment_inputs(world, plan);
+  const SegmentLayout layout = segment_layout(in);
+  std::vector<WorkUnit> units = make_units(layout.documents, 1);
+  std::vector<uint8_t> done(units.size(), 0);
+  int64_t generation = 0;
+  std::optional<SegmentStore> store;
+  if (plan.mode == StoreMode::Resume) {
+    if (world.rank() == 0) {
+      CTXSIM_CHECK(plan.checkpoint->done.size() == units.size(), "resume state does not match the benchmark");
+      done = plan.checkpoint->done, generation = plan.checkpoint->generation;
+    }
+    world.broadcast(done.data(), done.size(), 0);
+    store.emplace(SegmentStore::open(plan.store_path, world.mpi(), world.rank(), layout));
+    log_info("resuming " + plan.store_path + ": " + std::to_string(std::count(done.begin(), done.end(), uint8_t(1))) + " of " +
+             std::to_string(units.size()) + " documents done");
+  } else {
+    const StoreAttributes attrs = segment_attributes(world, plan, in);
+    if (world.rank() == 0) fs::remove(plan.progress_path);
+    store.emplace(SegmentStore::create(plan.store_path, world.mpi(), world.rank(), layout, attrs, document_infos(in.bench)));
+  }
+  log_info("benchmark: " + std::to_string(layout.documents) + " test documents (" + join(layout.subsets) + "), " +
+           std::to_string(layout.methods.size()) + " methods; model " + plan.model_dir + " (" + std::to_string(layout.layers) +
+           " layers, " + std::to_string(layout.heads) + " heads), window T=" + std::to_string(in.window));
+  SegmentUnits work(in, layout, *store, plan.config, world, plan.progress_path, plan.identity_hash, generation);
+  Progress progress(layout.documents, plan.config.runtime.progress_seconds, world.rank() == 0, "documents");
+  const RoundOptions options{plan.config.runtime.flush_units, plan.config.runtime.flush_seconds};
+  const RoundTimes times = run_rounds(world, units, done, options, work, stop, progress);
+  store->finish(utc_now(), clock.seconds());
+  store.reset();
+  if (world.rank() != 0) return kExitOk;
+  fs::remove(plan.progress_path);
+  std::ostringstream timing;
+  timing.precision(3);
+  timing << "done: " << layout.documents << " documents in " << clock.seconds() << " s on " << world.size() << " rank(s) (compute "
+         << times.compute << " s on rank 0); wrote " << plan.store_path;
+  log_info(timing.str());
+  return print_summary(plan.store_path, SummaryOptions{}, out);
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,86 @@
+#include "pipeline/commands/segment_inputs.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "stages/base/error.h"
+
+namespace ctxsim {
+
+std::vector<int32_t> segment_stop_ids(const Vocab& vocab) {
+  // Function words of English (a short list in the spirit of the SMART list TextTiling and C99
+  // used): whole-word WordPiece tokens of bert-base-uncased.
+  static const char* const kFunctionWords[] = {
+      "a",     "about", "after", "all",   "also",  "an",    "and",   "any",   "are",   "as",    "at",    "be",    "been",
+      "but",   "by",    "can",   "could", "did",   "do",    "does",  "for",   "from",  "had",   "has",   "have",  "he",
+      "her",   "him",   "his",   "how",   "i",     "if",    "in",    "into",  "is",    "it",    "its",   "me",    "more",
+      "most",  "my",    "no",    "not",   "now",   "of",    "on",    "one",   "only",  "or",    "other", "our",   "out",
+      "over",  "said",  "she",   "so",    "some",  "such",  "than",  "that",  "the",   "their", "them",  "then",  "there",
+      "these", "they",  "this",  "those", "to",    "up",    "upon",  "us",    "very",  "was",   "we",    "were",  "what",
+      "when",  "where", "which", "while", "who",   "whom",  "why",   "will",  "with",  "would", "you",   "your",  "s",
+      "t",     "mr",    "mrs",   "may",   "must",  "should", "being", "each",  "just",  "many",  "much",  "own",   "same"};
+  std::vector<int32_t> stop = vocab.special_ids();
+  for (const char* w : kFunctionWords)
+    if (const int32_t id = vocab.id(w); id >= 0) stop.push_back(id);
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    const std::string_view t = vocab.token(id);
+    if (std::none_of(t.begin(), t.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || (ch & 0x80); }))
+      stop.push_back(id);
+  }
+  std::sort(stop.begin(), stop.end());
+  stop.erase(std::unique(stop.begin(), stop.end()), stop.end());
+  return stop;
+}
+
+segment::MethodOptions segment_method_options(const Config& c, const Vocab& vocab) {
+  segment::MethodOptions o;
+  o.block.window = int32_t(c.segment.block_window);
+  o.block.smoothing_radius = int32_t(c.segment.smoothing);
+  o.c99.rank_mask = int32_t(c.segment.c99_mask);
+  o.attention_layers = int32_t(c.segment.attention_layers);
+  o.stop_ids = segment_stop_ids(vocab);
+  return o;
+}
+
+std::vector<segment::TokenIds> Benchmark::sentences(const TokenizedCorpus& corpus, size_t d) const {
+  std::vector<segment::TokenIds> out;
+  for (const auto& part : documents[d].segments) {
+    const auto& doc = corpus.documents[size_t(part.document)];
+    for (int32_t s = 0; s < part.sentences; ++s) out.push_back(doc.sentences[size_t(s)].ids);
+  }
+  return out;
+}
+
+Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus) {
+  const DocumentFilter filter{c.corpus.split, c.corpus.heldout_every};
+  std::vector<segment::EligibleDocument> eligible;
+  for (size_t d = 0; d < corpus.documents.size(); ++d)
+    if (filter.keeps(int64_t(d)) && !corpus.documents[d].sentences.empty())
+      eligible.push_back({int32_t(d), int32_t(corpus.documents[d].sentences.size())});
+  std::vector<segment::ChoiSubset> subsets = segment::choi_standard_subsets();
+  if (c.segment.documents > 0)
+    for (auto& s : subsets) s.documents = int32_t(c.segment.documents);
+  subsets.push_back({"dev", 3, 11, int32_t(c.segment.dev_documents)});
+  Benchmark b;
+  try {
+    b.documents = segment::choi_benchmark(eligible, uint64_t(c.segment.seed), subsets);
+  } catch (const Error& e) {
+    throw Error(c.where("corpus.split"), "the benchmark cannot be drawn from the " + std::to_string(eligible.size()) +
+                                             " documents of this split: " + e.problem(),
+                "choose a split with more documents (corpus.split=all, or a smaller corpus.heldout_every), or a larger corpus");
+  }
+  for (const auto& s : subsets) b.subsets.push_back(s.name);
+  for (const auto& d : b.documents)
+    b.subset_of.push_back(int32_t(std::find(b.subsets.begin(), b.subsets.end(), d.subset) - b.subsets.begin()));
+  return b;
+}
+
+int32_t segment_window(const Config& c, const BertConfig& model) {
+  if (c.samples.seq_len > model.max_position_embeddings)
+    throw Error(c.where("samples.seq_len"), std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
+                                                std::to_string(model.max_position_embeddings) + ")",
+                "lower samples.seq_len (the window segment encodes documents in)");
+  return int32_t(c.samples.seq_len);
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,40 @@
+// What `ctxsim segment` works from, shared by the benchmark job (segment.cpp) and the text mode
+// (segment_text.cpp): the config's tokenizer and model, the methods' options, the stop set of
+// the lexical baselines, and Choi's benchmark drawn from the config's corpus split.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/job/config/config.h"
+#include "stages/model/model.h"
+#include "stages/segment/choi.h"
+#include "stages/segment/document.h"
+#include "stages/text/samples.h"
+#include "stages/text/tokenizer.h"
+
+namespace ctxsim {
+
+// The lexical baselines' stop set: the vocabulary's special tokens, tokens without a letter or
+// digit (punctuation), and a short list of English function words (as TextTiling and C99 use).
+std::vector<int32_t> segment_stop_ids(const Vocab& vocab);
+
+// The config's segment.* options as the methods take them.
+segment::MethodOptions segment_method_options(const Config& c, const Vocab& vocab);
+
+// The benchmark: Choi's subsets (segment.documents each when > 0), then "dev" (the documents the
+// summary chooses each method's best layer on), drawn with segment.seed from the corpus split.
+struct Benchmark {
+  std::vector<std::string> subsets;            // names, "dev" last
+  std::vector<segment::ChoiDocument> documents;
+  std::vector<int32_t> subset_of;              // [documents] index into subsets
+  // The sentences (token ids) of test document d.
+  std::vector<segment::TokenIds> sentences(const TokenizedCorpus& corpus, size_t d) const;
+};
+Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus);
+
+// The model's input window for segment: samples.seq_len, which the model's positions must hold.
+int32_t segment_window(const Config& c, const BertConfig& model);
+
+}  // namespace ctxsim

@@ -1,0 +1,190 @@
+// Dimension scales of a store (see scales.h).
+#include "pipeline/store/scales.h"
+
+#include <algorithm>
+
+#include "pipeline/store/hdf5.h"
+#include "stages/base/files.h"
+
+namespace ctxsim {
+namespace {
+
+// Every axis of every dataset is named by a dimension scale (docs/STORE.md "With xarray"): the
+// netCDF-4 convention, so that h5netcdf and xarray open a group with named dimensions. Each
+// group carries the scales of the axes its datasets use, because xarray opens one group at a
+// time and takes coordinate values from that group only. Created with the store (the resume
+// path finds them there); every rank makes the same calls, rank 0 writes the values.
+
+// The axes of a statistic of the schema (kStatSchema), by its shape.
+std::vector<std::string> stat_dims(StatShape s) {
+  switch (s) {
+    case StatShape::Scalar: return {};
+    case StatShape::T: return {"distance"};
+    case StatShape::L: return {"layer"};
+    case StatShape::LH: return {"layer", "head"};
+    case StatShape::LHT: return {"layer", "head", "distance"};
+    case StatShape::LHV: return {"layer", "head", "token"};
+    case StatShape::LHS: return {"layer", "head", "separator"};
+  }
+  return {};
+}
+
+class Scales {
+ public:
+  Scales(hid_t dxpl, bool writer) : dxpl_(dxpl), writer_(writer) {}
+  // A coordinate of whole numbers, 0 … n-1 unless `values` are given.
+  void numbers(hid_t group, const std::string& name, hsize_t n, const std::string& description, std::vector<int64_t> values = {}) {
+    if (values.empty())
+      for (hsize_t i = 0; i < n; ++i) values.push_back(int64_t(i));
+    const h5::Id ds = make(group, name, H5T_STD_I64LE, n, description, name);
+    if (n == 0) return;  // no storage: MPI-IO refuses even an empty collective write
+    h5::write_slab(ds, H5T_NATIVE_INT64, values.data(), {0}, {writer_ ? n : 0}, dxpl_);
+  }
+  // A coordinate of strings of at most `width` bytes (UTF-8); values empty: written later.
+  void strings(hid_t group, const std::string& name, hsize_t n, size_t width, const std::string& description,
+               const std::vector<std::string>& values = {}) {
+    const h5::Id type = h5::fixed_string_type(string_width(width));
+    const h5::Id ds = make(group, name, type, n, description, name);
+    h5::set_attr(ds, "_Encoding", std::string("utf-8"));  // xarray decodes the bytes to str
+    if (values.empty() || n == 0) return;
+    const std::string packed = h5::pack_strings(values, H5Tget_size(type));
+    h5::write_slab(ds, type, packed.data(), {0}, {writer_ ? n : 0}, dxpl_);
+  }
+  // A dimension without values (netCDF: a dimension that is not a variable).
+  void bare(hid_t group, const std::string& name, hsize_t n, const std::string& description) {
+    make(group, name, H5T_STD_U8LE, n, description, h5::dimension_without_values(n));
+  }
+  // Names the axes of group's dataset `name` by the group's scales `dims`, in order.
+  static void attach(hid_t group, const std::string& name, const std::vector<std::string>& dims) {
+    const h5::Id ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, name.c_str());
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      const h5::Id scale(H5Dopen2(group, dims[axis].c_str(), H5P_DEFAULT), H5Dclose, dims[axis].c_str());
+      h5::attach_scale(ds, scale, unsigned(axis), dims[axis]);
+    }
+  }
+  // At least 2 bytes: xarray would read 1-byte strings as characters of one string.
+  static size_t string_width(size_t longest) { return std::max<size_t>(longest, 2); }
+
+ private:
+  h5::Id make(hid_t group, const std::string& name, hid_t type, hsize_t n, const std::string& description, const std::string& scale_name) {
+    h5::Id ds = h5::create_dataset(group, name, type, {n}, description);
+    h5::make_scale(ds, scale_name, next_dimid_++);
+    return ds;
+  }
+  hid_t dxpl_;
+  bool writer_;
+  int32_t next_dimid_ = 0;
+};
+
+size_t longest(const std::vector<std::string>& v) {
+  size_t n = 0;
+  for (const auto& s : v) n = std::max(n, s.size());
+  return n;
+}
+
+constexpr const char* kLayerScale = "layer index (0: the first encoder layer)";
+constexpr const char* kHeadScale = "attention head index within the layer";
+constexpr const char* kSampleScale = "sample index";
+constexpr const char* kRuleScale = "selection rule name, in the order of /stats rules";
+
+void scale_samples(Scales& s, hid_t file, hsize_t N, hsize_t T) {
+  const h5::Id g = h5::open_group(file, "samples");
+  s.numbers(g, "sample", N, kSampleScale);
+  s.numbers(g, "position", T, "token position in the sample (0: [CLS])");
+  const std::vector<std::string> fields = {"document", "first_sentence"};
+  s.strings(g, "source_field", 2, longest(fields), "the fields of source: document index, first sentence index", fields);
+  for (const char* n : {"token_ids", "sentence_ids", "word_ids"}) Scales::attach(g, n, {"sample", "position"});
+  for (const char* n : {"n_valid", "candidate"}) Scales::attach(g, n, {"sample"});
+  Scales::attach(g, "source", {"sample", "source_field"});
+}
+
+void scale_per_sample(Scales& s, hid_t file, const std::vector<std::string>& rules, hsize_t N, hsize_t L, hsize_t H) {
+  const h5::Id g = h5::open_group(file, "per_sample");
+  s.strings(g, "rule", rules.size(), longest(rules), kRuleScale, rules);
+  s.numbers(g, "sample", N, kSampleScale);
+  s.numbers(g, "layer", L, kLayerScale);
+  s.numbers(g, "head", H, kHeadScale);
+  for (const char* n : {"anchor_token", "anchor_share", "high_pairs"}) Scales::attach(g, n, {"rule", "sample", "layer", "head"});
+}
+
+void scale_examples(Scales& s, hid_t file, const StoreLayout& l, const std::vector<std::string>& rules) {
+  const h5::Id g = h5::open_group(file, "examples");
+  const hsize_t T = hsize_t(l.seq_len);
+  s.numbers(g, "example", l.examples.size(), "the sample id of each example (as sample_ids)", l.examples);
+  s.strings(g, "rule", rules.size(), longest(rules), kRuleScale, rules);
+  s.numbers(g, "layer", hsize_t(l.layers), kLayerScale);
+  s.numbers(g, "head", hsize_t(l.heads), kHeadScale);
+  s.numbers(g, "i", T, "position i of a pair (the query row of attention)");
+  s.numbers(g, "j", T, "position j of a pair (the key column of attention)");
+  Scales::attach(g, "sample_ids", {"example"});
+  for (const char* n : {"attention", "similarity"}) Scales::attach(g, n, {"example", "layer", "head", "i", "j"});
+  Scales::attach(g, "selected", {"example", "rule", "layer", "head", "i", "j"});
+}
+
+// One /stats group: the scales its statistics' axes use, then each statistic's attachment.
+void scale_stats_group(Scales& s, hid_t group, const std::vector<const StatField*>& fields, const std::vector<std::string>& tokens,
+                       size_t separator_width) {
+  std::vector<std::string> used;
+  for (const StatField* f : fields)
+    for (const auto& d : stat_dims(f->info->shape))
+      if (std::find(used.begin(), used.end(), d) == used.end()) used.push_back(d);
+  const auto uses = [&](const char* d) { return std::find(used.begin(), used.end(), d) != used.end(); };
+  const auto extent_of = [&](const char* d) {  // the statistic's own extent along d
+    for (const StatField* f : fields) {
+      const auto dims = stat_dims(f->info->shape);
+      for (size_t a = 0; a < dims.size(); ++a)
+        if (dims[a] == d) return hsize_t(f->dims.at(a));
+    }
+    return hsize_t(0);
+  };
+  if (uses("layer")) s.numbers(group, "layer", extent_of("layer"), kLayerScale);
+  if (uses("head")) s.numbers(group, "head", extent_of("head"), kHeadScale);
+  if (uses("distance")) s.numbers(group, "distance", extent_of("distance"), "pair distance d = j - i, in positions");
+  if (uses("token")) {
+    const hsize_t V = extent_of("token");
+    std::vector<std::string> spelled(V);
+    for (size_t id = 0; id < V && id < tokens.size(); ++id) spelled[id] = tokens[id];
+    s.strings(group, "token", V, longest(spelled),
+              "the vocabulary's spelling of each token id (the index is the id; empty past the vocabulary's last line)", spelled);
+  }
+  if (uses("separator"))
+    s.strings(group, "separator", extent_of("separator"), separator_width,
+              "the separator tokens, in the order of /stats/attention separator_tokens (written with the statistics)");
+  for (const StatField* f : fields) Scales::attach(group, f->name(), stat_dims(f->info->shape));
+}
+
+}  // namespace
+
+void create_scales(hid_t file, const StoreLayout& l, const std::string& vocab_text, hid_t dxpl, bool writer) {
+  Scales s(dxpl, writer);
+  std::vector<std::string> rules;
+  for (const auto& r : l.rules) rules.push_back(r.name());
+  scale_samples(s, file, hsize_t(l.samples), hsize_t(l.seq_len));
+  scale_per_sample(s, file, rules, hsize_t(l.samples), hsize_t(l.layers), hsize_t(l.heads));
+  scale_examples(s, file, l, rules);
+  const std::vector<std::string> tokens = split_lines(vocab_text);
+  const size_t separator_width = Scales::string_width(longest(tokens));  // a separator is a vocabulary token
+  const h5::Id stats = h5::open_group(file, "stats");
+  std::vector<const StatField*> per_rule, baseline;
+  for (const auto& f : l.fields) (f.per_rule() ? per_rule : baseline).push_back(&f);
+  for (const auto& r : rules) scale_stats_group(s, h5::open_group(stats, r), per_rule, tokens, separator_width);
+  scale_stats_group(s, h5::open_group(stats, "baseline"), baseline, tokens, separator_width);
+  const h5::Id vocab = h5::open_group(file, "vocab");
+  s.bare(vocab, "byte", vocab_text.size(), "byte offset into text (a dimension without values)");
+  Scales::attach(vocab, "text", {"byte"});
+}
+
+void write_separator_scale(hid_t stats, const std::vector<std::string>& separator_tokens, hid_t dxpl, bool writer) {
+  const h5::Id baseline = h5::open_group(stats, "baseline");
+  if (!h5::exists(baseline, "separator")) return;
+  const h5::Id ds(H5Dopen2(baseline, "separator", H5P_DEFAULT), H5Dclose, "separator");
+  const h5::Id type(H5Dget_type(ds), H5Tclose, "H5Dget_type");
+  const hsize_t n = h5::dims_of(ds).at(0);
+  if (n == 0) return;  // no separators (and no storage to write)
+  std::vector<std::string> values = separator_tokens;
+  values.resize(size_t(n));
+  const std::string packed = h5::pack_strings(values, H5Tget_size(type));
+  h5::write_slab(ds, type, packed.data(), {0}, {writer ? n : 0}, dxpl);
+}
+
+}  // namespace ctxsim

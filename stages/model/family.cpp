@@ -1,0 +1,73 @@
+#include "stages/model/family.h"
+
+#include "stages/base/error.h"
+
+namespace ctxsim {
+namespace {
+
+// The table. BERT: transformers' modeling_bert.py (BertModel, BertForMaskedLM, BertForPreTraining).
+// DistilBERT: modeling_distilbert.py (DistilBertModel, DistilBertForMaskedLM), whose LayerNorms
+// are built with eps=1e-12 and whose config.json has no epsilon key.
+const FamilySpec kFamilies[] = {
+    {Family::Bert, "bert", "BERT", "BertModel", "BertForMaskedLM", "BertModel, BertForMaskedLM or BertForPreTraining", "bert.",
+     {"cls."}, {"embeddings.position_ids"},
+     {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+      "hidden_act", "layer_norm_eps", "type_vocab_size"},
+     1e-12,
+     "embeddings.word_embeddings", "embeddings.position_embeddings", "embeddings.token_type_embeddings", "embeddings.LayerNorm",
+     "encoder.layer.", "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+     "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm", "pooler.dense",
+     true, NormPlacement::Post},
+    {Family::DistilBert, "distilbert", "DistilBERT", "DistilBertModel", "DistilBertForMaskedLM",
+     "DistilBertModel or DistilBertForMaskedLM", "distilbert.",
+     {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."}, {"embeddings.position_ids"},
+     {"vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "max_position_embeddings", "activation", nullptr, nullptr},
+     1e-12,
+     "embeddings.word_embeddings", "embeddings.position_embeddings", nullptr, "embeddings.LayerNorm",
+     "transformer.layer.", "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
+     "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm", nullptr,
+     false, NormPlacement::Post},
+};
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+const FamilySpec& family_spec(Family f) {
+  for (const auto& spec : kFamilies)
+    if (spec.family == f) return spec;
+  CTXSIM_FAIL("family_spec: a family without a table row");
+}
+
+const FamilySpec* family_by_model_type(const std::string& type) {
+  for (const auto& spec : kFamilies)
+    if (type == spec.model_type) return &spec;
+  return nullptr;
+}
+
+std::string supported_model_types() {
+  std::string s;
+  for (const auto& spec : kFamilies) s += (s.empty() ? "" : ", ") + std::string(spec.model_type);
+  return s;
+}
+
+Family parse_family(const std::string& name, const std::string& where) {
+  if (const FamilySpec* f = family_by_model_type(name)) return f->family;
+  throw Error(where, "'" + name + "' is not a model family ctxsim reads", "use one of " + supported_model_types());
+}
+
+std::string canonical_tensor_name(const FamilySpec& f, const std::string& key) {
+  std::string k = starts_with(key, f.model_prefix) ? key.substr(std::string(f.model_prefix).size()) : key;
+  for (const auto& head : f.head_prefixes)
+    if (starts_with(k, head)) return "";
+  for (const auto& buffer : f.buffers)
+    if (k == buffer) return "";
+  if (ends_with(k, "LayerNorm.gamma")) k = k.substr(0, k.size() - 5) + "weight";
+  else if (ends_with(k, "LayerNorm.beta")) k = k.substr(0, k.size() - 4) + "bias";
+  return k;
+}
+
+}  // namespace ctxsim

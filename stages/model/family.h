@@ -1,0 +1,79 @@
+// Model families as tables, not forks: for each family ctxsim reads (BERT, DistilBERT) its
+// config.json keys, its checkpoint's tensor names by role, the task heads and buffers a loader
+// skips, and what its layers do differently. Everything that loads, writes or names a checkpoint
+// reads this one table, so a new family of the same shape is one row (docs/ARCHITECTURE.md: how
+// to add a model family). No LibTorch here.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace ctxsim {
+
+enum class Family { Bert, DistilBert };
+
+// Where a layer's two LayerNorms sit. BERT and DistilBERT normalise after each residual add
+// (post-LN); a pre-LN family (GPT-2, …) would add `Pre` here and in transformer_layer.cpp.
+enum class NormPlacement { Post };
+
+// The config.json keys of one family; nullptr: the family has no such key.
+struct ConfigKeys {
+  const char* vocab;       // vocab_size
+  const char* hidden;      // hidden_size | dim
+  const char* layers;      // num_hidden_layers | n_layers
+  const char* heads;       // num_attention_heads | n_heads
+  const char* ffn;         // intermediate_size | hidden_dim
+  const char* positions;   // max_position_embeddings (optional, 512)
+  const char* activation;  // hidden_act | activation
+  const char* eps;         // layer_norm_eps; nullptr: fixed at FamilySpec::eps
+  const char* type_vocab;  // type_vocab_size; nullptr: no token-type embeddings
+};
+
+// One family. Tensor names are the bare model's (BertModel, DistilBertModel), without the
+// `.weight` / `.bias` suffix; per-layer names follow `layer_prefix` + N + ".".
+struct FamilySpec {
+  Family family;
+  const char* model_type;     // config.json "model_type"
+  const char* display;        // "BERT"
+  const char* model_class;    // the bare model's Hugging Face class: "BertModel"
+  const char* mlm_class;      // the masked-LM class: "BertForMaskedLM"
+  const char* checkpoints;    // what loads, for the fix of an incomplete checkpoint
+  const char* model_prefix;   // the encoder's prefix inside task-head checkpoints: "bert."
+  std::vector<std::string> head_prefixes;  // task heads skipped on purpose: "cls."
+  std::vector<std::string> buffers;        // non-weight entries skipped: "embeddings.position_ids"
+  ConfigKeys keys;
+  double eps;                 // LayerNorm epsilon when keys.eps is nullptr (and its default)
+  // Embeddings.
+  const char* word;           // [vocab, hidden]
+  const char* position;       // [max_positions, hidden]
+  const char* token_type;     // [type_vocab, hidden]; nullptr: none (row 0 is added for every token)
+  const char* embed_norm;     // LayerNorm [hidden]
+  // One layer.
+  const char* layer_prefix;   // "encoder.layer."
+  const char* query;          // [hidden, hidden] each, HF Linear ([out, in]) with a bias
+  const char* key;
+  const char* value;
+  const char* attn_out;       // W_O
+  const char* attn_norm;      // LayerNorm after the attention block
+  const char* ffn_in;         // [ffn, hidden]
+  const char* ffn_out;        // [hidden, ffn]
+  const char* ffn_norm;       // LayerNorm after the feed-forward block
+  const char* pooler;         // [hidden, hidden] in bare-model checkpoints, unused; nullptr: none
+  // Training only: BERT drops out W_O's output before the residual add, DistilBERT does not.
+  bool dropout_after_attention_output;
+  NormPlacement norm;
+};
+
+const FamilySpec& family_spec(Family f);
+// The family whose model_type is `type`, or nullptr.
+const FamilySpec* family_by_model_type(const std::string& type);
+// "bert, distilbert": for error messages.
+std::string supported_model_types();
+// The family named on a command line (`--family bert`), or an Error naming `where` and the choices.
+Family parse_family(const std::string& name, const std::string& where);
+
+// A checkpoint key as the bare model names it: the family's model prefix dropped, legacy
+// LayerNorm `gamma`/`beta` renamed to `weight`/`bias`. "" for the keys ctxsim skips on purpose
+// (task heads, buffers).
+std::string canonical_tensor_name(const FamilySpec& f, const std::string& key);
+
+}  // namespace ctxsim

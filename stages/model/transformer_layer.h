@@ -1,0 +1,104 @@
+// One transformer layer and the embeddings in ATen, written once for every family in family.h
+// and for both users: the analysis's inference forward (model.cpp: InferenceMode, the per-sample
+// attention kernel, the per-head context vectors and attention maps handed out) and masked-LM
+// training (mlm.cpp: autograd through whole-batch kernels, dropout). Where families differ the
+// layer takes options (activation, LayerNorm placement, a causal mask); where users differ it
+// takes a mode (attention kernel, dropout). It must not know checkpoints, names or files.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stages/model/bert_config.h"
+
+namespace ctxsim {
+
+enum class Activation { Gelu, GeluTanh, Relu };  // config "gelu" (erf), "gelu_new" (tanh), "relu"
+Activation activation_of(const std::string& name);
+at::Tensor activate(const at::Tensor& x, Activation a);
+
+// The embedding tables, by role.
+struct EmbeddingWeights {
+  at::Tensor word;        // [vocab, hidden]
+  at::Tensor position;    // [max_positions, hidden]
+  at::Tensor token_type;  // [type_vocab, hidden]; undefined for a family without token types
+  at::Tensor norm_w, norm_b;  // [hidden]
+};
+
+// One layer's weights by role (HF Linear layout: [out, in]).
+struct LayerWeights {
+  at::Tensor qkv_w, qkv_b;          // [3 hidden, hidden], [3 hidden]: W_q, W_k, W_v stacked, one GEMM
+  at::Tensor o_w, o_b;              // [hidden, hidden], [hidden]: W_O
+  at::Tensor norm1_w, norm1_b;      // [hidden]: after the attention block
+  at::Tensor ffn_in_w, ffn_in_b;    // [ffn, hidden], [ffn]
+  at::Tensor ffn_out_w, ffn_out_b;  // [hidden, ffn], [hidden]
+  at::Tensor norm2_w, norm2_b;      // [hidden]: after the feed-forward block
+};
+
+// What the family fixes about its layers.
+struct LayerOptions {
+  int64_t heads = 12;
+  double eps = 1e-12;               // LayerNorm epsilon
+  Activation activation = Activation::Gelu;
+  NormPlacement norm = NormPlacement::Post;
+  bool causal = false;              // room for decoder families: not implemented (checked false)
+  bool dropout_after_attention_output = true;  // training: BERT yes, DistilBERT no
+};
+LayerOptions layer_options(const BertConfig& c);
+
+// Inverted dropout at a numbered site (mlm.cpp's counter-based per-sample masks). Sites: 0 the
+// embeddings; layer l: 1 + 3l the attention probabilities, 2 + 3l W_O's output, 3 + 3l the
+// feed-forward output.
+using DropoutFn = std::function<at::Tensor(const at::Tensor& x, uint64_t site)>;
+
+enum class AttentionKernel {
+  // Inference only (no autograd): per sample, so that BLAS reads the strided [H, T, d] views of
+  // the fused QKV GEMM in place (a batched matmul over [B, H] copies them first), with the scale
+  // and the key mask folded into one baddbmm and A·v one bmm per sample.
+  PerSample,
+  // Whole-batch matmuls that autograd differentiates; dropout on the probabilities.
+  Batched,
+};
+
+struct LayerMode {
+  AttentionKernel kernel = AttentionKernel::PerSample;
+  DropoutFn dropout;  // empty: none
+};
+
+// The dtype's lowest finite value: the additive mask of [PAD] keys (HF's finfo.min).
+double mask_lowest(at::ScalarType dtype);
+
+// The additive key mask: 0 on valid keys, mask_lowest on [PAD] keys.
+struct KeyMask {
+  at::Tensor additive;                 // [B, 1, 1, T]
+  std::vector<at::Tensor> per_sample;  // [H, T, T] expanded views of it (the PerSample kernel's)
+};
+// valid [B, T] bool; options: the activations' dtype and device.
+KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel);
+
+// ids [B, T] int64 → LayerNorm(word + position + token type 0) [B, T, hidden], then dropout site 0.
+at::Tensor embed(const EmbeddingWeights& w, const at::Tensor& ids, double eps, const DropoutFn& dropout = nullptr);
+
+// What the attention block computed, for the caller that hands it out.
+struct AttentionTrace {
+  at::Tensor context;    // [B, H, T, d]  o_i = Σ_j A_ij v_j, before the output projection
+  at::Tensor attention;  // [B, H, T, T]  A_ij (after dropout when training)
+};
+
+// x [B, T, hidden] → LayerNorm(x + W_O concat(heads) + b_O) [B, T, hidden] (post-LN).
+at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const KeyMask& mask, const LayerOptions& o, const LayerMode& mode,
+                           int64_t layer, AttentionTrace* trace = nullptr);
+// h [B, T, hidden] → LayerNorm(h + W_2 act(W_1 h + b_1) + b_2) [B, T, hidden] (post-LN).
+at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const LayerOptions& o, const LayerMode& mode, int64_t layer);
+
+// The weights by role from a family's names: get(name) returns the tensor of a bare-model name
+// ("encoder.layer.0.attention.self.query.weight"); stack joins [W_q, W_k, W_v] along dim 0.
+using TensorGetter = std::function<at::Tensor(const std::string& name)>;
+EmbeddingWeights gather_embeddings(const FamilySpec& f, const TensorGetter& get);
+LayerWeights gather_layer(const FamilySpec& f, int64_t layer, const TensorGetter& get,
+                          const std::function<at::Tensor(const std::vector<at::Tensor>&)>& stack);
+
+}  // namespace ctxsim

@@ -1,0 +1,234 @@
+// stages/model/family + transformer_layer: the family table (config.json keys, tensor names,
+// skipped heads), DistilBERT checkpoints in both Hugging Face layouts, DistilBERT as BERT's layer
+// under other names, and the layer's two attention kernels agreeing. The float64 comparison with
+// an independent reference is tests/model_reference.py (cli.encoder_reference).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "stages/base/error.h"
+#include "stages/model/model.h"
+#include "stages/model/random_checkpoint.h"
+#include "stages/model/safetensors.h"
+#include "stages/model/transformer_layer.h"
+#include "test_helpers.h"
+
+namespace ctxsim {
+namespace {
+
+#define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)
+
+std::string small_vocab(const test::TempDir& dir) {
+  std::string v = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+  for (int i = 0; i < 59; ++i) v += "tok" + std::to_string(i) + "\n";
+  return dir.write("vocab.txt", v);
+}
+
+BertConfig tiny(Family family) {
+  BertConfig c = BertConfig::preset("bert-tiny", family);
+  c.hidden_size = 32;
+  c.num_heads = 4;
+  c.intermediate_size = 48;
+  c.num_layers = 3;
+  c.max_position_embeddings = 16;
+  return c;
+}
+
+std::map<std::string, TensorData> file_tensors(const std::string& path) {
+  SafetensorsFile f(path);
+  std::map<std::string, TensorData> t;
+  for (const auto& [name, v] : f.tensors()) t[name] = TensorData{v.dtype, v.shape, std::vector<uint8_t>(v.data, v.data + v.nbytes)};
+  return t;
+}
+
+// A checkpoint folder from a config.json text and tensors.
+std::string write_folder(const test::TempDir& tmp, const std::string& name, const std::string& config_json,
+                         const std::map<std::string, TensorData>& tensors) {
+  const std::string dir = (tmp.path / name).string();
+  std::filesystem::create_directories(dir);
+  tmp.write(name + "/config.json", config_json);
+  write_safetensors(dir + "/model.safetensors", tensors);
+  return dir;
+}
+
+const at::Tensor kIds = at::tensor({2, 10, 11, 30, 12, 13, 3, 0, 0, 2, 20, 21, 22, 23, 24, 3}, at::kLong).view({2, 8});
+const at::Tensor kValid = at::arange(8).view({1, 8}) < at::tensor({7, 8}, at::kLong).view({2, 1});
+
+TEST(Families, ConfigJsonInEachFamilysKeys) {
+  const BertConfig d = tiny(Family::DistilBert);
+  const std::string json = d.to_json();
+  for (const char* key : {"\"dim\": 32", "\"n_layers\": 3", "\"n_heads\": 4", "\"hidden_dim\": 48", "\"activation\": \"gelu\"",
+                          "\"model_type\": \"distilbert\"", "\"sinusoidal_pos_embds\": false", "\"DistilBertModel\""})
+    EXPECT_HAS(json, key);
+  EXPECT_EQ(json.find("hidden_size"), std::string::npos);
+  const BertConfig back = BertConfig::parse(json, "config.json");
+  EXPECT_EQ(back.family, Family::DistilBert);
+  EXPECT_EQ(back.hidden_size, 32);
+  EXPECT_EQ(back.num_layers, 3);
+  EXPECT_EQ(back.intermediate_size, 48);
+  EXPECT_EQ(back.type_vocab_size, 0);
+  EXPECT_EQ(back.layer_norm_eps, 1e-12);
+  // Without model_type a config.json is BERT's, as before families.
+  EXPECT_EQ(BertConfig::parse(R"({"vocab_size": 9, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "intermediate_size": 4})", "c.json").family, Family::Bert);
+}
+
+TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
+  try {
+    BertConfig::parse(R"({"model_type": "gpt2", "n_embd": 768})", "m/config.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_HAS(e.what(), "m/config.json: model_type: 'gpt2' is not a model family ctxsim reads (it reads bert, distilbert)");
+    EXPECT_HAS(e.what(), "; fix: ");
+  }
+  try {
+    BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})", "c.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_HAS(e.what(), "c.json: dim: missing");
+  }
+  try {
+    BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "dim": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})",
+                      "c.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_HAS(e.what(), "c.json: n_heads: dim 9 is not divisible by 2 heads");
+  }
+  EXPECT_THROW(parse_family("gpt2", "--family"), Error);
+  EXPECT_EQ(parse_family("distilbert", "--family"), Family::DistilBert);
+}
+
+TEST(Families, TensorNamesAndSkippedKeys) {
+  const FamilySpec& d = family_spec(Family::DistilBert);
+  const FamilySpec& b = family_spec(Family::Bert);
+  EXPECT_EQ(canonical_tensor_name(d, "distilbert.transformer.layer.0.attention.q_lin.weight"), "transformer.layer.0.attention.q_lin.weight");
+  EXPECT_EQ(canonical_tensor_name(d, "transformer.layer.0.ffn.lin1.bias"), "transformer.layer.0.ffn.lin1.bias");
+  EXPECT_EQ(canonical_tensor_name(d, "vocab_projector.bias"), "");
+  EXPECT_EQ(canonical_tensor_name(d, "vocab_layer_norm.weight"), "");
+  EXPECT_EQ(canonical_tensor_name(d, "distilbert.embeddings.position_ids"), "");
+  EXPECT_EQ(canonical_tensor_name(b, "bert.encoder.layer.0.output.LayerNorm.gamma"), "encoder.layer.0.output.LayerNorm.weight");
+  EXPECT_EQ(canonical_tensor_name(b, "cls.predictions.bias"), "");
+  EXPECT_EQ(encoder_tensor_shapes(tiny(Family::DistilBert)).size(), 4u + 16u * 3);  // no token types
+  EXPECT_EQ(encoder_tensor_shapes(tiny(Family::Bert)).size(), 5u + 16u * 3);
+  EXPECT_TRUE(pooler_shapes(tiny(Family::DistilBert)).empty());
+}
+
+TEST(DistilBert, RandomCheckpointIsDistilBertForMaskedLM) {
+  test::TempDir tmp;
+  const std::string dir = (tmp.path / "d").string();
+  write_random_checkpoint(tiny(Family::DistilBert), 5, small_vocab(tmp), dir);
+  const auto t = file_tensors(dir + "/model.safetensors");
+  EXPECT_EQ(t.size(), 4u + 16u * 3 + 5);
+  for (const char* name : {"distilbert.embeddings.word_embeddings.weight", "distilbert.transformer.layer.2.attention.out_lin.bias",
+                           "distilbert.transformer.layer.0.sa_layer_norm.weight", "distilbert.transformer.layer.1.ffn.lin2.weight",
+                           "vocab_transform.weight", "vocab_layer_norm.bias", "vocab_projector.bias"})
+    EXPECT_EQ(t.count(name), 1u) << name;
+  EXPECT_EQ(t.count("vocab_projector.weight"), 0u);  // tied to the word embeddings
+  EXPECT_EQ(t.at("distilbert.transformer.layer.1.ffn.lin1.weight").shape, (std::vector<int64_t>{48, 32}));
+  // LayerNorm weights start at 1 under DistilBERT's lower-case names too.
+  const auto& norm = t.at("distilbert.transformer.layer.0.output_layer_norm.weight");
+  EXPECT_EQ(reinterpret_cast<const float*>(norm.bytes.data())[5], 1.0f);
+  LoadReport r;
+  const TransformerEncoder m = TransformerEncoder::load(dir, at::kFloat, &r);
+  EXPECT_EQ(m.config().family, Family::DistilBert);
+  EXPECT_EQ(r.encoder_tensors, 4 + 16 * 3);
+  EXPECT_EQ(r.ignored.size(), 5u);
+  EXPECT_TRUE(r.unexpected.empty());
+}
+
+TEST(DistilBert, BareAndMaskedLmLayoutsLoadTheSameModel) {
+  test::TempDir tmp;
+  const std::string dir = (tmp.path / "mlm").string();
+  const BertConfig c = tiny(Family::DistilBert);
+  write_random_checkpoint(c, 6, small_vocab(tmp), dir);
+  std::map<std::string, TensorData> bare;
+  for (auto& [name, t] : file_tensors(dir + "/model.safetensors"))
+    if (name.rfind("distilbert.", 0) == 0) bare[name.substr(11)] = t;
+  BertConfig loaded = BertConfig::load(dir + "/config.json");
+  const std::string bare_dir = write_folder(tmp, "bare", loaded.to_json(), bare);
+  const TransformerEncoder a = TransformerEncoder::load(dir, at::kDouble), b = TransformerEncoder::load(bare_dir, at::kDouble);
+  EXPECT_TRUE(at::equal(a.forward(kIds, kValid), b.forward(kIds, kValid)));
+  // An incomplete one names the family and its checkpoint classes.
+  bare.erase("transformer.layer.1.attention.k_lin.bias");
+  const std::string broken = write_folder(tmp, "broken", loaded.to_json(), bare);
+  try {
+    TransformerEncoder::load(broken, at::kFloat);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_HAS(e.what(), "missing encoder tensors: transformer.layer.1.attention.k_lin.bias");
+    EXPECT_HAS(e.what(), "use a complete DistilBERT checkpoint (DistilBertModel or DistilBertForMaskedLM)");
+  }
+}
+
+// DistilBERT is BERT's post-LN layer under other names, without token types: the same weights
+// under BERT's names (token-type row 0 zero) give bit-identical outputs, layer by layer.
+TEST(DistilBert, IsBertsLayerUnderOtherNames) {
+  test::TempDir tmp;
+  const std::string vocab = small_vocab(tmp);
+  write_random_checkpoint(tiny(Family::DistilBert), 7, vocab, (tmp.path / "d").string());
+  const BertConfig dc = BertConfig::load((tmp.path / "d/config.json").string());
+  BertConfig bc = dc;
+  bc.family = Family::Bert;
+  bc.type_vocab_size = 2;
+  const FamilySpec& df = family_spec(Family::DistilBert);
+  const FamilySpec& bf = family_spec(Family::Bert);
+  // The role of each DistilBERT name, then BERT's name for that role.
+  std::map<std::string, std::string> rename = {{df.word, bf.word}, {df.position, bf.position}, {df.embed_norm, bf.embed_norm}};
+  for (int l = 0; l < 3; ++l) {
+    const std::string dp = df.layer_prefix + std::to_string(l) + ".", bp = bf.layer_prefix + std::to_string(l) + ".";
+    const std::pair<const char*, const char*> roles[] = {{df.query, bf.query},     {df.key, bf.key},         {df.value, bf.value},
+                                                         {df.attn_out, bf.attn_out}, {df.attn_norm, bf.attn_norm}, {df.ffn_in, bf.ffn_in},
+                                                         {df.ffn_out, bf.ffn_out},   {df.ffn_norm, bf.ffn_norm}};
+    for (const auto& [d, b] : roles) rename[dp + d] = bp + b;
+  }
+  std::map<std::string, TensorData> bert;
+  for (auto& [name, t] : file_tensors((tmp.path / "d/model.safetensors").string())) {
+    if (name.rfind("distilbert.", 0) != 0) continue;
+    const std::string bare = name.substr(11), base = bare.substr(0, bare.rfind('.'));
+    bert[rename.at(base) + bare.substr(bare.rfind('.'))] = t;
+  }
+  bert["embeddings.token_type_embeddings.weight"] = TensorData{DType::F32, {2, 32}, std::vector<uint8_t>(2 * 32 * 4, 0)};
+  const std::string bert_dir = write_folder(tmp, "b", bc.to_json(), bert);
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const TransformerEncoder d = TransformerEncoder::load((tmp.path / "d").string(), dtype), b = TransformerEncoder::load(bert_dir, dtype);
+    std::vector<at::Tensor> seen;
+    d.forward(kIds, kValid, {}, [&](const LayerOutputs& o) {
+      seen.push_back(o.context.clone());
+      seen.push_back(o.attention.clone());
+    });
+    size_t i = 0;
+    b.forward(kIds, kValid, {}, [&](const LayerOutputs& o) {
+      EXPECT_TRUE(at::equal(o.context, seen[i++])) << "context of layer " << o.layer;
+      EXPECT_TRUE(at::equal(o.attention, seen[i++])) << "attention of layer " << o.layer;
+    });
+    EXPECT_EQ(i, seen.size());
+    EXPECT_TRUE(at::equal(d.forward(kIds, kValid), b.forward(kIds, kValid)));
+  }
+}
+
+// The inference kernel (per sample, scale and mask folded into the GEMM) and the training kernel
+// (whole-batch matmuls under autograd) compute the same layer.
+TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
+  at::manual_seed(3);
+  const int64_t B = 2, T = 8, hidden = 32, heads = 4, ffn = 48;
+  const auto r = [](std::vector<int64_t> shape, double scale) { return at::randn(shape, at::kDouble) * scale; };
+  LayerWeights w{r({3 * hidden, hidden}, 0.3), r({3 * hidden}, 0.1), r({hidden, hidden}, 0.2), r({hidden}, 0.1),
+                 1 + r({hidden}, 0.1), r({hidden}, 0.1), r({ffn, hidden}, 0.2), r({ffn}, 0.1), r({hidden, ffn}, 0.2), r({hidden}, 0.1),
+                 1 + r({hidden}, 0.1), r({hidden}, 0.1)};
+  LayerOptions o;
+  o.heads = heads;
+  const at::Tensor x = r({B, T, hidden}, 1.0);
+  AttentionTrace fast, plain;
+  const LayerMode inference{AttentionKernel::PerSample, nullptr}, training{AttentionKernel::Batched, nullptr};
+  const at::Tensor a = feed_forward_block(w, attention_block(w, x, key_mask(kValid, heads, x.options(), inference.kernel), o, inference, 0, &fast),
+                                         o, inference, 0);
+  const at::Tensor b = feed_forward_block(w, attention_block(w, x, key_mask(kValid, heads, x.options(), training.kernel), o, training, 0, &plain),
+                                          o, training, 0);
+  EXPECT_LT((a - b).abs().max().item<double>(), 1e-12);
+  EXPECT_LT((fast.context - plain.context).abs().max().item<double>(), 1e-12);
+  EXPECT_LT((fast.attention - plain.attention).abs().max().item<double>(), 1e-14);
+  EXPECT_EQ(fast.attention[0].slice(2, 7, 8).abs().max().item<double>(), 0.0);  // the [PAD] key of sample 0
+}
+
+}  // namespace
+}  // namespace ctxsim
