@@ -129,41 +129,42 @@ PlotSpec per_layer(const std::vector<CompareRun>& runs, const std::string& title
   return p;
 }
 
-void distance_figure(const std::vector<CompareRun>& runs, std::vector<Entry>& out) {
-  const int64_t L = runs.front().stats.L, T = runs.front().stats.T;
+}  // namespace
+
+Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, const Baseline& b, const std::string& chance_name, int64_t L, int64_t T,
+                                const std::string& title, const std::string& subtitle) {
+  std::vector<double> distances, chance;
+  for (int64_t d = 1; d < T; ++d) {
+    distances.push_back(double(d));
+    chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(d)]), b.valid_pairs));
+  }
+  const Series chance_series{chance_name, distances, chance, kChance, true};
+  double ymax = *std::max_element(chance.begin(), chance.end());
   std::vector<PlotSpec> panels;
-  double ymax = 0;
   for (int64_t l = 0; l < L; ++l) {
     PlotSpec p;
     p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = l == 0;
     for (const auto& r : runs) {
-      Series s{r.label, {}, {}, r.colour};
-      for (int64_t d = 1; d < T; ++d) {
-        s.x.push_back(double(d));
-        s.y.push_back(100 * Counts::ratio(r.layers[size_t(l)].distance[size_t(d)], r.layers[size_t(l)].pairs()));
-      }
+      const Counts& c = (*r.layers)[size_t(l)];
+      Series s{r.name, distances, {}, r.colour};
+      for (int64_t d = 1; d < T; ++d) s.y.push_back(100.0 * Counts::ratio(c.distance[size_t(d)], c.pairs()));
       ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
       p.series.push_back(s);
     }
-    Series chance{"chance (" + runs.front().label + ")", {}, {}, kChance, true};
-    const Baseline& b = runs.front().base;
-    for (int64_t d = 1; d < T; ++d) {
-      chance.x.push_back(double(d));
-      chance.y.push_back(100 * Counts::ratio(double(b.distance_all[size_t(d)]), b.valid_pairs));
-    }
-    p.series.push_back(chance);
+    p.series.push_back(chance_series);
     panels.push_back(p);
   }
   for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax * 1.05;
-  out.push_back({"distance_by_layer", "Distance j - i of the selected pairs per layer, every run overlaid, with the chance distribution (all valid pairs)",
-                 plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer", "")});
+  return plot_figure(panels, 4, 230, 130, title, subtitle);
 }
-
-}  // namespace
 
 std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const std::string& title) {
   std::vector<Entry> out;
-  distance_figure(runs, out);
+  std::vector<LayerRun> layer_runs;
+  for (const auto& r : runs) layer_runs.push_back({r.label, r.colour, &r.layers});
+  out.push_back({"distance_by_layer", "Distance j - i of the selected pairs per layer, every run overlaid, with the chance distribution (all valid pairs)",
+                 distance_by_layer_figure(layer_runs, runs.front().base, "chance (" + runs.front().label + ")", runs.front().stats.L,
+                                          runs.front().stats.T, "Distance of high-similarity pairs per layer", "")});
   const auto lift = per_layer(runs, "same-sentence lift", "rate / chance", [](const CompareRun& r, const Counts& c) { return r.base.same_sentence_lift(c); });
   const auto rate = per_layer(
       runs, "same-sentence %", "% of selected pairs", [](const CompareRun&, const Counts& c) { return 100 * c.same_sentence_rate(); },

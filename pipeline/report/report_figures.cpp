@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/report/compare.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 
@@ -59,33 +60,25 @@ struct Aggregates {
   }
 };
 
-// Distance distribution per layer against chance: one panel per layer, and an overlay.
+// Distance distribution per layer against chance: one panel per layer (the comparison's figure
+// of one run), and an overlay.
 void distance_figures(const Aggregates& a) {
   const StoreData& d = a.d;
   const int L = d.L, T = d.T;
   const Baseline& b = d.base;
+  a.out.push_back({"distance_by_layer", "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
+                   distance_by_layer_figure({LayerRun{"selected pairs", kBlue, &a.layers}}, b, "chance (all valid pairs)", L, T,
+                                            "Distance of high-similarity pairs per layer vs chance", d.run)});
   std::vector<double> chance;
   for (int x = 1; x < T; ++x) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(x)]), b.valid_pairs));
-  const Series chance_series{"chance (all valid pairs)", range(1, T), chance, kChance, true};
-  std::vector<PlotSpec> panels;
   PlotSpec overlay;
   overlay.title = "all layers", overlay.x_label = "distance j - i (tokens)", overlay.y_label = "% of selected pairs";
-  double ymax = *std::max_element(chance.begin(), chance.end());
   for (int l = 0; l < L; ++l) {
     Series s{"layer " + std::to_string(l), range(1, T), {}, sequence_colour(l, L)};
     for (int x = 1; x < T; ++x) s.y.push_back(100.0 * Counts::ratio(a.layers[size_t(l)].distance[size_t(x)], a.layers[size_t(l)].pairs()));
-    ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
     overlay.series.push_back(s);
-    PlotSpec p;
-    p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = l == 0;
-    s.name = "selected pairs", s.colour = kBlue;
-    p.series = {s, chance_series};
-    panels.push_back(p);
   }
-  overlay.series.push_back(chance_series);
-  for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax * 1.05;
-  a.out.push_back({"distance_by_layer", "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
-                   plot_figure(panels, 4, 230, 130, "Distance of high-similarity pairs per layer vs chance", d.run)});
+  overlay.series.push_back(Series{"chance (all valid pairs)", range(1, T), chance, kChance, true});
   a.out.push_back({"distance_overlay", "The same distributions overlaid: the shift from long- to short-range pairs across layers",
                    plot_figure({overlay}, 1, 640, 340, "Distance of high-similarity pairs, all layers vs chance", d.run)});
 }
