@@ -15,6 +15,7 @@ class Progress {
   void update(int64_t done);  // cheap when nothing is due
   void finish();
   double elapsed() const;
+  const std::string& what() const { return what_; }  // "samples", "documents"
 
  private:
   void print(bool final);

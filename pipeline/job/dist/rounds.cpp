@@ -58,8 +58,8 @@ RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, s
     progress.update(samples_done);
     if (verdict.stop && !last) {
       progress.finish();
-      log_info(std::string(stop.which()) + ": progress saved (" + std::to_string(samples_done) + " of " + std::to_string(samples_total) +
-               " samples); rerun the same command to resume. Exit code " + std::to_string(kExitInterrupted) + ".");
+      log_info(std::string(stop.which()) + ": progress saved (" + std::to_string(samples_done) + " of " + std::to_string(samples_total) + " " +
+               progress.what() + "); rerun the same command to resume. Exit code " + std::to_string(kExitInterrupted) + ".");
       throw JobExit(kExitInterrupted);
     }
   }
