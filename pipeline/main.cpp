@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <new>
 #include <iostream>
+#include <new>
 
 #include "pipeline/commands/cli.h"
 #include "pipeline/job/dist/agree.h"
@@ -43,18 +43,17 @@ int run(int argc, char** argv) {
     return ctxsim::run_command_line(argc, argv);
   } catch (const ctxsim::JobExit& e) {
     return e.code();  // every rank agreed to stop; the reason is already printed
-  } catch (const ctxsim::Error& e) {
-    return fail(e.what(), ctxsim::kExitUserError);
-  } catch (const std::filesystem::filesystem_error& e) {
+  } catch (const ctxsim::Error& e) { return fail(e.what(), ctxsim::kExitUserError); } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave (or its file system) that the system refused: not a bug.
     const std::string path = e.path1().string();
-    return fail((path.size() > 300 ? path.substr(0, 300) + "…" : path) + ": " + e.code().message() + "; fix: " +
-                    ctxsim::unresolvable_path_fix(e.code().value()),
+    return fail((path.size() > 300 ? path.substr(0, 300) + "…" : path) + ": " + e.code().message() +
+                    "; fix: " + ctxsim::unresolvable_path_fix(e.code().value()),
                 ctxsim::kExitUserError);
   } catch (const std::bad_alloc&) {
-    return fail("out of memory; fix: run it on a machine (or with ranks) with more memory, or make it smaller (runtime.batch_size, "
-                "samples.seq_len); a store, checkpoint or corpus from elsewhere may also be damaged and claim huge sizes",
-                ctxsim::kExitUserError);
+    return fail(
+        "out of memory; fix: run it on a machine (or with ranks) with more memory, or make it smaller (runtime.batch_size, "
+        "samples.seq_len); a store, checkpoint or corpus from elsewhere may also be damaged and claim huge sizes",
+        ctxsim::kExitUserError);
   } catch (const ctxsim::InternalError& e) {
     return fail(std::string("internal error at ") + e.what() + " (a bug: please report it with the command line)", ctxsim::kExitInternal);
   } catch (const std::exception& e) {

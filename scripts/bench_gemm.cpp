@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-using Sgemm = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*, const int*,
-                       const float*, const int*, const float*, float*, const int*);
+using Sgemm = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*, const int*, const float*,
+                       const int*, const float*, float*, const int*);
 using DnnlSgemm = int (*)(char, char, long, long, long, float, const float*, long, const float*, long, float, float*, long);
 
 int main(int argc, char** argv) {
@@ -38,8 +38,10 @@ int main(int argc, char** argv) {
     const auto run = [&] {
       const float one = 1, zero = 0;
       // Column-major BLAS: Yᵀ [N, M] = W [N, K] · Xᵀ.
-      if (sgemm) sgemm("T", "N", &N, &M, &K, &one, w.data(), &K, x.data(), &K, &zero, y.data(), &N);
-      else dnnl('N', 'T', M, N, K, 1.f, x.data(), K, w.data(), K, 0.f, y.data(), N);
+      if (sgemm)
+        sgemm("T", "N", &N, &M, &K, &one, w.data(), &K, x.data(), &K, &zero, y.data(), &N);
+      else
+        dnnl('N', 'T', M, N, K, 1.f, x.data(), K, w.data(), K, 0.f, y.data(), N);
     };
     run();
     int n = 0;

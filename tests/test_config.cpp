@@ -42,7 +42,8 @@ TEST(Config, DefaultsFollowSpec) {
 TEST(Config, ValuesAndSelectionList) {
   const Config c = parse_config(
       "samples:\n  seq_len: 64\n  windows: documents\nselection:\n  - top_fraction: 0.005\n"
-      "  - relative_to_max: 0.9\n  - absolute: -2.5\nruntime:\n", "cfg.yaml");
+      "  - relative_to_max: 0.9\n  - absolute: -2.5\nruntime:\n",
+      "cfg.yaml");
   EXPECT_EQ(c.samples.seq_len, 64);
   EXPECT_EQ(c.samples.windows, WindowMode::Documents);
   ASSERT_EQ(c.selection.size(), 3u);
@@ -73,9 +74,7 @@ TEST(Config, EffectiveYamlRoundTrips) {
   EXPECT_EQ(b.selection.size(), 2u);
   for (const auto& key : config_keys()) {
     const std::string leaf = key.substr(key.find('.') + 1);
-    if (key.rfind("selection.", 0) != 0) {
-      EXPECT_HAS(text, leaf + ":");
-    }
+    if (key.rfind("selection.", 0) != 0) { EXPECT_HAS(text, leaf + ":"); }
   }
 }
 
@@ -185,9 +184,7 @@ TEST(ConfigErrors, MissingFilesNameTheKeyAndLine) {
   EXPECT_THROW(load_config((dir.path / "missing.yaml").string()), Error);
   try {
     load_config((dir.path / "missing.yaml").string());
-  } catch (const Error& e) {
-    EXPECT_HAS(std::string(e.what()), "the config file does not exist");
-  }
+  } catch (const Error& e) { EXPECT_HAS(std::string(e.what()), "the config file does not exist"); }
 }
 
 TEST(ShippedConfigs, DefaultAndPaperValidate) {
@@ -203,8 +200,10 @@ TEST(ShippedConfigs, DefaultAndPaperValidate) {
 }
 
 TEST(Sweep, CartesianProductInOrderWithDeterministicNames) {
-  const Config c = parse_config("output: {dir: out}\nsweep:\n  name: s\n  model.vector: [context, projected]\n"
-                                "  samples.seq_len: [64, 128, 256]\n", "cfg.yaml");
+  const Config c = parse_config(
+      "output: {dir: out}\nsweep:\n  name: s\n  model.vector: [context, projected]\n"
+      "  samples.seq_len: [64, 128, 256]\n",
+      "cfg.yaml");
   const SweepPlan p = expand_sweep(c);
   EXPECT_EQ(p.name, "s");
   ASSERT_EQ(p.points.size(), 6u);
@@ -213,7 +212,7 @@ TEST(Sweep, CartesianProductInOrderWithDeterministicNames) {
   EXPECT_EQ(p.points[5].name, "model.vector=projected,samples.seq_len=256");
   EXPECT_EQ(p.points[5].output_dir, "out/s/model.vector=projected,samples.seq_len=256");
   EXPECT_EQ(p.points[5].overrides, (std::vector<std::string>{"model.vector=projected", "samples.seq_len=256",
-                                                              "output.dir=out/s/model.vector=projected,samples.seq_len=256"}));
+                                                             "output.dir=out/s/model.vector=projected,samples.seq_len=256"}));
   // Applying a point's overrides gives that point's config.
   const Config point = parse_config("output: {dir: out}\n", "cfg.yaml", p.points[3].overrides);
   EXPECT_EQ(point.model.vector, HeadVector::Projected);
@@ -222,8 +221,10 @@ TEST(Sweep, CartesianProductInOrderWithDeterministicNames) {
 }
 
 TEST(Sweep, ZipGroupsVaryTogether) {
-  const Config c = parse_config("sweep:\n  zip:\n    - {model.path: [a/m1, b/m2], model.dtype: [float32, float64]}\n"
-                                "  samples.seed: [1, 2]\n", "grid.yaml");
+  const Config c = parse_config(
+      "sweep:\n  zip:\n    - {model.path: [a/m1, b/m2], model.dtype: [float32, float64]}\n"
+      "  samples.seed: [1, 2]\n",
+      "grid.yaml");
   const SweepPlan p = expand_sweep(c);
   EXPECT_EQ(p.name, "grid");  // the file's stem
   ASSERT_EQ(p.points.size(), 4u);
@@ -232,8 +233,10 @@ TEST(Sweep, ZipGroupsVaryTogether) {
 }
 
 TEST(Sweep, RuleAxesAreFoldedIntoOneRun) {
-  const Config c = parse_config("sweep:\n  selection.top_fraction: [0.005, 0.01]\n  selection.absolute: [2.5]\n"
-                                "  samples.seq_len: [64, 128]\n", "cfg.yaml");
+  const Config c = parse_config(
+      "sweep:\n  selection.top_fraction: [0.005, 0.01]\n  selection.absolute: [2.5]\n"
+      "  samples.seq_len: [64, 128]\n",
+      "cfg.yaml");
   const SweepPlan p = expand_sweep(c);
   ASSERT_EQ(p.points.size(), 2u);  // only seq_len makes jobs
   EXPECT_EQ(p.folded.size(), 2u);
@@ -247,8 +250,10 @@ TEST(Sweep, RuleAxesAreFoldedIntoOneRun) {
 }
 
 TEST(Sweep, AttentionThresholdAndSeparatorAxesAreFoldedToo) {
-  const Config c = parse_config("selection: [{top_fraction: 0.01}]\nsweep:\n  statistics.attention_threshold: [0.05, 0.2]\n"
-                                "  statistics.separators: [[\".\"], [\",\", \"[SEP]\"]]\n  samples.seed: [1, 2]\n", "cfg.yaml");
+  const Config c = parse_config(
+      "selection: [{top_fraction: 0.01}]\nsweep:\n  statistics.attention_threshold: [0.05, 0.2]\n"
+      "  statistics.separators: [[\".\"], [\",\", \"[SEP]\"]]\n  samples.seed: [1, 2]\n",
+      "cfg.yaml");
   const SweepPlan p = expand_sweep(c);
   ASSERT_EQ(p.points.size(), 2u);  // only the seed makes jobs
   EXPECT_EQ(p.folded.size(), 2u);

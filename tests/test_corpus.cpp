@@ -12,9 +12,7 @@ namespace {
 std::string error_of(const CorpusOptions& o) {
   try {
     read_corpus(o);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "";
 }
 
@@ -61,27 +59,22 @@ TEST(Brown, RealCorpusShape) {
 }
 
 TEST(SentenceSplit, SplitsOnTerminatorsFollowedBySpace) {
-  EXPECT_EQ(split_sentences("One. Two? Three! Four"),
-            (std::vector<std::string>{"One.", "Two?", "Three!", "Four"}));
-  EXPECT_EQ(split_sentences("He said \"stop.\" Then left."),
-            (std::vector<std::string>{"He said \"stop.\"", "Then left."}));
+  EXPECT_EQ(split_sentences("One. Two? Three! Four"), (std::vector<std::string>{"One.", "Two?", "Three!", "Four"}));
+  EXPECT_EQ(split_sentences("He said \"stop.\" Then left."), (std::vector<std::string>{"He said \"stop.\"", "Then left."}));
   EXPECT_EQ(split_sentences("Really?! Yes."), (std::vector<std::string>{"Really?!", "Yes."}));
 }
 
 TEST(SentenceSplit, KeepsAbbreviationsInitialsAndDecimals) {
   EXPECT_EQ(split_sentences("Mr. Smith met Dr. Jones. They talked."),
             (std::vector<std::string>{"Mr. Smith met Dr. Jones.", "They talked."}));
-  EXPECT_EQ(split_sentences("Use e.g. this, i.e. that. Done."),
-            (std::vector<std::string>{"Use e.g. this, i.e. that.", "Done."}));
+  EXPECT_EQ(split_sentences("Use e.g. this, i.e. that. Done."), (std::vector<std::string>{"Use e.g. this, i.e. that.", "Done."}));
   EXPECT_EQ(split_sentences("The U.S. Army grew. It cost 3.5 billion."),
             (std::vector<std::string>{"The U.S. Army grew.", "It cost 3.5 billion."}));
-  EXPECT_EQ(split_sentences("J. R. R. Tolkien wrote. Yes."),
-            (std::vector<std::string>{"J. R. R. Tolkien wrote.", "Yes."}));
+  EXPECT_EQ(split_sentences("J. R. R. Tolkien wrote. Yes."), (std::vector<std::string>{"J. R. R. Tolkien wrote.", "Yes."}));
 }
 
 TEST(SentenceSplit, NormalisesWhitespace) {
-  EXPECT_EQ(split_sentences("  A  line\nbroken.\n\tNext  one.  "),
-            (std::vector<std::string>{"A line broken.", "Next one."}));
+  EXPECT_EQ(split_sentences("  A  line\nbroken.\n\tNext  one.  "), (std::vector<std::string>{"A line broken.", "Next one."}));
   EXPECT_TRUE(split_sentences(" \n ").empty());
 }
 

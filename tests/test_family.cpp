@@ -70,7 +70,10 @@ TEST(Families, ConfigJsonInEachFamilysKeys) {
   EXPECT_EQ(back.layer_norm_eps, 1e-12);
   // Without model_type a config.json is BERT's, as before families.
   EXPECT_EQ(BertConfig::parse(R"({"vocab_size": 9, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
-                                  "intermediate_size": 4})", "c.json").family, Family::Bert);
+                                  "intermediate_size": 4})",
+                              "c.json")
+                .family,
+            Family::Bert);
 }
 
 TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
@@ -84,16 +87,11 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
   try {
     BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})", "c.json");
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_HAS(e.what(), "c.json: dim: missing");
-  }
+  } catch (const Error& e) { EXPECT_HAS(e.what(), "c.json: dim: missing"); }
   try {
-    BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "dim": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})",
-                      "c.json");
+    BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "dim": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})", "c.json");
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_HAS(e.what(), "c.json: n_heads: dim 9 is not divisible by 2 heads");
-  }
+  } catch (const Error& e) { EXPECT_HAS(e.what(), "c.json: n_heads: dim 9 is not divisible by 2 heads"); }
   EXPECT_THROW(parse_family("gpt2", "--family"), Error);
   EXPECT_EQ(parse_family("distilbert", "--family"), Family::DistilBert);
 }
@@ -101,7 +99,8 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
 TEST(Families, TensorNamesAndSkippedKeys) {
   const FamilySpec& d = family_spec(Family::DistilBert);
   const FamilySpec& b = family_spec(Family::Bert);
-  EXPECT_EQ(canonical_tensor_name(d, "distilbert.transformer.layer.0.attention.q_lin.weight"), "transformer.layer.0.attention.q_lin.weight");
+  EXPECT_EQ(canonical_tensor_name(d, "distilbert.transformer.layer.0.attention.q_lin.weight"),
+            "transformer.layer.0.attention.q_lin.weight");
   EXPECT_EQ(canonical_tensor_name(d, "transformer.layer.0.ffn.lin1.bias"), "transformer.layer.0.ffn.lin1.bias");
   EXPECT_EQ(canonical_tensor_name(d, "vocab_projector.bias"), "");
   EXPECT_EQ(canonical_tensor_name(d, "vocab_layer_norm.weight"), "");
@@ -176,9 +175,9 @@ TEST(DistilBert, IsBertsLayerUnderOtherNames) {
   std::map<std::string, std::string> rename = {{df.word, bf.word}, {df.position, bf.position}, {df.embed_norm, bf.embed_norm}};
   for (int l = 0; l < 3; ++l) {
     const std::string dp = df.layer_prefix + std::to_string(l) + ".", bp = bf.layer_prefix + std::to_string(l) + ".";
-    const std::pair<const char*, const char*> roles[] = {{df.query, bf.query},     {df.key, bf.key},         {df.value, bf.value},
-                                                         {df.attn_out, bf.attn_out}, {df.attn_norm, bf.attn_norm}, {df.ffn_in, bf.ffn_in},
-                                                         {df.ffn_out, bf.ffn_out},   {df.ffn_norm, bf.ffn_norm}};
+    const std::pair<const char*, const char*> roles[] = {
+        {df.query, bf.query},         {df.key, bf.key},       {df.value, bf.value},     {df.attn_out, bf.attn_out},
+        {df.attn_norm, bf.attn_norm}, {df.ffn_in, bf.ffn_in}, {df.ffn_out, bf.ffn_out}, {df.ffn_norm, bf.ffn_norm}};
     for (const auto& [d, b] : roles) rename[dp + d] = bp + b;
   }
   std::map<std::string, TensorData> bert;
@@ -213,17 +212,17 @@ TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
   const int64_t B = 2, T = 8, hidden = 32, heads = 4, ffn = 48;
   const auto r = [](std::vector<int64_t> shape, double scale) { return at::randn(shape, at::kDouble) * scale; };
   LayerWeights w{r({3 * hidden, hidden}, 0.3), r({3 * hidden}, 0.1), r({hidden, hidden}, 0.2), r({hidden}, 0.1),
-                 1 + r({hidden}, 0.1), r({hidden}, 0.1), r({ffn, hidden}, 0.2), r({ffn}, 0.1), r({hidden, ffn}, 0.2), r({hidden}, 0.1),
-                 1 + r({hidden}, 0.1), r({hidden}, 0.1)};
+                 1 + r({hidden}, 0.1),         r({hidden}, 0.1),     r({ffn, hidden}, 0.2),    r({ffn}, 0.1),
+                 r({hidden, ffn}, 0.2),        r({hidden}, 0.1),     1 + r({hidden}, 0.1),     r({hidden}, 0.1)};
   LayerOptions o;
   o.heads = heads;
   const at::Tensor x = r({B, T, hidden}, 1.0);
   AttentionTrace fast, plain;
   const LayerMode inference{AttentionKernel::PerSample, nullptr}, training{AttentionKernel::Batched, nullptr};
-  const at::Tensor a = feed_forward_block(w, attention_block(w, x, key_mask(kValid, heads, x.options(), inference.kernel), o, inference, 0, &fast),
-                                         o, inference, 0);
-  const at::Tensor b = feed_forward_block(w, attention_block(w, x, key_mask(kValid, heads, x.options(), training.kernel), o, training, 0, &plain),
-                                          o, training, 0);
+  const at::Tensor a = feed_forward_block(
+      w, attention_block(w, x, key_mask(kValid, heads, x.options(), inference.kernel), o, inference, 0, &fast), o, inference, 0);
+  const at::Tensor b = feed_forward_block(
+      w, attention_block(w, x, key_mask(kValid, heads, x.options(), training.kernel), o, training, 0, &plain), o, training, 0);
   EXPECT_LT((a - b).abs().max().item<double>(), 1e-12);
   EXPECT_LT((fast.context - plain.context).abs().max().item<double>(), 1e-12);
   EXPECT_LT((fast.attention - plain.attention).abs().max().item<double>(), 1e-14);

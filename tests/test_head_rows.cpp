@@ -57,8 +57,7 @@ void expect_same_similarity_bits() {
       for (IsaLevel level : levels_here()) {
         const std::vector<F> got = similarity_at(level, l, r, n, k);
         ASSERT_EQ(got.size(), base.size());
-        EXPECT_EQ(std::memcmp(got.data(), base.data(), got.size() * sizeof(F)), 0)
-            << isa_name(level) << " n=" << n << " k=" << k;
+        EXPECT_EQ(std::memcmp(got.data(), base.data(), got.size() * sizeof(F)), 0) << isa_name(level) << " n=" << n << " k=" << k;
       }
       // And it is the sum over k in order, one product and one rounding at a time.
       if (n >= 2) {

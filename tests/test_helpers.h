@@ -2,10 +2,10 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace ctxsim::test {
 
@@ -19,8 +19,7 @@ inline bool data_available() { return std::filesystem::exists(kVocabPath) && std
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("ctxsim_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+    path = std::filesystem::temp_directory_path() / ("ctxsim_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }
@@ -31,13 +30,16 @@ struct TempDir {
     std::ofstream(p, std::ios::binary) << content;
     return p.string();
   }
-  static int& counter() { static int c = 0; return c; }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
 };
 
 }  // namespace ctxsim::test
 
 // Skips the test (label integration: it reads the real data) when setup has not fetched it.
-#define CTXSIM_REQUIRE_DATA()                                                                     \
-  if (!::ctxsim::test::data_available())                                                          \
+#define CTXSIM_REQUIRE_DATA()                                                                          \
+  if (!::ctxsim::test::data_available())                                                               \
   GTEST_SKIP() << "needs the Brown corpus and the bert-base-uncased vocabulary: run scripts/setup.sh " \
                   "(tests run from the source folder)"

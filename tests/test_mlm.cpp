@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "stages/text/pretraining_data.h"
 #include "stages/model/random_checkpoint.h"
+#include "stages/text/pretraining_data.h"
 
 namespace ctxsim {
 namespace {

@@ -74,21 +74,20 @@ std::vector<Vec> layer_norm(const std::vector<Vec>& x, const Vec& g, const Vec& 
 }
 
 struct RefLayer {
-  std::vector<Vec> input;                          // [T][hidden]
-  std::vector<std::vector<Vec>> context;           // [H][T][d]
-  std::vector<std::vector<Vec>> attention;         // [H][T][T]
+  std::vector<Vec> input;                   // [T][hidden]
+  std::vector<std::vector<Vec>> context;    // [H][T][d]
+  std::vector<std::vector<Vec>> attention;  // [H][T][T]
 };
 
 // One sample: ids of length T, the first n_valid valid.
-std::vector<Vec> reference_forward(const RefWeights& R, const std::vector<int64_t>& ids, int n_valid,
-                                   std::vector<RefLayer>* layers) {
+std::vector<Vec> reference_forward(const RefWeights& R, const std::vector<int64_t>& ids, int n_valid, std::vector<RefLayer>* layers) {
   const auto& c = R.c;
   const size_t T = ids.size(), Hd = size_t(c.hidden_size), H = size_t(c.num_heads), d = size_t(c.head_dim());
   std::vector<Vec> x(T, Vec(Hd));
   for (size_t t = 0; t < T; ++t)
     for (size_t i = 0; i < Hd; ++i)
-      x[t][i] = R["embeddings.word_embeddings.weight"][size_t(ids[t]) * Hd + i] +
-                R["embeddings.position_embeddings.weight"][t * Hd + i] + R["embeddings.token_type_embeddings.weight"][i];
+      x[t][i] = R["embeddings.word_embeddings.weight"][size_t(ids[t]) * Hd + i] + R["embeddings.position_embeddings.weight"][t * Hd + i] +
+                R["embeddings.token_type_embeddings.weight"][i];
   x = layer_norm(x, R["embeddings.LayerNorm.weight"], R["embeddings.LayerNorm.bias"], c.layer_norm_eps);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
@@ -188,12 +187,10 @@ at::Tensor valid_tensor(const std::vector<int>& n_valid, int64_t T) {
   return v;
 }
 
-const std::vector<std::vector<int64_t>> kRows = {{2, 10, 11, 12, 13, 14, 15, 16, 17, 3, 0, 0},
-                                                 {2, 30, 31, 30, 5, 6, 7, 8, 9, 20, 21, 3}};
+const std::vector<std::vector<int64_t>> kRows = {{2, 10, 11, 12, 13, 14, 15, 16, 17, 3, 0, 0}, {2, 30, 31, 30, 5, 6, 7, 8, 9, 20, 21, 3}};
 const std::vector<int> kValid = {10, 12};
 
-double max_abs_diff(const at::Tensor& t, const std::function<double(int64_t, int64_t, int64_t)>& ref, int64_t n0, int64_t n1,
-                    int64_t n2) {
+double max_abs_diff(const at::Tensor& t, const std::function<double(int64_t, int64_t, int64_t)>& ref, int64_t n0, int64_t n1, int64_t n2) {
   double m = 0;
   const at::Tensor c = t.to(at::kDouble).contiguous();
   const double* p = c.data_ptr<double>();
@@ -222,17 +219,25 @@ class TinyModel : public ::testing::Test {
       ++seen;
       for (int b = 0; b < 2; ++b) {
         const RefLayer& R = ref_layers[b][size_t(o.layer)];
-        EXPECT_LT(max_abs_diff(o.input[b], [&](int64_t t, int64_t i, int64_t) { return R.input[t][i]; }, T, hidden, 1), tol)
+        EXPECT_LT(max_abs_diff(
+                      o.input[b], [&](int64_t t, int64_t i, int64_t) { return R.input[t][i]; }, T, hidden, 1),
+                  tol)
             << "hidden input of layer " << o.layer;
-        EXPECT_LT(max_abs_diff(o.context[b], [&](int64_t h, int64_t i, int64_t e) { return R.context[h][i][e]; }, H, T, d), tol)
+        EXPECT_LT(max_abs_diff(
+                      o.context[b], [&](int64_t h, int64_t i, int64_t e) { return R.context[h][i][e]; }, H, T, d),
+                  tol)
             << "context of layer " << o.layer;
-        EXPECT_LT(max_abs_diff(o.attention[b], [&](int64_t h, int64_t i, int64_t j) { return R.attention[h][i][j]; }, H, T, T), tol)
+        EXPECT_LT(max_abs_diff(
+                      o.attention[b], [&](int64_t h, int64_t i, int64_t j) { return R.attention[h][i][j]; }, H, T, T),
+                  tol)
             << "attention of layer " << o.layer;
       }
     });
     EXPECT_EQ(seen, 2);
     for (int b = 0; b < 2; ++b)
-      EXPECT_LT(max_abs_diff(out[b], [&](int64_t t, int64_t i, int64_t) { return ref_out[b][t][i]; }, T, hidden, 1), tol);
+      EXPECT_LT(max_abs_diff(
+                    out[b], [&](int64_t t, int64_t i, int64_t) { return ref_out[b][t][i]; }, T, hidden, 1),
+                tol);
   }
   test::TempDir tmp_;
   std::string dir_;
@@ -254,9 +259,9 @@ TEST_F(TinyModel, AttentionBlockIsConsistent) {
     };
     const at::Tensor merged = o.context.transpose(1, 2).reshape({2, 12, c.hidden_size});
     const at::Tensor Wo = W(p + "attention.output.dense.weight").view({c.hidden_size, c.hidden_size});
-    const at::Tensor rebuilt = at::layer_norm(at::matmul(merged, Wo.t()) + W(p + "attention.output.dense.bias") + o.input,
-                                              {c.hidden_size}, W(p + "attention.output.LayerNorm.weight"),
-                                              W(p + "attention.output.LayerNorm.bias"), c.layer_norm_eps);
+    const at::Tensor rebuilt =
+        at::layer_norm(at::matmul(merged, Wo.t()) + W(p + "attention.output.dense.bias") + o.input, {c.hidden_size},
+                       W(p + "attention.output.LayerNorm.weight"), W(p + "attention.output.LayerNorm.bias"), c.layer_norm_eps);
     EXPECT_LT((rebuilt - o.attention_output).abs().max().item<double>(), 1e-12);
   });
 }
@@ -362,9 +367,7 @@ TEST_F(TinyModel, MissingAndMisshapenTensorsAreListed) {
   try {
     TransformerEncoder::load(d1, at::kFloat);
     FAIL();
-  } catch (const Error& e) {
-    EXPECT_HAS(e.what(), "encoder.layer.0.intermediate.dense.bias is [3], config.json implies [64]");
-  }
+  } catch (const Error& e) { EXPECT_HAS(e.what(), "encoder.layer.0.intermediate.dense.bias is [3], config.json implies [64]"); }
   std::filesystem::remove(d1 + "/config.json");
   EXPECT_THROW(TransformerEncoder::load(d1, at::kFloat), Error);
 }

@@ -62,8 +62,10 @@ TEST(Masking, EightyTenTenOverManySamplesAndTheSameKeyGivesTheSameMasks) {
     mask_sample(ids.data(), 32, 32, s, mix_key(42, n), input.data(), labels.data());
     for (int t = 0; t < 32; ++t) {
       if (labels[size_t(t)] < 0) continue;
-      if (input[size_t(t)] == s.mask_id) ++masked;
-      else if (input[size_t(t)] == ids[size_t(t)]) ++kept;  // a random draw of the same id counts here (p = 1/995)
+      if (input[size_t(t)] == s.mask_id)
+        ++masked;
+      else if (input[size_t(t)] == ids[size_t(t)])
+        ++kept;  // a random draw of the same id counts here (p = 1/995)
       else {
         ++random;
         EXPECT_GT(input[size_t(t)], 4) << "a random replacement is never special";
@@ -112,8 +114,10 @@ TEST(Dropout, ShareAndScaleOfTheMaskAndTheSameKeyGivesTheSameMask) {
   EXPECT_NE(m, o);
   int64_t zeros = 0;
   for (float v : m) {
-    if (v == 0) ++zeros;
-    else EXPECT_FLOAT_EQ(v, 1.0f / 0.9f);
+    if (v == 0)
+      ++zeros;
+    else
+      EXPECT_FLOAT_EQ(v, 1.0f / 0.9f);
   }
   EXPECT_NEAR(double(zeros) / double(m.size()), 0.1, 0.003);  // 3 sigma at n = 100,000
   // A prefix of a longer mask is the shorter mask (the stream does not depend on the length).

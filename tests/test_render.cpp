@@ -32,7 +32,7 @@ TEST(Render, ZeroMapsToTheColourMapsZeroColour) {
   const Image seq = heatmap(std::vector<float>(4, 0.0f), 2, 2, 0.0, 1.0, ColourMap::Viridis);
   EXPECT_EQ(seq.at(1, 1), (Rgb{68, 1, 84}));  // viridis' darkest purple
   const Image div = heatmap(std::vector<float>(4, 0.0f), 2, 2, -3.0, 3.0, ColourMap::Diverging);
-  EXPECT_EQ(div.at(0, 0), (Rgb{255, 255, 255}));  // signed similarity: 0 is white
+  EXPECT_EQ(div.at(0, 0), (Rgb{255, 255, 255}));                                          // signed similarity: 0 is white
   EXPECT_GT(colour(ColourMap::Diverging, 1.0)[0], colour(ColourMap::Diverging, 1.0)[2]);  // positive = red
   EXPECT_LT(colour(ColourMap::Diverging, 0.0)[0], colour(ColourMap::Diverging, 0.0)[2]);  // negative = blue
 }
@@ -186,8 +186,14 @@ TEST(Rollout, HeadsAreAveragedAndPaddingIgnored) {
   // [[0,1],[1,0]] is all 0.5; + I and renormalised: [[.75,.25],[.25,.75]].
   std::vector<float> a(2 * 3 * 3, 9.0f);  // [PAD] entries hold junk that must not count
   const auto put = [&](int h, int i, int j, float v) { a[size_t((h * 3 + i) * 3 + j)] = v; };
-  put(0, 0, 0, 1); put(0, 0, 1, 0); put(0, 1, 0, 0); put(0, 1, 1, 1);
-  put(1, 0, 0, 0); put(1, 0, 1, 1); put(1, 1, 0, 1); put(1, 1, 1, 0);
+  put(0, 0, 0, 1);
+  put(0, 0, 1, 0);
+  put(0, 1, 0, 0);
+  put(0, 1, 1, 1);
+  put(1, 0, 0, 0);
+  put(1, 0, 1, 1);
+  put(1, 1, 0, 1);
+  put(1, 1, 1, 0);
   const auto r = attention_rollout(a, 1, 2, 3, 2);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_DOUBLE_EQ(r[0], 0.75);

@@ -12,10 +12,9 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/commands/commands.h"
 #include "stages/base/error.h"
-#include "stages/model/random_checkpoint.h"
 #include "stages/figures/render.h"
+#include "stages/model/random_checkpoint.h"
 #include "test_helpers.h"
 
 namespace fs = std::filesystem;
@@ -30,13 +29,17 @@ class Report : public ::testing::Test {
     tmp_ = new test::TempDir();
     write_random_checkpoint(BertConfig::preset("bert-tiny"), 4, test::kVocabPath, (tmp_->path / "model").string());
     const std::string cfg = tmp_->write("c.yaml",
-        "corpus: {path: data/brown, max_documents: 20}\n"
-        "samples: {num_samples: 12, seed: 5, seq_len: 32}\n"
-        "model: {path: " + (tmp_->path / "model").string() + "}\n"
-        "selection: [{top_fraction: 0.01}, {relative_to_max: 0.9}]\n"
-        "statistics: {examples: [0, 4]}\n"
-        "output: {dir: " + (tmp_->path / "out").string() + ", report: false}\n"
-        "runtime: {batch_size: 4, unit_size: 4}\n");
+                                        "corpus: {path: data/brown, max_documents: 20}\n"
+                                        "samples: {num_samples: 12, seed: 5, seq_len: 32}\n"
+                                        "model: {path: " +
+                                            (tmp_->path / "model").string() +
+                                            "}\n"
+                                            "selection: [{top_fraction: 0.01}, {relative_to_max: 0.9}]\n"
+                                            "statistics: {examples: [0, 4]}\n"
+                                            "output: {dir: " +
+                                            (tmp_->path / "out").string() +
+                                            ", report: false}\n"
+                                            "runtime: {batch_size: 4, unit_size: 4}\n");
     std::ostringstream out;
     rc_ = run_job(cfg, {}, out);
   }
@@ -131,13 +134,15 @@ TEST_F(Report, SyntheticExampleIsDrawnPixelForPixel) {
     const Image img = read_png((out / "figures" / (stem + ".png")).string());
     ASSERT_EQ(img.width, fig["width"].get<int>());
     for (int r = 0; r < n; ++r)
-      for (int c = 0; c < n; ++c) expect_near(cell_colour(img, fig, r, c), r == c ? on : off, stem + " cell " + std::to_string(r) + "," + std::to_string(c));
+      for (int c = 0; c < n; ++c)
+        expect_near(cell_colour(img, fig, r, c), r == c ? on : off, stem + " cell " + std::to_string(r) + "," + std::to_string(c));
   }
   // Similarity = 0 everywhere: the diverging map's centre (white).
   const auto fig = figure_entry(out, "example0_L0H0_similarity");
   const Image img = read_png((out / "figures/example0_L0H0_similarity.png").string());
   for (int r = 0; r < n; ++r)
-    for (int c = 0; c < n; ++c) expect_near(cell_colour(img, fig, r, c), white, "similarity cell " + std::to_string(r) + "," + std::to_string(c));
+    for (int c = 0; c < n; ++c)
+      expect_near(cell_colour(img, fig, r, c), white, "similarity cell " + std::to_string(r) + "," + std::to_string(c));
   // The untouched second example is not a pattern of ones and zeros.
   const auto fig1 = figure_entry(out, "example1_L0H0_attention");
   const Image img1 = read_png((out / "figures/example1_L0H0_attention.png").string());
@@ -154,9 +159,10 @@ TEST_F(Report, EveryListedFigureIsWritten) {
   const fs::path out = tmp_->path / "all";
   std::ostringstream log;
   ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), args_for(out), log), 0);
-  for (const char* stem : {"distance_by_layer", "distance_overlay", "same_sentence", "same_sentence_by_layer", "repetition_lift", "distinct_anchors",
-                           "top_anchors", "separator_attention", "signal_noise", "noise_share", "example0_L0H0_attention", "example0_L0H0_similarity",
-                           "example0_rollout", "example0_relevance", "example1_rollout"}) {
+  for (const char* stem :
+       {"distance_by_layer", "distance_overlay", "same_sentence", "same_sentence_by_layer", "repetition_lift", "distinct_anchors",
+        "top_anchors", "separator_attention", "signal_noise", "noise_share", "example0_L0H0_attention", "example0_L0H0_similarity",
+        "example0_rollout", "example0_relevance", "example1_rollout"}) {
     EXPECT_TRUE(fs::exists(out / "figures" / (std::string(stem) + ".png"))) << stem;
     EXPECT_TRUE(fs::exists(out / "figures" / (std::string(stem) + ".svg"))) << stem;
   }
@@ -164,7 +170,7 @@ TEST_F(Report, EveryListedFigureIsWritten) {
   const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find("id=\"fig-top_anchors\""), std::string::npos);
   EXPECT_NE(html.find("Top anchors per head"), std::string::npos);
-  EXPECT_EQ(html.find("http://"), std::string::npos);   // nothing from the network
+  EXPECT_EQ(html.find("http://"), std::string::npos);  // nothing from the network
   EXPECT_EQ(html.find("https://"), std::string::npos);
 }
 
@@ -197,9 +203,7 @@ TEST_F(Report, ChosenHeadsAreDrawn) {
   try {
     cmd_report((tmp_->path / "out/store.h5").string(), a, log);
     ADD_FAILURE() << "a layer the model lacks was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--heads 2:0"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("--heads 2:0"), std::string::npos) << e.what(); }
   EXPECT_FALSE(fs::exists(tmp_->path / "bad_heads/report.html"));
 }
 

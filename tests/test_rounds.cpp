@@ -51,8 +51,10 @@ struct RecordingWork final : UnitWork {
     if (u.index == stop_at) StopSignals::request();
   }
   void write(const WorkUnit* u) override {
-    if (u) written.push_back(u->index);
-    else ++writes_of_nothing;
+    if (u)
+      written.push_back(u->index);
+    else
+      ++writes_of_nothing;
   }
   void make_durable(const std::vector<uint8_t>& done) override { durable.push_back(done); }
 };
@@ -70,9 +72,7 @@ struct Job {
     const StopSignals stop;
     try {
       return run_rounds(world, units, done, options, work, stop, progress);
-    } catch (const JobExit& e) {
-      exit_code = e.code();
-    }
+    } catch (const JobExit& e) { exit_code = e.code(); }
     return {};
   }
   // Runs the job and returns what it printed to stderr.
@@ -115,9 +115,7 @@ TEST(Agree, SumsVotesAndNamesTheLowestFailingRank) {
   try {
     stop_on_failure(v, mine, world);
     ADD_FAILURE() << "no JobExit";
-  } catch (const JobExit& e) {
-    EXPECT_EQ(e.code(), kExitInternal);
-  }
+  } catch (const JobExit& e) { EXPECT_EQ(e.code(), kExitInternal); }
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
@@ -127,9 +125,7 @@ TEST(Agree, TheLowestFailingRankPrintsItsMessageOnce) {
   try {
     on_every_rank(world, [] { throw Error("corpus.path", "does not exist", "point at the corpus"); });
     ADD_FAILURE() << "no JobExit";
-  } catch (const JobExit& e) {
-    EXPECT_EQ(e.code(), kExitUserError);
-  }
+  } catch (const JobExit& e) { EXPECT_EQ(e.code(), kExitUserError); }
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("corpus.path: does not exist; fix: point at the corpus"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
@@ -198,7 +194,7 @@ TEST(Rounds, AFailureLosesOnlyTheRoundInFlight) {
   expect_exit(job, world, kExitUserError, "unit 4: bad input; fix: fix it");
   EXPECT_EQ(job.work.written, (std::vector<int64_t>{0, 1, 2, 3}));  // unit 4 is never written …
   ASSERT_FALSE(job.work.durable.empty());
-  EXPECT_EQ(count_done(job.work.durable.back()), 4);                // … nor vouched for
+  EXPECT_EQ(count_done(job.work.durable.back()), 4);  // … nor vouched for
 }
 
 TEST(Rounds, ABugStopsWithTheInternalExitCode) {
@@ -211,7 +207,7 @@ TEST(Rounds, ABugStopsWithTheInternalExitCode) {
 TEST(Rounds, AFailureOnAnotherRankStopsThisOne) {
   // Three ranks; rank 0 deals units 0, 3, 6, 9. In the second round rank 2 fails.
   ScriptedComm world(3, [](int call, int64_t* d, size_t, ReduceOp op) {
-    if (call == 1) d[0] += 1;                                   // round 2's vote: one failure
+    if (call == 1) d[0] += 1;  // round 2's vote: one failure
     if (call == 2 && op == ReduceOp::Min) d[0] = std::min(d[0], int64_t(2) * 256 + kExitUserError);
   });
   Job job;

@@ -31,9 +31,7 @@ std::string raw_file(const test::TempDir& dir, const std::string& name, const st
 std::string open_error(const std::string& path) {
   try {
     SafetensorsFile f(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   return "";
 }
 
@@ -46,7 +44,7 @@ TEST(Safetensors, RoundTripAllDtypes) {
     std::memcpy(&f32.bytes[i * 4], &v, 4);
   }
   t["a.weight"] = f32;
-  t["b.half"] = TensorData{DType::F16, {2}, {0x00, 0x3C, 0x00, 0xC0}};   // 1.0, -2.0
+  t["b.half"] = TensorData{DType::F16, {2}, {0x00, 0x3C, 0x00, 0xC0}};  // 1.0, -2.0
   t["c.bf16"] = TensorData{DType::BF16, {1}, {0x80, 0x3F}};             // 1.0
   t["d.f64"] = TensorData{DType::F64, {1}, std::vector<uint8_t>(8)};
   t["e.scalar"] = TensorData{DType::F32, {}, std::vector<uint8_t>(4)};
@@ -131,32 +129,31 @@ TEST(SafetensorsCorrupt, HeaderLengthPastEnd) {
 
 TEST(SafetensorsCorrupt, OffsetPastEnd) {
   test::TempDir dir;
-  const std::string m = open_error(raw_file(
-      dir, "o.safetensors", R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8));
+  const std::string m = open_error(raw_file(dir, "o.safetensors", R"({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8));
   EXPECT_HAS(m, "tensor 'w'");
   EXPECT_HAS(m, "past the data area (8 bytes)");
 }
 
 TEST(SafetensorsCorrupt, OverlappingTensors) {
   test::TempDir dir;
-  const std::string m = open_error(raw_file(dir, "v.safetensors",
-      R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12));
+  const std::string m = open_error(raw_file(
+      dir, "v.safetensors",
+      R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+      12));
   EXPECT_HAS(m, "tensor 'b'");
   EXPECT_HAS(m, "overlaps tensor 'a'");
 }
 
 TEST(SafetensorsCorrupt, WrongByteCount) {
   test::TempDir dir;
-  const std::string m = open_error(raw_file(
-      dir, "c.safetensors", R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8));
+  const std::string m = open_error(raw_file(dir, "c.safetensors", R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8));
   EXPECT_HAS(m, "tensor 'w'");
   EXPECT_HAS(m, "holds 8 bytes but shape × F32 needs 12");
 }
 
 TEST(SafetensorsCorrupt, UnknownDtype) {
   test::TempDir dir;
-  const std::string m = open_error(raw_file(
-      dir, "d.safetensors", R"({"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 1]}})", 1));
+  const std::string m = open_error(raw_file(dir, "d.safetensors", R"({"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 1]}})", 1));
   EXPECT_HAS(m, "tensor 'w'");
   EXPECT_HAS(m, "unsupported dtype \"Q4\"");
 }

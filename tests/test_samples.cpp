@@ -193,7 +193,7 @@ TEST(BrownSamples, RealCorpusDefaultDraw) {
     EXPECT_EQ(tokp[v - 1], 102);
     EXPECT_EQ(sent[1], 0);  // a window starts at a sentence start
     for (int i = 1; i < v - 1; ++i) {
-      ASSERT_GE(sent[i], sent[i - 1]);       // sentence ids never decrease
+      ASSERT_GE(sent[i], sent[i - 1]);      // sentence ids never decrease
       ASSERT_LE(sent[i] - sent[i - 1], 1);  // and never skip
       ASSERT_NE(tokp[i], 0);
     }

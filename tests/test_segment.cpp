@@ -9,15 +9,15 @@
 #include <set>
 
 #include "stages/base/error.h"
-#include "stages/text/samples.h"
+#include "stages/model/model.h"
+#include "stages/model/random_checkpoint.h"
 #include "stages/segment/choi.h"
+#include "stages/segment/encode.h"
 #include "stages/segment/lexical.h"
 #include "stages/segment/metrics.h"
 #include "stages/segment/similarity_methods.h"
 #include "stages/segment/windows.h"
-#include "stages/segment/encode.h"
-#include "stages/model/model.h"
-#include "stages/model/random_checkpoint.h"
+#include "stages/text/samples.h"
 #include "test_helpers.h"
 
 namespace ctxsim::segment {
@@ -86,7 +86,7 @@ TEST(Metrics, DocumentsShorterThanTwoProbeDistances) {
   EXPECT_EQ(score_segmentation({}, {1}, 3).probes, 1);
   EXPECT_EQ(pk({}, {1}, 3), 1.0);
   EXPECT_EQ(pk({}, {}, 3), 0.0);
-  EXPECT_EQ(pk({2}, {1}, 3), 0.0);           // both split sentences 0 and 2 apart
+  EXPECT_EQ(pk({2}, {1}, 3), 0.0);              // both split sentences 0 and 2 apart
   EXPECT_EQ(window_diff({2}, {1, 2}, 3), 1.0);  // but not with the same number of boundaries
   // n = 2: k clamped to 1, one probe comparing the two sentences.
   const auto two = score_segmentation({1}, {}, 2);
@@ -128,9 +128,7 @@ TEST(Metrics, InvalidBoundariesNamed) {
   EXPECT_THROW(score_segmentation({4}, {12}, 10), Error);
   try {
     score_segmentation({11}, {}, 10);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.where(), "reference");
-  }
+  } catch (const Error& e) { EXPECT_EQ(e.where(), "reference"); }
 }
 
 // ---- Choi's benchmark --------------------------------------------------------------------------
@@ -147,8 +145,7 @@ bool same(const std::vector<ChoiDocument>& a, const std::vector<ChoiDocument>& b
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].boundaries != b[i].boundaries || a[i].subset != b[i].subset || a[i].segments.size() != b[i].segments.size()) return false;
     for (size_t s = 0; s < a[i].segments.size(); ++s)
-      if (a[i].segments[s].document != b[i].segments[s].document || a[i].segments[s].sentences != b[i].segments[s].sentences)
-        return false;
+      if (a[i].segments[s].document != b[i].segments[s].document || a[i].segments[s].sentences != b[i].segments[s].sentences) return false;
   }
   return true;
 }
@@ -271,7 +268,7 @@ TEST(BlockComparison, PickByDepthRules) {
   EXPECT_EQ(pick_by_depth(d, 8, 0.5, 2), (Boundaries{1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_THROW(pick_by_depth(d, 9, 0.5, 2), Error);
   EXPECT_EQ(pick_by_depth({0, 0, 0}, kEstimate, 0.5, 1), Boundaries{});  // flat: no valley
-  EXPECT_EQ(pick_by_depth({}, kEstimate, 0.5, 1), Boundaries{});          // one sentence
+  EXPECT_EQ(pick_by_depth({}, kEstimate, 0.5, 1), Boundaries{});         // one sentence
 }
 
 // n sentences in blocks: similarity 1 inside a block, `across` between blocks.
@@ -304,15 +301,15 @@ TEST(C99, RankMatrixByHand) {
                               0.2, 0.4, 1.0};
   // 3 x 3 mask: corners see 3 neighbours, edges 5, the centre 8; count the strictly lower ones.
   const auto r = rank_matrix(s, 3, 3);
-  const std::vector<double> expected{2.0 / 3, 2.0 / 5, 0.0,  //
+  const std::vector<double> expected{2.0 / 3, 2.0 / 5, 0.0,      //
                                      2.0 / 5, 6.0 / 8, 1.0 / 5,  //
-                                     0.0, 1.0 / 5, 2.0 / 3};
+                                     0.0,     1.0 / 5, 2.0 / 3};
   for (size_t i = 0; i < 9; ++i) EXPECT_DOUBLE_EQ(r[i], expected[i]) << i;
   // An 11 x 11 mask covers the whole matrix: each entry against the other 8.
   const auto big = rank_matrix(s, 3, 11);
-  EXPECT_DOUBLE_EQ(big[0], 6.0 / 8);   // 1.0 beats .5 .2 .5 .4 .2 .4
-  EXPECT_DOUBLE_EQ(big[1], 4.0 / 8);   // 0.5 beats .2 .4 .2 .4
-  EXPECT_DOUBLE_EQ(big[5], 2.0 / 8);   // 0.4 beats .2 .2
+  EXPECT_DOUBLE_EQ(big[0], 6.0 / 8);                             // 1.0 beats .5 .2 .5 .4 .2 .4
+  EXPECT_DOUBLE_EQ(big[1], 4.0 / 8);                             // 0.5 beats .2 .4 .2 .4
+  EXPECT_DOUBLE_EQ(big[5], 2.0 / 8);                             // 0.4 beats .2 .2
   EXPECT_EQ(rank_matrix(s, 3, 1), std::vector<double>(9, 0.0));  // no neighbours
   EXPECT_THROW(rank_matrix(s, 3, 4), Error);
 }
@@ -336,8 +333,8 @@ TEST(C99, StoppingRuleByHand) {
   // Gains 1, .5, .1, 0: mean .4, std .394. c = 1.2: threshold .872, only the first gain.
   const std::vector<double> density{0, 1, 1.5, 1.6, 1.6};
   EXPECT_EQ(choi_boundary_count(density, 1.2), 1);
-  EXPECT_EQ(choi_boundary_count(density, 0.0), 2);   // threshold .4: gains 1 and .5
-  EXPECT_EQ(choi_boundary_count(density, -1.0), 3);  // threshold .006: also .1
+  EXPECT_EQ(choi_boundary_count(density, 0.0), 2);     // threshold .4: gains 1 and .5
+  EXPECT_EQ(choi_boundary_count(density, -1.0), 3);    // threshold .006: also .1
   EXPECT_EQ(choi_boundary_count({0.5, 0.9}, 1.2), 0);  // one gain: std 0, never above the mean
   EXPECT_EQ(choi_boundary_count({0.5}, 1.2), 0);
 }

@@ -11,10 +11,10 @@
 #include <map>
 #include <set>
 
-#include "stages/stats/analysis.h"
-#include "stages/text/corpus.h"
 #include "stages/base/error.h"
 #include "stages/model/random_checkpoint.h"
+#include "stages/stats/analysis.h"
+#include "stages/text/corpus.h"
 #include "stages/text/samples.h"
 #include "test_helpers.h"
 
@@ -27,9 +27,7 @@ struct HandBatch {
   std::vector<int32_t> tokens;
   std::vector<int16_t> sentences;
   std::vector<int16_t> n_valid;
-  BatchSamples view() const {
-    return BatchSamples{tokens.data(), sentences.data(), n_valid.data(), int64_t(n_valid.size()), T};
-  }
+  BatchSamples view() const { return BatchSamples{tokens.data(), sentences.data(), n_valid.data(), int64_t(n_valid.size()), T}; }
 };
 
 StatsShape shape_for(int64_t rules, int64_t layers, int64_t heads, int64_t T, const StatisticsOptions& opt = {}) {
@@ -69,9 +67,7 @@ at::Tensor valid_of(const HandBatch& b) {
 }
 
 // [CLS] a b a c b a [SEP]: a = 10, b = 11, c = 12; sentence 0 = positions 1-3, 1 = 4-6.
-HandBatch repeated_tokens() {
-  return HandBatch{8, {101, 10, 11, 10, 12, 11, 10, 102}, {-1, 0, 0, 0, 1, 1, 1, -1}, {8}};
-}
+HandBatch repeated_tokens() { return HandBatch{8, {101, 10, 11, 10, 12, 11, 10, 102}, {-1, 0, 0, 0, 1, 1, 1, -1}, {8}}; }
 
 // Vectors identical for equal tokens and orthogonal otherwise: one-hot on the token id.
 at::Tensor one_hot_vectors(const HandBatch& b) {
@@ -112,11 +108,11 @@ TEST_P(HandBuilt, IdenticalForEqualTokensSelectsExactlyTheRepeatedPairs) {
     EXPECT_EQ(h[3], 2);
     EXPECT_EQ(h[5], 1);
     EXPECT_EQ(h[1] + h[4] + h[6] + h[7], 0);
-    EXPECT_EQ(acc.at(Stat::SameSentence, r)[0], 1);      // only (1,3)
+    EXPECT_EQ(acc.at(Stat::SameSentence, r)[0], 1);  // only (1,3)
     EXPECT_EQ(acc.at(Stat::SentenceEligible, r)[0], 4);
-    EXPECT_EQ(acc.at(Stat::InAttention, r)[0], 4);       // uniform 1/8 >= 0.1
-    EXPECT_EQ(acc.at(Stat::Noise, r)[0], 0);              // all explained by repetition
-    EXPECT_EQ(acc.at(Stat::AnchorPairs, r)[0], 3);       // the three pairs of 'a'
+    EXPECT_EQ(acc.at(Stat::InAttention, r)[0], 4);  // uniform 1/8 >= 0.1
+    EXPECT_EQ(acc.at(Stat::Noise, r)[0], 0);        // all explained by repetition
+    EXPECT_EQ(acc.at(Stat::AnchorPairs, r)[0], 3);  // the three pairs of 'a'
     // Anchor: 'a' has 6 of the 8 endpoints.
     const auto& ps = stats.per_sample();
     EXPECT_EQ(ps.anchor_token[size_t(r)], 10);
@@ -231,8 +227,8 @@ TEST_P(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
 
 TEST_P(HandBuilt, PaddingNeverSelected) {
   // Two samples, T = 8: 4 and 8 valid. [PAD] vectors are huge but must not count.
-  HandBatch b{8, {101, 5, 6, 102, 0, 0, 0, 0, 101, 5, 6, 7, 8, 9, 5, 102},
-              {-1, 0, 0, -1, -1, -1, -1, -1, -1, 0, 0, 0, 1, 1, 1, -1}, {4, 8}};
+  HandBatch b{
+      8, {101, 5, 6, 102, 0, 0, 0, 0, 101, 5, 6, 7, 8, 9, 5, 102}, {-1, 0, 0, -1, -1, -1, -1, -1, -1, 0, 0, 0, 1, 1, 1, -1}, {4, 8}};
   at::Tensor v = at::rand({2, 1, 8, 3}, at::kDouble);
   v[0][0].slice(0, 4, 8).fill_(1000.0);
   const at::Tensor sim = context_similarity(v, valid_of(b));
@@ -283,8 +279,8 @@ TEST_P(HandBuilt, AttentionOnEachSeparatorAndTheirSumExactly) {
   StatisticsOptions opt;
   opt.dense_only = GetParam();
   opt.rules = {rule(kAbs, 0.5), rule(kAbs, 0.5)};
-  opt.separator_ids = {102, 10, 102};              // [SEP] listed twice: counted once
-  opt.rule_separator_ids = {{}, {12, 10}};         // rule 1: 'c' and 'a'
+  opt.separator_ids = {102, 10, 102};       // [SEP] listed twice: counted once
+  opt.rule_separator_ids = {{}, {12, 10}};  // rule 1: 'c' and 'a'
   EXPECT_EQ(separator_tokens(opt), (std::vector<int64_t>{102, 10, 12}));
   Accumulator acc(shape_for(2, 1, 2, 8, opt));
   at::Tensor att = uniform_attention(b, 2);
@@ -369,8 +365,9 @@ class BrownTiny : public ::testing::Test {
     const int64_t T = samples_->seq_len;
     for (int64_t b0 = first; b0 < last; b0 += batch) {
       const int64_t B = std::min(batch, last - b0);
-      an.run_batch(BatchSamples{&samples_->token_ids[size_t(b0 * T)], &samples_->sentence_ids[size_t(b0 * T)],
-                                &samples_->n_valid[size_t(b0)], B, T}, acc);
+      an.run_batch(
+          BatchSamples{&samples_->token_ids[size_t(b0 * T)], &samples_->sentence_ids[size_t(b0 * T)], &samples_->n_valid[size_t(b0)], B, T},
+          acc);
     }
     return acc;
   }
@@ -449,14 +446,18 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
   for (size_t r = 0; r < opt.rules.size(); ++r) {
     const SelectionRule& rule = opt.rules[r];
     const double beta = std::isnan(rule.attention_threshold) ? opt.attention_threshold : rule.attention_threshold;
-    const auto& seps = r < opt.rule_separator_ids.size() && !opt.rule_separator_ids[r].empty() ? opt.rule_separator_ids[r] : opt.separator_ids;
+    const auto& seps =
+        r < opt.rule_separator_ids.size() && !opt.rule_separator_ids[r].empty() ? opt.rule_separator_ids[r] : opt.separator_ids;
     for (int64_t b = 0; b < B; ++b) {
       const int32_t* tok = s.token_ids + b * T;
       const int16_t* sent = s.sentence_ids + b * T;
       const int64_t n = s.n_valid[b];
       std::set<int32_t> anchors_of_sample;
       for (int64_t h = 0; h < H; ++h) {
-        struct Pair { double c; int64_t i, j; };
+        struct Pair {
+          double c;
+          int64_t i, j;
+        };
         std::vector<Pair> all;
         for (int64_t i = 0; i < n; ++i)
           for (int64_t j = i + 1; j < n; ++j) {
@@ -467,9 +468,8 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
         std::vector<Pair> sel;
         const int64_t P = int64_t(all.size());
         if (rule.kind == SelectionRule::Kind::TopFraction && P > 0) {
-          std::sort(all.begin(), all.end(), [](const Pair& x, const Pair& y) {
-            return x.c != y.c ? x.c > y.c : (x.i != y.i ? x.i < y.i : x.j < y.j);
-          });
+          std::sort(all.begin(), all.end(),
+                    [](const Pair& x, const Pair& y) { return x.c != y.c ? x.c > y.c : (x.i != y.i ? x.i < y.i : x.j < y.j); });
           const int64_t k = std::min<int64_t>(P, std::max<int64_t>(1, int64_t(std::round(rule.value * double(P)))));
           sel.assign(all.begin(), all.begin() + k);
         } else if (rule.kind == SelectionRule::Kind::RelativeToMax) {
@@ -562,12 +562,17 @@ TEST_F(BrownTiny, KernelsMatchAPlainImplementationOfTheSpecCountForCount) {
     opt.dense_only = dense;
     const Analysis an(*model64_, opt, false);
     const int64_t T = samples_->seq_len, B = 6, first = 17;
-    const BatchSamples bs{&samples_->token_ids[size_t(first * T)], &samples_->sentence_ids[size_t(first * T)],
-                          &samples_->n_valid[size_t(first)], B, T, first};
+    const BatchSamples bs{&samples_->token_ids[size_t(first * T)],
+                          &samples_->sentence_ids[size_t(first * T)],
+                          &samples_->n_valid[size_t(first)],
+                          B,
+                          T,
+                          first};
     Accumulator fast(an.shape(T)), ref(an.shape(T));
     BatchStatistics stats(opt, bs, fast);
     const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(at::kLong);
-    const at::Tensor valid = at::arange(T).view({1, T}) < at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
+    const at::Tensor valid =
+        at::arange(T).view({1, T}) < at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
     model64_->forward(ids, valid, {}, [&](const LayerOutputs& o) {
       stats.add_layer(o.layer, o.context, o.attention);
       reference_layer(opt, bs, o.layer, o.context.contiguous(), o.attention.contiguous(), ref);
@@ -597,8 +602,12 @@ TEST_F(BrownTiny, TensorPathMatchesTheKernelsCountForCount) {
   Accumulator kernels(an.shape(T)), tensors(an.shape(T));
   at::Tensor device_acc = at::zeros({int64_t(tensors.buffer().size())}, at::kLong);
   for (int64_t first = 0; first < 40; first += 8) {
-    const BatchSamples bs{&samples_->token_ids[size_t(first * T)], &samples_->sentence_ids[size_t(first * T)],
-                          &samples_->n_valid[size_t(first)], 8, T, first};
+    const BatchSamples bs{&samples_->token_ids[size_t(first * T)],
+                          &samples_->sentence_ids[size_t(first * T)],
+                          &samples_->n_valid[size_t(first)],
+                          8,
+                          T,
+                          first};
     const PerSampleStats a = an.run_batch(bs, kernels);
     const PerSampleStats b = an.run_batch(bs, tensors, nullptr, device_acc);
     EXPECT_EQ(a.anchor_token, b.anchor_token) << "batch at " << first;
@@ -624,9 +633,12 @@ TEST_F(BrownTiny, TensorPathMatchesTheKernelsCountForCount) {
       if (layer == 1) from_kernels = st.selection_matrix(r, 2);
     });
     at::Tensor scratch_acc = at::zeros_like(device_acc);
-    an.run_batch(bs, scratch, [&](int64_t layer, const at::Tensor&, const at::Tensor&, const BatchStatistics& st) {
-      if (layer == 1) from_tensors = st.selection_matrix(r, 2);
-    }, scratch_acc);
+    an.run_batch(
+        bs, scratch,
+        [&](int64_t layer, const at::Tensor&, const at::Tensor&, const BatchStatistics& st) {
+          if (layer == 1) from_tensors = st.selection_matrix(r, 2);
+        },
+        scratch_acc);
     EXPECT_TRUE(at::equal(from_kernels, from_tensors)) << "rule " << r;
   }
 }

@@ -6,18 +6,18 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <numeric>
+#include <regex>
 #include <sstream>
 
-#include "pipeline/store/hdf5.h"
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/dist/agree.h"
+#include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/base/digest.h"
-#include "stages/stats/accumulator.h"
 #include "stages/base/error.h"
 #include "stages/model/random_checkpoint.h"
+#include "stages/stats/accumulator.h"
 #include "test_helpers.h"
 
 namespace ctxsim {
@@ -40,13 +40,17 @@ class RunStore : public ::testing::Test {
     tmp_ = new test::TempDir();
     write_random_checkpoint(BertConfig::preset("bert-tiny"), 2, test::kVocabPath, (tmp_->path / "model").string());
     const std::string cfg = tmp_->write("c.yaml",
-        "corpus: {path: data/brown, max_documents: 30}\n"
-        "samples: {num_samples: 40, seed: 9}\n"
-        "model: {path: " + (tmp_->path / "model").string() + "}\n"
-        "selection: [{top_fraction: 0.01}, {relative_to_max: 0.95}]\n"
-        "statistics: {examples: [0, 5]}\n"
-        "output: {dir: " + (tmp_->path / "out").string() + "}\n"
-        "runtime: {batch_size: 3, unit_size: 8}\n");
+                                        "corpus: {path: data/brown, max_documents: 30}\n"
+                                        "samples: {num_samples: 40, seed: 9}\n"
+                                        "model: {path: " +
+                                            (tmp_->path / "model").string() +
+                                            "}\n"
+                                            "selection: [{top_fraction: 0.01}, {relative_to_max: 0.95}]\n"
+                                            "statistics: {examples: [0, 5]}\n"
+                                            "output: {dir: " +
+                                            (tmp_->path / "out").string() +
+                                            "}\n"
+                                            "runtime: {batch_size: 3, unit_size: 8}\n");
     std::ostringstream out;
     rc_ = run_job(cfg, {}, out);
     summary_ = out.str();

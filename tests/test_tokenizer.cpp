@@ -19,17 +19,23 @@ std::string join(const std::vector<std::string>& v) {
 class Uncased : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (std::filesystem::exists(test::kVocabPath))
-      tok_ = new BertTokenizer(Vocab::load(test::kVocabPath), TokenizerOptions{});
+    if (std::filesystem::exists(test::kVocabPath)) tok_ = new BertTokenizer(Vocab::load(test::kVocabPath), TokenizerOptions{});
   }
-  static void TearDownTestSuite() { delete tok_; tok_ = nullptr; }
+  static void TearDownTestSuite() {
+    delete tok_;
+    tok_ = nullptr;
+  }
   void SetUp() override { CTXSIM_REQUIRE_DATA(); }
   std::string tokens(const std::string& text) { return join(tok_->tokens(tok_->encode(text).ids)); }
   static BertTokenizer* tok_;
 };
 BertTokenizer* Uncased::tok_ = nullptr;
 
-struct Case { const char* name; std::string text; std::string expected; };
+struct Case {
+  const char* name;
+  std::string text;
+  std::string expected;
+};
 
 // Each expectation follows from BertTokenizer's rules by hand: clean → CJK split → NFC →
 // whitespace split → lower + NFD accent strip → punctuation split → greedy WordPiece.
@@ -121,9 +127,7 @@ TEST_F(Uncased, WordIdsFollowWhitespaceWords) {
   EXPECT_EQ(z.word_ids, (std::vector<int32_t>{0, 1}));
 }
 
-TEST_F(Uncased, BasicTokenizerAlone) {
-  EXPECT_EQ(join(tok_->basic_tokenize("Héllo, wörld!")), "hello , world !");
-}
+TEST_F(Uncased, BasicTokenizerAlone) { EXPECT_EQ(join(tok_->basic_tokenize("Héllo, wörld!")), "hello , world !"); }
 
 // Lower-casing is per character (SPEC §1: transformers 4.x lower-cases the text one character at
 // a time, and the fast tokenizer likewise), so SpecialCasing's context rules never apply: a
@@ -131,12 +135,12 @@ TEST_F(Uncased, BasicTokenizerAlone) {
 // whole word gives. The one unconditional multi-character mapping, İ, still gives i + U+0307.
 TEST_F(Uncased, SigmaIsLowerCasedOneCharacterAtATime) {
   const std::pair<const char*, const char*> cases[] = {
-      {"ΑΣ ΑΣ.", "ασ ασ ."},        // word-final: still σ
+      {"ΑΣ ΑΣ.", "ασ ασ ."},  // word-final: still σ
       {"ΣΑ Σ", "σα σ"},
       {"ΑΣΑ", "ασα"},
       {"Α'Σ", "α ' σ"},
-      {"ΑΣ\u0301", "ασ"},          // the combining accent is stripped
-      {"ς", "ς"},                   // a final sigma in the text stays one
+      {"ΑΣ\u0301", "ασ"},  // the combining accent is stripped
+      {"ς", "ς"},          // a final sigma in the text stays one
       {"\u00AAΣ \u216FΣ", "\u00AAσ ⅿσ"},
   };
   for (const auto& [text, want] : cases) EXPECT_EQ(join(tok_->basic_tokenize(text)), want) << text;
@@ -144,9 +148,9 @@ TEST_F(Uncased, SigmaIsLowerCasedOneCharacterAtATime) {
 
 // A hand-written vocabulary: exact greedy longest-match and cased behaviour.
 Vocab small_vocab() {
-  return Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "una",
-                             "##ffa", "##b", "Hello", "hello", "café", "cafe", "##s", "the", "The", "a",
-                             "##a", "##aa", "x", ".", "É", "##cole", "e"});
+  return Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un",   "##aff",  "##able", "una",
+                             "##ffa", "##b",   "Hello", "hello", "café",   "cafe", "##s",    "the",    "The",
+                             "a",     "##a",   "##aa",  "x",     ".",      "É",    "##cole", "e"});
 }
 
 TEST(WordPiece, GreedyLongestMatchPrefersLongestPrefix) {
@@ -205,9 +209,7 @@ TEST(Vocab, LoadErrors) {
   try {
     Vocab::load(bad);
     FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what(); }
 }
 
 TEST(Vocab, CrLfLinesAndDuplicatesLikeHuggingFace) {

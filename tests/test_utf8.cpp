@@ -13,26 +13,30 @@ TEST(Utf8, ValidTextHasNoInvalidOffset) {
 }
 
 TEST(Utf8, EachInvalidClassAtItsOffset) {
-  EXPECT_EQ(utf8::find_invalid("abc\xFF"), 3u);                  // never-valid byte
-  EXPECT_EQ(utf8::find_invalid("ab\x80"), 2u);                   // lone continuation
-  EXPECT_EQ(utf8::find_invalid("a\xC0\xAF"), 1u);                // overlong '/'
-  EXPECT_EQ(utf8::find_invalid("a\xE0\x80\xAF"), 1u);            // overlong 3-byte
-  EXPECT_EQ(utf8::find_invalid("ab\xED\xA0\x80"), 2u);           // UTF-16 surrogate
-  EXPECT_EQ(utf8::find_invalid("\xF4\x90\x80\x80"), 0u);         // above U+10FFFF
-  EXPECT_EQ(utf8::find_invalid("abcdefghij\xC3"), 10u);          // truncated at the end
-  EXPECT_EQ(utf8::find_invalid("abcdefghij\xE5\x8C"), 10u);      // truncated 3-byte
+  EXPECT_EQ(utf8::find_invalid("abc\xFF"), 3u);              // never-valid byte
+  EXPECT_EQ(utf8::find_invalid("ab\x80"), 2u);               // lone continuation
+  EXPECT_EQ(utf8::find_invalid("a\xC0\xAF"), 1u);            // overlong '/'
+  EXPECT_EQ(utf8::find_invalid("a\xE0\x80\xAF"), 1u);        // overlong 3-byte
+  EXPECT_EQ(utf8::find_invalid("ab\xED\xA0\x80"), 2u);       // UTF-16 surrogate
+  EXPECT_EQ(utf8::find_invalid("\xF4\x90\x80\x80"), 0u);     // above U+10FFFF
+  EXPECT_EQ(utf8::find_invalid("abcdefghij\xC3"), 10u);      // truncated at the end
+  EXPECT_EQ(utf8::find_invalid("abcdefghij\xE5\x8C"), 10u);  // truncated 3-byte
 }
 
 TEST(Utf8, ReplacementUsesMaximalSubparts) {
-  EXPECT_EQ(utf8::replace_invalid("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(utf8::replace_invalid("a\xFF"
+                                  "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   // A truncated 3-byte sequence is one maximal subpart: one U+FFFD, then the next character.
-  EXPECT_EQ(utf8::replace_invalid("\xE5\x8C" "b"), "\xEF\xBF\xBD" "b");
+  EXPECT_EQ(utf8::replace_invalid("\xE5\x8C"
+                                  "b"),
+            "\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(utf8::replace_invalid("ok"), "ok");
 }
 
-TEST(Utf8, DescribeOffsetGivesLineAndColumn) {
-  EXPECT_EQ(utf8::describe_offset("ab\ncd\xFF", 5), "line 2, column 3 (byte 5)");
-}
+TEST(Utf8, DescribeOffsetGivesLineAndColumn) { EXPECT_EQ(utf8::describe_offset("ab\ncd\xFF", 5), "line 2, column 3 (byte 5)"); }
 
 TEST(Utf8, DecodeAndAppendRoundTrip) {
   const std::string s = "a\xC3\xA9\xE5\x8C\x97\xF0\x9F\x98\x80";

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <set>
 
+#include "pipeline/job/dist/work_units.h"
 #include "pipeline/job/durable/checkpoint.h"
 #include "stages/base/error.h"
-#include "pipeline/job/dist/work_units.h"
 #include "test_helpers.h"
 
 namespace ctxsim {
@@ -85,9 +85,7 @@ TEST(Checkpoint, RoundTripAndDamageDetection) {
   try {
     read_checkpoint(p);
     ADD_FAILURE() << "a truncated resume state was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(p + ": the resume state is damaged"), std::string::npos) << e.what();
-  }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find(p + ": the resume state is damaged"), std::string::npos) << e.what(); }
 }
 
 }  // namespace

@@ -6,14 +6,14 @@
 #include <iostream>
 
 #include "pipeline/commands/commands.h"
+#include "stages/base/cpu_features.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
-#include "stages/stats/analysis.h"
-#include "stages/base/cpu_features.h"
+#include "stages/base/stopwatch.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
-#include "stages/base/stopwatch.h"
 #include "stages/model/safetensors.h"
+#include "stages/stats/analysis.h"
 
 namespace ctxsim {
 
@@ -32,7 +32,7 @@ std::vector<SelectionRule> bench_rules(int64_t n) {
   if (n == 1) return {rule(K::TopFraction, 0.01)};
   if (n == 3) return {rule(K::TopFraction, 0.01), rule(K::RelativeToMax, 0.9), rule(K::Absolute, 1.0)};
   if (n == 7)
-    return {rule(K::TopFraction, 0.005), rule(K::TopFraction, 0.01), rule(K::TopFraction, 0.02), rule(K::TopFraction, 0.05),
+    return {rule(K::TopFraction, 0.005), rule(K::TopFraction, 0.01),  rule(K::TopFraction, 0.02),  rule(K::TopFraction, 0.05),
             rule(K::RelativeToMax, 0.8), rule(K::RelativeToMax, 0.9), rule(K::RelativeToMax, 0.95)};
   throw Error("--rules " + std::to_string(n), "not a benchmark rule set", "use 1, 3 or 7");
 }
@@ -107,8 +107,8 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const bool real = !a.model.empty();
   const BertConfig c = real ? BertConfig::load(a.model + "/config.json") : BertConfig::preset(a.preset);
   if (a.seq_len > c.max_position_embeddings)
-    throw Error("--seq-len " + std::to_string(a.seq_len), "exceeds the model's max_position_embeddings (" +
-                                                              std::to_string(c.max_position_embeddings) + ")",
+    throw Error("--seq-len " + std::to_string(a.seq_len),
+                "exceeds the model's max_position_embeddings (" + std::to_string(c.max_position_embeddings) + ")",
                 "use at most " + std::to_string(c.max_position_embeddings));
   // A batch's attention maps (scores, probabilities, the statistics' copy) must fit in memory.
   const int64_t largest = *std::max_element(a.batches.begin(), a.batches.end());
@@ -129,8 +129,9 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
       << "ISA: " << configure_compute_libraries().describe() << "\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
       << "per-sample pipeline: forward + similarity + all statistics\n"
-      << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s"
-      << std::setw(24) << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)" << "c/a\n";
+      << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s" << std::setw(24)
+      << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)"
+      << "c/a\n";
   const auto cell = [&](double rate) {
     std::ostringstream c;
     c << std::fixed << std::setprecision(1) << rate << ", " << rate * gflop;

@@ -9,8 +9,8 @@
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/head_list.h"
 #include "pipeline/job/config/sweep.h"
-#include "stages/base/cpu_features.h"
 #include "pipeline/report/compare.h"
+#include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
 
 namespace ctxsim {
@@ -190,9 +190,10 @@ std::vector<Subcommand> model_commands(Args& a) {
          s.add_option("--family", a.init.family, "bert (BertModel layout) | distilbert (DistilBertForMaskedLM layout)")
              ->capture_default_str();
          s.add_option("--preset", a.init.preset, "bert-base | distilbert-base | bert-mini | bert-tiny (a shape)")->capture_default_str();
-         const std::tuple<const char*, int64_t*, const char*> overrides[] = {
-             {"--layers", &a.init.layers, "layer count"}, {"--hidden", &a.init.hidden, "hidden size"},
-             {"--heads", &a.init.heads, "head count"}, {"--ffn", &a.init.ffn, "intermediate size"}};
+         const std::tuple<const char*, int64_t*, const char*> overrides[] = {{"--layers", &a.init.layers, "layer count"},
+                                                                             {"--hidden", &a.init.hidden, "hidden size"},
+                                                                             {"--heads", &a.init.heads, "head count"},
+                                                                             {"--ffn", &a.init.ffn, "intermediate size"}};
          for (const auto& [flag, value, what] : overrides) s.add_option(flag, *value, std::string("override the preset's ") + what);
          s.add_option("--positions", a.init.positions, "override max_position_embeddings (longest sample the model takes)");
          s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")->capture_default_str();
@@ -219,14 +220,18 @@ std::vector<Subcommand> model_commands(Args& a) {
                       "(configs/sweeps/thresholds.yaml)")
              ->capture_default_str();
          s.add_option("--batch", a.bench.batches, "batch sizes")->delimiter(',')->check(whole_in(1, 4096));
-         s.add_option("--dtype", a.bench.dtypes, "float32,bfloat16,float64")->delimiter(',')
+         s.add_option("--dtype", a.bench.dtypes, "float32,bfloat16,float64")
+             ->delimiter(',')
              ->check(CLI::IsMember({"float32", "bfloat16", "float64"}));
          s.add_option("--seq-len", a.bench.seq_len, "tokens per sample (at most the model's max_position_embeddings)")
-             ->check(whole_in(2, 65535))->capture_default_str();
+             ->check(whole_in(2, 65535))
+             ->capture_default_str();
          s.add_option("--threads", a.bench.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores")
              ->check(whole_in(0, kMaxThreadsOption));
          s.add_option("--seconds", a.bench.seconds, "seconds per measurement")->check(seconds_in(0.01, 3600))->capture_default_str();
-         s.add_option("--device", a.bench.device, "cpu | cuda (the first GPU) | auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
+         s.add_option("--device", a.bench.device, "cpu | cuda (the first GPU) | auto")
+             ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+             ->capture_default_str();
        },
        [&] { return cmd_bench_model(a.bench, std::cout); }},
   };

@@ -9,9 +9,9 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/log.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/metrics.h"
-#include "pipeline/job/dist/log.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
@@ -30,10 +30,10 @@ std::string csv_field(const std::string& s) {
 }
 
 // The CSV's metric columns (pipeline/store/metrics.h), before the per-token separator masses.
-constexpr const char* kCsvMetrics[] = {"high_pairs",         "mean_distance",        "short_range_share",  "short_range_chance",
-                                       "long_range_share",   "long_range_chance",    "same_sentence_rate", "same_sentence_chance",
-                                       "same_sentence_lift", "repetition_rate",      "repetition_chance",  "repetition_lift",
-                                       "in_attention_rate",  "in_attention_chance",  "separator_mass"};
+constexpr const char* kCsvMetrics[] = {"high_pairs",         "mean_distance",       "short_range_share",  "short_range_chance",
+                                       "long_range_share",   "long_range_chance",   "same_sentence_rate", "same_sentence_chance",
+                                       "same_sentence_lift", "repetition_rate",     "repetition_chance",  "repetition_lift",
+                                       "in_attention_rate",  "in_attention_chance", "separator_mass"};
 
 }  // namespace
 
@@ -52,8 +52,8 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
     const std::string point = fs::relative(path.parent_path(), dir).string();
     const StoreInfo info = inspect_store(path.string());
     if (!info.complete) {
-      log_info("collect: skipping " + path.string() + (info.kind == StoreInfo::Kind::NotAStore ? " (" + info.what + ")"
-                                                       : " (not complete; rerun its point to finish it)"));
+      log_info("collect: skipping " + path.string() +
+               (info.kind == StoreInfo::Kind::NotAStore ? " (" + info.what + ")" : " (not complete; rerun its point to finish it)"));
       continue;
     }
     const h5::Id file = open_complete_store(path.string());
@@ -74,11 +74,14 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
           csv << csv_field(point) << "," << csv_field(rule) << "," << l << "," << h << "," << base.samples;
           for (const char* name : kCsvMetrics) {
             const Metric& m = metric(name);
-            if (m.whole) csv << "," << int64_t(m.value(c, base));
-            else csv << "," << m.value(c, base);
+            if (m.whole)
+              csv << "," << int64_t(m.value(c, base));
+            else
+              csv << "," << m.value(c, base);
           }
           csv << "," << csv_field(by_token.str()) << "," << metric("noise_share").value(c, base) << ","
-              << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << "," << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
+              << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
+              << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
           ++rows;
         }
     }

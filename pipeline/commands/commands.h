@@ -6,17 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/commands/summary.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
-#include "pipeline/commands/summary.h"
 #include "pipeline/report/compare.h"
 #include "stages/text/samples.h"
 
 namespace ctxsim {
 
 std::string version_string();  // "ctxsim 0.1.0 (git abc123)"
-
-
 
 // A sample as text: "[CLS] | s0: the jury said … | s1: … | [SEP]" with word pieces joined.
 std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab);
@@ -32,20 +30,19 @@ int cmd_pretrain(const std::string& config, const std::vector<std::string>& over
 // `ctxsim segment`: Choi's benchmark across the MPI ranks (commands/segment.cpp), its store and
 // method table; with a text file, that file segmented (commands/segment_text.cpp).
 int cmd_segment(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
-int cmd_segment_text(const std::string& config, const std::vector<std::string>& overrides, const std::string& text_path,
-                     int64_t segments, std::ostream& out);
+int cmd_segment_text(const std::string& config, const std::vector<std::string>& overrides, const std::string& text_path, int64_t segments,
+                     std::ostream& out);
 // One run across the MPI ranks (commands/run.cpp): the store, the report and the summary.
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out);
-
 
 struct SubmitArgs {
   bool dry_run = false;
   bool pretrain = false;                 // `ctxsim pretrain CONFIG` instead of `ctxsim run CONFIG`
   int64_t ranks = 0, cpus_per_task = 0;  // 0 = the job script's #SBATCH lines
   std::string time, partition;
-  bool overcommit = false;               // more tasks than cores (small test clusters)
-  std::string jobs_dir = "jobs";         // where ctxsim.sbatch and sweep.sbatch are
-  std::string logs_dir;                  // default: output.dir/<sweep name> (or output.dir/jobs)
+  bool overcommit = false;        // more tasks than cores (small test clusters)
+  std::string jobs_dir = "jobs";  // where ctxsim.sbatch and sweep.sbatch are
+  std::string logs_dir;           // default: output.dir/<sweep name> (or output.dir/jobs)
 };
 // Fills the job script (an array job for a sweep) and calls sbatch; --dry-run prints it.
 int cmd_submit(const std::string& config, const std::vector<std::string>& overrides, const SubmitArgs& args, std::ostream& out);
@@ -53,15 +50,13 @@ int cmd_submit(const std::string& config, const std::vector<std::string>& overri
 // Samples, units, memory per rank, store size and a calibrated time estimate for `ranks` ranks.
 int cmd_plan(const std::string& config, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out);
 
-
-
 // Figures (PNG + SVG) and a self-contained report.html with an example explorer, next to the
 // store or in out_dir. Refuses incomplete or damaged stores.
 struct ReportArgs {
-  std::string out_dir;                    // default: the store's folder
-  int64_t max_bytes = 25 << 20;           // report.html budget
-  std::string rule;                       // the store's rule the figures use (default: the first)
-  std::vector<std::string> heads;         // "LAYER:HEAD" drawn per example (default: 0, L/2, L-1 at head 0)
+  std::string out_dir;             // default: the store's folder
+  int64_t max_bytes = 25 << 20;    // report.html budget
+  std::string rule;                // the store's rule the figures use (default: the first)
+  std::vector<std::string> heads;  // "LAYER:HEAD" drawn per example (default: 0, L/2, L-1 at head 0)
 };
 int cmd_report(const std::string& store, const ReportArgs& args, std::ostream& out);
 
@@ -92,20 +87,20 @@ int cmd_init_model(const InitModelArgs& args, std::ostream& out);
 struct ModelInfoArgs {
   std::string dir;
   std::string dtype = "float32";
-  std::string dump;               // --dump-heads: a folder for the .npy dump ("" = none)
-  std::vector<std::string> ids;   // --ids, one comma-separated sample each
+  std::string dump;              // --dump-heads: a folder for the .npy dump ("" = none)
+  std::vector<std::string> ids;  // --ids, one comma-separated sample each
 };
 int cmd_model_info(const ModelInfoArgs& args, std::ostream& out);
 
 struct BenchModelArgs {
   std::string preset = "bert-base";
-  std::string model;   // a Hugging Face folder instead of the preset's random weights
-  int64_t rules = 3;   // selection rules of (c): 1, 3 or 7
+  std::string model;  // a Hugging Face folder instead of the preset's random weights
+  int64_t rules = 3;  // selection rules of (c): 1, 3 or 7
   std::vector<int64_t> batches = {1, 8, 32};
   std::vector<std::string> dtypes = {"float32", "bfloat16"};
   int64_t seq_len = 128;
   int64_t threads = 0;
-  double seconds = 3;  // per measurement
+  double seconds = 3;          // per measurement
   std::string device = "cpu";  // cpu | cuda | auto
 };
 int cmd_bench_model(const BenchModelArgs& args, std::ostream& out);

@@ -35,9 +35,11 @@ int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, st
       tables += r.label + " (" + r.path + ")\n" + one.str() + "\n";
     }
     make_folder(a.out_dir, "--out");
-    const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures,
-                                                    [&](const fs::path&) { return report::segment_page(a.title, a.note + "\n" + tables, figures); });
-    out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures for " << runs.size() << " segmentations\n";
+    const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures, [&](const fs::path&) {
+      return report::segment_page(a.title, a.note + "\n" + tables, figures);
+    });
+    out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures for " << runs.size()
+        << " segmentations\n";
     return 0;
   }
   const std::vector<report::CompareRun> runs = report::load_runs(paths, a);

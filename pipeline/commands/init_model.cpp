@@ -10,13 +10,13 @@
 #include <iostream>
 
 #include "pipeline/commands/commands.h"
+#include "stages/base/cpu_features.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
-#include "stages/base/cpu_features.h"
+#include "stages/base/stopwatch.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
-#include "stages/base/stopwatch.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
@@ -31,8 +31,8 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   c.check("init-model: ", "pick sizes within those limits (a head count that divides the hidden size)");
   write_random_checkpoint(c, a.seed, a.vocab, a.out);
   const FamilySpec& f = family_spec(c.family);
-  out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", "
-      << c.num_heads << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;
+  out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads
+      << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;
   if (c.family != Family::Bert) out << ", " << f.display << " layout (" << f.mlm_class << ")";
   out << "\n";
   return 0;
@@ -47,8 +47,8 @@ void write_npy(const std::string& path, const at::Tensor& t) {
   CTXSIM_CHECK(c.scalar_type() == at::kDouble || c.scalar_type() == at::kLong, "write_npy: float64 or int64");
   std::string shape;
   for (int64_t d : c.sizes()) shape += std::to_string(d) + ", ";
-  std::string header = std::string("{'descr': '") + (c.scalar_type() == at::kDouble ? "<f8" : "<i8") + "', 'fortran_order': False, 'shape': (" +
-                       shape + "), }";
+  std::string header = std::string("{'descr': '") + (c.scalar_type() == at::kDouble ? "<f8" : "<i8") +
+                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
@@ -90,8 +90,10 @@ void dump_heads(const Encoder& m, const std::vector<std::string>& samples, const
     T = std::max(T, int64_t(rows.back().size()));
   }
   if (T > c.max_position_embeddings)
-    throw Error("--ids", "a sample of " + std::to_string(T) + " tokens exceeds max_position_embeddings (" +
-                             std::to_string(c.max_position_embeddings) + ")", "give shorter samples");
+    throw Error(
+        "--ids",
+        "a sample of " + std::to_string(T) + " tokens exceeds max_position_embeddings (" + std::to_string(c.max_position_embeddings) + ")",
+        "give shorter samples");
   const int64_t B = int64_t(rows.size());
   at::Tensor ids = at::zeros({B, T}, at::kLong), n_valid = at::zeros({B}, at::kLong);
   for (int64_t b = 0; b < B; ++b) {
@@ -127,9 +129,8 @@ int cmd_model_info(const ModelInfoArgs& a, std::ostream& out) {
   const FamilySpec& f = m.family();
   out << "model:       " << a.dir << "\n"
       << "family:      " << f.model_type << " (" << f.display << ")\n"
-      << "shape:       " << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads << " heads (d="
-      << c.head_dim() << "), ffn " << c.intermediate_size << ", vocab " << c.vocab_size << ", positions "
-      << c.max_position_embeddings << "\n"
+      << "shape:       " << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads << " heads (d=" << c.head_dim()
+      << "), ffn " << c.intermediate_size << ", vocab " << c.vocab_size << ", positions " << c.max_position_embeddings << "\n"
       << "tensors:     " << r.tensors_in_file << " in the file: " << r.encoder_tensors << " " << f.display
       << (f.pooler ? " (encoder + pooler), " : " (encoder), ") << r.ignored.size() << " ignored (heads, buffers), " << r.unexpected.size()
       << " unexpected\n"

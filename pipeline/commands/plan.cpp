@@ -7,17 +7,16 @@
 #include <iomanip>
 #include <iostream>
 
-#include "pipeline/job/config/inputs.h"
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
-#include "pipeline/job/dist/work_units.h"
 #include "pipeline/job/dist/progress.h"
-#include "stages/stats/analysis.h"
-#include "stages/model/model.h"
+#include "pipeline/job/dist/work_units.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
 #include "stages/base/stopwatch.h"
+#include "stages/model/model.h"
+#include "stages/stats/analysis.h"
 
 namespace fs = std::filesystem;
 
@@ -27,9 +26,12 @@ namespace {
 std::string bytes_text(double b) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(1);
-  if (b >= 1e9) s << b / 1e9 << " GB";
-  else if (b >= 1e6) s << b / 1e6 << " MB";
-  else s << b / 1e3 << " kB";
+  if (b >= 1e9)
+    s << b / 1e9 << " GB";
+  else if (b >= 1e6)
+    s << b / 1e6 << " MB";
+  else
+    s << b / 1e3 << " kB";
   return s.str();
 }
 
@@ -47,7 +49,8 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
   const BertConfig& mc = model.config();
   const int threads = configure_threads(c.runtime.threads, 1);
-  if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty()) std::cerr << "ctxsim: " << note << "\n";
+  if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty())
+    std::cerr << "ctxsim: " << note << "\n";
   const int64_t N = s.size(), T = s.seq_len, B = c.runtime.batch_size, R = int64_t(c.selection.size());
   const int64_t L = mc.num_layers, H = mc.num_heads, V = mc.vocab_size, E = int64_t(c.statistics.examples.size());
   const auto units = make_units(N, c.runtime.unit_size);
@@ -82,8 +85,8 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const double rate = double(done) / secs;  // samples/s of one rank with `threads` threads
   const double eta = double(N) / (rate * double(ranks)) * 1.15 + 60;
   out << "plan for " << path << " on " << ranks << " rank(s) x " << threads << " thread(s)\n"
-      << "  samples:        " << N << " (T=" << T << "), " << units.size() << " units of " << c.runtime.unit_size
-      << ", " << (units.size() + size_t(ranks) - 1) / size_t(ranks) << " rounds\n"
+      << "  samples:        " << N << " (T=" << T << "), " << units.size() << " units of " << c.runtime.unit_size << ", "
+      << (units.size() + size_t(ranks) - 1) / size_t(ranks) << " rounds\n"
       << "  model:          " << L << " layers x " << H << " heads, " << std::fixed << std::setprecision(1) << params / 1e6
       << " M parameters, " << name_of(c.model.dtype) << "\n"
       << "  memory / rank:  ~" << bytes_text(memory) << " (weights " << bytes_text(params * dsize) << ", accumulators "

@@ -18,26 +18,26 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/run_units.h"
-#include "pipeline/job/dist/agree.h"
-#include "pipeline/job/dist/comm.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
 #include "pipeline/job/dist/progress.h"
 #include "pipeline/job/dist/rounds.h"
-#include "pipeline/job/durable/run_lock.h"
 #include "pipeline/job/dist/signals.h"
-#include "pipeline/job/durable/train_checkpoint.h"
 #include "pipeline/job/dist/work_units.h"
+#include "pipeline/job/durable/run_lock.h"
+#include "pipeline/job/durable/train_checkpoint.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
-#include "stages/figures/figure.h"
 #include "stages/base/files.h"
+#include "stages/base/stopwatch.h"
+#include "stages/figures/figure.h"
+#include "stages/figures/render.h"
 #include "stages/model/mlm.h"
 #include "stages/model/model.h"
 #include "stages/text/pretraining_data.h"
-#include "stages/figures/render.h"
-#include "stages/base/stopwatch.h"
 
 namespace fs = std::filesystem;
 
@@ -70,10 +70,11 @@ std::vector<StepRow> parse_history(const std::string& text, const std::string& p
   try {
     const auto num = [](const nlohmann::json& v) { return v.is_null() ? std::nan("") : v.get<double>(); };
     for (const auto& r : nlohmann::json::parse(text))
-      rows.push_back({r.at(0).get<int64_t>(), r.at(1).get<double>(), r.at(2).get<double>(), r.at(3).get<double>(), num(r.at(4)), num(r.at(5)),
-                      r.size() > 6 ? r.at(6).get<uint64_t>() : 0});
+      rows.push_back({r.at(0).get<int64_t>(), r.at(1).get<double>(), r.at(2).get<double>(), r.at(3).get<double>(), num(r.at(4)),
+                      num(r.at(5)), r.size() > 6 ? r.at(6).get<uint64_t>() : 0});
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path, std::string("the loss history in the checkpoint is damaged: ") + e.what(), "delete the checkpoint to train from the start");
+    throw Error(path, std::string("the loss history in the checkpoint is damaged: ") + e.what(),
+                "delete the checkpoint to train from the start");
   }
   return rows;
 }
@@ -82,9 +83,9 @@ std::vector<StepRow> parse_history(const std::string& text, const std::string& p
 struct TrainPlan {
   Config config;
   std::string config_path, identity, checkpoint_path, model_out, init_out;
-  std::unique_ptr<RunLock> lock;            // rank 0 owns output.dir while training
+  std::unique_ptr<RunLock> lock;              // rank 0 owns output.dir while training
   std::optional<TrainCheckpoint> checkpoint;  // rank 0, when resuming
-  int64_t steps_done = 0;                   // every rank
+  int64_t steps_done = 0;                     // every rank
 };
 
 // What this config's model looks like, or an error naming the key.
@@ -108,17 +109,19 @@ void check_training_config(const Config& c, int ranks) {
     throw Error(c.where("model.vocab"), "pretraining needs the vocabulary it trains with",
                 "set model.vocab to a WordPiece vocab.txt (scripts/setup.sh writes data/vocab/bert-base-uncased.txt)");
   if (c.corpus.heldout_every < 2)
-    throw Error(c.where("corpus.heldout_every"), "pretraining holds documents out for its held-out loss; " +
-                                                     std::string(c.corpus.heldout_every == 0 ? "none are" : "all would be"),
-                "set corpus.heldout_every to N >= 2 (every N-th document is held out; the recipe uses 10)");
+    throw Error(
+        c.where("corpus.heldout_every"),
+        "pretraining holds documents out for its held-out loss; " + std::string(c.corpus.heldout_every == 0 ? "none are" : "all would be"),
+        "set corpus.heldout_every to N >= 2 (every N-th document is held out; the recipe uses 10)");
   if (c.pretrain.batch_size < ranks)
-    throw Error(c.where("pretrain.batch_size"), std::to_string(c.pretrain.batch_size) + " samples a step cannot be shared by " +
-                                                    std::to_string(ranks) + " ranks",
+    throw Error(c.where("pretrain.batch_size"),
+                std::to_string(c.pretrain.batch_size) + " samples a step cannot be shared by " + std::to_string(ranks) + " ranks",
                 "raise pretrain.batch_size to at least the rank count, or run on fewer ranks");
   if (c.pretrain.warmup_steps > c.pretrain.steps)
-    throw Error(c.where("pretrain.warmup_steps"), std::to_string(c.pretrain.warmup_steps) + " warmup steps exceed the " +
-                                                      std::to_string(c.pretrain.steps) + " steps of the run",
-                "lower pretrain.warmup_steps (BERT warms up over about 1% to 10% of the steps)");
+    throw Error(
+        c.where("pretrain.warmup_steps"),
+        std::to_string(c.pretrain.warmup_steps) + " warmup steps exceed the " + std::to_string(c.pretrain.steps) + " steps of the run",
+        "lower pretrain.warmup_steps (BERT warms up over about 1% to 10% of the steps)");
 }
 
 TrainPlan plan_training(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
@@ -134,8 +137,10 @@ TrainPlan plan_training(MpiComm& world, const std::string& config_path, const st
     p.model_out = c.pretrain.model_out.empty() ? (fs::path(c.output.dir) / "model").string() : c.pretrain.model_out;
     p.init_out = c.pretrain.init_out.empty() ? (fs::path(c.output.dir) / "init").string() : c.pretrain.init_out;
     if (same_path(p.model_out, p.init_out))
-      throw Error(c.where("pretrain.init_out"), "'" + p.init_out + "' is the folder of pretrain.model_out too: the step-0 weights and the "
-                                                "trained ones would overwrite each other",
+      throw Error(c.where("pretrain.init_out"),
+                  "'" + p.init_out +
+                      "' is the folder of pretrain.model_out too: the step-0 weights and the "
+                      "trained ones would overwrite each other",
                   "give pretrain.init_out and pretrain.model_out different folders (or leave both unset)");
   });
   return p;
@@ -155,19 +160,22 @@ void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
       throw Error(c.where("output.dir"), p.checkpoint_path + " is the checkpoint of a different config: " + join(differences, "; "),
                   "choose another output.dir, or set output.overwrite=true to train from the start");
     if (int64_t(p.checkpoint->params.size()) != params)
-      throw Error(p.checkpoint_path, "holds " + std::to_string(p.checkpoint->params.size()) + " parameters, the model of this config has " +
-                                         std::to_string(params) + " (a checkpoint of another ctxsim version?)",
+      throw Error(p.checkpoint_path,
+                  "holds " + std::to_string(p.checkpoint->params.size()) + " parameters, the model of this config has " +
+                      std::to_string(params) + " (a checkpoint of another ctxsim version?)",
                   "set output.overwrite=true to train from the start, or use the ctxsim that wrote it");
     // A checkpoint that contradicts itself is damaged, whatever its digest says.
     const std::string damaged = "the checkpoint is damaged: set output.overwrite=true to train from the start";
     const int64_t steps = p.checkpoint->steps_done;
     if (steps < 0 || steps > c.pretrain.steps)
-      throw Error(p.checkpoint_path, "records " + std::to_string(steps) + " steps done, outside 0 … pretrain.steps (" +
-                                         std::to_string(c.pretrain.steps) + ")", damaged);
+      throw Error(p.checkpoint_path,
+                  "records " + std::to_string(steps) + " steps done, outside 0 … pretrain.steps (" + std::to_string(c.pretrain.steps) + ")",
+                  damaged);
     const size_t rows = parse_history(p.checkpoint->history_json, p.checkpoint_path).size();
     if (int64_t(rows) != steps)
-      throw Error(p.checkpoint_path, "its loss history has " + std::to_string(rows) + " rows but it records " + std::to_string(steps) +
-                                         " steps done", damaged);
+      throw Error(p.checkpoint_path,
+                  "its loss history has " + std::to_string(rows) + " rows but it records " + std::to_string(steps) + " steps done",
+                  damaged);
     p.steps_done = steps;
   });
   world.broadcast(&p.steps_done, sizeof p.steps_done, 0);
@@ -220,8 +228,8 @@ TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
     d.eval_input.resize(size_t(E * T));
     d.eval_labels.resize(size_t(E * T));
     for (int64_t i = 0; i < E; ++i)
-      mask_sample(&d.eval.token_ids[size_t(i * T)], int32_t(T), d.eval.n_valid[size_t(i)], d.masks, mix_key(stream(c, kEvalMasks), uint64_t(i)),
-                  &d.eval_input[size_t(i * T)], &d.eval_labels[size_t(i * T)]);
+      mask_sample(&d.eval.token_ids[size_t(i * T)], int32_t(T), d.eval.n_valid[size_t(i)], d.masks,
+                  mix_key(stream(c, kEvalMasks), uint64_t(i)), &d.eval_input[size_t(i * T)], &d.eval_labels[size_t(i * T)]);
     d.unigram_loss = d.unigram.loss(d.eval_labels);
     d.unigram_accuracy = d.unigram.accuracy(d.eval_labels);
   });
@@ -297,8 +305,8 @@ class TrainingSteps final : public UnitWork {
  public:
   TrainingSteps(MpiComm& world, const TrainPlan& plan, const TrainData& data, MlmModel& model, AdamWState& adam,
                 std::vector<StepRow>& history)
-      : world_(world), plan_(plan), c_(plan.config), data_(data), model_(model), adam_(adam), history_(history),
-        decay_(model.decay_mask()), order_(data.train.size(), stream(c_, kOrder)) {}
+      : world_(world), plan_(plan), c_(plan.config), data_(data), model_(model), adam_(adam), history_(history), decay_(model.decay_mask()),
+        order_(data.train.size(), stream(c_, kOrder)) {}
 
   void compute(const WorkUnit& unit) override {
     const int64_t B = c_.pretrain.batch_size, T = data_.train.seq_len, R = world_.size(), r = world_.rank();
@@ -347,7 +355,8 @@ class TrainingSteps final : public UnitWork {
     row.train_loss = loss / double(global_predicted_);
     row.grad_norm = clip_grad_norm(model_.gradients(), c_.pretrain.clip_norm);
     row.learning_rate = learning_rate(step, c_.pretrain.steps, c_.pretrain.warmup_steps, c_.pretrain.learning_rate);
-    adamw_update(model_.parameters(), model_.gradients(), decay_, adam_, row.learning_rate, AdamWOptions{0.9, 0.999, 1e-6, c_.pretrain.weight_decay});
+    adamw_update(model_.parameters(), model_.gradients(), decay_, adam_, row.learning_rate,
+                 AdamWOptions{0.9, 0.999, 1e-6, c_.pretrain.weight_decay});
     if ((step + 1) % c_.pretrain.eval_steps == 0 || step + 1 == c_.pretrain.steps) evaluate(row);
     history_.push_back(row);
   }
@@ -392,9 +401,9 @@ class TrainingSteps final : public UnitWork {
     row.heldout_accuracy = sums[1] / std::max(1.0, sums[2]);
     std::ostringstream line;
     line.precision(4);
-    line << "step " << row.step << "/" << c_.pretrain.steps << ": training loss " << row.train_loss << ", held-out loss " << row.heldout_loss
-         << ", accuracy " << 100 * row.heldout_accuracy << "% (unigram baseline: loss " << data_.unigram_loss << ", accuracy "
-         << 100 * data_.unigram_accuracy << "%); learning rate " << row.learning_rate;
+    line << "step " << row.step << "/" << c_.pretrain.steps << ": training loss " << row.train_loss << ", held-out loss "
+         << row.heldout_loss << ", accuracy " << 100 * row.heldout_accuracy << "% (unigram baseline: loss " << data_.unigram_loss
+         << ", accuracy " << 100 * data_.unigram_accuracy << "%); learning rate " << row.learning_rate;
     log_info(line.str());
   }
 
@@ -449,13 +458,16 @@ int cmd_pretrain(const std::string& config_path, const std::vector<std::string>&
     world.broadcast(params.data(), params.size() * sizeof(float), 0);
     world.broadcast(m.data(), m.size() * sizeof(float), 0);
     world.broadcast(v.data(), v.size() * sizeof(float), 0);
-    const auto load = [](at::Tensor& t, const std::vector<float>& from) { std::memcpy(t.data_ptr<float>(), from.data(), from.size() * sizeof(float)); };
+    const auto load = [](at::Tensor& t, const std::vector<float>& from) {
+      std::memcpy(t.data_ptr<float>(), from.data(), from.size() * sizeof(float));
+    };
     load(model.parameters(), params);
     load(adam.m, m);
     load(adam.v, v);
     adam.steps = plan.steps_done;
     history = parse_history(broadcast_string(world, history_text), plan.checkpoint_path);
-    log_info("resuming " + plan.checkpoint_path + ": " + std::to_string(plan.steps_done) + " of " + std::to_string(c.pretrain.steps) + " steps done");
+    log_info("resuming " + plan.checkpoint_path + ": " + std::to_string(plan.steps_done) + " of " + std::to_string(c.pretrain.steps) +
+             " steps done");
   }
 
   const int64_t B = c.pretrain.batch_size, steps = c.pretrain.steps;
@@ -465,8 +477,8 @@ int cmd_pretrain(const std::string& config_path, const std::vector<std::string>&
   TrainingSteps work(world, plan, data, model, adam, history);
   Progress progress(steps * B, c.runtime.progress_seconds, world.rank() == 0);
   const Stopwatch training;
-  const RoundTimes times =
-      run_rounds(world, units, done, RoundOptions{c.pretrain.checkpoint_steps, c.runtime.flush_seconds, /*shared=*/true}, work, stop, progress);
+  const RoundTimes times = run_rounds(
+      world, units, done, RoundOptions{c.pretrain.checkpoint_steps, c.runtime.flush_seconds, /*shared=*/true}, work, stop, progress);
   const double seconds = training.seconds();
 
   if (world.rank() != 0) return kExitOk;
@@ -476,7 +488,8 @@ int cmd_pretrain(const std::string& config_path, const std::vector<std::string>&
   summary.precision(4);
   summary << "trained " << trained << " step(s) of " << B << " samples in " << seconds << " s ("
           << (seconds > 0 ? double(trained * B) / seconds : 0.0) << " samples/s); wrote " << plan.model_out << " and " << plan.init_out
-          << " (step 0), loss curves in " << (fs::path(c.output.dir) / "loss.csv").string() << "; whole command " << clock.seconds() << " s";
+          << " (step 0), loss curves in " << (fs::path(c.output.dir) / "loss.csv").string() << "; whole command " << clock.seconds()
+          << " s";
   summary << "; of the training time on rank 0: forward and backward " << 100 * times.compute / std::max(seconds, 1e-9)
           << "%, gradient sum, update and evaluations " << 100 * times.write / std::max(seconds, 1e-9) << "%, checkpoints "
           << 100 * times.durable / std::max(seconds, 1e-9) << "%";

@@ -20,8 +20,8 @@
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
-#include "stages/figures/figure.h"
 #include "stages/base/files.h"
+#include "stages/figures/figure.h"
 #include "stages/figures/render.h"
 #include "stages/stats/rollout.h"
 

@@ -13,26 +13,26 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/job_plan.h"
 #include "pipeline/commands/run_units.h"
-#include "pipeline/job/dist/agree.h"
-#include "pipeline/job/durable/checkpoint.h"
-#include "pipeline/job/dist/comm.h"
 #include "pipeline/job/config/config.h"
-#include "pipeline/job/config/sweep.h"
 #include "pipeline/job/config/inputs.h"
+#include "pipeline/job/config/sweep.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
 #include "pipeline/job/dist/rounds.h"
-#include "pipeline/job/durable/run_lock.h"
 #include "pipeline/job/dist/signals.h"
+#include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/job/durable/run_lock.h"
 #include "pipeline/store/store.h"
-#include "stages/base/digest.h"
-#include "stages/stats/analysis.h"
-#include "stages/model/model.h"
 #include "stages/base/cpu_features.h"
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
-#include "stages/figures/render.h"
-#include "stages/model/safetensors.h"
 #include "stages/base/stopwatch.h"
+#include "stages/figures/render.h"
+#include "stages/model/model.h"
+#include "stages/model/safetensors.h"
+#include "stages/stats/analysis.h"
 
 namespace fs = std::filesystem;
 
@@ -76,8 +76,8 @@ RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vect
     p.store_path = (fs::path(c.output.dir) / "store.h5").string();
     p.progress_path = checkpoint_path(p.store_path);
   });
-  p.mode = RunPlan::Mode(agree_store_mode(world, p.config, JobKind::Run, {p.store_path, p.progress_path, p.identity_hash}, p.lock,
-                                          p.checkpoint));
+  p.mode = RunPlan::Mode(
+      agree_store_mode(world, p.config, JobKind::Run, {p.store_path, p.progress_path, p.identity_hash}, p.lock, p.checkpoint));
   return p;
 }
 
@@ -96,16 +96,19 @@ struct RunInputs {
 void check_inputs(const Config& c, RunInputs& in) {
   const BertConfig& mc = in.model->config();
   if (c.samples.seq_len > mc.max_position_embeddings)
-    throw Error(c.where("samples.seq_len"), std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
-                                                std::to_string(mc.max_position_embeddings) + ")", "lower samples.seq_len");
+    throw Error(c.where("samples.seq_len"),
+                std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
+                    std::to_string(mc.max_position_embeddings) + ")",
+                "lower samples.seq_len");
   if (in.tokenizer->vocab().size() > mc.vocab_size)
-    throw Error(c.where("model.vocab"), "the vocabulary has " + std::to_string(in.tokenizer->vocab().size()) +
-                                            " tokens but the model's vocab_size is " + std::to_string(mc.vocab_size),
+    throw Error(c.where("model.vocab"),
+                "the vocabulary has " + std::to_string(in.tokenizer->vocab().size()) + " tokens but the model's vocab_size is " +
+                    std::to_string(mc.vocab_size),
                 "use the vocab.txt that belongs to the model");
   for (int64_t e : c.statistics.examples) {
     if (e >= in.prepared.samples.size())
-      throw Error(c.where("statistics.examples"), "sample " + std::to_string(e) + " does not exist (" +
-                                                      std::to_string(in.prepared.samples.size()) + " samples)",
+      throw Error(c.where("statistics.examples"),
+                  "sample " + std::to_string(e) + " does not exist (" + std::to_string(in.prepared.samples.size()) + " samples)",
                   "list sample ids below the sample count");
     in.examples.push_back(e);
   }
@@ -123,11 +126,11 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
              std::to_string(in.threads) + " thread(s), " + device_name(p.device) + "; " + configure_compute_libraries().describe());
     // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
     // three are independent, and together they are most of the start-up.
-    auto loading =
-        std::async(std::launch::async,
-                   [&] { return TransformerEncoder::load(p.model_dir, torch_dtype(c.model.dtype), &in.report, p.device); });
+    auto loading = std::async(std::launch::async,
+                              [&] { return TransformerEncoder::load(p.model_dir, torch_dtype(c.model.dtype), &in.report, p.device); });
     if (p.mode == RunPlan::Create && world.rank() == 0)
-      in.weights_sha256 = std::async(std::launch::async, [w = (fs::path(p.model_dir) / "model.safetensors").string()] { return sha256_file(w); });
+      in.weights_sha256 =
+          std::async(std::launch::async, [w = (fs::path(p.model_dir) / "model.safetensors").string()] { return sha256_file(w); });
     in.tokenizer.emplace(make_tokenizer(c));
     in.prepared = prepare_samples(c, *in.tokenizer);
     in.model.emplace(loading.get());
@@ -141,8 +144,8 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
     log_info("warning: tensors in " + p.model_dir + "/model.safetensors that the encoder does not use: " + join(in.report.unexpected, " "));
   const SampleSet& s = in.prepared.samples;
   const BertConfig& mc = in.model->config();
-  log_info("samples: " + std::to_string(s.size()) + " of " + std::to_string(s.num_candidates) + " candidates, T=" +
-           std::to_string(s.seq_len) + "; model " + p.model_dir + " (" + family_spec(mc.family).model_type + ", " +
+  log_info("samples: " + std::to_string(s.size()) + " of " + std::to_string(s.num_candidates) +
+           " candidates, T=" + std::to_string(s.seq_len) + "; model " + p.model_dir + " (" + family_spec(mc.family).model_type + ", " +
            std::to_string(mc.num_layers) + " layers, " + std::to_string(mc.num_heads) + " heads, " + name_of(c.model.dtype) + ")");
   return in;
 }
@@ -193,7 +196,8 @@ RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& a
   st.acc = Accumulator(analysis.shape(samples.seq_len));
   st.units = make_units(samples.size(), c.runtime.unit_size);
   st.done.assign(st.units.size(), 0);
-  const StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads, mc.vocab_size, c.selection, in.examples, st.acc.fields()};
+  const StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads,
+                           mc.vocab_size,  c.selection,     in.examples,   st.acc.fields()};
   if (p.mode == RunPlan::Resume) {
     if (world.rank() == 0) {
       CTXSIM_CHECK(p.checkpoint->done.size() == st.units.size() && p.checkpoint->acc.size() == st.acc.buffer().size(),
@@ -222,8 +226,8 @@ RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& a
 
 // ---------------------------------------------------------------------- finish ------------
 // Invariants, the aggregates, timings and the complete flag; the resume state goes.
-void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunState& st, const RoundTimes& rounds,
-                  const AnalysisUnits& work, const Stopwatch& clock, int64_t n_samples) {
+void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunState& st, const RoundTimes& rounds, const AnalysisUnits& work,
+                  const Stopwatch& clock, int64_t n_samples) {
   std::string bad;
   if (world.rank() == 0) {
     const auto v = check_invariants(st.acc);
@@ -242,7 +246,8 @@ void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunStat
   std::vector<int64_t> ms(size_t(world.size()), 0);
   ms[size_t(world.rank())] = int64_t(rounds.compute * 1000);
   world.allreduce(ms.data(), ms.size(), ReduceOp::Sum);
-  st.store->set_attribute("per_rank_seconds", join_each(ms, [](int64_t v) { return std::to_string(double(v) / 1000.0); }, " "));
+  st.store->set_attribute("per_rank_seconds", join_each(
+                                                  ms, [](int64_t v) { return std::to_string(double(v) / 1000.0); }, " "));
   // Rank 0's accumulator is what /stats holds: its digest lets every reader tell a changed bit.
   st.store->set_attribute("stats_sha256", broadcast_string(world, world.rank() == 0 ? st.acc.digest() : std::string()));
   const double total = clock.seconds();
@@ -337,8 +342,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& overrides, 
     return run_job(path, overrides, out);  // reports the error once, across ranks
   }
   if (c.sweep.empty()) {
-    if (sweep_index >= 0)
-      throw Error("--sweep-index", path + " has no sweep: section", "drop --sweep-index, or add a sweep: section");
+    if (sweep_index >= 0) throw Error("--sweep-index", path + " has no sweep: section", "drop --sweep-index, or add a sweep: section");
     return run_job(path, overrides, out);
   }
   const SweepPlan plan = expand_sweep(c);

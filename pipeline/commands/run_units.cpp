@@ -34,8 +34,8 @@ void unit_delay_for_tests() {
 AnalysisUnits::AnalysisUnits(const Analysis& analysis, const SampleSet& samples, int64_t batch_size, std::vector<int64_t> examples,
                              Store& store, Accumulator& acc, Communicator& world, Communicator& reducer, ResumeTarget resume)
     : analysis_(analysis), samples_(samples), batch_size_(batch_size), examples_(std::move(examples)), store_(store), acc_(acc),
-      world_(world), reducer_(reducer), resume_(std::move(resume)), R_(acc.shape().rules), L_(acc.shape().layers),
-      H_(acc.shape().heads), T_(samples.seq_len) {
+      world_(world), reducer_(reducer), resume_(std::move(resume)), R_(acc.shape().rules), L_(acc.shape().layers), H_(acc.shape().heads),
+      T_(samples.seq_len) {
   // A GPU rank's statistics are whole-tensor operations on its device, counted there; the
   // CTXSIM_TENSOR_STATISTICS=1 test hook takes that path on the CPU too.
   const char* force = std::getenv("CTXSIM_TENSOR_STATISTICS");
@@ -49,8 +49,8 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
   anchor_share_.assign(anchor_token_.size(), 0.0f);
   high_pairs_.assign(anchor_token_.size(), 0);
   for (const auto& [b0, B] : unit_batches(unit, batch_size_)) {
-    const BatchSamples bs{&samples_.token_ids[size_t(b0 * T_)], &samples_.sentence_ids[size_t(b0 * T_)],
-                          &samples_.n_valid[size_t(b0)], B, T_, b0};
+    const BatchSamples bs{
+        &samples_.token_ids[size_t(b0 * T_)], &samples_.sentence_ids[size_t(b0 * T_)], &samples_.n_valid[size_t(b0)], B, T_, b0};
     std::vector<std::pair<int64_t, int64_t>> in_batch;  // (example index, row in batch)
     for (size_t e = 0; e < examples_.size(); ++e)
       if (examples_[e] >= b0 && examples_[e] < b0 + B) in_batch.emplace_back(int64_t(e), examples_[e] - b0);

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/progress.h"
 #include "pipeline/job/dist/rounds.h"
+#include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/store/store.h"
 #include "stages/stats/analysis.h"
 
@@ -17,17 +17,17 @@ namespace ctxsim {
 
 // Where the run's resume state goes and what it vouches for.
 struct ResumeTarget {
-  std::string path;          // <store>.progress
-  std::string identity;      // sha256 of the results-determining config
-  int64_t generation = 0;    // of the last state written
+  std::string path;        // <store>.progress
+  std::string identity;    // sha256 of the results-determining config
+  int64_t generation = 0;  // of the last state written
 };
 
 class AnalysisUnits final : public UnitWork {
  public:
   // examples: the sample ids stored with their full matrices; acc: this rank's accumulator (on
   // rank 0 the running total).
-  AnalysisUnits(const Analysis& analysis, const SampleSet& samples, int64_t batch_size, std::vector<int64_t> examples,
-                Store& store, Accumulator& acc, Communicator& world, Communicator& reducer, ResumeTarget resume);
+  AnalysisUnits(const Analysis& analysis, const SampleSet& samples, int64_t batch_size, std::vector<int64_t> examples, Store& store,
+                Accumulator& acc, Communicator& world, Communicator& reducer, ResumeTarget resume);
 
   void compute(const WorkUnit& unit) override;
   void write(const WorkUnit* unit) override;
@@ -37,9 +37,8 @@ class AnalysisUnits final : public UnitWork {
 
  private:
   // Example rows of a batch: [layer] tensors of attention, similarity [H, T, T] and selections [R, H, T, T].
-  void store_examples(const std::vector<std::pair<int64_t, int64_t>>& in_batch,
-                      const std::vector<std::vector<at::Tensor>>& attention, const std::vector<std::vector<at::Tensor>>& similarity,
-                      const std::vector<std::vector<at::Tensor>>& selected);
+  void store_examples(const std::vector<std::pair<int64_t, int64_t>>& in_batch, const std::vector<std::vector<at::Tensor>>& attention,
+                      const std::vector<std::vector<at::Tensor>>& similarity, const std::vector<std::vector<at::Tensor>>& selected);
   const Analysis& analysis_;
   const SampleSet& samples_;
   const int64_t batch_size_;

@@ -1,10 +1,10 @@
 // `ctxsim samples`, `tokenize` and `bench-tokenizer`: the text side of a config, shown.
-#include "pipeline/commands/commands.h"
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include "pipeline/commands/commands.h"
 
 #include "pipeline/job/config/inputs.h"
 #include "stages/base/error.h"
@@ -60,9 +60,8 @@ int cmd_samples(const std::string& path, const std::vector<std::string>& overrid
   const SampleSet& s = p.samples;
   const int64_t shown = std::min<int64_t>(show, s.size());
   for (int64_t n = 0; n < shown; ++n) {
-    out << "sample " << n << "  (document " << s.source[n].document << ", sentence " << s.source[n].sentence
-        << ", candidate " << s.candidate[n] << ", " << s.n_valid[n] << " valid tokens)\n  "
-        << describe_sample(s, n, tokenizer.vocab()) << "\n";
+    out << "sample " << n << "  (document " << s.source[n].document << ", sentence " << s.source[n].sentence << ", candidate "
+        << s.candidate[n] << ", " << s.n_valid[n] << " valid tokens)\n  " << describe_sample(s, n, tokenizer.vocab()) << "\n";
   }
   out << "documents:           " << p.documents << "\n"
       << "sentences:           " << p.sentences << "\n"
@@ -91,7 +90,10 @@ int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::is
     enc = tokenizer.encode(line);
     for (size_t i = 0; i < enc.ids.size(); ++i) {
       if (i) out << ' ';
-      if (tokens) out << tokenizer.vocab().token(enc.ids[i]); else out << enc.ids[i];
+      if (tokens)
+        out << tokenizer.vocab().token(enc.ids[i]);
+      else
+        out << enc.ids[i];
     }
     out << '\n';
   }
@@ -108,17 +110,16 @@ int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>&
   int64_t bytes = 0;
   for (const auto& d : corpus.documents)
     for (const auto& s : d.sentences) bytes += static_cast<int64_t>(s.size());
-  out << "corpus: " << corpus.documents.size() << " documents, " << corpus.num_sentences() << " sentences, "
-      << bytes / 1e6 << " MB of text, read in " << read_s << " s\n";
+  out << "corpus: " << corpus.documents.size() << " documents, " << corpus.num_sentences() << " sentences, " << bytes / 1e6
+      << " MB of text, read in " << read_s << " s\n";
   for (int r = 0; r < repeat; ++r) {
     // A fresh tokenizer each round: the first round pays for the word-piece cache, like a real run.
     BertTokenizer fresh = make_tokenizer(c);
     clock.restart();
     const TokenizedCorpus tc = tokenize_corpus(corpus, fresh);
     const double s = clock.seconds();
-    out << "round " << r + 1 << ": " << tc.num_tokens << " tokens in " << std::fixed << std::setprecision(3) << s
-        << " s (" << std::setprecision(2) << tc.num_tokens / s / 1e6 << " M tokens/s, " << bytes / s / 1e6
-        << " MB/s, one thread)\n";
+    out << "round " << r + 1 << ": " << tc.num_tokens << " tokens in " << std::fixed << std::setprecision(3) << s << " s ("
+        << std::setprecision(2) << tc.num_tokens / s / 1e6 << " M tokens/s, " << bytes / s / 1e6 << " MB/s, one thread)\n";
   }
   return 0;
 }

@@ -11,14 +11,13 @@ std::vector<int32_t> segment_stop_ids(const Vocab& vocab) {
   // Function words of English (a short list in the spirit of the SMART list TextTiling and C99
   // used): whole-word WordPiece tokens of bert-base-uncased.
   static const char* const kFunctionWords[] = {
-      "a",     "about", "after", "all",   "also",  "an",    "and",   "any",   "are",   "as",    "at",    "be",    "been",
-      "but",   "by",    "can",   "could", "did",   "do",    "does",  "for",   "from",  "had",   "has",   "have",  "he",
-      "her",   "him",   "his",   "how",   "i",     "if",    "in",    "into",  "is",    "it",    "its",   "me",    "more",
-      "most",  "my",    "no",    "not",   "now",   "of",    "on",    "one",   "only",  "or",    "other", "our",   "out",
-      "over",  "said",  "she",   "so",    "some",  "such",  "than",  "that",  "the",   "their", "them",  "then",  "there",
-      "these", "they",  "this",  "those", "to",    "up",    "upon",  "us",    "very",  "was",   "we",    "were",  "what",
-      "when",  "where", "which", "while", "who",   "whom",  "why",   "will",  "with",  "would", "you",   "your",  "s",
-      "t",     "mr",    "mrs",   "may",   "must",  "should", "being", "each",  "just",  "many",  "much",  "own",   "same"};
+      "a",   "about", "after", "all",  "also",  "an",    "and",    "any",   "are",   "as",   "at",   "be",   "been",  "but",  "by",
+      "can", "could", "did",   "do",   "does",  "for",   "from",   "had",   "has",   "have", "he",   "her",  "him",   "his",  "how",
+      "i",   "if",    "in",    "into", "is",    "it",    "its",    "me",    "more",  "most", "my",   "no",   "not",   "now",  "of",
+      "on",  "one",   "only",  "or",   "other", "our",   "out",    "over",  "said",  "she",  "so",   "some", "such",  "than", "that",
+      "the", "their", "them",  "then", "there", "these", "they",   "this",  "those", "to",   "up",   "upon", "us",    "very", "was",
+      "we",  "were",  "what",  "when", "where", "which", "while",  "who",   "whom",  "why",  "will", "with", "would", "you",  "your",
+      "s",   "t",     "mr",    "mrs",  "may",   "must",  "should", "being", "each",  "just", "many", "much", "own",   "same"};
   std::vector<int32_t> stop = vocab.special_ids();
   for (const char* w : kFunctionWords)
     if (const int32_t id = vocab.id(w); id >= 0) stop.push_back(id);
@@ -65,8 +64,8 @@ Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus) {
   try {
     b.documents = segment::choi_benchmark(eligible, uint64_t(c.segment.seed), subsets);
   } catch (const Error& e) {
-    throw Error(c.where("corpus.split"), "the benchmark cannot be drawn from the " + std::to_string(eligible.size()) +
-                                             " documents of this split: " + e.problem(),
+    throw Error(c.where("corpus.split"),
+                "the benchmark cannot be drawn from the " + std::to_string(eligible.size()) + " documents of this split: " + e.problem(),
                 "choose a split with more documents (corpus.split=all, or a smaller corpus.heldout_every), or a larger corpus");
   }
   for (const auto& s : subsets) b.subsets.push_back(s.name);
@@ -77,8 +76,9 @@ Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus) {
 
 int32_t segment_window(const Config& c, const BertConfig& model) {
   if (c.samples.seq_len > model.max_position_embeddings)
-    throw Error(c.where("samples.seq_len"), std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
-                                                std::to_string(model.max_position_embeddings) + ")",
+    throw Error(c.where("samples.seq_len"),
+                std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
+                    std::to_string(model.max_position_embeddings) + ")",
                 "lower samples.seq_len (the window segment encodes documents in)");
   return int32_t(c.samples.seq_len);
 }

@@ -26,9 +26,9 @@ segment::MethodOptions segment_method_options(const Config& c, const Vocab& voca
 // The benchmark: Choi's subsets (segment.documents each when > 0), then "dev" (the documents the
 // summary chooses each method's best layer on), drawn with segment.seed from the corpus split.
 struct Benchmark {
-  std::vector<std::string> subsets;            // names, "dev" last
+  std::vector<std::string> subsets;  // names, "dev" last
   std::vector<segment::ChoiDocument> documents;
-  std::vector<int32_t> subset_of;              // [documents] index into subsets
+  std::vector<int32_t> subset_of;  // [documents] index into subsets
   // The sentences (token ids) of test document d.
   std::vector<segment::TokenIds> sentences(const TokenizedCorpus& corpus, size_t d) const;
 };

@@ -26,7 +26,8 @@ std::vector<std::string> read_sentences(const std::string& path) {
   if (bytes.find('\0') != std::string::npos)
     throw Error(path, "holds NUL bytes: a binary file, not text", "give a UTF-8 text file with one sentence per line");
   if (const size_t bad = utf8::find_invalid(bytes); bad != utf8::npos)
-    throw Error(path + ": byte " + std::to_string(bad), "is not valid UTF-8 text", "convert the file to UTF-8 (e.g. iconv -t UTF-8), one sentence per line");
+    throw Error(path + ": byte " + std::to_string(bad), "is not valid UTF-8 text",
+                "convert the file to UTF-8 (e.g. iconv -t UTF-8), one sentence per line");
   std::vector<std::string> out;
   for (const auto& line : split_lines(bytes)) {
     const size_t a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
@@ -47,7 +48,8 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
     throw Error("--segments " + std::to_string(segments), text_path + " has only " + std::to_string(lines.size()) + " sentences",
                 "ask for at most " + std::to_string(lines.size()) + " segments, or leave --segments out to let the method decide");
   const std::string dir = model_dir(c);
-  if (dir.empty()) throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face BERT or DistilBERT folder");
+  if (dir.empty())
+    throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face BERT or DistilBERT folder");
   require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
   configure_threads(c.runtime.threads);
   configure_compute_libraries();
@@ -59,9 +61,9 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
     sentences.push_back(tokenizer.encode(lines[i]).ids);
     if (sentences.back().empty()) sentences.back().push_back(tokenizer.vocab().unk_id());  // a line of characters BERT drops
     if (int64_t(sentences.back().size()) > T - 2)
-      throw Error(text_path + ":" + std::to_string(i + 1), "this sentence has " + std::to_string(sentences.back().size()) +
-                                                              " tokens, more than the window's " + std::to_string(T - 2) +
-                                                              " (samples.seq_len minus [CLS] and [SEP])",
+      throw Error(text_path + ":" + std::to_string(i + 1),
+                  "this sentence has " + std::to_string(sentences.back().size()) + " tokens, more than the window's " +
+                      std::to_string(T - 2) + " (samples.seq_len minus [CLS] and [SEP])",
                   "split the line into shorter sentences, or raise samples.seq_len up to the model's positions");
   }
   const int64_t L = model.config().num_layers;
@@ -70,7 +72,8 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
     throw Error(c.where("segment.layer"), std::to_string(layer) + " but the model has " + std::to_string(L) + " layers",
                 "use 0 to " + std::to_string(L - 1) + ", or -1 for the last");
   const Vocab& v = tokenizer.vocab();
-  const segment::EncodedDocument e = segment::encode_document(model, sentences, T, v.cls_id(), v.sep_id(), v.pad_id(), c.runtime.batch_size);
+  const segment::EncodedDocument e =
+      segment::encode_document(model, sentences, T, v.cls_id(), v.sep_id(), v.pad_id(), c.runtime.batch_size);
   const segment::MethodOptions o = segment_method_options(c, v);
   const int32_t n = int32_t(sentences.size());
   const int32_t count = segments > 0 ? int32_t(segments - 1) : segment::kEstimate;

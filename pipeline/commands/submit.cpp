@@ -41,8 +41,8 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   if (sweep && a.pretrain)
     throw Error(config_path, "--pretrain trains one model; this config has a sweep: section", "drop the sweep: section or --pretrain");
   const std::string template_path = (fs::path(a.jobs_dir) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
-  std::string script = read_file_bytes(template_path, kMaxConfigBytes, "the job script template",
-                                       "run from the ctxsim folder or give --jobs-dir");
+  std::string script =
+      read_file_bytes(template_path, kMaxConfigBytes, "the job script template", "run from the ctxsim folder or give --jobs-dir");
   const std::string marker = "# @CTXSIM_SUBMIT@";
   const size_t at = script.find(marker);
   if (at == std::string::npos) throw Error(template_path, "has no '" + marker + "' line", "restore the template from jobs/");
@@ -58,7 +58,11 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   fill << " )";
   script.replace(at, eol - at, fill.str());
 
-  const std::string logs = !a.logs_dir.empty() ? a.logs_dir : (fs::path(c.output.dir) / (sweep ? plan.name : a.pretrain ? "pretrain-jobs" : "jobs")).string();
+  const std::string logs = !a.logs_dir.empty() ? a.logs_dir
+                                               : (fs::path(c.output.dir) / (sweep        ? plan.name
+                                                                            : a.pretrain ? "pretrain-jobs"
+                                                                                         : "jobs"))
+                                                     .string();
   std::vector<std::string> args = {"sbatch", "--parsable"};
   if (sweep) args.push_back("--array=0-" + std::to_string(plan.points.size() - 1));
   args.push_back("--output=" + (fs::absolute(logs) / (sweep ? "ctxsim-%A_%a.log" : "ctxsim-%j.log")).string());
@@ -73,7 +77,8 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
 
   if (a.dry_run) {
     out << "# " << (sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name : "one run")
-        << "\n# would write " << script_path << " and run:\n# " << command << "\n" << script;
+        << "\n# would write " << script_path << " and run:\n# " << command << "\n"
+        << script;
     return 0;
   }
   make_folder(logs, "--logs");
@@ -84,11 +89,10 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   std::array<char, 512> buf{};
   while (std::fgets(buf.data(), int(buf.size()), p)) reply += buf.data();
   const int status = ::pclose(p);
-  if (status != 0)
-    throw Error("sbatch", "failed: " + reply, "check the #SBATCH lines of " + template_path + " and your cluster's limits");
+  if (status != 0) throw Error("sbatch", "failed: " + reply, "check the #SBATCH lines of " + template_path + " and your cluster's limits");
   while (!reply.empty() && (reply.back() == '\n' || reply.back() == '\r')) reply.pop_back();
-  out << "submitted job " << reply << (sweep ? " (" + std::to_string(plan.points.size()) + " array tasks)" : std::string())
-      << "; logs in " << logs << "\n";
+  out << "submitted job " << reply << (sweep ? " (" + std::to_string(plan.points.size()) + " array tasks)" : std::string()) << "; logs in "
+      << logs << "\n";
   return 0;
 }
 

@@ -8,17 +8,17 @@
 #include <numeric>
 #include <sstream>
 
+#include "pipeline/commands/summary.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/metrics.h"
-#include "pipeline/commands/summary.h"
 
+#include "pipeline/job/config/head_list.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/segment_summary.h"
-#include "pipeline/job/config/head_list.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
-#include "stages/stats/accumulator.h"
 #include "stages/base/error.h"
+#include "stages/stats/accumulator.h"
 
 namespace ctxsim {
 namespace {
@@ -36,7 +36,7 @@ struct Column {
   const char* metric;
   int width, digits;
 };
-constexpr Column kLayerColumns[] = {{"high_pairs", 8, 0},         {"mean_distance", 11, 1},   {"median_distance", 8, 0},
+constexpr Column kLayerColumns[] = {{"high_pairs", 8, 0},         {"mean_distance", 11, 1},    {"median_distance", 8, 0},
                                     {"short_range_share", 8, 1},  {"long_range_share", 10, 1}, {"same_sentence_rate", 13, 1},
                                     {"same_sentence_lift", 6, 2}, {"repetition_lift", 13, 2},  {"in_attention_rate", 11, 1},
                                     {"distinct_anchors", 10, 2},  {"separator_mass", 10, 3},   {"noise_share", 9, 1}};
@@ -47,15 +47,11 @@ std::string fixed(double v, int digits) {
   return s.str();
 }
 
-
 }  // namespace
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
   const h5::Id file = open_complete_store(path);
-  if (is_segment_store(file)) {
-    print_segment_summary(read_segment_store(file, path), out);
-    return 0;
-  }
+  if (is_segment_store(file)) return print_segment_summary(read_segment_store(file, path), out), 0;
   const auto vocab = store_vocab(file);
   const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
   const Baseline base = baseline_of(stats);
@@ -72,8 +68,8 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
     if (header) {
       out << "ctxsim summary of " << path << "\n"
           << "  " << samples << " samples of T=" << T << ", model " << h5::get_attr_string(file, "model_path") << " ("
-          << h5::get_attr_string(file, "dtype") << ", " << h5::get_attr_string(file, "vector") << " vectors), " << L << " layers x "
-          << H << " heads\n"
+          << h5::get_attr_string(file, "dtype") << ", " << h5::get_attr_string(file, "vector") << " vectors), " << L << " layers x " << H
+          << " heads\n"
           << "  chance (all valid pairs): same-sentence " << pct(base.same_sentence_chance(), base.sentence_eligible_all)
           << "%, repeated token " << pct(base.repetition_chance(), base.valid_pairs) << "%, distance d<=5 "
           << pct(base.short_range_chance(), base.valid_pairs) << "%, d>=32 " << pct(base.long_range_chance(), base.valid_pairs) << "%\n";
@@ -90,7 +86,8 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
       for (const auto& [name, width, digits] : kLayerColumns) out << std::setw(width) << metric_text(metric(name), c, base, digits);
       out << "\n";
     }
-    out << "  (chance: in-attention " << pct(Counts::ratio(high_attention_all, base.valid_pairs * double(L * H)), base.valid_pairs * double(L * H))
+    out << "  (chance: in-attention "
+        << pct(Counts::ratio(high_attention_all, base.valid_pairs * double(L * H)), base.valid_pairs * double(L * H))
         << "% of all valid pairs; distinct = mean distinct anchors "
         << "over a sample's " << H << " heads; sep-attn = mean attention mass on separators)\n";
     // Top anchors of chosen heads: by default, per layer the head whose top anchor is most common.
@@ -101,7 +98,10 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
         for (int64_t k = 0; k < H; ++k) {
           const auto top = r.top_anchors(l, k, 1);
           const int64_t m = top.empty() ? 0 : r.anchor_count(l, k, top[0]);
-          if (m > best) { best = m; best_h = k; }
+          if (m > best) {
+            best = m;
+            best_h = k;
+          }
         }
         heads.emplace_back(l, best_h);
       }
@@ -109,8 +109,7 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
     out << "  top anchors (token: samples)\n";
     for (const auto& [l, k] : heads) {
       out << "   L" << l << " H" << k << ":";
-      for (int64_t t : r.top_anchors(l, k, options.top))
-        out << "  " << token_text(vocab, t) << ": " << r.anchor_count(l, k, t);
+      for (int64_t t : r.top_anchors(l, k, options.top)) out << "  " << token_text(vocab, t) << ": " << r.anchor_count(l, k, t);
       out << "\n";
     }
   }

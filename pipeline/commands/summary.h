@@ -18,6 +18,4 @@ struct SummaryOptions {
 // A segmentation store (`ctxsim segment`) gets its method table instead.
 int print_summary(const std::string& store_path, const SummaryOptions& options, std::ostream& out);
 
-
-
 }  // namespace ctxsim

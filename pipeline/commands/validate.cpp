@@ -1,11 +1,11 @@
 // `ctxsim validate`, `sweep` and `status`: a config and its sweep checked and listed, and how
 // far a run got.
-#include "pipeline/commands/commands.h"
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include "pipeline/commands/commands.h"
 
 #include "ctxsim_revision.h"
 #include "pipeline/job/config/sweep.h"
@@ -17,9 +17,7 @@
 
 namespace ctxsim {
 
-std::string version_string() {
-  return std::string("ctxsim ") + CTXSIM_VERSION + " (git " + CTXSIM_GIT_REVISION + ")";
-}
+std::string version_string() { return std::string("ctxsim ") + CTXSIM_VERSION + " (git " + CTXSIM_GIT_REVISION + ")"; }
 
 int cmd_validate(const std::string& path, const std::vector<std::string>& overrides, std::ostream& out) {
   const Config c = load_config(path, overrides);

@@ -17,12 +17,12 @@
 namespace ctxsim {
 
 struct CompareArgs {
-  std::string out_dir;                  // required: compare.html and figures/ go here
-  std::vector<std::string> labels;      // one per store, in order (default: the store's folder)
-  std::string rule;                     // the rule every store must have (default: the first store's first)
+  std::string out_dir;              // required: compare.html and figures/ go here
+  std::vector<std::string> labels;  // one per store, in order (default: the store's folder)
+  std::string rule;                 // the rule every store must have (default: the first store's first)
   std::string title = "ctxsim compare";
-  std::string note;                     // a paragraph under the title (what to read in the page)
-  int64_t max_bytes = 25 << 20;         // compare.html budget
+  std::string note;              // a paragraph under the title (what to read in the page)
+  int64_t max_bytes = 25 << 20;  // compare.html budget
 };
 
 namespace report {
@@ -35,7 +35,6 @@ struct CompareRun {
   std::vector<Counts> layers;  // all heads of each layer
   Rgb colour;
 };
-
 
 // store.h5 files and folders (searched for complete stores, sorted) as the stores to compare; at
 // least two.
@@ -52,8 +51,8 @@ struct LayerRun {
 // Distance j - i of the selected pairs per layer, one panel per layer, every run's distribution
 // against the chance distribution of `chance` (all valid pairs); the y range holds both. The
 // report draws its one run through it, compare its several.
-Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, const Baseline& chance, const std::string& chance_name, int64_t L, int64_t T,
-                                const std::string& title, const std::string& subtitle);
+Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, const Baseline& chance, const std::string& chance_name, int64_t L,
+                                int64_t T, const std::string& title, const std::string& subtitle);
 
 // The per-layer figures of the runs together.
 std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const std::string& title);

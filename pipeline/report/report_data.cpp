@@ -23,9 +23,12 @@ std::string script_json(const nlohmann::json& value) {
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (c == '<') out += "\\u003c";
-    else if (c == '>') out += "\\u003e";
-    else if (c == '&') out += "\\u0026";
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
     else if (c == '\xe2' && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xa8' || text[i + 2] == '\xa9')) {
       out += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
       i += 2;
@@ -40,7 +43,8 @@ std::string content_security_policy(const std::vector<std::string>& scripts) {
   std::string script_src = "'none'";
   if (!scripts.empty()) {
     script_src.clear();
-    for (const auto& s : scripts) script_src += (script_src.empty() ? "" : " ") + std::string("'sha256-") + base64(Sha256().update(s).raw()) + "'";
+    for (const auto& s : scripts)
+      script_src += (script_src.empty() ? "" : " ") + std::string("'sha256-") + base64(Sha256().update(s).raw()) + "'";
   }
   return "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src " +
          script_src + "; base-uri 'none'; form-action 'none'\">";
@@ -112,12 +116,15 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
   // Validity is by position: a sample's first n_valid positions; it indexes every matrix.
   for (size_t i = 0; i < d.n_valid.size(); ++i)
     if (d.n_valid[i] < 0 || d.n_valid[i] > d.T)
-      throw Error(store, "/samples/n_valid[" + std::to_string(i) + "] is " + std::to_string(d.n_valid[i]) + ", outside 0 … T = " + std::to_string(d.T),
-                  kDamagedStoreFix);
+      throw Error(
+          store,
+          "/samples/n_valid[" + std::to_string(i) + "] is " + std::to_string(d.n_valid[i]) + ", outside 0 … T = " + std::to_string(d.T),
+          kDamagedStoreFix);
   d.example_ids = read_checked<int64_t>(file, store, "examples/sample_ids", H5T_NATIVE_INT64, {-1}, &dims);
   const long long E = (long long)dims[0];
   for (auto id : d.example_ids)
-    if (id < 0 || id >= N) throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kDamagedStoreFix);
+    if (id < 0 || id >= N)
+      throw Error(store, "/examples/sample_ids names sample " + std::to_string(id) + ", not in /samples", kDamagedStoreFix);
   if (E > 0) {
     const std::pair<const char*, std::vector<hsize_t>> shapes[] = {
         {"examples/attention", {hsize_t(E), hsize_t(L), hsize_t(H), hsize_t(T), hsize_t(T)}},
@@ -127,8 +134,12 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
       if (!h5::exists(file, name)) throw Error(store, std::string("missing dataset /") + name, kDamagedStoreFix);
       const h5::Id ds(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, name);
       if (h5::dims_of(ds) != want)
-        throw Error(store, std::string("/") + name + " does not have shape [" + join_each(want, [](hsize_t x) { return std::to_string(x); }, ",") +
-                               "] (examples, " + (want.size() == 6 ? "rules, " : "") + "layers, heads, T, T)", kDamagedStoreFix);
+        throw Error(store,
+                    std::string("/") + name + " does not have shape [" +
+                        join_each(
+                            want, [](hsize_t x) { return std::to_string(x); }, ",") +
+                        "] (examples, " + (want.size() == 6 ? "rules, " : "") + "layers, heads, T, T)",
+                    kDamagedStoreFix);
       h5::check_readable(ds, std::string(name) == "examples/selected" ? H5T_NATIVE_UINT8 : h5::float16_type().get());
     }
   }
@@ -176,7 +187,6 @@ std::vector<float> pooled(const std::vector<float>& v, int n, int block) {
   int r = 0, c = 0;
   return pool_blocks(v, n, n, block, r, c);
 }
-
 
 std::vector<std::pair<int, int>> cells_of(const std::vector<uint8_t>& mask, int n, int block) {
   std::vector<std::pair<int, int>> out;

@@ -62,14 +62,15 @@ struct Example {
   int n = 0, H = 0, T = 0;
   std::vector<std::string> labels;  // the n decoded tokens
   std::vector<float> attention, similarity;
-  std::vector<uint8_t> selected;    // of the report's rule
+  std::vector<uint8_t> selected;  // of the report's rule
 
   // Head (l, h) of one of the [L, H, T, T] arrays, as an n x n matrix.
   template <class V>
   V head(const V& all, int l, int h) const {
     V v(size_t(n) * size_t(n));
     for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) v[size_t(i * n + j)] = all[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
+      for (int j = 0; j < n; ++j)
+        v[size_t(i * n + j)] = all[((size_t(l) * size_t(H) + size_t(h)) * size_t(T) + size_t(i)) * size_t(T) + size_t(j)];
     return v;
   }
 };

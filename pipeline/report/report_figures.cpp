@@ -66,9 +66,11 @@ void distance_figures(const Aggregates& a) {
   const StoreData& d = a.d;
   const int L = d.L, T = d.T;
   const Baseline& b = d.base;
-  a.out.push_back({"distance_by_layer", "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
-                   distance_by_layer_figure({LayerRun{"selected pairs", kBlue, &a.layers}}, b, "chance (all valid pairs)", L, T,
-                                            "Distance of high-similarity pairs per layer vs chance", d.run)});
+  a.out.push_back(
+      {"distance_by_layer",
+       "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
+       distance_by_layer_figure({LayerRun{"selected pairs", kBlue, &a.layers}}, b, "chance (all valid pairs)", L, T,
+                                "Distance of high-similarity pairs per layer vs chance", d.run)});
   std::vector<double> chance;
   for (int x = 1; x < T; ++x) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(x)]), b.valid_pairs));
   PlotSpec overlay;
@@ -88,9 +90,10 @@ void sentence_and_head_figures(const Aggregates& a) {
   const StoreData& d = a.d;
   const Baseline& b = d.base;
   const std::string ss_chance = fixed(100 * b.same_sentence_chance(), 1) + "%";
-  a.heatmap("same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + ss_chance + ")",
-            [](const Counts& c) { return 100 * c.same_sentence_rate(); }, 100,
-            "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + ss_chance);
+  a.heatmap(
+      "same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + ss_chance + ")",
+      [](const Counts& c) { return 100 * c.same_sentence_rate(); }, 100,
+      "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + ss_chance);
   PlotSpec rate, lift;
   rate.title = "same-sentence %", rate.x_label = "layer", rate.y_label = "% of selected pairs", rate.y_lo = 0, rate.y_hi = 100;
   lift.title = "lift over chance", lift.x_label = "layer", lift.y_label = "rate / chance", lift.y_lo = 0;
@@ -99,12 +102,14 @@ void sentence_and_head_figures(const Aggregates& a) {
   lift.series = {a.per_layer("lift", kOrange, [&](const Counts& c) { return b.same_sentence_lift(c); }), a.flat("no lift (1)", 1.0, kGrey)};
   a.out.push_back({"same_sentence_by_layer", "Same-sentence % per layer (all heads pooled) against chance, and the lift (rate / chance)",
                    plot_figure({rate, lift}, 2, 320, 220, "Same-sentence pairs per layer vs chance", d.run)});
-  a.heatmap("repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate " + fixed(100 * b.repetition_chance(), 2) + "%)",
-            [&](const Counts& c) { return b.repetition_lift(c); }, 0,
-            "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
-  a.heatmap("separator_attention", "Attention mass on separators per head", "mean attention on separators",
-            [&](const Counts& c) { return b.separator_attention(c); }, 0,
-            "Mean attention mass that valid query tokens put on separator keys, per layer and head");
+  a.heatmap(
+      "repetition_lift", "Repeated-token pairs: rate / chance per head",
+      "lift (chance rate " + fixed(100 * b.repetition_chance(), 2) + "%)", [&](const Counts& c) { return b.repetition_lift(c); }, 0,
+      "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
+  a.heatmap(
+      "separator_attention", "Attention mass on separators per head", "mean attention on separators",
+      [&](const Counts& c) { return b.separator_attention(c); }, 0,
+      "Mean attention mass that valid query tokens put on separator keys, per layer and head");
   if (!b.separator_tokens.empty()) {
     PlotSpec p;
     p.title = "mean over the layer's heads", p.x_label = "layer", p.y_label = "attention mass per query row", p.y_lo = 0;
@@ -113,12 +118,15 @@ void sentence_and_head_figures(const Aggregates& a) {
       for (int l = 0; l < d.L; ++l) s.y.push_back(b.separator_token_attention(l, -1, u));
       p.series.push_back(s);
     }
-    a.out.push_back({"separator_attention_by_token",
-                     "Attention mass valid query tokens put on each separator token, per layer (mean over heads): [SEP] and punctuation apart",
-                     plot_figure({p}, 1, 420, 260, "Attention on each separator per layer", d.run)});
+    a.out.push_back(
+        {"separator_attention_by_token",
+         "Attention mass valid query tokens put on each separator token, per layer (mean over heads): [SEP] and punctuation apart",
+         plot_figure({p}, 1, 420, 260, "Attention on each separator per layer", d.run)});
   }
-  a.heatmap("noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise", [](const Counts& c) { return 100 * c.noise_share(); }, 100,
-            "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
+  a.heatmap(
+      "noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise",
+      [](const Counts& c) { return 100 * c.noise_share(); }, 100,
+      "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
 }
 
 // Distinct anchors per layer (head specialisation); signal / noise and attention overlap per layer.
@@ -127,7 +135,8 @@ void anchor_and_signal_figures(const Aggregates& a) {
   const int L = d.L, H = d.H;
   const Baseline& b = d.base;
   PlotSpec p;
-  p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05, p.x_ticks = numbered("L", L);
+  p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05,
+  p.x_ticks = numbered("L", L);
   Series bars{"distinct anchors", range(0, L), {}, kBlue, false, true};
   for (int l = 0; l < L; ++l) bars.y.push_back(Counts::ratio(double(d.stats.of(Stat::DistinctAnchors)[size_t(l)]), double(b.samples)));
   p.series = {bars, Series{"all heads different (" + std::to_string(H) + ")", {-0.5, L - 0.5}, {double(H), double(H)}, kGrey, true}};
@@ -138,12 +147,16 @@ void anchor_and_signal_figures(const Aggregates& a) {
   PlotSpec sn, att;
   sn.title = "signal and noise", sn.x_label = "layer", sn.y_label = "% of selected pairs", sn.y_lo = 0, sn.y_hi = 100;
   att.title = "attention overlap", att.x_label = "layer", att.y_label = "% high-attention", att.y_lo = 0;
-  sn.series = {a.per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs() > 0 ? 100 * (1 - c.noise_share()) : 0; }),
-               a.per_layer("noise", kOrange, [](const Counts& c) { return 100 * c.noise_share(); })};
-  att.series = {a.per_layer("selected pairs with attention >= " + fixed(d.beta, 2), Rgb{44, 160, 44}, [](const Counts& c) { return 100 * c.in_attention_rate(); }),
+  sn.series = {
+      a.per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs() > 0 ? 100 * (1 - c.noise_share()) : 0; }),
+      a.per_layer("noise", kOrange, [](const Counts& c) { return 100 * c.noise_share(); })};
+  att.series = {a.per_layer("selected pairs with attention >= " + fixed(d.beta, 2), Rgb{44, 160, 44},
+                            [](const Counts& c) { return 100 * c.in_attention_rate(); }),
                 a.flat("chance (all valid pairs)", 100 * b.in_attention_chance(all), kChance)};
-  a.out.push_back({"signal_noise", "Signal (same sentence, repeated token or anchor) and noise per layer; high-attention share of the selected pairs vs chance",
-                   plot_figure({sn, att}, 2, 320, 220, "Signal / noise and attention overlap per layer", d.run)});
+  a.out.push_back(
+      {"signal_noise",
+       "Signal (same sentence, repeated token or anchor) and noise per layer; high-attention share of the selected pairs vs chance",
+       plot_figure({sn, att}, 2, 320, 220, "Signal / noise and attention overlap per layer", d.run)});
 }
 
 // Top anchor per head as a table of decoded tokens, coloured by the share of samples.
@@ -161,9 +174,12 @@ void top_anchor_figure(const Aggregates& a) {
       m.values[size_t(l * H + h)] = float(100.0 * Counts::ratio(double(d.stats.anchor_count(l, h, top[0])), double(d.base.samples)));
       m.cell_text[size_t(l * H + h)] = token_text(d.vocab, top[0]);
     }
-  m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer", m.bar_label = "% of samples with this anchor";
-  a.out.push_back({"top_anchors", "Each head's most frequent anchor (the token most of its selected pairs touch), coloured by the share of samples where it is the anchor",
-                   heatmap_figure(m, "Top anchor token per head", d.run)});
+  m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer",
+  m.bar_label = "% of samples with this anchor";
+  a.out.push_back(
+      {"top_anchors",
+       "Each head's most frequent anchor (the token most of its selected pairs touch), coloured by the share of samples where it is the anchor",
+       heatmap_figure(m, "Top anchor token per head", d.run)});
 }
 
 }  // namespace
@@ -182,7 +198,8 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
   const int n = x.n, block = legible_block(n), m = (n + block - 1) / block;
   std::vector<std::string> plabels;
   for (int i = 0; i < n; i += block) plabels.push_back(block > 1 ? x.labels[size_t(i)] + "…" : x.labels[size_t(i)]);
-  const std::string pool_note = block > 1 ? " · block-pooled " + std::to_string(block) + "x" + std::to_string(block) + " (mean) to stay legible" : "";
+  const std::string pool_note =
+      block > 1 ? " · block-pooled " + std::to_string(block) + "x" + std::to_string(block) + " (mean) to stay legible" : "";
   const std::string sample = "sample " + std::to_string(x.id) + " (" + std::to_string(n) + " tokens)";
   const Overlay::Shape outline = Overlay::Shape::Outline, dot = Overlay::Shape::Dot;
   for (const auto& [l, hd] : heads) {
@@ -192,10 +209,12 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
     HeatmapSpec hm;
     hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "key j", hm.y_label = "query i";
     hm.overlays = {Overlay{"selected pair (" + d.rule + ")", outline, Rgb{255, 255, 255}, cells_of(x.head(x.selected, l, hd), n, block)},
-                   Overlay{"attention pair max(A_ij, A_ji) >= " + fixed(d.beta, 2), dot, Rgb{255, 80, 0}, cells_of(high_attention(a, n, d.beta), n, block)}};
+                   Overlay{"attention pair max(A_ij, A_ji) >= " + fixed(d.beta, 2), dot, Rgb{255, 80, 0},
+                           cells_of(high_attention(a, n, d.beta), n, block)}};
     hm.values = pooled(a, n, block), hm.lo = 0, hm.bar_label = "attention weight";
     hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end())));
-    figures.push_back({stem + "_attention", "Attention map of " + sample + ", " + lh + ", with the selected pairs and the high-attention pairs (upper triangle)",
+    figures.push_back({stem + "_attention",
+                       "Attention map of " + sample + ", " + lh + ", with the selected pairs and the high-attention pairs (upper triangle)",
                        heatmap_figure(hm, "Attention, " + sample + ", " + lh, d.run + pool_note)});
     const auto sim = x.head(x.similarity, l, hd);
     const ValueScale scale = similarity_scale(sim, n);
@@ -204,24 +223,29 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
     hm.bar_label = "o_i · o_j, " + scale.describe();
     // Outlines that stand out on the map: black on the pale diverging centre, white on viridis.
     hm.overlays[0].colour = scale.map == ColourMap::Diverging ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
-    figures.push_back({stem + "_similarity", "Context similarity matrix of " + sample + ", " + lh + " (diagonal zeroed), with the same overlays",
+    figures.push_back({stem + "_similarity",
+                       "Context similarity matrix of " + sample + ", " + lh + " (diagonal zeroed), with the same overlays",
                        heatmap_figure(hm, "Context similarity, " + sample + ", " + lh, d.run + pool_note)});
   }
   HeatmapSpec hm;
-  hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "input token j", hm.y_label = "position i after the last layer";
+  hm.rows = hm.cols = m, hm.row_labels = hm.col_labels = plabels, hm.x_label = "input token j",
+  hm.y_label = "position i after the last layer";
   hm.values = pooled(std::vector<float>(roll.begin(), roll.end()), n, block), hm.lo = 0, hm.bar_label = "rollout weight";
   hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end())));
-  figures.push_back({"example" + std::to_string(e) + "_rollout",
-                     "Attention rollout of " + sample + " (Abnar & Zuidema: heads averaged, identity added, rows renormalised, layers multiplied)",
-                     heatmap_figure(hm, "Attention rollout, " + sample, d.run + pool_note)});
+  figures.push_back(
+      {"example" + std::to_string(e) + "_rollout",
+       "Attention rollout of " + sample + " (Abnar & Zuidema: heads averaged, identity added, rows renormalised, layers multiplied)",
+       heatmap_figure(hm, "Attention rollout, " + sample, d.run + pool_note)});
   PlotSpec p;
-  p.title = "relevance of each input token for [CLS] (rollout row 0)", p.y_label = "rollout weight", p.x_label = "input token", p.y_lo = 0, p.legend = false;
+  p.title = "relevance of each input token for [CLS] (rollout row 0)", p.y_label = "rollout weight", p.x_label = "input token", p.y_lo = 0,
+  p.legend = false;
   p.x_ticks = x.labels;
   Series bars{"relevance", range(0, n), {}, kBlue, false, true};
   const auto rel = cls_relevance(roll, n);
   bars.y.assign(rel.begin(), rel.end());
   p.series = {bars};
-  figures.push_back({"example" + std::to_string(e) + "_relevance", "Per-token relevance of " + sample + " for the [CLS] position: row 0 of the attention rollout",
+  figures.push_back({"example" + std::to_string(e) + "_relevance",
+                     "Per-token relevance of " + sample + " for the [CLS] position: row 0 of the attention rollout",
                      plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
 }
 
@@ -230,8 +254,13 @@ void write_figures(const std::vector<Entry>& figures, const std::filesystem::pat
   for (const auto& f : figures) {
     write_figure(f.figure, dir.string(), f.stem);
     nlohmann::json panels = nlohmann::json::array();
-    for (const auto& p : f.figure.panels) panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}, {"rows", p.rows}, {"cols", p.cols}});
-    index.push_back({{"stem", f.stem}, {"caption", f.caption}, {"width", f.figure.width}, {"height", f.figure.height}, {"panels", panels},
+    for (const auto& p : f.figure.panels)
+      panels.push_back({{"x", p.x}, {"y", p.y}, {"w", p.w}, {"h", p.h}, {"rows", p.rows}, {"cols", p.cols}});
+    index.push_back({{"stem", f.stem},
+                     {"caption", f.caption},
+                     {"width", f.figure.width},
+                     {"height", f.figure.height},
+                     {"panels", panels},
                      {"page", page_name}});
   }
   atomic_write((dir / "index.json").string(), index.dump(1) + "\n");
@@ -242,8 +271,8 @@ namespace {
 // What dir/figures holds: the page that owns it (from its index.json; an index written before
 // pages were named there belongs to the page beside it) and the files that page wrote.
 struct FigureFolder {
-  std::string owner;             // "" when there is no index
-  std::set<std::string> files;   // names inside the folder, index.json included
+  std::string owner;            // "" when there is no index
+  std::set<std::string> files;  // names inside the folder, index.json included
 };
 
 FigureFolder read_figure_folder(const std::filesystem::path& dir, const std::string& page_name) {
@@ -255,15 +284,14 @@ FigureFolder read_figure_folder(const std::filesystem::path& dir, const std::str
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_file_bytes(index.string(), kMaxJsonBytes));
-  } catch (const nlohmann::json::exception&) {
-    j = nullptr;
-  }
+  } catch (const nlohmann::json::exception&) { j = nullptr; }
   if (!j.is_array())
     throw Error(index.string(), "is not the index of ctxsim's figures", "give --out a folder whose figures/ ctxsim wrote, or an empty one");
   f.files.insert("index.json");
   for (const auto& e : j) {
     if (!e.is_object() || !e.contains("stem") || !e["stem"].is_string())
-      throw Error(index.string(), "is not the index of ctxsim's figures", "give --out a folder whose figures/ ctxsim wrote, or an empty one");
+      throw Error(index.string(), "is not the index of ctxsim's figures",
+                  "give --out a folder whose figures/ ctxsim wrote, or an empty one");
     const std::string stem = e["stem"].get<std::string>();
     f.files.insert(stem + ".png");
     f.files.insert(stem + ".svg");
@@ -312,7 +340,8 @@ std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, co
     return {html, page.size()};
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(staging, ec);
-    throw Error(e.path1().string(), "cannot write " + what + ": " + e.code().message(), "free space there, or give --out a folder you may write to");
+    throw Error(e.path1().string(), "cannot write " + what + ": " + e.code().message(),
+                "free space there, or give --out a folder you may write to");
   } catch (...) {
     fs::remove_all(staging, ec);
     throw;

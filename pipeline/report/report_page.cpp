@@ -61,19 +61,27 @@ std::string example_data(const StoreData& d, const Example& x, const std::vector
   js << "{\"sample\":" << x.id << ",\"n\":" << n << ",\"m\":" << m << ",\"block\":" << block << ",\"tokens\":[";
   for (size_t i = 0; i < x.labels.size(); ++i) js << (i ? "," : "") << json_str(x.labels[i]);
   js << "],\"attMax\":" << att_max << ",\"rolloutMax\":" << roll_max;
-  js << ",\"simLo\":[" << join_each(sim_scale, [](const ValueScale& v) { return json_number(v.lo); }, ",")
-     << "],\"simHi\":[" << join_each(sim_scale, [](const ValueScale& v) { return json_number(v.hi); }, ",")
-     << "],\"simSeq\":[" << join_each(sim_scale, [](const ValueScale& v) { return std::string(v.map == ColourMap::Viridis ? "1" : "0"); }, ",") << "]";
+  js << ",\"simLo\":["
+     << join_each(
+            sim_scale, [](const ValueScale& v) { return json_number(v.lo); }, ",")
+     << "],\"simHi\":["
+     << join_each(
+            sim_scale, [](const ValueScale& v) { return json_number(v.hi); }, ",")
+     << "],\"simSeq\":["
+     << join_each(
+            sim_scale, [](const ValueScale& v) { return std::string(v.map == ColourMap::Viridis ? "1" : "0"); }, ",")
+     << "]";
   std::ostringstream a_js, s_js, sel_js, ha_js;
   for (int k = 0; k < L * H; ++k) {
     const auto a = x.head(x.attention, k / H, k % H);
     a_js << (k ? "," : "") << '"' << quantised_base64(pooled(a, n, block), 0, att_max) << '"';
-    s_js << (k ? "," : "") << '"' << quantised_base64(pooled(x.head(x.similarity, k / H, k % H), n, block), sim_scale[size_t(k)].lo, sim_scale[size_t(k)].hi) << '"';
+    s_js << (k ? "," : "") << '"'
+         << quantised_base64(pooled(x.head(x.similarity, k / H, k % H), n, block), sim_scale[size_t(k)].lo, sim_scale[size_t(k)].hi) << '"';
     sel_js << (k ? "," : "") << '"' << bits_base64(cells_of(x.head(x.selected, k / H, k % H), n, block), m) << '"';
     ha_js << (k ? "," : "") << '"' << bits_base64(cells_of(high_attention(a, n, d.beta), n, block), m) << '"';
   }
-  js << ",\"attention\":[" << a_js.str() << "],\"similarity\":[" << s_js.str() << "],\"selected\":[" << sel_js.str() << "],\"highAttention\":["
-     << ha_js.str() << "],\"rollout\":\"" << quantised_base64(pooled(rollf, n, block), 0, roll_max) << "\"}";
+  js << ",\"attention\":[" << a_js.str() << "],\"similarity\":[" << s_js.str() << "],\"selected\":[" << sel_js.str()
+     << "],\"highAttention\":[" << ha_js.str() << "],\"rollout\":\"" << quantised_base64(pooled(rollf, n, block), 0, roll_max) << "\"}";
   return js.str();
 }
 
@@ -84,10 +92,16 @@ std::string page_head(hid_t file, const StoreData& d) {
   t = t.substr(t.find("-->\n") + 4);
   t.erase(std::remove(t.begin(), t.end(), '\n'), t.end());
   const std::string rule_note = d.R > 1 ? " (one of " + std::to_string(d.R) + " in the store: ctxsim report --rule NAME for another)" : "";
-  const std::vector<std::pair<std::string, std::string>> values = {
-      {"{{NL}}", "\n"}, {"{{RUN}}", xml_escape(d.run)}, {"{{STORE}}", xml_escape(d.store)}, {"{{L}}", std::to_string(d.L)},
-      {"{{H}}", std::to_string(d.H)}, {"{{T}}", std::to_string(d.T)}, {"{{MODEL}}", xml_escape(h5::get_attr_string(file, "model_path"))},
-      {"{{RULE}}", xml_escape(d.rule)}, {"{{RULE_NOTE}}", rule_note}, {"{{BETA}}", fixed(d.beta, 2)}};
+  const std::vector<std::pair<std::string, std::string>> values = {{"{{NL}}", "\n"},
+                                                                   {"{{RUN}}", xml_escape(d.run)},
+                                                                   {"{{STORE}}", xml_escape(d.store)},
+                                                                   {"{{L}}", std::to_string(d.L)},
+                                                                   {"{{H}}", std::to_string(d.H)},
+                                                                   {"{{T}}", std::to_string(d.T)},
+                                                                   {"{{MODEL}}", xml_escape(h5::get_attr_string(file, "model_path"))},
+                                                                   {"{{RULE}}", xml_escape(d.rule)},
+                                                                   {"{{RULE_NOTE}}", rule_note},
+                                                                   {"{{BETA}}", fixed(d.beta, 2)}};
   for (const auto& [key, value] : values)
     for (size_t at = t.find(key); at != std::string::npos; at = t.find(key, at + value.size())) t.replace(at, key.size(), value);
   return t;
@@ -95,14 +109,16 @@ std::string page_head(hid_t file, const StoreData& d) {
 
 // Each head's top anchors, decoded.
 void anchor_table(const StoreData& d, std::ostringstream& html) {
-  html << "<h2 id=\"anchors\">Top anchors per head</h2><p>Anchor: the token that most endpoints of a head's selected pairs are, per sample; "
-          "count = samples where it is the anchor.</p><table><tr><th>layer</th><th>head</th><th>top anchors (samples)</th></tr>\n";
+  html
+      << "<h2 id=\"anchors\">Top anchors per head</h2><p>Anchor: the token that most endpoints of a head's selected pairs are, per sample; "
+         "count = samples where it is the anchor.</p><table><tr><th>layer</th><th>head</th><th>top anchors (samples)</th></tr>\n";
   for (int l = 0; l < d.L; ++l)
     for (int h = 0; h < d.H; ++h) {
       html << "<tr><td>" << l << "</td><td>" << h << "</td><td>";
       const auto top = d.stats.top_anchors(l, h, 10);
       for (size_t i = 0; i < top.size(); ++i)
-        html << (i ? ", " : "") << "<code>" << xml_escape(token_text(d.vocab, top[i])) << "</code> (" << d.stats.anchor_count(l, h, top[i]) << ")";
+        html << (i ? ", " : "") << "<code>" << xml_escape(token_text(d.vocab, top[i])) << "</code> (" << d.stats.anchor_count(l, h, top[i])
+             << ")";
       html << "</td></tr>\n";
     }
 }
@@ -131,10 +147,12 @@ std::string report_page(hid_t file, const StoreData& d, const std::vector<Entry>
   for (const auto& f : figures)
     html << "<figure id=\"fig-" << f.stem << "\"><img alt=\"" << xml_escape(f.caption) << "\" src=\"data:image/png;base64,"
          << base64(read_file_bytes(figure_dir + "/" + f.stem + ".png")) << "\"><figcaption>" << xml_escape(f.caption)
-         << " · <a href=\"figures/" << f.stem << ".svg\">SVG</a> · <a href=\"figures/" << f.stem << ".png\">PNG</a></figcaption></figure>\n";
+         << " · <a href=\"figures/" << f.stem << ".svg\">SVG</a> · <a href=\"figures/" << f.stem
+         << ".png\">PNG</a></figcaption></figure>\n";
   anchor_table(d, html);
   html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << xml_escape(summary) << "</pre>\n<script>";
-  const std::string script_head = "\nconst L=" + std::to_string(d.L) + ",H=" + std::to_string(d.H) + ";const LUT=[" + colour_table() + "];\nconst EX=[";
+  const std::string script_head =
+      "\nconst L=" + std::to_string(d.L) + ",H=" + std::to_string(d.H) + ";const LUT=[" + colour_table() + "];\nconst EX=[";
   // The explorer's data gets what the page and its figures leave of the budget, shared
   // equally by the examples (each pooled coarser until it fits).
   const size_t E = d.example_ids.size();

@@ -58,8 +58,9 @@ Entry example_figure(const SegmentRun& run) {
   marks(best, best + " (below the diagonal)", Rgb{230, 120, 20}, 0, -1);
   marks("c99/given", "c99/given, lexical (above)", Rgb{31, 119, 180}, -1, 0);
   m.cell = std::clamp(600.0 / std::max(1, S), 3.0, 24.0);
-  return {"segment_example", "Test document 0: sentence similarity of layer " + std::to_string(layer) +
-                                 " (the layer whose heads-c99 segments best on dev), gold boundaries outlined, two methods' boundaries as dots",
+  return {"segment_example",
+          "Test document 0: sentence similarity of layer " + std::to_string(layer) +
+              " (the layer whose heads-c99 segments best on dev), gold boundaries outlined, two methods' boundaries as dots",
           heatmap_figure(m, "Sentence similarity of a test document, layer " + std::to_string(layer), run.label)};
 }
 
@@ -78,13 +79,15 @@ Entry pk_by_layer_figure(const std::vector<SegmentRun>& runs) {
       for (int64_t l = 0; l < L; ++l) line.y.push_back(100 * run.table.pk_of("layer" + std::to_string(l) + "/" + method, s));
       p.series.push_back(line);
     }
-    for (const auto& [name, colour] : {std::pair{"c99/given", Rgb{31, 119, 180}}, {"texttiling/given", Rgb{44, 160, 44}}, {"random/given", kGrey}})
+    for (const auto& [name, colour] :
+         {std::pair{"c99/given", Rgb{31, 119, 180}}, {"texttiling/given", Rgb{44, 160, 44}}, {"random/given", kGrey}})
       p.series.push_back(Series{std::string(name) + " (" + runs.front().label + ")", axis(L),
                                 std::vector<double>(size_t(L), 100 * t0.pk_of(name, s)), colour, true});
     panels.push_back(p);
   }
-  return {"segment_pk_by_layer", "Pk by layer of the model-derived methods (gold number of boundaries) on Choi's " + t0.subsets[s] +
-                                     " documents, with the lexical and random baselines (dashed); lower is better",
+  return {"segment_pk_by_layer",
+          "Pk by layer of the model-derived methods (gold number of boundaries) on Choi's " + t0.subsets[s] +
+              " documents, with the lexical and random baselines (dashed); lower is better",
           plot_figure(panels, 3, 300, 220, "Segmentation error by layer", "")};
 }
 
@@ -111,8 +114,10 @@ Entry methods_figure(const std::vector<SegmentRun>& runs) {
     }
     p.series.push_back(bars);
   }
-  return {"segment_methods", "Every method's Pk on Choi's " + t0.subsets[s] + " documents; the model-derived ones at the layer that is best on the dev documents",
-          plot_figure({p}, 1, std::max(520.0, 46.0 * double(rows.size())), 280, "Segmentation methods", "")};
+  return {
+      "segment_methods",
+      "Every method's Pk on Choi's " + t0.subsets[s] + " documents; the model-derived ones at the layer that is best on the dev documents",
+      plot_figure({p}, 1, std::max(520.0, 46.0 * double(rows.size())), 280, "Segmentation methods", "")};
 }
 
 }  // namespace
@@ -129,8 +134,10 @@ std::vector<SegmentRun> load_segment_runs(const std::vector<std::string>& paths,
     run.table = segment_table(run.results);
     run.label = i < labels.size() ? labels[i] : std::filesystem::path(run.path).parent_path().filename().string();
     if (run.label.empty()) run.label = run.path;
-    if (!runs.empty() && (run.results.layout.layers != runs.front().results.layout.layers || run.table.subsets != runs.front().table.subsets))
-      throw Error(run.path, "has other layers or subsets than " + runs.front().path, "compare segmentations of models with the same layer count");
+    if (!runs.empty() &&
+        (run.results.layout.layers != runs.front().results.layout.layers || run.table.subsets != runs.front().table.subsets))
+      throw Error(run.path, "has other layers or subsets than " + runs.front().path,
+                  "compare segmentations of models with the same layer count");
     runs.push_back(std::move(run));
   }
   for (size_t i = 0; i < runs.size(); ++i) runs[i].colour = sequence_colour(int(i), int(runs.size()));
@@ -155,9 +162,8 @@ std::string segment_page(const std::string& title, const std::string& summary, c
       "figure{margin:2em 0}img{max-width:100%}</style></head><body>\n<h1>" +
       xml_escape(title) + "</h1>\n<pre>" + xml_escape(summary) + "</pre>\n";
   for (const auto& f : figures)
-    html += "<figure><img alt=\"" + xml_escape(f.stem) + "\" src=\"data:image/svg+xml;base64," +
-            base64(f.figure.svg) + "\"><figcaption>" + xml_escape(f.caption) +
-            "</figcaption></figure>\n";
+    html += "<figure><img alt=\"" + xml_escape(f.stem) + "\" src=\"data:image/svg+xml;base64," + base64(f.figure.svg) + "\"><figcaption>" +
+            xml_escape(f.caption) + "</figcaption></figure>\n";
   return html + "</body></html>\n";
 }
 

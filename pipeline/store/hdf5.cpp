@@ -157,8 +157,7 @@ Id open_typed_attr(hid_t obj, const std::string& name, H5T_class_t want, const c
   const Id space(H5Aget_space(a), H5Sclose, "H5Aget_space");
   const H5T_class_t c = H5Tget_class(t);
   const bool numeric_ok = want == H5T_FLOAT && c == H5T_INTEGER;  // a whole number where a real is read is fine
-  if ((c != want && !numeric_ok) || H5Sget_simple_extent_npoints(space) != 1)
-    damaged(obj, "attribute '" + name + "' is not " + spelled);
+  if ((c != want && !numeric_ok) || H5Sget_simple_extent_npoints(space) != 1) damaged(obj, "attribute '" + name + "' is not " + spelled);
   return a;
 }
 
@@ -194,7 +193,11 @@ void check_readable(hid_t ds, hid_t mem_type) {
   const Id t(H5Dget_type(ds), H5Tclose, "H5Dget_type");
   const H5T_class_t have = H5Tget_class(t), want = H5Tget_class(mem_type);
   if (have != want)
-    damaged(ds, std::string("holds ") + (have == H5T_INTEGER ? "integers" : have == H5T_FLOAT ? "floating-point numbers" : have == H5T_STRING ? "strings" : "another type") +
+    damaged(ds, std::string("holds ") +
+                    (have == H5T_INTEGER  ? "integers"
+                     : have == H5T_FLOAT  ? "floating-point numbers"
+                     : have == H5T_STRING ? "strings"
+                                          : "another type") +
                     ", expected " + (want == H5T_INTEGER ? "integers" : "floating-point numbers"));
   const Id space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
   const hssize_t points = H5Sget_simple_extent_npoints(space);
@@ -208,10 +211,10 @@ void check_readable(hid_t ds, hid_t mem_type) {
     damaged(ds, "claims " + std::to_string(points) + " values but its file holds storage for fewer");
 }
 
-Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
-                  const std::string& description, hsize_t chunk_rows) {
-  const Id space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                 H5Sclose, "H5Screate");
+Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const std::string& description,
+                  hsize_t chunk_rows) {
+  const Id space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
+                 "H5Screate");
   const Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
   if (chunk_rows > 0 && !dims.empty()) {
     std::vector<hsize_t> chunk = dims;
@@ -282,8 +285,8 @@ void write_none(hid_t ds, hid_t mem_type, hid_t dxpl) {
   CTXSIM_H5(H5Dwrite(ds, mem_type, mem, file_space, dxpl, dummy));
 }
 
-void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start,
-                const std::vector<hsize_t>& count, hid_t dxpl) {
+void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+                hid_t dxpl) {
   const Id file_space(H5Dget_space(ds), H5Sclose, "H5Dget_space");
   hsize_t total = 1;
   for (auto c : count) total *= c;
@@ -296,9 +299,7 @@ void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hs
   CTXSIM_H5(H5Dwrite(ds, mem_type, mem, file_space, dxpl, data));
 }
 
-void write_all(hid_t ds, hid_t mem_type, const void* data, hid_t dxpl) {
-  CTXSIM_H5(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, data));
-}
+void write_all(hid_t ds, hid_t mem_type, const void* data, hid_t dxpl) { CTXSIM_H5(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, dxpl, data)); }
 
 template <class T>
 std::vector<T> read_all(hid_t parent, const std::string& name, hid_t mem_type) {

@@ -21,7 +21,11 @@ class Id {
   ~Id() { reset(); }
   Id(Id&& o) noexcept : id_(std::exchange(o.id_, -1)), close_(o.close_) {}
   Id& operator=(Id&& o) noexcept {
-    if (this != &o) { reset(); id_ = std::exchange(o.id_, -1); close_ = o.close_; }
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, -1);
+      close_ = o.close_;
+    }
     return *this;
   }
   Id(const Id&) = delete;
@@ -89,12 +93,12 @@ std::string pack_strings(const std::vector<std::string>& values, size_t width);
 
 // A dataset of `type` and `dims`, chunked along the first dimension when chunk_rows > 0,
 // with a `description` attribute.
-Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
-                  const std::string& description, hsize_t chunk_rows = 0);
+Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const std::string& description,
+                  hsize_t chunk_rows = 0);
 // Writes `data` into the hyperslab [start, start + count) of dataset ds (count all zeros: this
 // rank takes part in a collective write with nothing to write). dxpl: transfer properties.
-void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start,
-                const std::vector<hsize_t>& count, hid_t dxpl = H5P_DEFAULT);
+void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+                hid_t dxpl = H5P_DEFAULT);
 // Takes part in a collective write with nothing (any dataset, scalars included).
 void write_none(hid_t ds, hid_t mem_type, hid_t dxpl);
 // Whole-dataset helpers.

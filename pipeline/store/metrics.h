@@ -16,7 +16,7 @@ struct Metric {
   const char* header;  // table header, e.g. "same-sent %"
   double (*value)(const Counts&, const Baseline&);
   double (*of)(const Counts&, const Baseline&) = nullptr;  // a share's denominator; nullptr: not a share
-  bool whole = false;                                       // a count or an index: shown as an integer
+  bool whole = false;                                      // a count or an index: shown as an integer
 };
 
 // Every metric, in the order collect's CSV lists them.

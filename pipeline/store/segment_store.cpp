@@ -33,7 +33,8 @@ void create_datasets(hid_t file, const SegmentLayout& l) {
   h5::create_dataset(methods, "pk", H5T_IEEE_F64LE, {D, M}, "[document, method] Pk (SPEC section 6)", 1);
   h5::create_dataset(methods, "window_diff", H5T_IEEE_F64LE, {D, M}, "[document, method] WindowDiff (SPEC section 6)", 1);
   const h5::Id heads = h5::create_group(file, "heads");
-  h5::create_dataset(heads, "pk", H5T_IEEE_F64LE, {D, L, H}, "[document, layer, head] Pk of C99 on the head's sentence similarity, gold count", 1);
+  h5::create_dataset(heads, "pk", H5T_IEEE_F64LE, {D, L, H},
+                     "[document, layer, head] Pk of C99 on the head's sentence similarity, gold count", 1);
   h5::create_dataset(heads, "window_diff", H5T_IEEE_F64LE, {D, L, H}, "[document, layer, head] WindowDiff of the same", 1);
   const h5::Id example = h5::create_group(file, "example");
   h5::set_attr(example, "document", int64_t{0});

@@ -16,38 +16,38 @@
 namespace ctxsim {
 
 struct SegmentLayout {
-  int64_t documents = 0;                // D: test documents of every subset, dev documents included
-  int64_t max_gaps = 0;                 // G: the most gaps (sentences - 1) of any document
-  int64_t layers = 0, heads = 0;        // the model's
-  int64_t segments = 10;                // segments per test document (Choi: 10)
-  std::vector<std::string> methods;     // M, segment::method_names order
-  std::vector<std::string> subsets;     // names; "dev" is the documents the best layer is chosen on
-  int64_t example_sentences = 0;        // S of document 0, whose similarity matrices are kept
+  int64_t documents = 0;             // D: test documents of every subset, dev documents included
+  int64_t max_gaps = 0;              // G: the most gaps (sentences - 1) of any document
+  int64_t layers = 0, heads = 0;     // the model's
+  int64_t segments = 10;             // segments per test document (Choi: 10)
+  std::vector<std::string> methods;  // M, segment::method_names order
+  std::vector<std::string> subsets;  // names; "dev" is the documents the best layer is chosen on
+  int64_t example_sentences = 0;     // S of document 0, whose similarity matrices are kept
 };
 
 // What a test document is made of (written at creation).
 struct SegmentDocumentInfo {
-  int32_t subset = 0;                   // index into SegmentLayout::subsets
-  int32_t sentences = 0;                // S
-  std::vector<int32_t> parts;           // [segments, 2]: (corpus document, sentences taken from it)
-  std::vector<int32_t> gold;            // [segments - 1] the gold boundaries
+  int32_t subset = 0;          // index into SegmentLayout::subsets
+  int32_t sentences = 0;       // S
+  std::vector<int32_t> parts;  // [segments, 2]: (corpus document, sentences taken from it)
+  std::vector<int32_t> gold;   // [segments - 1] the gold boundaries
 };
 
 // One document's results (segment::DocumentResult laid out for the store).
 struct SegmentDocumentResult {
-  std::vector<int32_t> boundaries;      // [M, G], -1 past each method's count
-  std::vector<int32_t> count;           // [M]
-  std::vector<double> pk, window_diff;  // [M]
+  std::vector<int32_t> boundaries;                // [M, G], -1 past each method's count
+  std::vector<int32_t> count;                     // [M]
+  std::vector<double> pk, window_diff;            // [M]
   std::vector<double> head_pk, head_window_diff;  // [L, H]
-  std::vector<double> example;          // document 0 only: [L, S, S] its sentence similarity per layer
+  std::vector<double> example;                    // document 0 only: [L, S, S] its sentence similarity per layer
 };
 
 class SegmentStore {
  public:
   // Collective. Creates path (under <path>.creating, renamed once flushed) with every dataset
   // allocated and the documents written (rank 0's `documents` is used).
-  static SegmentStore create(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout,
-                             const StoreAttributes& attrs, const std::vector<SegmentDocumentInfo>& documents);
+  static SegmentStore create(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout, const StoreAttributes& attrs,
+                             const std::vector<SegmentDocumentInfo>& documents);
   static SegmentStore open(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout);
   SegmentStore(SegmentStore&&) = default;
 

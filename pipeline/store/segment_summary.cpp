@@ -29,7 +29,8 @@ SegmentTable segment_table(const SegmentResults& r) {
   const size_t L = size_t(l.layers), H = size_t(l.heads);
   t.head_pk.assign(L * H * S, 0);
   for (size_t d = 0; d < D; ++d)
-    for (size_t k = 0; k < L * H; ++k) t.head_pk[k * S + size_t(r.subset[d])] += r.head_pk[d * L * H + k] / double(t.documents[size_t(r.subset[d])]);
+    for (size_t k = 0; k < L * H; ++k)
+      t.head_pk[k * S + size_t(r.subset[d])] += r.head_pk[d * L * H + k] / double(t.documents[size_t(r.subset[d])]);
   t.dev = size_t(std::find(l.subsets.begin(), l.subsets.end(), "dev") - l.subsets.begin());
   return t;
 }
@@ -76,8 +77,8 @@ void print_segment_summary(const SegmentResults& r, std::ostream& out) {
   std::vector<std::string> rows;
   for (const auto& m : t.methods)
     if (m.compare(0, 5, "layer") != 0) rows.push_back(m);
-  for (const char* m : {"heads-depth/given", "heads-depth/estimated", "heads-c99/given", "heads-c99/estimated", "attention/given",
-                        "attention/estimated"})
+  for (const char* m :
+       {"heads-depth/given", "heads-depth/estimated", "heads-c99/given", "heads-c99/estimated", "attention/given", "attention/estimated"})
     if (const std::string best = t.best_layer_method(m, l.layers); !best.empty()) rows.push_back(best);
   for (const auto& m : rows) {
     const size_t i = size_t(std::find(t.methods.begin(), t.methods.end(), m) - t.methods.begin());

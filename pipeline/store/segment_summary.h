@@ -14,10 +14,10 @@ namespace ctxsim {
 // A segmentation store's means: per method and subset, and per head and subset.
 struct SegmentTable {
   std::vector<std::string> subsets, methods;
-  std::vector<int64_t> documents;              // [S] documents per subset
-  std::vector<double> pk, window_diff;         // [M, S] mean over the subset's documents
-  std::vector<double> head_pk;                 // [L * H, S]
-  size_t dev = 0;                              // the subset the best layer is chosen on
+  std::vector<int64_t> documents;                                // [S] documents per subset
+  std::vector<double> pk, window_diff;                           // [M, S] mean over the subset's documents
+  std::vector<double> head_pk;                                   // [L * H, S]
+  size_t dev = 0;                                                // the subset the best layer is chosen on
   double pk_of(const std::string& method, size_t subset) const;  // -1 when there is no such method
   std::string best_layer_method(const std::string& method, int64_t layers) const;
 };

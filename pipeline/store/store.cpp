@@ -68,7 +68,6 @@ double free_bytes_at(const std::string& path) {
   return double(fs.f_bavail) * double(fs.f_frsize);
 }
 
-
 void create_samples(hid_t file, hsize_t N, hsize_t T) {
   const h5::Id g = h5::create_group(file, "samples");
   h5::create_dataset(g, "token_ids", H5T_STD_I32LE, {N, T}, "WordPiece ids of each sample, [CLS] … [SEP] then [PAD]", 1024);
@@ -106,14 +105,17 @@ void create_examples(hid_t file, hsize_t E, hsize_t R, hsize_t L, hsize_t H, hsi
   h5::create_dataset(g, "attention", f16, {E, L, H, T, T}, "[example, layer, head, i, j] attention A_ij (float16)", 1);
   h5::create_dataset(g, "similarity", f16, {E, L, H, T, T},
                      "[example, layer, head, i, j] context similarity C_ij, diagonal and [PAD] 0 (float16)", 1);
-  h5::create_dataset(g, "selected", H5T_STD_U8LE, {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected", 1);
+  h5::create_dataset(g, "selected", H5T_STD_U8LE, {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected",
+                     1);
 }
 
 // /stats with a group per rule, the baselines and attention groups, and every statistic's
 // dataset (written once at the end) from the schema.
 void create_stats(hid_t file, const StoreLayout& layout) {
   const h5::Id g = h5::create_group(file, "stats");
-  h5::set_attr(g, "rules", join_each(layout.rules, [](const SelectionRule& r) { return r.name(); }, "\n"));
+  h5::set_attr(g, "rules",
+               join_each(
+                   layout.rules, [](const SelectionRule& r) { return r.name(); }, "\n"));
   for (const auto& r : layout.rules) {
     const h5::Id rg = h5::create_group(g, r.name());
     h5::set_attr(rg, "kind", r.key());
@@ -133,18 +135,15 @@ void create_stats(hid_t file, const StoreLayout& layout) {
   }
 }
 
-
-
 }  // namespace
 
 // The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
 void write_root_attributes(hid_t file, const StoreAttributes& a) {
   h5::set_attr(file, "schema_version", kStoreSchemaVersion);
   const std::pair<const char*, const std::string*> texts[] = {
-      {"config", &a.config_yaml},   {"config_path", &a.config_path},       {"model_path", &a.model_path},
-      {"model_sha256", &a.model_sha256}, {"vocab_path", &a.vocab_path},    {"vocab_sha256", &a.vocab_sha256},
-      {"corpus", &a.corpus},        {"corpus_sha256", &a.corpus_sha256},   {"ctxsim_version", &a.version},
-      {"git_revision", &a.git_revision}, {"started", &a.started}};
+      {"config", &a.config_yaml},     {"config_path", &a.config_path},   {"model_path", &a.model_path}, {"model_sha256", &a.model_sha256},
+      {"vocab_path", &a.vocab_path},  {"vocab_sha256", &a.vocab_sha256}, {"corpus", &a.corpus},         {"corpus_sha256", &a.corpus_sha256},
+      {"ctxsim_version", &a.version}, {"git_revision", &a.git_revision}, {"started", &a.started}};
   for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
   h5::set_attr(file, "finished", std::string());
   h5::set_attr(file, "vector", a.vector_kind);
@@ -171,8 +170,8 @@ Store Store::create(const std::string& path, MPI_Comm comm, int rank, const Stor
   try {
     Store st(creating, comm, rank, layout, true);
     write_root_attributes(st.file_, a);
-    const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers),
-                  H = hsize_t(layout.heads), R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
+    const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers), H = hsize_t(layout.heads),
+                  R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
     create_samples(st.file_, N, T);
     create_per_sample(st.file_, R, N, L, H);
     create_examples(st.file_, E, R, L, H, T);
@@ -197,8 +196,9 @@ void Store::throw_if_full(const Error& e, const std::string& path, double need) 
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const double free_bytes = free_bytes_at(dir.empty() ? "." : dir);
   if (free_bytes < 0 || free_bytes > std::max(need, 64.0 * (1 << 20))) return;  // not a full disk: the original error stands
-  throw Error(path, "No space left on device: the store needs about " + megabytes(need) + ", " + megabytes(free_bytes) + " are free (HDF5: " +
-                        e.problem().substr(0, 160) + ")",
+  throw Error(path,
+              "No space left on device: the store needs about " + megabytes(need) + ", " + megabytes(free_bytes) +
+                  " are free (HDF5: " + e.problem().substr(0, 160) + ")",
               "free space there or choose another output.dir ('ctxsim plan CONFIG' estimates the store's size); "
               "rerun the same command to continue");
 }
@@ -217,7 +217,8 @@ void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
   const hsize_t N = hsize_t(s.size()), T = hsize_t(s.seq_len);
   const auto put = [&](const char* n, hid_t type, const void* data, std::vector<hsize_t> count) {
     const h5::Id ds(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n);
-    if (!me) for (auto& c : count) c = 0;
+    if (!me)
+      for (auto& c : count) c = 0;
     h5::write_slab(ds, type, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
   };
   put("token_ids", H5T_NATIVE_INT32, s.token_ids.data(), {N, T});
@@ -225,7 +226,10 @@ void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
   put("word_ids", H5T_NATIVE_INT16, s.word_ids.data(), {N, T});
   put("n_valid", H5T_NATIVE_INT16, s.n_valid.data(), {N});
   std::vector<int32_t> src;
-  for (const auto& x : s.source) { src.push_back(x.document); src.push_back(x.sentence); }
+  for (const auto& x : s.source) {
+    src.push_back(x.document);
+    src.push_back(x.sentence);
+  }
   put("source", H5T_NATIVE_INT32, src.data(), {N, 2});
   put("candidate", H5T_NATIVE_INT64, s.candidate.data(), {N});
   const h5::Id vg = h5::open_group(file_, "vocab");
@@ -234,8 +238,8 @@ void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
   h5::write_slab(ds, H5T_NATIVE_UINT8, vocab_text.data(), {0}, {me ? hsize_t(vocab_text.size()) : 0}, collective_);
 }
 
-void Store::write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token,
-                             const std::vector<float>& anchor_share, const std::vector<int32_t>& high_pairs) {
+void Store::write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token, const std::vector<float>& anchor_share,
+                             const std::vector<int32_t>& high_pairs) {
   guarded([&] {
     const h5::Id g = h5::open_group(file_, "per_sample");
     const std::vector<hsize_t> start = {0, hsize_t(first), 0, 0};
@@ -276,15 +280,18 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
       std::vector<hsize_t> count;
       for (auto x : f.dims) count.push_back(rank_ == 0 ? hsize_t(x) : 0);
       if (count.empty()) {  // a scalar: the whole dataspace or nothing
-        if (rank_ == 0) CTXSIM_H5(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, collective_, data));
-        else h5::write_none(ds, H5T_NATIVE_INT64, collective_);
+        if (rank_ == 0)
+          CTXSIM_H5(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, collective_, data));
+        else
+          h5::write_none(ds, H5T_NATIVE_INT64, collective_);
         return;
       }
       h5::write_slab(ds, H5T_NATIVE_INT64, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
     };
     for (const auto& f : acc.fields()) {
       if (f.per_rule()) {
-        for (size_t r = 0; r < layout_.rules.size(); ++r) put(h5::open_group(stats, layout_.rules[r].name()), f, acc.at(f.info->id, int64_t(r)));
+        for (size_t r = 0; r < layout_.rules.size(); ++r)
+          put(h5::open_group(stats, layout_.rules[r].name()), f, acc.at(f.info->id, int64_t(r)));
       } else {
         put(h5::open_group(stats, "baseline"), f, acc.at(f.info->id));
       }
@@ -311,7 +318,6 @@ void Store::finish(const std::string& finished, double seconds) {
     file_.reset();
   });
 }
-
 
 std::vector<std::string> store_vocab(hid_t file) {
   const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
@@ -366,12 +372,14 @@ StoreInfo inspect_store(const std::string& path) {
   info.kind = StoreInfo::Kind::Store;
   info.schema_version = h5::get_attr_int(file, "schema_version");
   if (info.schema_version < 1 || info.schema_version > kStoreSchemaVersion)
-    throw Error(path, "schema_version " + std::to_string(info.schema_version) + ": this ctxsim reads schema 1 to " +
-                          std::to_string(kStoreSchemaVersion) + (info.schema_version > kStoreSchemaVersion ? " (a newer ctxsim wrote it?)" : ""),
+    throw Error(path,
+                "schema_version " + std::to_string(info.schema_version) + ": this ctxsim reads schema 1 to " +
+                    std::to_string(kStoreSchemaVersion) + (info.schema_version > kStoreSchemaVersion ? " (a newer ctxsim wrote it?)" : ""),
                 "read it with the ctxsim that wrote it (its ctxsim_version attribute says which), or rerun 'ctxsim run'");
   info.complete = h5::get_attr_int(file, "complete") == 1;
   info.config_yaml = h5::get_attr_string(file, "config");
-  for (auto [name, value] : {std::pair{"model_sha256", &info.model_sha256}, {"vocab_sha256", &info.vocab_sha256}, {"corpus_sha256", &info.corpus_sha256}})
+  for (auto [name, value] :
+       {std::pair{"model_sha256", &info.model_sha256}, {"vocab_sha256", &info.vocab_sha256}, {"corpus_sha256", &info.corpus_sha256}})
     if (h5::has_attr(file, name)) *value = h5::get_attr_string(file, name);
   return info;
 }
@@ -404,8 +412,9 @@ void check_free_space(const std::string& dir, double bytes, const std::string& w
   if (const char* skip = std::getenv("CTXSIM_SKIP_SPACE_CHECK"); skip && std::string(skip) == "1") return;
   const double free_bytes = free_bytes_at(dir);
   if (free_bytes < 0 || free_bytes >= bytes * 1.05 + (16 << 20)) return;  // unknown: the writes will say
-  throw Error(where, "no space for the store in " + dir + ": it needs about " + megabytes(bytes) + " (and 16 MB to spare), " +
-                         megabytes(free_bytes) + " are free",
+  throw Error(where,
+              "no space for the store in " + dir + ": it needs about " + megabytes(bytes) + " (and 16 MB to spare), " +
+                  megabytes(free_bytes) + " are free",
               "free space there or choose another output.dir ('ctxsim plan CONFIG' estimates the store's size)");
 }
 

@@ -10,8 +10,8 @@
 #include "pipeline/store/hdf5.h"
 #include "stages/base/error.h"
 #include "stages/stats/accumulator.h"
-#include "stages/text/samples.h"
 #include "stages/stats/selection.h"
+#include "stages/text/samples.h"
 
 namespace ctxsim {
 
@@ -60,8 +60,8 @@ class Store {
 
   // Per-sample results of samples [first, first + count): arrays [R, count, L, H]. Collective;
   // a rank with nothing to write passes count 0.
-  void write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token,
-                        const std::vector<float>& anchor_share, const std::vector<int32_t>& high_pairs);
+  void write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token, const std::vector<float>& anchor_share,
+                        const std::vector<int32_t>& high_pairs);
   // Example e: attention and similarity [L, H, T, T] as float16 bits, selections [R, L, H, T, T].
   // Independent I/O by the rank that computed the example.
   void write_example(int64_t e, const std::vector<uint16_t>& attention, const std::vector<uint16_t>& similarity,

@@ -5,9 +5,9 @@
 
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
-#include "stages/stats/accumulator.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/stats/accumulator.h"
 
 namespace ctxsim {
 namespace {
@@ -29,8 +29,10 @@ std::vector<T> read_checked(hid_t file, const std::string& store, const std::str
   bool ok = dims.size() == shape.size();
   for (size_t i = 0; ok && i < dims.size(); ++i) ok = shape[i] < 0 || hsize_t(shape[i]) == dims[i];
   if (!ok) {
-    const std::string got = join_each(dims, [](hsize_t d) { return std::to_string(d); }, ",");
-    const std::string want = join_each(shape, [](long long d) { return d < 0 ? std::string("*") : std::to_string(d); }, ",");
+    const std::string got = join_each(
+        dims, [](hsize_t d) { return std::to_string(d); }, ",");
+    const std::string want = join_each(
+        shape, [](long long d) { return d < 0 ? std::string("*") : std::to_string(d); }, ",");
     throw Error(store, "/" + path + " has shape [" + got + "], expected [" + want + "]", kDamagedStoreFix);
   }
   if (dims_out) *dims_out = dims;
@@ -39,9 +41,12 @@ std::vector<T> read_checked(hid_t file, const std::string& store, const std::str
   return h5::read_all<T>(h5::open_group(file, path.substr(0, parent)), path.substr(parent + 1), mem_type);
 }
 
-template std::vector<int64_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&, std::vector<hsize_t>*);
-template std::vector<int32_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&, std::vector<hsize_t>*);
-template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&, std::vector<hsize_t>*);
+template std::vector<int64_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&,
+                                           std::vector<hsize_t>*);
+template std::vector<int32_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&,
+                                           std::vector<hsize_t>*);
+template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&,
+                                           std::vector<hsize_t>*);
 
 double Counts::mean_distance() const {
   double m = 0;
@@ -114,7 +119,8 @@ std::vector<int64_t> RuleStats::top_anchors(int64_t l, int64_t h, int64_t n) con
   std::vector<int64_t> ids(static_cast<size_t>(V));
   std::iota(ids.begin(), ids.end(), 0);
   n = std::min(n, V);
-  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [&](int64_t a, int64_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                    [&](int64_t a, int64_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
   ids.resize(size_t(n));
   while (!ids.empty() && row[ids.back()] <= 0) ids.pop_back();
   return ids;
@@ -136,9 +142,13 @@ int64_t extent(hid_t file, const std::string& store, const std::string& path, si
   const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
   const auto dims = h5::dims_of(ds);
   if (dims.size() != rank || int64_t(dims[axis]) < lo || int64_t(dims[axis]) > hi)
-    throw Error(store, "/" + path + " has shape [" + join_each(dims, [](hsize_t d) { return std::to_string(d); }, ",") + "], not the " +
-                           std::to_string(rank) + "-D shape whose axis " + std::to_string(axis) + " is in [" + std::to_string(lo) + ", " +
-                           std::to_string(hi) + "]", kDamagedStoreFix);
+    throw Error(store,
+                "/" + path + " has shape [" +
+                    join_each(
+                        dims, [](hsize_t d) { return std::to_string(d); }, ",") +
+                    "], not the " + std::to_string(rank) + "-D shape whose axis " + std::to_string(axis) + " is in [" + std::to_string(lo) +
+                    ", " + std::to_string(hi) + "]",
+                kDamagedStoreFix);
   return int64_t(dims[axis]);
 }
 
@@ -153,7 +163,8 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
   if (out.rules.empty() || int64_t(out.rules.size()) > kMaxRules)
     throw Error(store, "/stats lists " + std::to_string(out.rules.size()) + " selection rules", kDamagedStoreFix);
   for (const auto& r : out.rules)
-    if (r.empty() || !h5::exists(file, "stats/" + r)) throw Error(store, "missing group /stats/" + r + " (named in /stats rules)", kDamagedStoreFix);
+    if (r.empty() || !h5::exists(file, "stats/" + r))
+      throw Error(store, "missing group /stats/" + r + " (named in /stats rules)", kDamagedStoreFix);
   // The store's extents, from the datasets that carry them; every other dataset must agree.
   const std::string first = "stats/" + out.rules[0] + "/";
   StatsShape shape;

@@ -25,15 +25,15 @@ constexpr int64_t kShortRange = 5, kLongRange = 32;
 struct Counts {
   std::array<double, kStatCount> value{};
   int64_t heads = 0;
-  std::vector<double> distance;   // [T] selected pairs by distance j - i
+  std::vector<double> distance;  // [T] selected pairs by distance j - i
 
   double operator[](Stat s) const { return value[size_t(s)]; }
   double& operator[](Stat s) { return value[size_t(s)]; }
   double pairs() const { return (*this)[Stat::HighPairs]; }
   double mean_distance() const;
   int64_t median_distance() const;
-  double short_range() const;     // share of pairs with d <= kShortRange
-  double long_range() const;      // share with d >= kLongRange
+  double short_range() const;  // share of pairs with d <= kShortRange
+  double long_range() const;   // share with d >= kLongRange
   double same_sentence_rate() const { return ratio((*this)[Stat::SameSentence], (*this)[Stat::SentenceEligible]); }
   double repetition_rate() const { return ratio((*this)[Stat::SameToken], pairs()); }
   double in_attention_rate() const { return ratio((*this)[Stat::InAttention], pairs()); }
@@ -75,7 +75,7 @@ struct RuleStats {
 
   const std::vector<int64_t>& of(Stat s) const { return data[size_t(s)]; }
   Counts head(int64_t layer, int64_t head) const;
-  Counts layer(int64_t layer) const;     // all heads of the layer
+  Counts layer(int64_t layer) const;  // all heads of the layer
   // Mean number of distinct anchors across the layer's heads per sample.
   double distinct_anchors(int64_t layer, int64_t samples) const {
     return Counts::ratio(double(of(Stat::DistinctAnchors)[size_t(layer)]), double(samples));
@@ -103,7 +103,7 @@ struct StoreStats {
   std::vector<std::string> rules;             // /stats rules, in order (the accumulator's R)
   std::vector<std::string> separator_tokens;  // the axis S of separator_mass_by_token
   Accumulator acc;
-  bool has_separator_tokens = false;          // false in stores written before it was measured
+  bool has_separator_tokens = false;                 // false in stores written before it was measured
   size_t rule_index(const std::string& rule) const;  // throws naming the rules there are
 };
 StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_tokens);

@@ -3,10 +3,10 @@
 #include <dlfcn.h>
 #include <sched.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
-#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -45,7 +45,7 @@ CpuFeatures cpu_features() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a, b, c, d;
   const unsigned long long x = xcr0();
-  const bool avx512_state = (x & 0xe6) == 0xe6;             // XMM, YMM, opmask, ZMM_Hi256, Hi16_ZMM
+  const bool avx512_state = (x & 0xe6) == 0xe6;               // XMM, YMM, opmask, ZMM_Hi256, Hi16_ZMM
   const bool amx_state = (x & (3ull << 17)) == (3ull << 17);  // XTILECFG, XTILEDATA
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = avx512_state && (a & (1u << 5));
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) f.amx_bf16 = amx_state && (d & (1u << 22));
@@ -66,10 +66,12 @@ std::string CpuFeatures::describe() const {
 
 void require_native_dtype(Precision precision, const std::string& where, bool on_cpu) {
   if (!on_cpu || precision != Precision::BFloat16 || cpu_features().native_bf16()) return;
-  const std::string which = isa_level() == native_isa_level() ? "this one has neither"
-                                                              : std::string("CTXSIM_ISA=") + isa_name(isa_level()) + " excludes both";
-  throw Error(where, "bfloat16 needs a CPU with avx512_bf16 or amx_bf16, and " + which + ": LibTorch would emulate "
-                     "bfloat16 matmul, some fifty times slower than float32",
+  const std::string which =
+      isa_level() == native_isa_level() ? "this one has neither" : std::string("CTXSIM_ISA=") + isa_name(isa_level()) + " excludes both";
+  throw Error(where,
+              "bfloat16 needs a CPU with avx512_bf16 or amx_bf16, and " + which +
+                  ": LibTorch would emulate "
+                  "bfloat16 matmul, some fifty times slower than float32",
               "use float32 on this machine (float64 for count-for-count checks), or run bfloat16 on nodes whose "
               "/proc/cpuinfo lists avx512_bf16 or amx_bf16");
 }
@@ -115,9 +117,12 @@ IsaLevel read_isa_level() {
   if (!v || !*v) return native;
   const std::string s = v;
   IsaLevel want;
-  if (s == "x86-64-v4" || s == "v4") want = IsaLevel::V4;
-  else if (s == "x86-64-v3" || s == "v3") want = IsaLevel::V3;
-  else if (s == "baseline" || s == "x86-64") want = IsaLevel::Baseline;
+  if (s == "x86-64-v4" || s == "v4")
+    want = IsaLevel::V4;
+  else if (s == "x86-64-v3" || s == "v3")
+    want = IsaLevel::V3;
+  else if (s == "baseline" || s == "x86-64")
+    want = IsaLevel::Baseline;
   else
     throw Error("CTXSIM_ISA=" + s, "not an instruction-set level", "use x86-64-v4, x86-64-v3 or baseline, or unset it");
   if (int(want) > int(native))
@@ -155,12 +160,16 @@ class OpenBlasCore {
   void reinit(const std::string& core) {
     const char* v = std::getenv("OPENBLAS_CORETYPE");
     const std::string before = v ? v : "";
-    if (core.empty()) unsetenv("OPENBLAS_CORETYPE");
-    else setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    if (core.empty())
+      unsetenv("OPENBLAS_CORETYPE");
+    else
+      setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
     quit_();
     init_();
-    if (v) setenv("OPENBLAS_CORETYPE", before.c_str(), 1);
-    else unsetenv("OPENBLAS_CORETYPE");
+    if (v)
+      setenv("OPENBLAS_CORETYPE", before.c_str(), 1);
+    else
+      unsetenv("OPENBLAS_CORETYPE");
   }
 
  private:

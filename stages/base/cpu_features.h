@@ -51,8 +51,8 @@ IsaLevel isa_level();
 // What configure_compute_libraries chose, for the logs, the store and the benchmarks.
 struct ComputeSetup {
   IsaLevel level = IsaLevel::Baseline;
-  bool forced = false;   // CTXSIM_ISA is set
-  std::string blas;      // "OpenBLAS Cooperlake", with what overrode OpenBLAS's own pick
+  bool forced = false;           // CTXSIM_ISA is set
+  std::string blas;              // "OpenBLAS Cooperlake", with what overrode OpenBLAS's own pick
   std::string describe() const;  // "x86-64-v3 (CTXSIM_ISA; the CPU has x86-64-v4), BLAS: OpenBLAS Haswell (…)"
 };
 

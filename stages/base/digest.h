@@ -29,7 +29,7 @@ class Sha256 {
 };
 
 std::string sha256_bytes(const uint8_t* data, size_t n);  // hex
-std::string sha256_file(const std::string& path);          // hex, streamed; throws ctxsim::Error naming the file
+std::string sha256_file(const std::string& path);         // hex, streamed; throws ctxsim::Error naming the file
 
 // Standard base64 (RFC 4648, with padding).
 std::string base64(std::string_view bytes);

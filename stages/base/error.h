@@ -21,16 +21,14 @@ class Error : public std::runtime_error {
   // what:  what is wrong, e.g. "expected an integer, got 'abc'".
   // fix:   what the user should do, e.g. "set it to a whole number such as 128"; may be empty.
   Error(std::string where, std::string what, std::string fix = {})
-      : std::runtime_error(compose(where, what, fix)),
-        where_(std::move(where)), what_(std::move(what)), fix_(std::move(fix)) {}
+      : std::runtime_error(compose(where, what, fix)), where_(std::move(where)), what_(std::move(what)), fix_(std::move(fix)) {}
 
   const std::string& where() const { return where_; }
   const std::string& problem() const { return what_; }
   const std::string& fix() const { return fix_; }
 
  private:
-  static std::string compose(const std::string& where, const std::string& what,
-                             const std::string& fix) {
+  static std::string compose(const std::string& where, const std::string& what, const std::string& fix) {
     std::string s = where.empty() ? what : where + ": " + what;
     if (!fix.empty()) s += "; fix: " + fix;
     return s;
@@ -45,16 +43,14 @@ class InternalError : public std::logic_error {
       : std::logic_error(std::string(file) + ":" + std::to_string(line) + ": " + what) {}
 };
 
-[[noreturn]] inline void internal_failure(const char* file, int line, const std::string& what) {
-  throw InternalError(file, line, what);
-}
+[[noreturn]] inline void internal_failure(const char* file, int line, const std::string& what) { throw InternalError(file, line, what); }
 
 }  // namespace ctxsim
 
 // An internal invariant: its failure is a bug in ctxsim (exit code kExitInternal), reported with
 // the source line. CTXSIM_FAIL is the unconditional form.
 #define CTXSIM_FAIL(what) ::ctxsim::internal_failure(__FILE__, __LINE__, (what))
-#define CTXSIM_CHECK(cond, what) \
-  do {                           \
+#define CTXSIM_CHECK(cond, what)    \
+  do {                              \
     if (!(cond)) CTXSIM_FAIL(what); \
   } while (0)

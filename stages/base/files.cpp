@@ -13,9 +13,7 @@
 namespace ctxsim {
 namespace {
 
-std::string reason(int err) {
-  return std::strerror(err);
-}
+std::string reason(int err) { return std::strerror(err); }
 
 std::string fix_for(int err) {
   if (err == ENOSPC || err == EDQUOT) return "free space on that file system (or write elsewhere)";

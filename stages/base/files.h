@@ -15,9 +15,9 @@ std::string read_file_bytes(const std::string& path, size_t max_bytes = size_t(-
                             const std::string& fix = "check that it exists and is readable");
 
 // Limits of the inputs that are not data (read_file_bytes' max_bytes).
-constexpr size_t kMaxConfigBytes = size_t(4) << 20;   // a YAML config, a job template
-constexpr size_t kMaxJsonBytes = size_t(4) << 20;     // config.json, tokenizer_config.json
-constexpr size_t kMaxVocabBytes = size_t(64) << 20;   // vocab.txt
+constexpr size_t kMaxConfigBytes = size_t(4) << 20;  // a YAML config, a job template
+constexpr size_t kMaxJsonBytes = size_t(4) << 20;    // config.json, tokenizer_config.json
+constexpr size_t kMaxVocabBytes = size_t(64) << 20;  // vocab.txt
 
 // Writes `bytes` to `path` through a temporary file in the same folder renamed over it, so a
 // reader sees the old file or the new one, never half. durable: the file is fsync'ed before the

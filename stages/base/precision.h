@@ -8,7 +8,7 @@ namespace ctxsim {
 
 enum class Precision { Float32, BFloat16, Float64 };
 
-const char* precision_name(Precision p);                        // "float32"
+const char* precision_name(Precision p);                            // "float32"
 std::optional<Precision> parse_precision(const std::string& name);  // nullopt for anything else
 
 }  // namespace ctxsim

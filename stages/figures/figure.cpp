@@ -59,20 +59,20 @@ struct Svg {
     s << extra << ">" << xml_escape(t) << "</text>\n";
   }
   void rect(double x, double y, double w, double h, const std::string& fill, const std::string& extra = "") {
-    s << "<rect x=\"" << num(x, 6) << "\" y=\"" << num(y, 6) << "\" width=\"" << num(w, 6) << "\" height=\"" << num(h, 6)
-      << "\" fill=\"" << fill << "\"" << extra << "/>\n";
+    s << "<rect x=\"" << num(x, 6) << "\" y=\"" << num(y, 6) << "\" width=\"" << num(w, 6) << "\" height=\"" << num(h, 6) << "\" fill=\""
+      << fill << "\"" << extra << "/>\n";
   }
   void line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1, const std::string& extra = "") {
-    s << "<line x1=\"" << num(x1, 6) << "\" y1=\"" << num(y1, 6) << "\" x2=\"" << num(x2, 6) << "\" y2=\"" << num(y2, 6)
-      << "\" stroke=\"" << stroke << "\" stroke-width=\"" << num(width, 3) << "\"" << extra << "/>\n";
+    s << "<line x1=\"" << num(x1, 6) << "\" y1=\"" << num(y1, 6) << "\" x2=\"" << num(x2, 6) << "\" y2=\"" << num(y2, 6) << "\" stroke=\""
+      << stroke << "\" stroke-width=\"" << num(width, 3) << "\"" << extra << "/>\n";
   }
 };
 
 std::string open_svg(int w, int h, const std::string& title) {
   std::ostringstream s;
   s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" viewBox=\"0 0 " << w << " " << h
-    << "\" font-family=\"DejaVu Sans, sans-serif\">\n<title>" << xml_escape(title) << "</title>\n<rect width=\"" << w
-    << "\" height=\"" << h << "\" fill=\"white\"/>\n";
+    << "\" font-family=\"DejaVu Sans, sans-serif\">\n<title>" << xml_escape(title) << "</title>\n<rect width=\"" << w << "\" height=\"" << h
+    << "\" fill=\"white\"/>\n";
   return s.str();
 }
 
@@ -120,8 +120,10 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& m, const std::string& title, con
   if (k.raster) k.cell = std::max(1.0, std::floor(k.cell));
   k.font = std::clamp(k.cell - 1, 6.0, 11.0);
   k.step = label_step(k.cell, k.font + 1);  // rows and columns alike
-  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += k.step) k.row_w = std::max(k.row_w, text_width(m.row_labels[size_t(i)], k.font));
-  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += k.step) k.col_h = std::max(k.col_h, text_width(m.col_labels[size_t(i)], k.font));
+  for (int i = 0; i < m.rows && i < int(m.row_labels.size()); i += k.step)
+    k.row_w = std::max(k.row_w, text_width(m.row_labels[size_t(i)], k.font));
+  for (int i = 0; i < m.cols && i < int(m.col_labels.size()); i += k.step)
+    k.col_h = std::max(k.col_h, text_width(m.col_labels[size_t(i)], k.font));
   k.pw = k.cell * m.cols, k.ph = k.cell * m.rows;
   k.left = std::ceil(12 + (m.y_label.empty() ? 0 : 18) + k.row_w + 6), k.top = subtitle.empty() ? 38 : 54;
   k.bar_x = k.left + k.pw + 14;
@@ -129,7 +131,8 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& m, const std::string& title, con
   for (const auto& o : m.overlays) legend_w = std::max(legend_w, 22 + text_width(o.name, 11));
   const double right = 14 + 14 + 48 + (m.bar_label.empty() ? 0 : 16);
   const double bottom = k.col_h + 8 + (m.x_label.empty() ? 0 : 20) + (m.overlays.empty() ? 0 : 18.0 * double(m.overlays.size())) + 10;
-  k.W = int(std::ceil(std::max({k.left + k.pw + right, text_width(title, 15) + 24, text_width(subtitle, 11) + 24, k.left + legend_w + 10})));
+  k.W =
+      int(std::ceil(std::max({k.left + k.pw + right, text_width(title, 15) + 24, text_width(subtitle, 11) + 24, k.left + legend_w + 10})));
   k.H = int(std::ceil(k.top + k.ph + bottom));
   k.span = m.hi > m.lo ? m.hi - m.lo : 1.0;
   return k;
@@ -199,7 +202,8 @@ void heatmap_frame(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
   double ly = top + ph + k.col_h + (m.x_label.empty() ? 20 : 40);
   for (const auto& o : m.overlays) {
     if (o.shape == Overlay::Shape::Outline)
-      g.rect(left, ly - 9, 10, 10, o.colour == Rgb{255, 255, 255} ? "#555" : "#ddd", " stroke=\"" + hex(o.colour) + "\" stroke-width=\"2\"");
+      g.rect(left, ly - 9, 10, 10, o.colour == Rgb{255, 255, 255} ? "#555" : "#ddd",
+             " stroke=\"" + hex(o.colour) + "\" stroke-width=\"2\"");
     else
       g.s << "<circle cx=\"" << num(left + 5) << "\" cy=\"" << num(ly - 4) << "\" r=\"4\" fill=\"" << hex(o.colour) << "\"/>\n";
     g.text(left + 16, ly, o.name, 11);
@@ -267,14 +271,15 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
       const double bw = std::max(0.5, 0.8 * dx / (xh - xl) * pw);
       for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
         if (std::isfinite(s.y[i]))
-          g.rect(X(s.x[i]) - bw / 2, std::min(Y(s.y[i]), Y(std::max(yl, 0.0))), bw, std::abs(Y(s.y[i]) - Y(std::max(yl, 0.0))), hex(s.colour));
+          g.rect(X(s.x[i]) - bw / 2, std::min(Y(s.y[i]), Y(std::max(yl, 0.0))), bw, std::abs(Y(s.y[i]) - Y(std::max(yl, 0.0))),
+                 hex(s.colour));
       continue;
     }
     std::ostringstream pts;
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.y[i])) pts << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.y[i], yl, yh)), 6) << " ";
-    g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"1.6\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "")
-        << " points=\"" << pts.str() << "\"/>\n";
+    g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"1.6\""
+        << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << " points=\"" << pts.str() << "\"/>\n";
   }
   g.rect(x0, y0, pw, ph, "none", " stroke=\"#333\" stroke-width=\"0.8\"");
   if (!p.x_label.empty()) g.text(x0 + pw / 2, y0 + ph + mb - 8, p.x_label, 11, "middle");
@@ -339,10 +344,18 @@ Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double pw, 
 namespace {
 
 // Owners of the librsvg and cairo handles (each freed on every path out).
-struct GErrorFree { void operator()(GError* e) const { g_error_free(e); } };
-struct GObjectUnref { void operator()(RsvgHandle* h) const { g_object_unref(h); } };
-struct SurfaceDestroy { void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); } };
-struct CairoDestroy { void operator()(cairo_t* c) const { cairo_destroy(c); } };
+struct GErrorFree {
+  void operator()(GError* e) const { g_error_free(e); }
+};
+struct GObjectUnref {
+  void operator()(RsvgHandle* h) const { g_object_unref(h); }
+};
+struct SurfaceDestroy {
+  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
+};
+struct CairoDestroy {
+  void operator()(cairo_t* c) const { cairo_destroy(c); }
+};
 using GErrorPtr = std::unique_ptr<GError, GErrorFree>;
 
 cairo_status_t append_png_bytes(void* closure, const unsigned char* data, unsigned int length) {
@@ -372,11 +385,13 @@ void svg_to_png(const std::string& svg, const std::string& path) {
     const bool ok = rsvg_handle_render_document(handle.get(), cr.get(), &viewport, &raw);
     err.reset(raw);
     CTXSIM_CHECK(ok && cairo_status(cr.get()) == CAIRO_STATUS_SUCCESS,
-                 "librsvg cannot render a figure (" + path + "): " + std::string(err ? err->message : cairo_status_to_string(cairo_status(cr.get()))));
+                 "librsvg cannot render a figure (" + path +
+                     "): " + std::string(err ? err->message : cairo_status_to_string(cairo_status(cr.get()))));
   }
   std::string png;
   const cairo_status_t st = cairo_surface_write_to_png_stream(surface.get(), append_png_bytes, &png);
-  if (st != CAIRO_STATUS_SUCCESS) throw Error(path, std::string("cannot encode the PNG: ") + cairo_status_to_string(st), "check free memory");
+  if (st != CAIRO_STATUS_SUCCESS)
+    throw Error(path, std::string("cannot encode the PNG: ") + cairo_status_to_string(st), "check free memory");
   atomic_write(path, png);
 }
 #else

@@ -36,13 +36,13 @@ struct Overlay {
 struct HeatmapSpec {
   std::vector<float> values;  // rows x cols, row-major
   int rows = 0, cols = 0;
-  double lo = 0, hi = 1;      // colour range; Diverging expects lo = -hi so that 0 is the centre
+  double lo = 0, hi = 1;  // colour range; Diverging expects lo = -hi so that 0 is the centre
   ColourMap map = ColourMap::Viridis;
   std::vector<std::string> row_labels, col_labels;  // may be thinned to stay legible
   std::string x_label, y_label, bar_label;
   std::vector<std::string> cell_text;  // optional text inside each cell (tables of tokens)
   std::vector<Overlay> overlays;
-  double cell = 0;                     // pixels per cell; 0: chosen from the size
+  double cell = 0;  // pixels per cell; 0: chosen from the size
 };
 
 struct Series {
@@ -64,8 +64,8 @@ struct PlotSpec {
 
 // title: what is shown; subtitle: which run (and any note such as block pooling).
 Figure heatmap_figure(const HeatmapSpec& spec, const std::string& title, const std::string& subtitle);
-Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double panel_w, double panel_h,
-                   const std::string& title, const std::string& subtitle);
+Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double panel_w, double panel_h, const std::string& title,
+                   const std::string& subtitle);
 
 // The colour of series k of n along viridis (dark to light, the pale end left out for contrast).
 Rgb sequence_colour(int k, int n);

@@ -109,8 +109,10 @@ ValueScale similarity_scale(const std::vector<float>& m, int n) {
 
 std::string ValueScale::describe() const {
   char buf[96];
-  if (map == ColourMap::Viridis) std::snprintf(buf, sizeof buf, "1st-99th percentile %.4g to %.4g", lo, hi);
-  else std::snprintf(buf, sizeof buf, "0 white, ±%.3g (99th percentile of |v|)", hi);
+  if (map == ColourMap::Viridis)
+    std::snprintf(buf, sizeof buf, "1st-99th percentile %.4g to %.4g", lo, hi);
+  else
+    std::snprintf(buf, sizeof buf, "0 white, ±%.3g (99th percentile of |v|)", hi);
   return buf;
 }
 
@@ -137,7 +139,10 @@ std::string encode_png(const Image& image) {
     CTXSIM_FAIL("libpng failed to encode an image");
   }
   png_set_write_fn(
-      png, &out, [](png_structp p, png_bytep data, png_size_t n) { static_cast<std::string*>(png_get_io_ptr(p))->append(reinterpret_cast<char*>(data), n); },
+      png, &out,
+      [](png_structp p, png_bytep data, png_size_t n) {
+        static_cast<std::string*>(png_get_io_ptr(p))->append(reinterpret_cast<char*>(data), n);
+      },
       nullptr);
   png_set_IHDR(png, info, png_uint_32(image.width), png_uint_32(image.height), 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
@@ -150,7 +155,10 @@ std::string encode_png(const Image& image) {
 }
 
 #else
-std::string encode_png(const Image&) { require_figures("PNG"); return {}; }
+std::string encode_png(const Image&) {
+  require_figures("PNG");
+  return {};
+}
 #endif
 
 void write_png(const std::string& path, const Image& image) { atomic_write(path, encode_png(image)); }
@@ -159,7 +167,8 @@ void write_png(const std::string& path, const Image& image) { atomic_write(path,
 Image read_png(const std::string& path) {
   png_image img{};
   img.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&img, path.c_str())) throw Error(path, std::string("not a readable PNG: ") + img.message, "regenerate it");
+  if (!png_image_begin_read_from_file(&img, path.c_str()))
+    throw Error(path, std::string("not a readable PNG: ") + img.message, "regenerate it");
   img.format = PNG_FORMAT_RGB;
   Image out(int(img.width), int(img.height));
   if (!png_image_finish_read(&img, nullptr, out.pixels.data(), 0, nullptr)) {

@@ -11,8 +11,8 @@ namespace ctxsim {
 using Rgb = std::array<uint8_t, 3>;
 
 enum class ColourMap {
-  Viridis,  // sequential, perceptually uniform: attention, rollout (0 = dark purple)
-  Diverging // blue – white – red, for signed similarity (0 = white)
+  Viridis,   // sequential, perceptually uniform: attention, rollout (0 = dark purple)
+  Diverging  // blue – white – red, for signed similarity (0 = white)
 };
 
 // The colour of t in [0, 1] (clamped).
@@ -50,10 +50,9 @@ ValueScale similarity_scale(const std::vector<float>& matrix, int n);  // n x n,
 bool figures_available();
 void require_figures(const std::string& what);
 
-void write_png(const std::string& path, const Image& image);      // throws ctxsim::Error
-Image read_png(const std::string& path);                          // for tests and checks
-std::string encode_png(const Image& image);                       // the PNG file's bytes
-
+void write_png(const std::string& path, const Image& image);  // throws ctxsim::Error
+Image read_png(const std::string& path);                      // for tests and checks
+std::string encode_png(const Image& image);                   // the PNG file's bytes
 
 // Block pooling (mean over b x b blocks) so that large matrices stay renderable: [rows/b, cols/b].
 std::vector<float> pool_blocks(const std::vector<float>& values, int rows, int cols, int block, int& out_rows, int& out_cols);

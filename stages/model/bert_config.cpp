@@ -9,8 +9,8 @@
 namespace ctxsim {
 
 BertConfig BertConfig::load(const std::string& path) {
-  return parse(read_file_bytes(path, kMaxJsonBytes, "config.json", "a Hugging Face model folder holds config.json next to model.safetensors"),
-               path);
+  return parse(
+      read_file_bytes(path, kMaxJsonBytes, "config.json", "a Hugging Face model folder holds config.json next to model.safetensors"), path);
 }
 
 namespace {
@@ -74,9 +74,7 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path, std::string("malformed JSON: ") + e.what(), kFixConfig);
-  }
+  } catch (const nlohmann::json::exception& e) { throw Error(path, std::string("malformed JSON: ") + e.what(), kFixConfig); }
   if (!j.is_object()) throw Error(path, "expected a JSON object", kFixConfig);
   BertConfig c;
   const FamilySpec& f = family_of(j, path);
@@ -94,17 +92,20 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
 void BertConfig::check(const std::string& where, const std::string& fix) const {
   const ConfigKeys& k = family_spec(family).keys;
   // Far above any BERT, far below what would exhaust memory before the weights are even read.
-  const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {
-      {k.vocab, {vocab_size, int64_t(1) << 22}},      {k.hidden, {hidden_size, int64_t(1) << 16}},
-      {k.layers, {num_layers, 1024}},                 {k.heads, {num_heads, 1024}},
-      {k.ffn, {intermediate_size, int64_t(1) << 18}}, {k.positions, {max_position_embeddings, int64_t(1) << 20}},
-      {k.type_vocab, {type_vocab_size, 1024}}};
+  const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {{k.vocab, {vocab_size, int64_t(1) << 22}},
+                                                                        {k.hidden, {hidden_size, int64_t(1) << 16}},
+                                                                        {k.layers, {num_layers, 1024}},
+                                                                        {k.heads, {num_heads, 1024}},
+                                                                        {k.ffn, {intermediate_size, int64_t(1) << 18}},
+                                                                        {k.positions, {max_position_embeddings, int64_t(1) << 20}},
+                                                                        {k.type_vocab, {type_vocab_size, 1024}}};
   for (const auto& [key, v] : limits)
     if (key && (v.first < 1 || v.first > v.second))
       throw Error(where + key, std::to_string(v.first) + " is outside what ctxsim supports (1 to " + std::to_string(v.second) + ")", fix);
   if (hidden_size % num_heads != 0)
-    throw Error(where + k.heads, std::string(k.hidden) + " " + std::to_string(hidden_size) + " is not divisible by " +
-                    std::to_string(num_heads) + " heads", fix);
+    throw Error(where + k.heads,
+                std::string(k.hidden) + " " + std::to_string(hidden_size) + " is not divisible by " + std::to_string(num_heads) + " heads",
+                fix);
 }
 
 std::string BertConfig::to_json(const std::string& architecture, double dropout) const {
@@ -154,9 +155,24 @@ BertConfig BertConfig::preset(const std::string& name, Family family) {
   c.family = family;
   if (family != Family::Bert) c.type_vocab_size = 0;
   if (name == "bert-base") return c;
-  if (name == "distilbert-base") { c.num_layers = 6; return c; }
-  if (name == "bert-mini") { c.num_layers = 4; c.hidden_size = 256; c.num_heads = 4; c.intermediate_size = 1024; return c; }
-  if (name == "bert-tiny") { c.num_layers = 2; c.hidden_size = 128; c.num_heads = 2; c.intermediate_size = 512; return c; }
+  if (name == "distilbert-base") {
+    c.num_layers = 6;
+    return c;
+  }
+  if (name == "bert-mini") {
+    c.num_layers = 4;
+    c.hidden_size = 256;
+    c.num_heads = 4;
+    c.intermediate_size = 1024;
+    return c;
+  }
+  if (name == "bert-tiny") {
+    c.num_layers = 2;
+    c.hidden_size = 128;
+    c.num_heads = 2;
+    c.intermediate_size = 512;
+    return c;
+  }
   throw Error("--preset " + name, "unknown preset", "use bert-base, distilbert-base, bert-mini or bert-tiny");
 }
 

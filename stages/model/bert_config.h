@@ -12,19 +12,19 @@
 namespace ctxsim {
 
 struct BertConfig {
-  Family family = Family::Bert;          // config.json "model_type"
+  Family family = Family::Bert;  // config.json "model_type"
   int64_t vocab_size = 30522;
-  int64_t hidden_size = 768;             // BERT hidden_size, DistilBERT dim
-  int64_t num_layers = 12;               // num_hidden_layers | n_layers
-  int64_t num_heads = 12;                // num_attention_heads | n_heads
-  int64_t intermediate_size = 3072;      // intermediate_size | hidden_dim
+  int64_t hidden_size = 768;         // BERT hidden_size, DistilBERT dim
+  int64_t num_layers = 12;           // num_hidden_layers | n_layers
+  int64_t num_heads = 12;            // num_attention_heads | n_heads
+  int64_t intermediate_size = 3072;  // intermediate_size | hidden_dim
   int64_t max_position_embeddings = 512;
-  int64_t type_vocab_size = 2;           // 0 for a family without token-type embeddings
+  int64_t type_vocab_size = 2;  // 0 for a family without token-type embeddings
   double layer_norm_eps = 1e-12;
-  std::string hidden_act = "gelu";       // hidden_act | activation: gelu (erf) | relu | gelu_new (tanh)
+  std::string hidden_act = "gelu";  // hidden_act | activation: gelu (erf) | relu | gelu_new (tanh)
   int64_t head_dim() const { return hidden_size / num_heads; }
 
-  static BertConfig load(const std::string& config_json);  // throws naming file and key
+  static BertConfig load(const std::string& config_json);                     // throws naming file and key
   static BertConfig parse(const std::string& text, const std::string& path);  // the same from text
   // Every size within ctxsim's limits and the heads dividing the hidden size, else throws
   // Error(where + key, …, fix) with the family's key name.
@@ -35,7 +35,7 @@ struct BertConfig {
   // A shape: bert-base | bert-mini | bert-tiny | distilbert-base (bert-base's with 6 layers),
   // in the given family.
   static BertConfig preset(const std::string& name, Family family = Family::Bert);
-  double flops_per_sample(int64_t seq_len) const;           // forward multiply-adds × 2
+  double flops_per_sample(int64_t seq_len) const;  // forward multiply-adds × 2
 };
 
 // The encoder tensors (the pooler excluded) by their bare-model names in the config's family,

@@ -14,9 +14,9 @@ namespace ctxsim {
 
 // What the caller wants of each layer; nothing else is materialised.
 struct LayerRequest {
-  bool projected = false;     // o_i W_O[h]: [B, H, T, hidden]
-  bool final_hidden = true;   // false: the caller uses only the layer outputs, so the last
-                              // layer's feed-forward block is skipped and forward returns undefined
+  bool projected = false;    // o_i W_O[h]: [B, H, T, hidden]
+  bool final_hidden = true;  // false: the caller uses only the layer outputs, so the last
+                             // layer's feed-forward block is skipped and forward returns undefined
 };
 
 // Views of one layer's tensors, valid during the callback only.
@@ -36,8 +36,8 @@ class Encoder {
   // The shape and family: num_layers, num_heads, head_dim(), hidden_size,
   // max_position_embeddings, vocab_size.
   virtual const BertConfig& config() const = 0;
-  virtual at::ScalarType dtype() const = 0;   // of the weights and activations
-  virtual at::Device device() const = 0;      // where they live
+  virtual at::ScalarType dtype() const = 0;  // of the weights and activations
+  virtual at::Device device() const = 0;     // where they live
   // ids [B, T] int64; valid [B, T] bool (false on [PAD]). Returns the last hidden states
   // [B, T, hidden] (undefined when !request.final_hidden). Calls on_layer after each layer's
   // attention block when given.

@@ -9,24 +9,61 @@ namespace {
 // DistilBERT: modeling_distilbert.py (DistilBertModel, DistilBertForMaskedLM), whose LayerNorms
 // are built with eps=1e-12 and whose config.json has no epsilon key.
 const FamilySpec kFamilies[] = {
-    {Family::Bert, "bert", "BERT", "BertModel", "BertForMaskedLM", "BertModel, BertForMaskedLM or BertForPreTraining", "bert.",
-     {"cls."}, {"embeddings.position_ids"},
-     {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
-      "hidden_act", "layer_norm_eps", "type_vocab_size"},
+    {Family::Bert,
+     "bert",
+     "BERT",
+     "BertModel",
+     "BertForMaskedLM",
+     "BertModel, BertForMaskedLM or BertForPreTraining",
+     "bert.",
+     {"cls."},
+     {"embeddings.position_ids"},
+     {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings", "hidden_act",
+      "layer_norm_eps", "type_vocab_size"},
      1e-12,
-     "embeddings.word_embeddings", "embeddings.position_embeddings", "embeddings.token_type_embeddings", "embeddings.LayerNorm",
-     "encoder.layer.", "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-     "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm", "pooler.dense",
-     true, NormPlacement::Post},
-    {Family::DistilBert, "distilbert", "DistilBERT", "DistilBertModel", "DistilBertForMaskedLM",
-     "DistilBertModel or DistilBertForMaskedLM", "distilbert.",
-     {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."}, {"embeddings.position_ids"},
+     "embeddings.word_embeddings",
+     "embeddings.position_embeddings",
+     "embeddings.token_type_embeddings",
+     "embeddings.LayerNorm",
+     "encoder.layer.",
+     "attention.self.query",
+     "attention.self.key",
+     "attention.self.value",
+     "attention.output.dense",
+     "attention.output.LayerNorm",
+     "intermediate.dense",
+     "output.dense",
+     "output.LayerNorm",
+     "pooler.dense",
+     true,
+     NormPlacement::Post},
+    {Family::DistilBert,
+     "distilbert",
+     "DistilBERT",
+     "DistilBertModel",
+     "DistilBertForMaskedLM",
+     "DistilBertModel or DistilBertForMaskedLM",
+     "distilbert.",
+     {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."},
+     {"embeddings.position_ids"},
      {"vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "max_position_embeddings", "activation", nullptr, nullptr},
      1e-12,
-     "embeddings.word_embeddings", "embeddings.position_embeddings", nullptr, "embeddings.LayerNorm",
-     "transformer.layer.", "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
-     "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm", nullptr,
-     false, NormPlacement::Post},
+     "embeddings.word_embeddings",
+     "embeddings.position_embeddings",
+     nullptr,
+     "embeddings.LayerNorm",
+     "transformer.layer.",
+     "attention.q_lin",
+     "attention.k_lin",
+     "attention.v_lin",
+     "attention.out_lin",
+     "sa_layer_norm",
+     "ffn.lin1",
+     "ffn.lin2",
+     "output_layer_norm",
+     nullptr,
+     false,
+     NormPlacement::Post},
 };
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -65,8 +102,10 @@ std::string canonical_tensor_name(const FamilySpec& f, const std::string& key) {
     if (starts_with(k, head)) return "";
   for (const auto& buffer : f.buffers)
     if (k == buffer) return "";
-  if (ends_with(k, "LayerNorm.gamma")) k = k.substr(0, k.size() - 5) + "weight";
-  else if (ends_with(k, "LayerNorm.beta")) k = k.substr(0, k.size() - 4) + "bias";
+  if (ends_with(k, "LayerNorm.gamma"))
+    k = k.substr(0, k.size() - 5) + "weight";
+  else if (ends_with(k, "LayerNorm.beta"))
+    k = k.substr(0, k.size() - 4) + "bias";
   return k;
 }
 

@@ -32,32 +32,32 @@ struct ConfigKeys {
 // `.weight` / `.bias` suffix; per-layer names follow `layer_prefix` + N + ".".
 struct FamilySpec {
   Family family;
-  const char* model_type;     // config.json "model_type"
-  const char* display;        // "BERT"
-  const char* model_class;    // the bare model's Hugging Face class: "BertModel"
-  const char* mlm_class;      // the masked-LM class: "BertForMaskedLM"
-  const char* checkpoints;    // what loads, for the fix of an incomplete checkpoint
-  const char* model_prefix;   // the encoder's prefix inside task-head checkpoints: "bert."
+  const char* model_type;                  // config.json "model_type"
+  const char* display;                     // "BERT"
+  const char* model_class;                 // the bare model's Hugging Face class: "BertModel"
+  const char* mlm_class;                   // the masked-LM class: "BertForMaskedLM"
+  const char* checkpoints;                 // what loads, for the fix of an incomplete checkpoint
+  const char* model_prefix;                // the encoder's prefix inside task-head checkpoints: "bert."
   std::vector<std::string> head_prefixes;  // task heads skipped on purpose: "cls."
   std::vector<std::string> buffers;        // non-weight entries skipped: "embeddings.position_ids"
   ConfigKeys keys;
-  double eps;                 // LayerNorm epsilon when keys.eps is nullptr (and its default)
+  double eps;  // LayerNorm epsilon when keys.eps is nullptr (and its default)
   // Embeddings.
-  const char* word;           // [vocab, hidden]
-  const char* position;       // [max_positions, hidden]
-  const char* token_type;     // [type_vocab, hidden]; nullptr: none (row 0 is added for every token)
-  const char* embed_norm;     // LayerNorm [hidden]
+  const char* word;        // [vocab, hidden]
+  const char* position;    // [max_positions, hidden]
+  const char* token_type;  // [type_vocab, hidden]; nullptr: none (row 0 is added for every token)
+  const char* embed_norm;  // LayerNorm [hidden]
   // One layer.
-  const char* layer_prefix;   // "encoder.layer."
-  const char* query;          // [hidden, hidden] each, HF Linear ([out, in]) with a bias
+  const char* layer_prefix;  // "encoder.layer."
+  const char* query;         // [hidden, hidden] each, HF Linear ([out, in]) with a bias
   const char* key;
   const char* value;
-  const char* attn_out;       // W_O
-  const char* attn_norm;      // LayerNorm after the attention block
-  const char* ffn_in;         // [ffn, hidden]
-  const char* ffn_out;        // [hidden, ffn]
-  const char* ffn_norm;       // LayerNorm after the feed-forward block
-  const char* pooler;         // [hidden, hidden] in bare-model checkpoints, unused; nullptr: none
+  const char* attn_out;   // W_O
+  const char* attn_norm;  // LayerNorm after the attention block
+  const char* ffn_in;     // [ffn, hidden]
+  const char* ffn_out;    // [hidden, ffn]
+  const char* ffn_norm;   // LayerNorm after the feed-forward block
+  const char* pooler;     // [hidden, hidden] in bare-model checkpoints, unused; nullptr: none
   // Training only: BERT drops out W_O's output before the residual add, DistilBERT does not.
   bool dropout_after_attention_output;
   NormPlacement norm;

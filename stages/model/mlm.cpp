@@ -8,9 +8,9 @@
 #include <limits>
 
 #include "stages/base/error.h"
-#include "stages/text/pretraining_data.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/transformer_layer.h"
+#include "stages/text/pretraining_data.h"
 
 namespace ctxsim {
 namespace {
@@ -62,7 +62,8 @@ MlmBatch make_mlm_batch(const int32_t* input, const int32_t* labels, const int16
   CTXSIM_CHECK(int64_t(dropout_keys.size()) == B, "make_mlm_batch: one dropout key per sample");
   MlmBatch b;
   b.input = at::from_blob(const_cast<int32_t*>(input), {B, T}, at::kInt).to(at::kLong);
-  b.valid = at::arange(T, at::kLong).view({1, T}) < at::from_blob(const_cast<int16_t*>(n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
+  b.valid =
+      at::arange(T, at::kLong).view({1, T}) < at::from_blob(const_cast<int16_t*>(n_valid), {B}, at::kShort).to(at::kLong).view({B, 1});
   std::vector<int64_t> positions, targets;
   for (int64_t i = 0; i < B * T; ++i)
     if (labels[i] >= 0) {
@@ -109,8 +110,9 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   const BertConfig& c = config_;
   const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
   if (T > c.max_position_embeddings)
-    throw Error("samples.seq_len", std::to_string(T) + " exceeds the model's max_position_embeddings (" +
-                                       std::to_string(c.max_position_embeddings) + ")", "lower samples.seq_len");
+    throw Error("samples.seq_len",
+                std::to_string(T) + " exceeds the model's max_position_embeddings (" + std::to_string(c.max_position_embeddings) + ")",
+                "lower samples.seq_len");
   const double eps = c.layer_norm_eps;
   // The encoder is transformer_layer.h's, through autograd: whole-batch kernels, dropout per sample.
   LayerMode mode;

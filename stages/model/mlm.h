@@ -21,10 +21,10 @@ namespace ctxsim {
 
 // One parameter's place in the flat buffer, by its Hugging Face name.
 struct MlmParameter {
-  std::string name;             // "bert.encoder.layer.0.attention.self.query.weight", "cls.predictions.bias"
+  std::string name;  // "bert.encoder.layer.0.attention.self.query.weight", "cls.predictions.bias"
   std::vector<int64_t> shape;
   int64_t offset = 0, numel = 0;
-  bool decays = true;           // AdamW weight decay (not on biases and LayerNorm, as BERT)
+  bool decays = true;  // AdamW weight decay (not on biases and LayerNorm, as BERT)
 };
 
 // The parameters of BertForMaskedLM in name order (the tied decoder weight is the word embeddings).
@@ -32,10 +32,10 @@ std::vector<MlmParameter> mlm_parameter_layout(const BertConfig& config);
 
 // A batch of masked samples (rows of the global batch this rank computes).
 struct MlmBatch {
-  at::Tensor input;                 // [B, T] int64: the masked ids
-  at::Tensor valid;                 // [B, T] bool
-  at::Tensor positions;             // [M] int64: b * T + t of the predicted positions
-  at::Tensor targets;               // [M] int64: their original ids
+  at::Tensor input;                    // [B, T] int64: the masked ids
+  at::Tensor valid;                    // [B, T] bool
+  at::Tensor positions;                // [M] int64: b * T + t of the predicted positions
+  at::Tensor targets;                  // [M] int64: their original ids
   std::vector<uint64_t> dropout_keys;  // [B] one stream per sample
 };
 // From row-major [B, T] masked ids and labels (-1 = not predicted) and the valid counts.
@@ -43,9 +43,9 @@ MlmBatch make_mlm_batch(const int32_t* input, const int32_t* labels, const int16
                         std::vector<uint64_t> dropout_keys);
 
 struct MlmResult {
-  double loss_sum = 0;   // cross-entropy summed over the predicted positions (nats)
-  int64_t correct = 0;   // predicted positions whose argmax is the original token
-  int64_t predicted = 0; // predicted positions
+  double loss_sum = 0;    // cross-entropy summed over the predicted positions (nats)
+  int64_t correct = 0;    // predicted positions whose argmax is the original token
+  int64_t predicted = 0;  // predicted positions
 };
 
 class MlmModel {
@@ -55,8 +55,8 @@ class MlmModel {
   const std::vector<MlmParameter>& layout() const { return layout_; }
   at::Tensor& parameters() { return params_; }  // [P]
   const at::Tensor& parameters() const { return params_; }
-  at::Tensor& gradients() { return grads_; }    // [P]
-  at::Tensor decay_mask() const;                // [P] 1 where weight decay applies, else 0
+  at::Tensor& gradients() { return grads_; }  // [P]
+  at::Tensor decay_mask() const;              // [P] 1 where weight decay applies, else 0
 
   // BERT's initialisation: the encoder exactly as `ctxsim init-model --seed seed` writes it
   // (N(0, 0.02) weights, zero biases, unit LayerNorm), the head's dense N(0, 0.02), the rest 0/1.
@@ -88,8 +88,8 @@ struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-6, weight_decay = 0.01;
 };
 struct AdamWState {
-  at::Tensor m, v;   // [P] first and second moments
-  int64_t steps = 0; // updates applied
+  at::Tensor m, v;    // [P] first and second moments
+  int64_t steps = 0;  // updates applied
 };
 AdamWState adamw_state(const at::Tensor& params);
 // One update of params with grads at learning rate lr; decay_mask [P] 0/1 selects weight decay.

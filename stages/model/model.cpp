@@ -5,13 +5,13 @@
 #include <c10/core/InferenceMode.h>
 #include <omp.h>
 
+#include <sched.h>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <filesystem>
-#include <sched.h>
+#include <limits>
 
 #include <algorithm>
 #include <thread>
@@ -62,8 +62,9 @@ void check_layer_count(const SafetensorsFile& file, const BertConfig& config, co
     if (ec == std::errc() && end != first && *end == '.' && n >= 0 && n < (int64_t(1) << 20)) layers = std::max(layers, n + 1);
   }
   if (layers != config.num_layers)
-    throw Error(config_path + ": " + f.keys.layers, "declares " + std::to_string(config.num_layers) + " layer(s), but " + file.path() + " holds " +
-                                                         std::to_string(layers) + " (" + prefix + "0 … " + prefix + std::to_string(layers - 1) + ")",
+    throw Error(config_path + ": " + f.keys.layers,
+                "declares " + std::to_string(config.num_layers) + " layer(s), but " + file.path() + " holds " + std::to_string(layers) +
+                    " (" + prefix + "0 … " + prefix + std::to_string(layers - 1) + ")",
                 "use the config.json that belongs to these weights");
 }
 
@@ -89,10 +90,10 @@ at::Tensor stacked_rows(const std::vector<at::Tensor>& parts) {
   int64_t rows = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const at::Tensor& t = parts[i];
-    adjacent = adjacent && t.is_contiguous() && t.dtype() == parts[0].dtype() && t.device() == parts[0].device() &&
-               t.sizes().slice(1) == parts[0].sizes().slice(1) &&
-               (i == 0 || static_cast<const char*>(t.data_ptr()) ==
-                              static_cast<const char*>(parts[i - 1].data_ptr()) + parts[i - 1].nbytes());
+    adjacent =
+        adjacent && t.is_contiguous() && t.dtype() == parts[0].dtype() && t.device() == parts[0].device() &&
+        t.sizes().slice(1) == parts[0].sizes().slice(1) &&
+        (i == 0 || static_cast<const char*>(t.data_ptr()) == static_cast<const char*>(parts[i - 1].data_ptr()) + parts[i - 1].nbytes());
     rows += t.size(0);
   }
   if (!adjacent) return at::cat(parts);
@@ -143,7 +144,8 @@ at::Device compute_device(const std::string& choice, int local_rank, const std::
     throw Error(where, "this ctxsim's LibTorch has no CUDA (Debian's libtorch is CPU-only), so it cannot compute on a GPU",
                 "reconfigure with -DCTXSIM_CUDA=ON against a CUDA LibTorch (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; "
                 "print(torch.utils.cmake_prefix_path)'), README: GPU ranks), or set runtime.device=cpu");
-  if (gpus == 0) throw Error(where, "no CUDA device is visible", "run on a GPU node (check CUDA_VISIBLE_DEVICES), or set runtime.device=cpu");
+  if (gpus == 0)
+    throw Error(where, "no CUDA device is visible", "run on a GPU node (check CUDA_VISIBLE_DEVICES), or set runtime.device=cpu");
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
 }
 
@@ -187,8 +189,8 @@ at::Tensor read_tensor(const SafetensorsFile& file, const std::string& key, cons
   int64_t first = -1;
   if (const int64_t bad = copy_counting_nonfinite(file.file(), view, raw.data_ptr(), &first))
     throw Error(file.path() + ": tensor '" + key + "'",
-                std::to_string(bad) + " of " + std::to_string(raw.numel()) + " values are not finite (NaN or inf), the first at flat index " +
-                    std::to_string(first),
+                std::to_string(bad) + " of " + std::to_string(raw.numel()) +
+                    " values are not finite (NaN or inf), the first at flat index " + std::to_string(first),
                 "the checkpoint is damaged: copy or convert it again");
   return raw.to(dtype);
 }
@@ -233,7 +235,8 @@ std::map<std::string, at::Tensor> read_encoder_tensors(const SafetensorsFile& fi
   for (const auto& [name, shape] : expected)
     if (!tensors.count(name)) missing.push_back(name);
   if (!missing.empty())
-    throw Error(file.path(), "missing encoder tensors: " + join_first(missing), std::string("use a complete ") + f.display + " checkpoint (" + f.checkpoints + ")");
+    throw Error(file.path(), "missing encoder tensors: " + join_first(missing),
+                std::string("use a complete ") + f.display + " checkpoint (" + f.checkpoints + ")");
   r.encoder_tensors += static_cast<int64_t>(tensors.size());
   return tensors;
 }
@@ -247,8 +250,9 @@ TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarTy
   const BertConfig config = BertConfig::load(config_path);
   const std::string weights = (fs::path(dir) / "model.safetensors").string();
   if (!fs::exists(weights))
-    throw Error(weights, "missing", "ctxsim reads model.safetensors (convert a pytorch_model.bin with the safetensors "
-                                    "convert script, or make a random model with 'ctxsim init-model')");
+    throw Error(weights, "missing",
+                "ctxsim reads model.safetensors (convert a pytorch_model.bin with the safetensors "
+                "convert script, or make a random model with 'ctxsim init-model')");
   const SafetensorsFile file(weights);
   check_layer_count(file, config, config_path);
   LoadReport local;
@@ -292,8 +296,10 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
   c10::InferenceMode guard;
   const int64_t T = ids.size(1);
   if (T > config_.max_position_embeddings)
-    throw Error("samples.seq_len", std::to_string(T) + " exceeds the model's max_position_embeddings (" +
-                                       std::to_string(config_.max_position_embeddings) + ")", "lower samples.seq_len");
+    throw Error(
+        "samples.seq_len",
+        std::to_string(T) + " exceeds the model's max_position_embeddings (" + std::to_string(config_.max_position_embeddings) + ")",
+        "lower samples.seq_len");
   const LayerMode mode{AttentionKernel::PerSample, nullptr};
   at::Tensor x = embed(embeddings_, ids, config_.layer_norm_eps);  // [B, T, hidden]
   const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel);

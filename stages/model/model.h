@@ -18,10 +18,10 @@ namespace ctxsim {
 
 struct LoadReport {
   int64_t tensors_in_file = 0;
-  int64_t encoder_tensors = 0;              // loaded (the pooler included when present)
-  std::vector<std::string> ignored;         // task heads (cls.*, vocab_*) and buffers, skipped on purpose
-  std::vector<std::string> unexpected;      // neither encoder nor known heads: listed in one warning
-  std::string weights_path;                 // <dir>/model.safetensors (hash it with sha256_file)
+  int64_t encoder_tensors = 0;          // loaded (the pooler included when present)
+  std::vector<std::string> ignored;     // task heads (cls.*, vocab_*) and buffers, skipped on purpose
+  std::vector<std::string> unexpected;  // neither encoder nor known heads: listed in one warning
+  std::string weights_path;             // <dir>/model.safetensors (hash it with sha256_file)
 };
 
 class TransformerEncoder final : public Encoder {

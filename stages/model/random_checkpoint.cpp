@@ -63,8 +63,10 @@ std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& co
   CTXSIM_CHECK(config.family == Family::DistilBert, "random_checkpoint_weights: a family without a checkpoint layout");
   for (const auto& [name, shape] : shapes) out.emplace(f.model_prefix + name, initial_tensor(name, shape, seed));
   const int64_t H = config.hidden_size;
-  const std::map<std::string, std::vector<int64_t>> head = {{"vocab_transform.weight", {H, H}}, {"vocab_transform.bias", {H}},
-                                                            {"vocab_layer_norm.weight", {H}},   {"vocab_layer_norm.bias", {H}},
+  const std::map<std::string, std::vector<int64_t>> head = {{"vocab_transform.weight", {H, H}},
+                                                            {"vocab_transform.bias", {H}},
+                                                            {"vocab_layer_norm.weight", {H}},
+                                                            {"vocab_layer_norm.bias", {H}},
                                                             {"vocab_projector.bias", {config.vocab_size}}};
   for (const auto& [name, shape] : head) out.emplace(name, initial_tensor(name, shape, seed));
   return out;
@@ -82,8 +84,9 @@ void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string
   make_folder(out_dir, "--out");
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_checkpoint_weights(config, seed),
                     {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
-  atomic_write((fs::path(out_dir) / "config.json").string(),
-               config.to_json(config.family == Family::Bert ? family_spec(config.family).model_class : family_spec(config.family).mlm_class));
+  atomic_write(
+      (fs::path(out_dir) / "config.json").string(),
+      config.to_json(config.family == Family::Bert ? family_spec(config.family).model_class : family_spec(config.family).mlm_class));
   atomic_write((fs::path(out_dir) / "vocab.txt").string(), vocab);
 }
 

@@ -25,7 +25,6 @@ std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& co
 
 // Writes config.json, model.safetensors and a copy of vocab_path into out_dir (created).
 // config.vocab_size is taken from the vocabulary's line count.
-void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string& vocab_path,
-                             const std::string& out_dir);
+void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir);
 
 }  // namespace ctxsim

@@ -22,10 +22,22 @@ namespace {
 const std::string kFixCorrupt = "the file is damaged or not a safetensors file: copy or convert the checkpoint again";
 
 bool parse_dtype(const std::string& s, DType& out) {
-  if (s == "F32") { out = DType::F32; return true; }
-  if (s == "F16") { out = DType::F16; return true; }
-  if (s == "BF16") { out = DType::BF16; return true; }
-  if (s == "F64") { out = DType::F64; return true; }
+  if (s == "F32") {
+    out = DType::F32;
+    return true;
+  }
+  if (s == "F16") {
+    out = DType::F16;
+    return true;
+  }
+  if (s == "BF16") {
+    out = DType::BF16;
+    return true;
+  }
+  if (s == "F64") {
+    out = DType::F64;
+    return true;
+  }
   return false;
 }
 
@@ -33,7 +45,8 @@ bool parse_dtype(const std::string& s, DType& out) {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F16: case DType::BF16: return 2;
+    case DType::F16:
+    case DType::BF16: return 2;
     case DType::F32: return 4;
     case DType::F64: return 8;
   }
@@ -144,22 +157,21 @@ int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, voi
 
 SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, const std::string& path) {
   SafetensorsHeader out;
-  if (size < 8)
-    throw Error(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length", kFixCorrupt);
+  if (size < 8) throw Error(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length", kFixCorrupt);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
   if (n > size - 8)
-    throw Error(path, "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
-                          " bytes): truncated or not safetensors", kFixCorrupt);
+    throw Error(path,
+                "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
+                    " bytes): truncated or not safetensors",
+                kFixCorrupt);
   if (n > (uint64_t(100) << 20))  // as the safetensors library itself: a header is far smaller
     throw Error(path, "header length " + std::to_string(n) + " is over 100 MB: not a safetensors file", kFixCorrupt);
   const char* header = reinterpret_cast<const char*>(bytes + 8);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header, header + n);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path, std::string("malformed JSON header: ") + e.what(), kFixCorrupt);
-  }
+  } catch (const nlohmann::json::exception& e) { throw Error(path, std::string("malformed JSON header: ") + e.what(), kFixCorrupt); }
   if (!j.is_object()) throw Error(path, "the JSON header is not an object", kFixCorrupt);
   const uint8_t* data = bytes + 8 + n;
   const size_t data_size = size - 8 - n;
@@ -193,16 +205,19 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, co
     const auto begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end) throw Error(where, "data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end), kFixCorrupt);
     if (end > data_size)
-      throw Error(where, "data_offsets end " + std::to_string(end) + " lies past the data area (" + std::to_string(data_size) +
-                             " bytes): the file is truncated", kFixCorrupt);
+      throw Error(where,
+                  "data_offsets end " + std::to_string(end) + " lies past the data area (" + std::to_string(data_size) +
+                      " bytes): the file is truncated",
+                  kFixCorrupt);
     // Overflow-safe byte count from the shape.
     const unsigned __int128 kMax = std::numeric_limits<uint64_t>::max();
     unsigned __int128 expect = dtype_size(v.dtype);  // stops growing past 2^64 (so never wraps)
     for (auto d : v.shape)
       if (expect <= kMax) expect *= static_cast<uint64_t>(d);
     if (expect != end - begin)
-      throw Error(where, "holds " + std::to_string(end - begin) + " bytes but shape × " + dtype_name(v.dtype) + " needs " +
-                             (expect > kMax ? "over 2^64" : std::to_string(static_cast<uint64_t>(expect))),
+      throw Error(where,
+                  "holds " + std::to_string(end - begin) + " bytes but shape × " + dtype_name(v.dtype) + " needs " +
+                      (expect > kMax ? "over 2^64" : std::to_string(static_cast<uint64_t>(expect))),
                   kFixCorrupt);
     v.data = data + begin;
     v.nbytes = end - begin;
@@ -217,8 +232,8 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, co
     const auto& prev = spans[order[k - 1]];
     const auto& cur = spans[order[k]];
     if (cur.first < prev.second && cur.second > cur.first)
-      throw Error(path + ": tensor '" + span_names[order[k]] + "'",
-                  "overlaps tensor '" + span_names[order[k - 1]] + "' in the data area", kFixCorrupt);
+      throw Error(path + ": tensor '" + span_names[order[k]] + "'", "overlaps tensor '" + span_names[order[k - 1]] + "' in the data area",
+                  kFixCorrupt);
   }
   return out;
 }
@@ -265,7 +280,10 @@ float half_to_float(uint16_t h) {
       bits = sign;
     } else {  // subnormal: normalise
       exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) { mant <<= 1; --exp; }
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
       bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
     }
   } else if (exp == 31) {

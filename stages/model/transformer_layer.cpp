@@ -39,7 +39,8 @@ double mask_lowest(at::ScalarType dtype) {
 KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel) {
   const int64_t B = valid.size(0), T = valid.size(1);
   KeyMask m;
-  m.additive = at::zeros({B, 1, 1, T}, options).masked_fill(valid.logical_not().view({B, 1, 1, T}), mask_lowest(options.dtype().toScalarType()));
+  m.additive =
+      at::zeros({B, 1, 1, T}, options).masked_fill(valid.logical_not().view({B, 1, 1, T}), mask_lowest(options.dtype().toScalarType()));
   if (kernel == AttentionKernel::PerSample)  // the GEMM adds it (beta = 1)
     for (int64_t b = 0; b < B; ++b) m.per_sample.push_back(m.additive[b].expand({heads, T, T}));
   return m;
@@ -73,8 +74,8 @@ void attend_per_sample(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   }
 }
 
-void attend_batched(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const KeyMask& mask, double scale, const DropoutFn& dropout,
-                    int64_t layer, AttentionTrace& out) {
+void attend_batched(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const KeyMask& mask, double scale,
+                    const DropoutFn& dropout, int64_t layer, AttentionTrace& out) {
   const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)).mul(scale).add(mask.additive);  // [B, H, T, T]
   out.attention = at::softmax(scores, -1);
   if (dropout) out.attention = dropout(out.attention, uint64_t(1 + 3 * layer));
@@ -93,8 +94,10 @@ at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const Key
   const double scale = 1.0 / std::sqrt(double(d));
   AttentionTrace local;
   AttentionTrace& t = trace ? *trace : local;
-  if (mode.kernel == AttentionKernel::PerSample) attend_per_sample(qkv[0], qkv[1], qkv[2], mask, scale, t);
-  else attend_batched(qkv[0], qkv[1], qkv[2], mask, scale, mode.dropout, layer, t);
+  if (mode.kernel == AttentionKernel::PerSample)
+    attend_per_sample(qkv[0], qkv[1], qkv[2], mask, scale, t);
+  else
+    attend_batched(qkv[0], qkv[1], qkv[2], mask, scale, mode.dropout, layer, t);
   const at::Tensor merged = t.context.transpose(1, 2).reshape({B, T, hidden});
   at::Tensor projected = at::linear(merged, w.o_w, w.o_b);
   if (mode.dropout && o.dropout_after_attention_output) projected = mode.dropout(projected, uint64_t(2 + 3 * layer));

@@ -22,9 +22,9 @@ at::Tensor activate(const at::Tensor& x, Activation a);
 
 // The embedding tables, by role.
 struct EmbeddingWeights {
-  at::Tensor word;        // [vocab, hidden]
-  at::Tensor position;    // [max_positions, hidden]
-  at::Tensor token_type;  // [type_vocab, hidden]; undefined for a family without token types
+  at::Tensor word;            // [vocab, hidden]
+  at::Tensor position;        // [max_positions, hidden]
+  at::Tensor token_type;      // [type_vocab, hidden]; undefined for a family without token types
   at::Tensor norm_w, norm_b;  // [hidden]
 };
 
@@ -41,10 +41,10 @@ struct LayerWeights {
 // What the family fixes about its layers.
 struct LayerOptions {
   int64_t heads = 12;
-  double eps = 1e-12;               // LayerNorm epsilon
+  double eps = 1e-12;  // LayerNorm epsilon
   Activation activation = Activation::Gelu;
   NormPlacement norm = NormPlacement::Post;
-  bool causal = false;              // room for decoder families: not implemented (checked false)
+  bool causal = false;                         // room for decoder families: not implemented (checked false)
   bool dropout_after_attention_output = true;  // training: BERT yes, DistilBERT no
 };
 LayerOptions layer_options(const BertConfig& c);

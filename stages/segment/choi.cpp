@@ -13,11 +13,11 @@ namespace {
 void validate_subset(const std::vector<EligibleDocument>& eligible, const ChoiSubset& s) {
   const std::string where = "Choi subset '" + s.name + "'";
   if (s.min_sentences < 1 || s.max_sentences < s.min_sentences)
-    throw Error(where, "segment lengths " + std::to_string(s.min_sentences) + "…" + std::to_string(s.max_sentences) +
-                           " are not a range of positive sentence counts",
+    throw Error(where,
+                "segment lengths " + std::to_string(s.min_sentences) + "…" + std::to_string(s.max_sentences) +
+                    " are not a range of positive sentence counts",
                 "give 1 <= min_sentences <= max_sentences, e.g. 3…11");
-  if (s.documents < 0)
-    throw Error(where, "asked for " + std::to_string(s.documents) + " test documents", "ask for 0 or more");
+  if (s.documents < 0) throw Error(where, "asked for " + std::to_string(s.documents) + " test documents", "ask for 0 or more");
   std::unordered_set<int32_t> seen;
   int64_t long_enough = 0;
   for (const auto& d : eligible) {
@@ -25,9 +25,10 @@ void validate_subset(const std::vector<EligibleDocument>& eligible, const ChoiSu
     long_enough += d.sentences >= s.max_sentences;
   }
   if (long_enough < kChoiSegments)
-    throw Error(where, "only " + std::to_string(long_enough) + " of the " + std::to_string(eligible.size()) +
-                           " documents in the chosen split have at least " + std::to_string(s.max_sentences) +
-                           " sentences, and a test document needs " + std::to_string(kChoiSegments) + " distinct ones",
+    throw Error(where,
+                "only " + std::to_string(long_enough) + " of the " + std::to_string(eligible.size()) +
+                    " documents in the chosen split have at least " + std::to_string(s.max_sentences) +
+                    " sentences, and a test document needs " + std::to_string(kChoiSegments) + " distinct ones",
                 "choose a corpus split with more documents (e.g. corpus.split: all) or a subset with shorter segments");
 }
 
@@ -65,8 +66,7 @@ ChoiSubset choi_standard_subset(const std::string& name) {
   throw Error("Choi subset '" + name + "'", "no such subset", "use one of 3-11, 3-5, 6-8, 9-11");
 }
 
-std::vector<ChoiDocument> choi_test_documents(const std::vector<EligibleDocument>& eligible,
-                                              const ChoiSubset& subset, uint64_t seed) {
+std::vector<ChoiDocument> choi_test_documents(const std::vector<EligibleDocument>& eligible, const ChoiSubset& subset, uint64_t seed) {
   validate_subset(eligible, subset);
   SplitMix64 rng(seed);
   std::vector<ChoiDocument> out;

@@ -17,7 +17,7 @@ struct ChoiSubset {
   std::string name;           // "3-11", "3-5", "6-8", "9-11"
   int32_t min_sentences = 3;  // n is uniform in min_sentences…max_sentences (inclusive)
   int32_t max_sentences = 11;
-  int32_t documents = 400;    // test documents to draw
+  int32_t documents = 400;  // test documents to draw
 };
 
 // Choi's four subsets, in this order: {"3-11", 400}, {"3-5", 100}, {"6-8", 100}, {"9-11", 100}.
@@ -52,8 +52,7 @@ struct ChoiDocument {
 // m / 2^64, far under anything measurable here. Throws ctxsim::Error when fewer than
 // kChoiSegments distinct eligible documents have max_sentences sentences (then some draw could
 // find no document), or when the subset is malformed.
-std::vector<ChoiDocument> choi_test_documents(const std::vector<EligibleDocument>& eligible,
-                                              const ChoiSubset& subset, uint64_t seed);
+std::vector<ChoiDocument> choi_test_documents(const std::vector<EligibleDocument>& eligible, const ChoiSubset& subset, uint64_t seed);
 
 // The seed of the i-th subset of a benchmark: the (i+1)-th output of SplitMix64(seed), so the
 // subsets' draws are independent and adding a subset at the end changes none of the others.

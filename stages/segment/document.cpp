@@ -8,8 +8,8 @@ namespace ctxsim::segment {
 namespace {
 
 const char* const kBaselines[] = {"texttiling/given", "texttiling/estimated", "c99/given", "c99/estimated", "random/given", "even/given"};
-const char* const kPerLayer[] = {"heads-depth/given", "heads-depth/estimated", "heads-c99/given", "heads-c99/estimated", "attention/given",
-                                 "attention/estimated"};
+const char* const kPerLayer[] = {"heads-depth/given",   "heads-depth/estimated", "heads-c99/given",
+                                 "heads-c99/estimated", "attention/given",       "attention/estimated"};
 
 // Both counts of one method: the gold number of boundaries, then the method's own.
 template <class Method>
@@ -35,8 +35,10 @@ DocumentResult segment_document(const std::vector<TokenIds>& sentences, const En
   CTXSIM_CHECK(e.S == n, "segment_document: the encoding is of another document");
   DocumentResult r;
   auto& b = r.boundaries;
-  both_counts(count, [&](int32_t k) { return texttiling(sentences, o.stop_ids, o.block, k); }, b);
-  both_counts(count, [&](int32_t k) { return c99_lexical(sentences, o.stop_ids, o.c99, k); }, b);
+  both_counts(
+      count, [&](int32_t k) { return texttiling(sentences, o.stop_ids, o.block, k); }, b);
+  both_counts(
+      count, [&](int32_t k) { return c99_lexical(sentences, o.stop_ids, o.c99, k); }, b);
   b.push_back(random_boundaries(n, count, seed));
   b.push_back(evenly_spaced_boundaries(n, count));
   const auto gaps_of = [&](int64_t first, int64_t last) {  // mean gap attention over layers [first, last)
@@ -47,13 +49,17 @@ DocumentResult segment_document(const std::vector<TokenIds>& sentences, const En
   };
   for (int64_t l = 0; l < e.L; ++l) {
     const std::vector<double> sim = e.similarity(l, -1);
-    both_counts(count, [&](int32_t k) { return block_comparison(sim, n, o.block, k); }, b);
-    both_counts(count, [&](int32_t k) { return c99(sim, n, o.c99, k); }, b);
+    both_counts(
+        count, [&](int32_t k) { return block_comparison(sim, n, o.block, k); }, b);
+    both_counts(
+        count, [&](int32_t k) { return c99(sim, n, o.c99, k); }, b);
     const std::vector<double> gaps = gaps_of(l, l + 1);
-    both_counts(count, [&](int32_t k) { return boundaries_from_gap_scores(gaps, o.block, k); }, b);
+    both_counts(
+        count, [&](int32_t k) { return boundaries_from_gap_scores(gaps, o.block, k); }, b);
   }
   const std::vector<double> final_gaps = gaps_of(std::max<int64_t>(0, e.L - o.attention_layers), e.L);
-  both_counts(count, [&](int32_t k) { return boundaries_from_gap_scores(final_gaps, o.block, k); }, b);
+  both_counts(
+      count, [&](int32_t k) { return boundaries_from_gap_scores(final_gaps, o.block, k); }, b);
   for (const Boundaries& h : b) r.scores.push_back(score_segmentation(gold, h, n));
   for (int64_t l = 0; l < e.L; ++l)
     for (int64_t h = 0; h < e.H; ++h) r.heads.push_back(score_segmentation(gold, c99(e.similarity(l, h), n, o.c99, count), n));

@@ -117,7 +117,8 @@ EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::v
         double mass = 0;
         for (int64_t h = 0; h < H; ++h) {
           const double* a = ap + (b * H + h) * T * T;
-          mass += 0.5 * (block_mass(a, T, p.b_offset, p.b_length, p.a_offset, p.a_length) + block_mass(a, T, p.a_offset, p.a_length, p.b_offset, p.b_length));
+          mass += 0.5 * (block_mass(a, T, p.b_offset, p.b_length, p.a_offset, p.a_length) +
+                         block_mass(a, T, p.a_offset, p.a_length, p.b_offset, p.b_length));
         }
         out.cross[size_t(l * (S - 1) + g)] = mass / double(H);
       }

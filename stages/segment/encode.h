@@ -14,9 +14,9 @@ namespace ctxsim::segment {
 
 struct EncodedDocument {
   int64_t L = 0, H = 0, S = 0, d = 0;
-  std::vector<double> pooled;        // [L, H, S, d] mean context vector of each sentence
-  std::vector<double> cross;         // [L, S-1] attention across gap g (between sentences g-1 and g)
-  int32_t cut_sentences = 0;         // sentences longer than T - 2 tokens (cut)
+  std::vector<double> pooled;  // [L, H, S, d] mean context vector of each sentence
+  std::vector<double> cross;   // [L, S-1] attention across gap g (between sentences g-1 and g)
+  int32_t cut_sentences = 0;   // sentences longer than T - 2 tokens (cut)
 
   // [S, S] row-major similarity of head h of layer l (h = -1: the layer, summed over its heads).
   std::vector<double> similarity(int64_t l, int64_t h) const;

@@ -107,8 +107,7 @@ std::vector<double> lexical_similarity(const std::vector<TokenIds>& sentences, c
   return sim;
 }
 
-std::vector<double> lexical_gap_scores(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids,
-                                       int32_t window) {
+std::vector<double> lexical_gap_scores(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids, int32_t window) {
   const int32_t n = sentence_count(sentences);
   if (window < 1) throw Error("TextTiling", "window " + std::to_string(window) + " is not positive", "use a window of 1 or more sentences");
   const auto counts = all_counts(sentences, stop_ids);
@@ -122,14 +121,12 @@ std::vector<double> lexical_gap_scores(const std::vector<TokenIds>& sentences, c
   return gaps;
 }
 
-Boundaries texttiling(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids,
-                      const BlockOptions& o, int32_t count) {
+Boundaries texttiling(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids, const BlockOptions& o, int32_t count) {
   check_boundary_count(sentence_count(sentences), count, true);
   return boundaries_from_gap_scores(lexical_gap_scores(sentences, stop_ids, o.window), o, count);
 }
 
-Boundaries c99_lexical(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids,
-                       const C99Options& o, int32_t count) {
+Boundaries c99_lexical(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids, const C99Options& o, int32_t count) {
   const int32_t n = sentence_count(sentences);
   return c99(lexical_similarity(sentences, stop_ids), n, o, count);
 }

@@ -33,15 +33,14 @@ std::vector<double> lexical_similarity(const std::vector<TokenIds>& sentences, c
 // Hearst's own gap score: the cosine of the pooled counts of the w sentences before gap g and
 // the w after it (clipped at the edges). Returns [n-1]. block_comparison on lexical_similarity
 // averages the pairs' cosines instead; the two differ when sentences differ in length.
-std::vector<double> lexical_gap_scores(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids,
-                                       int32_t window);
+std::vector<double> lexical_gap_scores(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids, int32_t window);
 
 // TextTiling (Hearst 1997) on sentences: lexical_gap_scores → boundaries_from_gap_scores.
-Boundaries texttiling(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids,
-                      const BlockOptions& o, int32_t count = kEstimate);
+Boundaries texttiling(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids, const BlockOptions& o,
+                      int32_t count = kEstimate);
 
 // C99 (Choi 2000): lexical_similarity → c99.
-Boundaries c99_lexical(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids,
-                       const C99Options& o, int32_t count = kEstimate);
+Boundaries c99_lexical(const std::vector<TokenIds>& sentences, const std::vector<int32_t>& stop_ids, const C99Options& o,
+                       int32_t count = kEstimate);
 
 }  // namespace ctxsim::segment

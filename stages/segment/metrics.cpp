@@ -26,8 +26,7 @@ void validate_boundaries(const Boundaries& b, int32_t n, const std::string& wher
   for (size_t j = 0; j < b.size(); ++j) {
     const std::string entry = "boundary #" + std::to_string(j) + " (" + std::to_string(b[j]) + ")";
     if (b[j] < 1 || b[j] > n - 1)
-      throw Error(where, entry + " is outside 1…" + std::to_string(n - 1) + " for a document of " +
-                             std::to_string(n) + " sentences",
+      throw Error(where, entry + " is outside 1…" + std::to_string(n - 1) + " for a document of " + std::to_string(n) + " sentences",
                   "boundaries are the 0-based indices of the sentences that start segments 2…K");
     if (j > 0 && b[j] <= b[j - 1])
       throw Error(where, entry + " does not come after the previous one (" + std::to_string(b[j - 1]) + ")",
@@ -66,9 +65,7 @@ SegmentScores score_segmentation(const Boundaries& reference, const Boundaries& 
   return s;
 }
 
-double pk(const Boundaries& reference, const Boundaries& hypothesis, int32_t n) {
-  return score_segmentation(reference, hypothesis, n).pk;
-}
+double pk(const Boundaries& reference, const Boundaries& hypothesis, int32_t n) { return score_segmentation(reference, hypothesis, n).pk; }
 
 double window_diff(const Boundaries& reference, const Boundaries& hypothesis, int32_t n) {
   return score_segmentation(reference, hypothesis, n).window_diff;

@@ -47,8 +47,9 @@ struct BlockSums {
 void check_boundary_count(int32_t n, int32_t count, bool estimate_allowed) {
   if (count == kEstimate && estimate_allowed) return;
   if (count < 0 || count > n - 1)
-    throw Error("segments", "asked for " + std::to_string(count) + " boundaries in a document of " + std::to_string(n) +
-                                " sentences (at most " + std::to_string(std::max(0, n - 1)) + ")",
+    throw Error("segments",
+                "asked for " + std::to_string(count) + " boundaries in a document of " + std::to_string(n) + " sentences (at most " +
+                    std::to_string(std::max(0, n - 1)) + ")",
                 count < 0 && !estimate_allowed ? "give the number of boundaries; this method cannot estimate it"
                                                : "ask for fewer segments than the document has sentences");
 }
@@ -57,7 +58,8 @@ void check_boundary_count(int32_t n, int32_t count, bool estimate_allowed) {
 
 std::vector<double> gap_scores(const std::vector<double>& similarity, int32_t n, int32_t window) {
   check_matrix(similarity, n);
-  if (window < 1) throw Error("block comparison", "window " + std::to_string(window) + " is not positive", "use a window of 1 or more sentences");
+  if (window < 1)
+    throw Error("block comparison", "window " + std::to_string(window) + " is not positive", "use a window of 1 or more sentences");
   std::vector<double> gaps(static_cast<size_t>(n - 1));
   for (int32_t g = 1; g < n; ++g) {
     const int32_t lo = std::max(0, g - window), hi = std::min(n, g + window);
@@ -97,13 +99,12 @@ std::vector<double> depth_scores(const std::vector<double>& s) {
 Boundaries pick_by_depth(const std::vector<double>& d, int32_t count, double cutoff_stds, int32_t min_segment) {
   const auto m = static_cast<int32_t>(d.size()), n = m + 1;
   check_boundary_count(n, count, true);
-  if (min_segment < 1) throw Error("block comparison", "min_segment " + std::to_string(min_segment) + " is not positive", "use 1 or more sentences");
+  if (min_segment < 1)
+    throw Error("block comparison", "min_segment " + std::to_string(min_segment) + " is not positive", "use 1 or more sentences");
   std::vector<int32_t> order(static_cast<size_t>(m));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return d[a] > d[b]; });
-  auto peak = [&](int32_t j) {
-    return d[j] > 0 && (j == 0 || d[j] > d[j - 1]) && (j == m - 1 || d[j] >= d[j + 1]);
-  };
+  auto peak = [&](int32_t j) { return d[j] > 0 && (j == 0 || d[j] > d[j - 1]) && (j == m - 1 || d[j] >= d[j + 1]); };
   Boundaries out;
   if (count == kEstimate) {
     if (m == 0) return out;

@@ -52,8 +52,7 @@ Boundaries pick_by_depth(const std::vector<double>& depths, int32_t count, doubl
 Boundaries boundaries_from_gap_scores(const std::vector<double>& gaps, const BlockOptions& o, int32_t count);
 
 // The whole method: gap_scores → boundaries_from_gap_scores.
-Boundaries block_comparison(const std::vector<double>& similarity, int32_t n, const BlockOptions& o,
-                            int32_t count = kEstimate);
+Boundaries block_comparison(const std::vector<double>& similarity, int32_t n, const BlockOptions& o, int32_t count = kEstimate);
 
 // ---- C99: rank matrix and divisive clustering ---------------------------------------------
 struct C99Options {

@@ -9,11 +9,9 @@ const std::array<StatInfo, kStatCount> kStatSchema = {{
     {Stat::HighPairs, "high_pairs", true, StatShape::LH, "selected pairs (count)"},
     {Stat::DistanceHist, "distance_hist", true, StatShape::LHT, "selected pairs by distance d = j - i (count; index 0 always 0)"},
     {Stat::SameSentence, "same_sentence", true, StatShape::LH, "selected pairs inside one sentence (count)"},
-    {Stat::SentenceEligible, "sentence_eligible", true, StatShape::LH,
-     "selected pairs whose two tokens both belong to a sentence (count)"},
+    {Stat::SentenceEligible, "sentence_eligible", true, StatShape::LH, "selected pairs whose two tokens both belong to a sentence (count)"},
     {Stat::SameToken, "same_token", true, StatShape::LH, "selected pairs of equal non-special token ids (count)"},
-    {Stat::InAttention, "in_attention", true, StatShape::LH,
-     "selected pairs with max(A_ij, A_ji) >= attention_threshold (count)"},
+    {Stat::InAttention, "in_attention", true, StatShape::LH, "selected pairs with max(A_ij, A_ji) >= attention_threshold (count)"},
     {Stat::AnchorPairs, "anchor_pairs", true, StatShape::LH, "selected pairs touching the sample's anchor token (count)"},
     {Stat::Noise, "noise", true, StatShape::LH, "selected pairs not same-sentence, not same-token, not touching the anchor (count)"},
     {Stat::SamplesWithPairs, "samples_with_pairs", true, StatShape::LH, "samples with at least one selected pair (count)"},
@@ -32,7 +30,8 @@ const std::array<StatInfo, kStatCount> kStatSchema = {{
     {Stat::SeparatorMass, "separator_mass", true, StatShape::LH,
      "sum over samples of the mean attention mass valid query rows put on the rule's separator keys, fixed point (units of 2^-32)", true},
     {Stat::SeparatorMassByToken, "separator_mass_by_token", false, StatShape::LHS,
-     "the same per separator token (order: /stats/attention separator_tokens), fixed point; a rule's separator_mass is the sum of its tokens'", true},
+     "the same per separator token (order: /stats/attention separator_tokens), fixed point; a rule's separator_mass is the sum of its tokens'",
+     true},
 }};
 
 const StatInfo& stat_info(Stat s) { return kStatSchema[size_t(s)]; }
@@ -112,7 +111,8 @@ std::vector<std::string> check_invariants(const Accumulator& a) {
       int64_t anchors = 0;
       for (int64_t v = 0; v < s.vocab; ++v) anchors += a.at(Stat::AnchorCounts, r)[lh * s.vocab + v];
       const int64_t with_pairs = a.at(Stat::SamplesWithPairs, r)[lh];
-      if (anchors != with_pairs) fail("anchor counts sum to " + std::to_string(anchors) + ", samples with pairs is " + std::to_string(with_pairs), r, lh);
+      if (anchors != with_pairs)
+        fail("anchor counts sum to " + std::to_string(anchors) + ", samples with pairs is " + std::to_string(with_pairs), r, lh);
       if (with_pairs > samples) fail("samples_with_pairs exceeds samples", r, lh);
     }
   }

@@ -12,12 +12,12 @@
 namespace ctxsim {
 
 struct StatsShape {
-  int64_t rules = 1;     // R: selection rules
-  int64_t layers = 12;   // L
-  int64_t heads = 12;    // H
-  int64_t seq_len = 128; // T
-  int64_t vocab = 30522; // V
-  int64_t separators = 0; // S: the separator tokens, each once (separator_tokens of the options)
+  int64_t rules = 1;       // R: selection rules
+  int64_t layers = 12;     // L
+  int64_t heads = 12;      // H
+  int64_t seq_len = 128;   // T
+  int64_t vocab = 30522;   // V
+  int64_t separators = 0;  // S: the separator tokens, each once (separator_tokens of the options)
 };
 
 // Separator attention mass is summed as fixed point: round(mass × 2^32) per sample, head and
@@ -28,12 +28,27 @@ constexpr double kFixedPointScale = 4294967296.0;
 // Every statistic, in the order of the buffer (and of kStatSchema).
 enum class Stat : uint8_t {
   // per rule, layer and head, summed over samples
-  HighPairs, DistanceHist, SameSentence, SentenceEligible, SameToken, InAttention, AnchorPairs, Noise,
-  SamplesWithPairs, DistinctAnchors, AnchorCounts,
+  HighPairs,
+  DistanceHist,
+  SameSentence,
+  SentenceEligible,
+  SameToken,
+  InAttention,
+  AnchorPairs,
+  Noise,
+  SamplesWithPairs,
+  DistinctAnchors,
+  AnchorCounts,
   // chance baselines: the same counts over every valid pair
-  Samples, ValidPairs, DistanceAll, SameSentenceAll, SentenceEligibleAll, SameTokenAll,
+  Samples,
+  ValidPairs,
+  DistanceAll,
+  SameSentenceAll,
+  SentenceEligibleAll,
+  SameTokenAll,
   // attention, per rule: a folded sweep may give each rule its own threshold and separators
-  HighAttentionAll, SeparatorMass,
+  HighAttentionAll,
+  SeparatorMass,
   // attention on each separator token (rule-independent); a rule's SeparatorMass is the sum of its tokens'
   SeparatorMassByToken,
 };
@@ -43,11 +58,11 @@ enum class StatShape : uint8_t { Scalar, T, L, LH, LHT, LHV, LHS };
 
 struct StatInfo {
   Stat id;
-  const char* name;         // dataset name in the store
-  bool per_rule;            // one per selection rule (in /stats/<rule>), else once (in /stats/baseline)
-  StatShape shape;          // without the leading R of rule fields
-  const char* description;  // meaning and units: the dataset's description attribute
-  bool fixed_point = false; // in units of 2^-32 (kFixedPointScale): attention mass
+  const char* name;          // dataset name in the store
+  bool per_rule;             // one per selection rule (in /stats/<rule>), else once (in /stats/baseline)
+  StatShape shape;           // without the leading R of rule fields
+  const char* description;   // meaning and units: the dataset's description attribute
+  bool fixed_point = false;  // in units of 2^-32 (kFixedPointScale): attention mass
 };
 extern const std::array<StatInfo, kStatCount> kStatSchema;
 const StatInfo& stat_info(Stat s);
@@ -78,7 +93,7 @@ class Accumulator {
   std::vector<int64_t>& buffer() { return buffer_; }
   const std::vector<int64_t>& buffer() const { return buffer_; }
 
-  void merge(const Accumulator& other);                  // element-wise sum; shapes must match
+  void merge(const Accumulator& other);  // element-wise sum; shapes must match
   // SHA-256 (hex) of the buffer as little-endian int64 in field order: what a store writes with
   // `complete` (stats_sha256) and every reader checks.
   std::string digest() const;

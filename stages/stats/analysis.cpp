@@ -19,8 +19,7 @@ void check_finite_activations(const LayerOutputs& o, int64_t first_sample) {
 
 }  // namespace
 
-Analysis::Analysis(const Encoder& model, StatisticsOptions options, bool projected)
-    : model_(model), options_(std::move(options)) {
+Analysis::Analysis(const Encoder& model, StatisticsOptions options, bool projected) : model_(model), options_(std::move(options)) {
   if (projected)
     for (int64_t l = 0; l < model.config().num_layers; ++l) metrics_.push_back(projection_metric(model.output_projection_by_head(l)));
 }
@@ -41,8 +40,9 @@ PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, con
   BatchStatistics stats(options_, bs, acc, std::move(device_acc));
   const at::Device device = model_.device();
   const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(device, at::kLong);
-  const at::Tensor valid = (at::arange(T, at::kLong).view({1, T}) <
-                            at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1})).to(device);
+  const at::Tensor valid =
+      (at::arange(T, at::kLong).view({1, T}) < at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1}))
+          .to(device);
   CTXSIM_CHECK(device.is_cpu() || device_acc.defined(), "analysis: a model off the CPU needs the device statistics (device_acc)");
   LayerRequest request;
   request.final_hidden = false;

@@ -12,8 +12,8 @@ namespace ctxsim {
 
 // Called per layer with the batch's similarity [B, H, T, T], attention [B, H, T, T] and the
 // statistics (for selection_matrix), e.g. to copy out stored examples.
-using LayerHook = std::function<void(int64_t layer, const at::Tensor& similarity, const at::Tensor& attention,
-                                     const BatchStatistics& stats)>;
+using LayerHook =
+    std::function<void(int64_t layer, const at::Tensor& similarity, const at::Tensor& attention, const BatchStatistics& stats)>;
 
 class Analysis {
  public:

@@ -83,8 +83,7 @@ CTXSIM_INLINE int32_t count_at_least_impl(const A* __restrict row, int64_t len, 
 // in order in every lane, with no fused multiply-add, so every level and thread count gives the
 // same bits.
 template <int VB, class F>
-CTXSIM_INLINE void similarity_rows_impl(const F* __restrict l, const F* __restrict rt, int64_t n, int64_t k, int64_t cs,
-                                        F* __restrict c) {
+CTXSIM_INLINE void similarity_rows_impl(const F* __restrict l, const F* __restrict rt, int64_t n, int64_t k, int64_t cs, F* __restrict c) {
   constexpr int64_t V = VB / sizeof(F);  // lanes of one vector
   typedef F Vec __attribute__((vector_size(VB)));
   const int64_t end = (n + V - 1) / V * V;
@@ -163,38 +162,38 @@ CTXSIM_INLINE int32_t mask_sum_impl(const uint8_t* __restrict m, int64_t len) {
 
 // One level's entry points: each body above compiled for TARGET, with VB-byte vectors in the
 // similarity, gathered into the level's table.
-#define CTXSIM_ROW_LEVEL(NS, TARGET, VB)                                                                                           \
-  namespace NS {                                                                                                                   \
-  TARGET void count_ge_gt_f(const float* r, int64_t n, float b, int32_t* ge, int32_t* gt) { count_ge_gt_impl(r, n, b, ge, gt); }   \
-  TARGET void count_ge_gt_d(const double* r, int64_t n, double b, int32_t* ge, int32_t* gt) { count_ge_gt_impl(r, n, b, ge, gt); } \
-  TARGET int32_t mask_gt_f(const float* r, int64_t n, float v, uint8_t* o) { return mask_row_impl<true>(r, n, v, o); }              \
-  TARGET int32_t mask_gt_d(const double* r, int64_t n, double v, uint8_t* o) { return mask_row_impl<true>(r, n, v, o); }            \
-  TARGET int32_t mask_ge_f(const float* r, int64_t n, float v, uint8_t* o) { return mask_row_impl<false>(r, n, v, o); }             \
-  TARGET int32_t mask_ge_d(const double* r, int64_t n, double v, uint8_t* o) { return mask_row_impl<false>(r, n, v, o); }           \
-  TARGET float row_max_f(const float* r, int64_t n, float m) { return row_max_impl(r, n, m); }                                      \
-  TARGET double row_max_d(const double* r, int64_t n, double m) { return row_max_impl(r, n, m); }                                   \
-  TARGET int32_t count_at_least_f(const float* r, int64_t n, float b) { return count_at_least_impl(r, n, b); }                      \
-  TARGET int32_t count_at_least_d(const double* r, int64_t n, double b) { return count_at_least_impl(r, n, b); }                    \
-  TARGET int32_t count_at_least_h(const uint16_t* r, int64_t n, float b) { return count_at_least_impl(r, n, b); }                   \
-  TARGET void similarity_rows_f(const float* l, const float* rt, int64_t n, int64_t k, int64_t cs, float* c) {                      \
-    similarity_rows_impl<VB>(l, rt, n, k, cs, c);                                                                                  \
-  }                                                                                                                                \
-  TARGET void similarity_rows_d(const double* l, const double* rt, int64_t n, int64_t k, int64_t cs, double* c) {                   \
-    similarity_rows_impl<VB>(l, rt, n, k, cs, c);                                                                                  \
-  }                                                                                                                                \
-  TARGET RowCounts mask_row_counts(const uint8_t* m, int64_t n, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti,   \
-                                   int32_t* hist, int32_t* deg) {                                                                  \
-    return mask_row_counts_impl(m, n, sent, tok, si, ti, hist, deg);                                                               \
-  }                                                                                                                                \
-  TARGET void mask_row_noise(const uint8_t* m, int64_t n, const uint8_t* anchor, const int32_t* sent, const int32_t* tok,           \
-                             int32_t si, int32_t ti, int32_t* touch, int32_t* noise) {                                             \
-    mask_row_noise_impl(m, n, anchor, sent, tok, si, ti, touch, noise);                                                            \
-  }                                                                                                                                \
-  TARGET int32_t mask_sum(const uint8_t* m, int64_t n) { return mask_sum_impl(m, n); }                                             \
-  constexpr RowKernels kernels = {count_ge_gt_f,     count_ge_gt_d,     mask_gt_f,         mask_gt_d,         mask_ge_f,            \
-                                  mask_ge_d,         row_max_f,         row_max_d,         count_at_least_f,  count_at_least_d,     \
-                                  count_at_least_h,  similarity_rows_f, similarity_rows_d, mask_row_counts,   mask_row_noise,       \
-                                  mask_sum};                                                                                       \
+#define CTXSIM_ROW_LEVEL(NS, TARGET, VB)                                                                                              \
+  namespace NS {                                                                                                                      \
+  TARGET void count_ge_gt_f(const float* r, int64_t n, float b, int32_t* ge, int32_t* gt) { count_ge_gt_impl(r, n, b, ge, gt); }      \
+  TARGET void count_ge_gt_d(const double* r, int64_t n, double b, int32_t* ge, int32_t* gt) { count_ge_gt_impl(r, n, b, ge, gt); }    \
+  TARGET int32_t mask_gt_f(const float* r, int64_t n, float v, uint8_t* o) { return mask_row_impl<true>(r, n, v, o); }                \
+  TARGET int32_t mask_gt_d(const double* r, int64_t n, double v, uint8_t* o) { return mask_row_impl<true>(r, n, v, o); }              \
+  TARGET int32_t mask_ge_f(const float* r, int64_t n, float v, uint8_t* o) { return mask_row_impl<false>(r, n, v, o); }               \
+  TARGET int32_t mask_ge_d(const double* r, int64_t n, double v, uint8_t* o) { return mask_row_impl<false>(r, n, v, o); }             \
+  TARGET float row_max_f(const float* r, int64_t n, float m) { return row_max_impl(r, n, m); }                                        \
+  TARGET double row_max_d(const double* r, int64_t n, double m) { return row_max_impl(r, n, m); }                                     \
+  TARGET int32_t count_at_least_f(const float* r, int64_t n, float b) { return count_at_least_impl(r, n, b); }                        \
+  TARGET int32_t count_at_least_d(const double* r, int64_t n, double b) { return count_at_least_impl(r, n, b); }                      \
+  TARGET int32_t count_at_least_h(const uint16_t* r, int64_t n, float b) { return count_at_least_impl(r, n, b); }                     \
+  TARGET void similarity_rows_f(const float* l, const float* rt, int64_t n, int64_t k, int64_t cs, float* c) {                        \
+    similarity_rows_impl<VB>(l, rt, n, k, cs, c);                                                                                     \
+  }                                                                                                                                   \
+  TARGET void similarity_rows_d(const double* l, const double* rt, int64_t n, int64_t k, int64_t cs, double* c) {                     \
+    similarity_rows_impl<VB>(l, rt, n, k, cs, c);                                                                                     \
+  }                                                                                                                                   \
+  TARGET RowCounts mask_row_counts(const uint8_t* m, int64_t n, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti,      \
+                                   int32_t* hist, int32_t* deg) {                                                                     \
+    return mask_row_counts_impl(m, n, sent, tok, si, ti, hist, deg);                                                                  \
+  }                                                                                                                                   \
+  TARGET void mask_row_noise(const uint8_t* m, int64_t n, const uint8_t* anchor, const int32_t* sent, const int32_t* tok, int32_t si, \
+                             int32_t ti, int32_t* touch, int32_t* noise) {                                                            \
+    mask_row_noise_impl(m, n, anchor, sent, tok, si, ti, touch, noise);                                                               \
+  }                                                                                                                                   \
+  TARGET int32_t mask_sum(const uint8_t* m, int64_t n) { return mask_sum_impl(m, n); }                                                \
+  constexpr RowKernels kernels = {count_ge_gt_f,     count_ge_gt_d,    mask_gt_f,        mask_gt_d,                                   \
+                                  mask_ge_f,         mask_ge_d,        row_max_f,        row_max_d,                                   \
+                                  count_at_least_f,  count_at_least_d, count_at_least_h, similarity_rows_f,                           \
+                                  similarity_rows_d, mask_row_counts,  mask_row_noise,   mask_sum};                                   \
   }
 
 // The table of one level.
@@ -213,8 +212,7 @@ struct RowKernels {
   void (*similarity_rows_f)(const float*, const float*, int64_t, int64_t, int64_t, float*);
   void (*similarity_rows_d)(const double*, const double*, int64_t, int64_t, int64_t, double*);
   RowCounts (*mask_row_counts)(const uint8_t*, int64_t, const int32_t*, const int32_t*, int32_t, int32_t, int32_t*, int32_t*);
-  void (*mask_row_noise)(const uint8_t*, int64_t, const uint8_t*, const int32_t*, const int32_t*, int32_t, int32_t, int32_t*,
-                         int32_t*);
+  void (*mask_row_noise)(const uint8_t*, int64_t, const uint8_t*, const int32_t*, const int32_t*, int32_t, int32_t, int32_t*, int32_t*);
   int32_t (*mask_sum)(const uint8_t*, int64_t);
 };
 
@@ -278,12 +276,12 @@ void similarity_rows(const float* l, const float* rt, int64_t n, int64_t k, int6
 void similarity_rows(const double* l, const double* rt, int64_t n, int64_t k, int64_t cs, double* c) {
   active().similarity_rows_d(l, rt, n, k, cs, c);
 }
-RowCounts mask_row_counts(const uint8_t* m, int64_t len, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti,
-                          int32_t* hist, int32_t* deg) {
+RowCounts mask_row_counts(const uint8_t* m, int64_t len, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti, int32_t* hist,
+                          int32_t* deg) {
   return active().mask_row_counts(m, len, sent, tok, si, ti, hist, deg);
 }
-void mask_row_noise(const uint8_t* m, int64_t len, const uint8_t* anchor, const int32_t* sent, const int32_t* tok, int32_t si,
-                    int32_t ti, int32_t* touch, int32_t* noise) {
+void mask_row_noise(const uint8_t* m, int64_t len, const uint8_t* anchor, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti,
+                    int32_t* touch, int32_t* noise) {
   active().mask_row_noise(m, len, anchor, sent, tok, si, ti, touch, noise);
 }
 int32_t mask_sum(const uint8_t* m, int64_t len) { return active().mask_sum(m, len); }

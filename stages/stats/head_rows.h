@@ -23,8 +23,16 @@ inline float bf16_value(uint16_t bits) {
 }
 
 // The element types as stored and as compared: bfloat16 compares as float (exact).
-template <class S> struct Scalar { using type = S; static type get(S v) { return v; } };
-template <> struct Scalar<uint16_t> { using type = float; static float get(uint16_t v) { return bf16_value(v); } };
+template <class S>
+struct Scalar {
+  using type = S;
+  static type get(S v) { return v; }
+};
+template <>
+struct Scalar<uint16_t> {
+  using type = float;
+  static float get(uint16_t v) { return bf16_value(v); }
+};
 
 // The smallest F that is >= t, so that x >= it in F is double(x) >= t (SPEC §3: thresholds are
 // compared in double) without widening every x.
@@ -106,12 +114,12 @@ int32_t count_at_least(const uint16_t* row, int64_t len, float beta);
 void similarity_rows(const float* l, const float* rt, int64_t n, int64_t k, int64_t cs, float* c);
 void similarity_rows(const double* l, const double* rt, int64_t n, int64_t k, int64_t cs, double* c);
 // The counts of one row of a dense selection; j runs over the row's segment i+1 … n-1.
-RowCounts mask_row_counts(const uint8_t* m, int64_t len, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti,
-                          int32_t* hist, int32_t* deg);
+RowCounts mask_row_counts(const uint8_t* m, int64_t len, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti, int32_t* hist,
+                          int32_t* deg);
 // Pairs of one row that touch the anchor, and those no explanation covers (si, ti: values that
 // match nothing when the row's token is outside a sentence or special).
-void mask_row_noise(const uint8_t* m, int64_t len, const uint8_t* anchor, const int32_t* sent, const int32_t* tok, int32_t si,
-                    int32_t ti, int32_t* touch, int32_t* noise);
+void mask_row_noise(const uint8_t* m, int64_t len, const uint8_t* anchor, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti,
+                    int32_t* touch, int32_t* noise);
 int32_t mask_sum(const uint8_t* m, int64_t len);
 
 }  // namespace ctxsim::head_rows

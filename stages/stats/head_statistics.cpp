@@ -7,8 +7,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "stages/stats/accumulator.h"
 #include "stages/base/error.h"
+#include "stages/stats/accumulator.h"
 #include "stages/stats/head_rows.h"
 
 namespace ctxsim {
@@ -299,8 +299,10 @@ void high_attention_pairs(const A* att, int64_t T, int64_t n, typename Scalar<A>
     if (count_at_least(row, n, beta) == 0) continue;
     for (int64_t j = 0; j < n; ++j) {
       if (!(Scalar<A>::get(row[j]) >= beta) || j == i) continue;
-      if (j > i) out.push_back(pack(i, j));
-      else if (!(Scalar<A>::get(att[j * T + i]) >= beta)) out.push_back(pack(j, i));
+      if (j > i)
+        out.push_back(pack(i, j));
+      else if (!(Scalar<A>::get(att[j * T + i]) >= beta))
+        out.push_back(pack(j, i));
     }
   }
 }
@@ -331,9 +333,13 @@ void HeadKernel::reserve(int64_t T) {
 }
 
 template <>
-std::vector<float>& HeadKernel::scratch<float>(int which) { return which ? rt_f_ : sim_f_; }
+std::vector<float>& HeadKernel::scratch<float>(int which) {
+  return which ? rt_f_ : sim_f_;
+}
 template <>
-std::vector<double>& HeadKernel::scratch<double>(int which) { return which ? rt_d_ : sim_d_; }
+std::vector<double>& HeadKernel::scratch<double>(int which) {
+  return which ? rt_d_ : sim_d_;
+}
 
 // C of one (sample, head) from its vectors, into the thread's scratch: rows of stride
 // similarity_stride(T), the upper triangle valid.
@@ -385,8 +391,10 @@ void HeadKernel::run(const SampleFacts& s, int64_t T, const VectorsRef& vectors,
         }
       }
     };
-    if (vectors.type == ValueType::F64) with_similarity(similarity<double>(s, T, vectors));
-    else with_similarity(similarity<float>(s, T, vectors));
+    if (vectors.type == ValueType::F64)
+      with_similarity(similarity<double>(s, T, vectors));
+    else
+      with_similarity(similarity<float>(s, T, vectors));
   };
   switch (att.type) {
     case ValueType::F32: with_attention(static_cast<const float*>(att.data)); break;
@@ -407,8 +415,10 @@ void HeadKernel::selection(const SampleFacts& s, int64_t T, const VectorsRef& ve
     else
       for (uint32_t p : pairs_) out[(p >> 16) * T + (p & 0xffff)] = 1;
   };
-  if (vectors.type == ValueType::F64) with_similarity(similarity<double>(s, T, vectors));
-  else with_similarity(similarity<float>(s, T, vectors));
+  if (vectors.type == ValueType::F64)
+    with_similarity(similarity<double>(s, T, vectors));
+  else
+    with_similarity(similarity<float>(s, T, vectors));
 }
 
 }  // namespace ctxsim

@@ -34,11 +34,11 @@ struct VectorsRef {
 // ids. Validity is by position: the first n positions are valid (SPEC §1).
 struct SampleFacts {
   int64_t n = 0;
-  std::vector<int32_t> token;       // [n]
-  std::vector<int32_t> sentence;    // [n] sentence id, -1 for [CLS] [SEP]
-  std::vector<uint8_t> special;     // [n] 1 for the special ids: never a repetition
-  std::vector<int32_t> rank;        // [n] rank of the token among the sample's distinct ids (ascending)
-  std::vector<int32_t> rank_token;  // [distinct] the ids in ascending order
+  std::vector<int32_t> token;                             // [n]
+  std::vector<int32_t> sentence;                          // [n] sentence id, -1 for [CLS] [SEP]
+  std::vector<uint8_t> special;                           // [n] 1 for the special ids: never a repetition
+  std::vector<int32_t> rank;                              // [n] rank of the token among the sample's distinct ids (ascending)
+  std::vector<int32_t> rank_token;                        // [distinct] the ids in ascending order
   std::vector<std::vector<int32_t>> separator_positions;  // per separator token: the valid positions holding it
 
   static SampleFacts build(const int32_t* token, const int16_t* sentence, int64_t n, const std::vector<int64_t>& special_ids,
@@ -69,10 +69,10 @@ struct HeadCounts {
 // What one call computes: the counts of each rule and its distance histogram, the high-attention
 // pairs per threshold and the separator mass per separator token (fixed point, SPEC §4.7).
 struct HeadResult {
-  std::vector<HeadCounts> rules;         // [R]
-  std::vector<int32_t> distance_hist;    // [R, T]
-  std::vector<int64_t> high_attention;   // [betas]
-  std::vector<int64_t> separator_mass;   // [separator tokens] round(mean mass x 2^32)
+  std::vector<HeadCounts> rules;        // [R]
+  std::vector<int32_t> distance_hist;   // [R, T]
+  std::vector<int64_t> high_attention;  // [betas]
+  std::vector<int64_t> separator_mass;  // [separator tokens] round(mean mass x 2^32)
 };
 
 // k of a top_fraction rule for P valid pairs: min(P, max(1, round(f P))), 0 without pairs.
@@ -95,17 +95,17 @@ class HeadKernel {
   template <class F>
   const F* similarity(const SampleFacts& s, int64_t T, const VectorsRef& v);
   template <class F>
-  std::vector<F>& scratch(int which);     // 0: C [T, T]; 1: right transposed [k, T]
+  std::vector<F>& scratch(int which);  // 0: C [T, T]; 1: right transposed [k, T]
   std::vector<float> sim_f_, rt_f_;
   std::vector<double> sim_d_, rt_d_;
-  std::vector<uint8_t> mask_;          // [T, T] dense selection
-  std::vector<uint32_t> pairs_;        // selected pairs as (i << 16) | j
-  std::vector<uint32_t> attention_pairs_;  // high-attention pairs of the current threshold
-  std::vector<int32_t> degree_, count_;    // [T] endpoint degree per position, per token rank
+  std::vector<uint8_t> mask_;                   // [T, T] dense selection
+  std::vector<uint32_t> pairs_;                 // selected pairs as (i << 16) | j
+  std::vector<uint32_t> attention_pairs_;       // high-attention pairs of the current threshold
+  std::vector<int32_t> degree_, count_;         // [T] endpoint degree per position, per token rank
   std::vector<int32_t> row_count_, row_equal_;  // [T] per row: pairs selected (or above a bound), equal to it
-  std::vector<uint8_t> is_anchor_;         // [T]
-  std::vector<double> values_, sample_;    // top-k candidates (as double for any F)
-  std::vector<uint32_t> candidates_, ties_;  // their pairs; the pairs tied at the k-th value that are taken
+  std::vector<uint8_t> is_anchor_;              // [T]
+  std::vector<double> values_, sample_;         // top-k candidates (as double for any F)
+  std::vector<uint32_t> candidates_, ties_;     // their pairs; the pairs tied at the k-th value that are taken
 };
 
 }  // namespace ctxsim

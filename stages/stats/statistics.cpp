@@ -56,7 +56,8 @@ const PerSampleStats& BatchStatistics::per_sample() {
 }
 
 BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSamples& s, Accumulator& acc, at::Tensor device_acc)
-    : opt_(opt), acc_(acc), B_(s.batch), T_(s.seq_len), L_(acc.shape().layers), R_(static_cast<int64_t>(opt.rules.size())), first_(s.first) {
+    : opt_(opt), acc_(acc), B_(s.batch), T_(s.seq_len), L_(acc.shape().layers), R_(static_cast<int64_t>(opt.rules.size())),
+      first_(s.first) {
   CTXSIM_CHECK(T_ == acc.shape().seq_len && R_ == acc.shape().rules, "statistics: batch and accumulator shapes differ");
   H_ = acc.shape().heads;
   // Each distinct attention threshold and separator token is evaluated once per head; a rule's
@@ -108,8 +109,7 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   out_.anchor_share.assign(n, 0.0f);
   out_.high_pairs.assign(n, 0);
   results_.resize(size_t(B_ * H_));
-  if (device_acc.defined())
-    tensor_ = std::make_unique<TensorStatistics>(opt_, facts_, T_, acc_, std::move(device_acc), rules_, betas_);
+  if (device_acc.defined()) tensor_ = std::make_unique<TensorStatistics>(opt_, facts_, T_, acc_, std::move(device_acc), rules_, betas_);
 }
 
 void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const at::Tensor& right_in, const at::Tensor& attention) {
@@ -167,8 +167,9 @@ void BatchStatistics::merge_layer(int64_t layer) {
         const int32_t* dh = res.distance_hist.data() + r * T_;
         for (int64_t d = 0; d < T_; ++d) hist[h * T_ + d] += dh[d];
         if (k.anchor_token >= V)
-          throw Error("sample " + std::to_string(first_ + b), "token id " + std::to_string(k.anchor_token) + " outside the model's vocabulary (" +
-                                                             std::to_string(V) + ")", "use the model's vocab.txt");
+          throw Error("sample " + std::to_string(first_ + b),
+                      "token id " + std::to_string(k.anchor_token) + " outside the model's vocabulary (" + std::to_string(V) + ")",
+                      "use the model's vocab.txt");
         if (k.anchor_token >= 0) ++anchor_counts[h * V + k.anchor_token];
         anchors[size_t(h)] = k.anchor_token;
         const size_t o = static_cast<size_t>(((r * B_ + b) * L_ + layer) * H_ + h);

@@ -24,8 +24,6 @@ at::Tensor context_similarity(const at::Tensor& vectors, const at::Tensor& valid
 // M_h = W_O[h] W_O[h]ᵀ from W_O split by head [H, d, hidden] → [H, d, d].
 at::Tensor projection_metric(const at::Tensor& o_by_head);
 
-
-
 // One batch of samples, row-major [B, T] as in SampleSet.
 struct BatchSamples {
   const int32_t* token_ids = nullptr;
@@ -73,12 +71,12 @@ class BatchStatistics {
   const StatisticsOptions& opt_;
   Accumulator& acc_;
   int64_t B_, T_, H_ = 0, L_, R_, first_;
-  std::vector<SampleFacts> facts_;          // [B]
-  std::vector<HeadRule> rules_;             // [R] with their attention threshold's index and separators
-  std::vector<double> betas_;               // distinct attention thresholds
-  std::vector<int64_t> separator_tokens_;   // [S] every separator token once (separator_tokens)
-  std::vector<HeadResult> results_;         // [B, H] of the current layer
-  at::Tensor last_left_, last_right_;       // [B, H, T, k] of the last add_layer
+  std::vector<SampleFacts> facts_;         // [B]
+  std::vector<HeadRule> rules_;            // [R] with their attention threshold's index and separators
+  std::vector<double> betas_;              // distinct attention thresholds
+  std::vector<int64_t> separator_tokens_;  // [S] every separator token once (separator_tokens)
+  std::vector<HeadResult> results_;        // [B, H] of the current layer
+  at::Tensor last_left_, last_right_;      // [B, H, T, k] of the last add_layer
   PerSampleStats out_;
   std::unique_ptr<TensorStatistics> tensor_;  // the device path, when device_acc was given
 };

@@ -18,12 +18,13 @@ at::Tensor ceil_to_type(const at::Tensor& x, at::ScalarType t) {
 
 }  // namespace
 
-TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vector<SampleFacts>& facts, int64_t T, const Accumulator& layout,
-                                   at::Tensor device_acc, const std::vector<HeadRule>& rules, const std::vector<double>& betas)
-    : opt_(opt), layout_(layout), acc_(std::move(device_acc)), rules_(rules), betas_(betas),
-      B_(int64_t(facts.size())), H_(layout.shape().heads), T_(T), L_(layout.shape().layers), R_(int64_t(rules.size())),
-      S_(layout.shape().separators) {
-  CTXSIM_CHECK(acc_.scalar_type() == at::kLong && acc_.numel() == int64_t(layout.buffer().size()), "tensor statistics: device accumulator shape");
+TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vector<SampleFacts>& facts, int64_t T,
+                                   const Accumulator& layout, at::Tensor device_acc, const std::vector<HeadRule>& rules,
+                                   const std::vector<double>& betas)
+    : opt_(opt), layout_(layout), acc_(std::move(device_acc)), rules_(rules), betas_(betas), B_(int64_t(facts.size())),
+      H_(layout.shape().heads), T_(T), L_(layout.shape().layers), R_(int64_t(rules.size())), S_(layout.shape().separators) {
+  CTXSIM_CHECK(acc_.scalar_type() == at::kLong && acc_.numel() == int64_t(layout.buffer().size()),
+               "tensor statistics: device accumulator shape");
   const auto dev = acc_.device();
   const auto i64 = at::TensorOptions().dtype(at::kLong);
   at::Tensor token = at::full({B_, T_}, -1, i64), sentence = at::full({B_, T_}, -1, i64), special = at::zeros({B_, T_}, at::kBool);
@@ -44,13 +45,14 @@ TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vect
       for (int32_t p : f.separator_positions[size_t(u)]) seps[b][p][u] = 1.0;
   }
   const at::Tensor pos = at::arange(T_, i64);
-  const at::Tensor upper = pos.view({1, T_, 1}) < pos.view({1, 1, T_});                           // i < j
-  const at::Tensor valid = upper & (pos.view({1, 1, T_}) < n.view({B_, 1, 1}));                     // [B, T, T] i < j < n
+  const at::Tensor upper = pos.view({1, T_, 1}) < pos.view({1, 1, T_});          // i < j
+  const at::Tensor valid = upper & (pos.view({1, 1, T_}) < n.view({B_, 1, 1}));  // [B, T, T] i < j < n
   const at::Tensor si = sentence.view({B_, T_, 1}), sj = sentence.view({B_, 1, T_});
   valid_pairs_ = valid.unsqueeze(1).to(dev);
   same_sentence_ = (valid & (si >= 0) & (si == sj)).unsqueeze(1).to(dev);
   eligible_ = (valid & (si >= 0) & (sj >= 0)).unsqueeze(1).to(dev);
-  same_token_ = (valid & (token.view({B_, T_, 1}) == token.view({B_, 1, T_})) & special.logical_not().view({B_, T_, 1})).unsqueeze(1).to(dev);
+  same_token_ =
+      (valid & (token.view({B_, T_, 1}) == token.view({B_, 1, T_})) & special.logical_not().view({B_, T_, 1})).unsqueeze(1).to(dev);
   // Index of pair (i, j) of head h in a layer's [H, T] distance histogram: h T + (j - i).
   const at::Tensor d = (pos.view({1, T_}) - pos.view({T_, 1})).clamp_min(0);
   distance_index_ = (at::arange(H_, i64).view({H_, 1, 1}) * T_ + d.view({1, T_, T_})).expand({B_, H_, T_, T_}).contiguous().to(dev);
@@ -58,7 +60,8 @@ TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vect
   for (int64_t r = 0; r < R_; ++r)
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t m = facts[size_t(b)].n;
-      top_k_.push_back(rules_[size_t(r)].kind == SelectionRule::Kind::TopFraction ? top_fraction_k(rules_[size_t(r)].value, m * (m - 1) / 2) : 0);
+      top_k_.push_back(rules_[size_t(r)].kind == SelectionRule::Kind::TopFraction ? top_fraction_k(rules_[size_t(r)].value, m * (m - 1) / 2)
+                                                                                  : 0);
     }
   anchor_token_ = at::full({R_, B_, L_, H_}, -1, i64.device(dev));
   anchor_share_ = at::zeros({R_, B_, L_, H_}, at::TensorOptions().dtype(at::kFloat).device(dev));
@@ -89,9 +92,13 @@ at::Tensor TensorStatistics::select(const at::Tensor& C, const HeadRule& rule) c
       const at::Tensor flat = C.masked_fill(valid_pairs_.logical_not(), lowest).reshape({B_, H_, T_ * T_});
       const at::Tensor order = std::get<1>(at::sort(flat, /*stable=*/true, /*dim=*/-1, /*descending=*/true));
       const int64_t r = &rule - rules_.data();
-      const at::Tensor k = at::tensor(std::vector<int64_t>(top_k_.begin() + r * B_, top_k_.begin() + (r + 1) * B_), at::kLong).to(C.device());
-      const at::Tensor keep = at::arange(T_ * T_, at::TensorOptions().dtype(at::kLong).device(C.device())).view({1, 1, T_ * T_}) < k.view({B_, 1, 1});
-      return at::zeros({B_, H_, T_ * T_}, C.options().dtype(at::kBool)).scatter_(-1, order, keep.expand({B_, H_, T_ * T_})).view({B_, H_, T_, T_});
+      const at::Tensor k =
+          at::tensor(std::vector<int64_t>(top_k_.begin() + r * B_, top_k_.begin() + (r + 1) * B_), at::kLong).to(C.device());
+      const at::Tensor keep =
+          at::arange(T_ * T_, at::TensorOptions().dtype(at::kLong).device(C.device())).view({1, 1, T_ * T_}) < k.view({B_, 1, 1});
+      return at::zeros({B_, H_, T_ * T_}, C.options().dtype(at::kBool))
+          .scatter_(-1, order, keep.expand({B_, H_, T_ * T_}))
+          .view({B_, H_, T_, T_});
     }
   }
   return {};
@@ -104,14 +111,15 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
   const at::Tensor A = attention.to(AF);
   const at::Tensor A_max = at::maximum(A, A.transpose(-1, -2));
   std::vector<at::Tensor> high_attention;  // per threshold: [B, H, T, T] valid high-attention pairs
-  for (double beta : betas_) high_attention.push_back(A_max.ge(AF == at::kDouble ? beta : double(head_rows::ceil_to<float>(beta))) & valid_pairs_);
+  for (double beta : betas_)
+    high_attention.push_back(A_max.ge(AF == at::kDouble ? beta : double(head_rows::ceil_to<float>(beta))) & valid_pairs_);
   const auto sum_pairs = [](const at::Tensor& m) { return m.sum({2, 3}, false, at::kLong); };  // [B, H]
 
   // Attention on each separator token (rule-independent): the mean over valid rows, fixed point.
   at::Tensor fixed;  // [B, H, S]
   if (S_ > 0) {
     const at::Tensor rows = (at::arange(T_, n_valid_.options()).view({1, T_}) < n_valid_.view({B_, 1})).to(at::kDouble);  // [B, T]
-    const at::Tensor mass = at::matmul(A.to(at::kDouble) * rows.view({B_, 1, T_, 1}), separators_.unsqueeze(1)).sum(2);  // [B, H, S]
+    const at::Tensor mass = at::matmul(A.to(at::kDouble) * rows.view({B_, 1, T_, 1}), separators_.unsqueeze(1)).sum(2);   // [B, H, S]
     fixed = (mass / n_valid_.clamp_min(1).to(at::kDouble).view({B_, 1, 1}) * kFixedPointScale).round().to(at::kLong);
     slot(Stat::SeparatorMassByToken, 0, layer * H_ * S_, H_ * S_).add_(fixed.sum(0).reshape({-1}));
   }
@@ -138,7 +146,7 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
     // maximum (the smaller id) taken.
     const at::Tensor degree = S.sum(3, false, at::kLong) + S.sum(2, false, at::kLong);  // [B, H, T]
     const at::Tensor per_token = at::zeros_like(degree).scatter_add_(2, rank_.unsqueeze(1).expand({B_, H_, T_}), degree);
-    const at::Tensor best = per_token.argmax(2);                                          // [B, H]
+    const at::Tensor best = per_token.argmax(2);  // [B, H]
     const at::Tensor count = per_token.gather(2, best.unsqueeze(2)).squeeze(2);
     const at::Tensor has = hp.gt(0);
     const at::Tensor anchor = at::where(has, rank_token_.gather(1, best), at::full_like(best, -1));
@@ -149,7 +157,8 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
     add(Stat::Noise, sum_pairs(S & same_sentence_.logical_not() & same_token_.logical_not() & touch.logical_not()));
     add(Stat::SamplesWithPairs, has.to(at::kLong));
     const at::Tensor head_base = at::arange(H_, best.options()).view({1, H_}) * V;
-    slot(Stat::AnchorCounts, r, layer * H_ * V, H_ * V).scatter_add_(0, (head_base + anchor.clamp_min(0)).view({-1}), has.to(at::kLong).view({-1}));
+    slot(Stat::AnchorCounts, r, layer * H_ * V, H_ * V)
+        .scatter_add_(0, (head_base + anchor.clamp_min(0)).view({-1}), has.to(at::kLong).view({-1}));
     const at::Tensor sorted = std::get<0>(anchor.sort(1));
     const at::Tensor first_of_kind = at::cat({at::ones({B_, 1}, has.options()), sorted.slice(1, 1).ne(sorted.slice(1, 0, H_ - 1))}, 1);
     slot(Stat::DistinctAnchors, r, layer, 1).add_((sorted.ge(0) & first_of_kind).sum().to(at::kLong).view({1}));
@@ -159,7 +168,8 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
   }
 }
 
-void TensorStatistics::per_sample(std::vector<int32_t>& anchor_token, std::vector<float>& anchor_share, std::vector<int32_t>& high_pairs) const {
+void TensorStatistics::per_sample(std::vector<int32_t>& anchor_token, std::vector<float>& anchor_share,
+                                  std::vector<int32_t>& high_pairs) const {
   const at::Tensor a = anchor_token_.to(at::kCPU).to(at::kInt).contiguous(), s = anchor_share_.to(at::kCPU).contiguous(),
                    h = high_pairs_.to(at::kCPU).to(at::kInt).contiguous();
   anchor_token.assign(a.data_ptr<int32_t>(), a.data_ptr<int32_t>() + a.numel());

@@ -4,8 +4,8 @@
 #include <array>
 #include <cctype>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -20,7 +20,6 @@ namespace ctxsim {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
 
 // The file's text as valid UTF-8, or an error naming the byte offset.
 std::string read_text_file(const fs::path& p, InvalidUtf8 policy) {
@@ -60,8 +59,10 @@ std::vector<fs::path> sorted_files(const fs::path& dir, std::vector<std::string>
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_regular_file(ec)) files.push_back(e.path());
-    else skipped.push_back(e.path().filename().string() + (e.is_symlink(ec) ? " (a link to nothing readable)" : " (not a file)"));
+    if (e.is_regular_file(ec))
+      files.push_back(e.path());
+    else
+      skipped.push_back(e.path().filename().string() + (e.is_symlink(ec) ? " (a link to nothing readable)" : " (not a file)"));
   }
   std::sort(files.begin(), files.end());
   std::sort(skipped.begin(), skipped.end());
@@ -71,10 +72,9 @@ std::vector<fs::path> sorted_files(const fs::path& dir, std::vector<std::string>
 // Lower-case abbreviations (without their final '.') after which '.' does not end a sentence.
 bool is_abbreviation(std::string_view w) {
   static const std::array<std::string_view, 48> kAbbrev = {
-      "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "inc", "ltd",
-      "co", "corp", "no", "nos", "fig", "figs", "gen", "gov", "sen", "rep", "rev", "col",
-      "lt", "capt", "sgt", "mt", "ft", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
-      "sep", "sept", "oct", "nov", "dec", "approx", "dept", "est", "vol", "pp", "cf", "al"};
+      "mr",  "mrs",  "ms",  "dr",  "prof", "sr",   "jr",  "st",  "vs",  "etc",    "inc",  "ltd", "co",  "corp", "no",  "nos",
+      "fig", "figs", "gen", "gov", "sen",  "rep",  "rev", "col", "lt",  "capt",   "sgt",  "mt",  "ft",  "jan",  "feb", "mar",
+      "apr", "jun",  "jul", "aug", "sep",  "sept", "oct", "nov", "dec", "approx", "dept", "est", "vol", "pp",   "cf",  "al"};
   std::string low(w);
   for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return std::find(kAbbrev.begin(), kAbbrev.end(), low) != kAbbrev.end();
@@ -141,7 +141,10 @@ std::vector<std::string> split_sentences(std::string_view raw) {
     while (q < text.size() && (text[q] == '.' || text[q] == '?' || text[q] == '!')) ++q;
     const bool single_dot = q == p + 1 && c == '.';
     while (q < text.size() && is_closing(text[q])) ++q;
-    if (q < text.size() && text[q] != ' ') { p = q - 1; continue; }  // "3.14", "e.g.," ...
+    if (q < text.size() && text[q] != ' ') {
+      p = q - 1;
+      continue;
+    }  // "3.14", "e.g.," ...
     if (single_dot) {
       // A single '.' (possibly closed by quotes): look at the word it ends.
       size_t w = p;
@@ -150,7 +153,10 @@ std::vector<std::string> split_sentences(std::string_view raw) {
       const std::string_view word(text.data() + w, p - w);
       const bool initial = word.size() == 1 && std::isalpha(static_cast<unsigned char>(word[0]));
       const bool dotted = word.find('.') != std::string_view::npos;  // "U.S", "e.g", "a.m"
-      if (word.empty() || initial || dotted || is_abbreviation(word)) { p = q - 1; continue; }
+      if (word.empty() || initial || dotted || is_abbreviation(word)) {
+        p = q - 1;
+        continue;
+      }
     }
     std::string s = text.substr(start, q - start);
     if (!s.empty()) out.push_back(std::move(s));
@@ -219,12 +225,9 @@ Corpus read_corpus(const CorpusOptions& o) {
     throw Error(o.path, "the corpus path does not exist",
                 "set corpus.path to an existing file or folder (scripts/setup.sh fetches the Brown corpus into data/brown)");
   Corpus corpus;
-  const auto want_more = [&] {
-    return o.max_documents <= 0 || static_cast<int64_t>(corpus.documents.size()) < o.max_documents;
-  };
+  const auto want_more = [&] { return o.max_documents <= 0 || static_cast<int64_t>(corpus.documents.size()) < o.max_documents; };
   const auto add = [&](std::string name, std::vector<std::string> sentences) {
-    if (!sentences.empty() && want_more())
-      corpus.documents.push_back(Document{std::move(name), std::move(sentences)});
+    if (!sentences.empty() && want_more()) corpus.documents.push_back(Document{std::move(name), std::move(sentences)});
   };
 
   std::vector<fs::path> files;
@@ -243,13 +246,10 @@ Corpus read_corpus(const CorpusOptions& o) {
     digest.update_field(f.filename().string()).update_field(content);
     corpus.notes.nul_bytes += std::count(content.begin(), content.end(), '\0');
     switch (o.format) {
-      case CorpusFormat::Brown:
-        add(f.filename().string(), parse_brown(content, &corpus.notes.untagged_tokens));
-        break;
+      case CorpusFormat::Brown: add(f.filename().string(), parse_brown(content, &corpus.notes.untagged_tokens)); break;
       case CorpusFormat::Text: {
         int index = 0;
-        for (auto& d : split_documents(content))
-          add(f.filename().string() + "#" + std::to_string(index++), split_sentences(d));
+        for (auto& d : split_documents(content)) add(f.filename().string() + "#" + std::to_string(index++), split_sentences(d));
         break;
       }
       case CorpusFormat::Jsonl:
@@ -261,11 +261,9 @@ Corpus read_corpus(const CorpusOptions& o) {
     }
   }
   if (corpus.documents.empty()) {
-    const std::string expect = o.format == CorpusFormat::Brown
-                                   ? "Brown files named ca01 … cr09 with `word/tag` tokens"
-                                   : "non-empty UTF-8 text";
-    throw Error(o.path, "the corpus has no documents (read " + std::to_string(files.size()) +
-                            " file(s); expected " + expect + ")",
+    const std::string expect =
+        o.format == CorpusFormat::Brown ? "Brown files named ca01 … cr09 with `word/tag` tokens" : "non-empty UTF-8 text";
+    throw Error(o.path, "the corpus has no documents (read " + std::to_string(files.size()) + " file(s); expected " + expect + ")",
                 "point corpus.path at the corpus, or set corpus.format to match it");
   }
   corpus.sha256 = digest.hex();

@@ -2,8 +2,8 @@
 // split). They turn files into documents of sentence strings; nothing here tokenizes.
 #pragma once
 #include <cstdint>
-#include <string>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,25 +19,25 @@ enum class InvalidUtf8 { Error, Replace };
 
 struct CorpusOptions {
   CorpusFormat format = CorpusFormat::Brown;
-  std::string path;                    // folder (brown, text) or file (text, jsonl)
-  std::string text_field = "text";     // jsonl: the member holding a document's text
+  std::string path;                 // folder (brown, text) or file (text, jsonl)
+  std::string text_field = "text";  // jsonl: the member holding a document's text
   InvalidUtf8 invalid_utf8 = InvalidUtf8::Error;
-  int64_t max_documents = 0;           // 0 = all; else the first N documents in corpus order
+  int64_t max_documents = 0;  // 0 = all; else the first N documents in corpus order
 };
 
 // Content that was read but is not used as it stands, said once in the log (describe()).
 struct CorpusNotes {
-  int64_t nul_bytes = 0;               // NUL bytes: BERT's text cleaning (ours too) drops them
-  int64_t untagged_tokens = 0;         // Brown tokens without a /tag: kept whole as words
-  std::vector<std::string> skipped;    // folder entries that are not files (dangling links, folders)
-  std::string describe() const;        // "" when there is nothing to say
+  int64_t nul_bytes = 0;             // NUL bytes: BERT's text cleaning (ours too) drops them
+  int64_t untagged_tokens = 0;       // Brown tokens without a /tag: kept whole as words
+  std::vector<std::string> skipped;  // folder entries that are not files (dangling links, folders)
+  std::string describe() const;      // "" when there is nothing to say
 };
 
 struct Corpus {
-  std::vector<Document> documents;     // corpus order
-  std::vector<std::string> files;      // the files read, in order
+  std::vector<Document> documents;  // corpus order
+  std::vector<std::string> files;   // the files read, in order
   CorpusNotes notes;
-  std::string sha256;                  // of the files read: each one's name (in the folder) and bytes, in order
+  std::string sha256;  // of the files read: each one's name (in the folder) and bytes, in order
   int64_t num_sentences() const;
 };
 

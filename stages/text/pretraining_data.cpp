@@ -41,9 +41,10 @@ int64_t SampleOrder::window(int64_t g) {
   return order_[size_t(g % n_)];
 }
 
-int32_t mask_sample(const int32_t* ids, int32_t T, int32_t n_valid, const MaskSpec& spec, uint64_t key, int32_t* input,
-                    int32_t* labels) {
-  const auto special = [&](int32_t id) { return std::find(spec.special_ids.begin(), spec.special_ids.end(), id) != spec.special_ids.end(); };
+int32_t mask_sample(const int32_t* ids, int32_t T, int32_t n_valid, const MaskSpec& spec, uint64_t key, int32_t* input, int32_t* labels) {
+  const auto special = [&](int32_t id) {
+    return std::find(spec.special_ids.begin(), spec.special_ids.end(), id) != spec.special_ids.end();
+  };
   std::vector<int32_t> maskable;
   for (int32_t t = 0; t < T; ++t) {
     input[t] = ids[t];

@@ -40,8 +40,7 @@ struct MaskSpec {
 // shuffle; each becomes [MASK] (80%), a random non-special token (10%) or stays (10%).
 // input [T] receives the model's input, labels [T] the original id at predicted positions and -1
 // elsewhere; returns k (0 when m = 0). The same key gives the same masks.
-int32_t mask_sample(const int32_t* ids, int32_t T, int32_t n_valid, const MaskSpec& spec, uint64_t key, int32_t* input,
-                    int32_t* labels);
+int32_t mask_sample(const int32_t* ids, int32_t T, int32_t n_valid, const MaskSpec& spec, uint64_t key, int32_t* input, int32_t* labels);
 
 // Inverted dropout: out[i] = 0 with probability p, else 1 / (1 - p), from a counter-based stream
 // of `key` (16 bits of randomness per element, p rounded to 1/65536): the same key gives the

@@ -46,17 +46,18 @@ std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, co
 SpecialIds SpecialIds::from(const Vocab& vocab) {
   SpecialIds s{vocab.cls_id(), vocab.sep_id(), vocab.pad_id()};
   if (s.cls < 0 || s.sep < 0 || s.pad < 0)
-    throw Error("vocabulary", "it lacks one of [CLS], [SEP], [PAD], which every sample needs",
-                "use a BERT vocab.txt");
+    throw Error("vocabulary", "it lacks one of [CLS], [SEP], [PAD], which every sample needs", "use a BERT vocab.txt");
   return s;
 }
 
-bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t seq_len,
-                  const SpecialIds& special, int32_t* tok, int16_t* sent, int16_t* word,
-                  int16_t& n_valid) {
+bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t seq_len, const SpecialIds& special, int32_t* tok,
+                  int16_t* sent, int16_t* word, int16_t& n_valid) {
   const int32_t room_total = seq_len - 2;
   int32_t pos = 0;
-  tok[pos] = special.cls; sent[pos] = -1; word[pos] = -1; ++pos;
+  tok[pos] = special.cls;
+  sent[pos] = -1;
+  word[pos] = -1;
+  ++pos;
   int32_t word_base = 0;
   bool truncated = false;
   const auto n = static_cast<int32_t>(doc.sentences.size());
@@ -78,10 +79,15 @@ bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t 
     }
     word_base += sentence.num_words;
   }
-  tok[pos] = special.sep; sent[pos] = -1; word[pos] = -1; ++pos;
+  tok[pos] = special.sep;
+  sent[pos] = -1;
+  word[pos] = -1;
+  ++pos;
   n_valid = static_cast<int16_t>(pos);
   for (; pos < seq_len; ++pos) {
-    tok[pos] = special.pad; sent[pos] = -1; word[pos] = -1;
+    tok[pos] = special.pad;
+    sent[pos] = -1;
+    word[pos] = -1;
   }
   return truncated;
 }
@@ -93,20 +99,18 @@ int64_t SampleSet::valid_tokens() const {
 }
 
 SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SpecialIds& special) {
-  if (o.seq_len < 3)
-    throw Error("samples.seq_len", "must be at least 3 ([CLS], one token, [SEP])", "raise it");
-  if (o.seq_len > 32767)
-    throw Error("samples.seq_len", "must be at most 32767", "lower it");
+  if (o.seq_len < 3) throw Error("samples.seq_len", "must be at least 3 ([CLS], one token, [SEP])", "raise it");
+  if (o.seq_len > 32767) throw Error("samples.seq_len", "must be at most 32767", "lower it");
   const auto candidates = enumerate_candidates(corpus, o);
   if (candidates.empty()) {
     if (o.documents.split != DocumentSplit::All)
-      throw Error("corpus.split", std::string("no candidate windows: no document of the ") +
-                                      (o.documents.split == DocumentSplit::Heldout ? "held-out" : "training") + " split has text (corpus.heldout_every=" +
-                                      std::to_string(o.documents.heldout_every) + ", " + std::to_string(corpus.documents.size()) + " documents)",
+      throw Error("corpus.split",
+                  std::string("no candidate windows: no document of the ") +
+                      (o.documents.split == DocumentSplit::Heldout ? "held-out" : "training") + " split has text (corpus.heldout_every=" +
+                      std::to_string(o.documents.heldout_every) + ", " + std::to_string(corpus.documents.size()) + " documents)",
                   o.documents.heldout_every == 0 ? "set corpus.heldout_every (e.g. 10) or corpus.split=all"
                                                  : "lower corpus.heldout_every, or use a corpus with more documents");
-    throw Error("corpus", "no candidate windows: the corpus has no tokenizable sentence",
-                "point corpus.path at a corpus with text");
+    throw Error("corpus", "no candidate windows: the corpus has no tokenizable sentence", "point corpus.path at a corpus with text");
   }
   const auto drawn = draw_candidates(static_cast<int64_t>(candidates.size()), o.num_samples, o.seed);
   SampleSet set;
@@ -123,9 +127,8 @@ SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, c
   for (size_t n = 0; n < N; ++n) {
     const SampleSource src = candidates[static_cast<size_t>(drawn[n])];
     set.source[n] = src;
-    if (build_window(corpus.documents[src.document], src.sentence, o.seq_len, special,
-                     &set.token_ids[n * T], &set.sentence_ids[n * T], &set.word_ids[n * T],
-                     set.n_valid[n]))
+    if (build_window(corpus.documents[src.document], src.sentence, o.seq_len, special, &set.token_ids[n * T], &set.sentence_ids[n * T],
+                     &set.word_ids[n * T], set.n_valid[n]))
       ++set.truncated_sentences;
   }
   return set;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "stages/text/corpus.h"
 #include "stages/base/random.h"
+#include "stages/text/corpus.h"
 #include "stages/text/tokenizer.h"
 
 namespace ctxsim {
@@ -25,7 +25,7 @@ struct TokenizedCorpus {
   std::vector<TokenizedDocument> documents;  // same order and count as the corpus
   int64_t num_sentences = 0;
   int64_t num_tokens = 0;
-  int64_t dropped_sentences = 0;             // sentences that produced no token at all
+  int64_t dropped_sentences = 0;  // sentences that produced no token at all
 };
 
 TokenizedCorpus tokenize_corpus(const Corpus& corpus, BertTokenizer& tokenizer);
@@ -40,18 +40,16 @@ struct DocumentFilter {
   DocumentSplit split = DocumentSplit::All;
   int64_t heldout_every = 0;
   bool heldout(int64_t document) const { return heldout_every > 0 && document % heldout_every == heldout_every - 1; }
-  bool keeps(int64_t document) const {
-    return split == DocumentSplit::All || (split == DocumentSplit::Heldout) == heldout(document);
-  }
+  bool keeps(int64_t document) const { return split == DocumentSplit::All || (split == DocumentSplit::Heldout) == heldout(document); }
 };
 
 struct SampleOptions {
-  int32_t seq_len = 128;              // T, tokens per sample including [CLS] and [SEP]
+  int32_t seq_len = 128;  // T, tokens per sample including [CLS] and [SEP]
   WindowMode windows = WindowMode::Sentences;
-  int32_t stride_sentences = 1;       // sentences mode: a window at every stride-th sentence
-  int64_t num_samples = 20000;        // how many windows to draw
-  uint64_t seed = 42;                 // SplitMix64 seed of the draw
-  DocumentFilter documents;           // the documents windows may come from
+  int32_t stride_sentences = 1;  // sentences mode: a window at every stride-th sentence
+  int64_t num_samples = 20000;   // how many windows to draw
+  uint64_t seed = 42;            // SplitMix64 seed of the draw
+  DocumentFilter documents;      // the documents windows may come from
 };
 
 struct SampleSource {
@@ -70,24 +68,23 @@ struct SpecialIds {
 // Row-major [N, T] arrays; sentence and word ids are -1 on [CLS], [SEP] and [PAD].
 struct SampleSet {
   int32_t seq_len = 0;
-  std::vector<int32_t> token_ids;       // [N, T]
-  std::vector<int16_t> sentence_ids;    // [N, T]
-  std::vector<int16_t> word_ids;        // [N, T]
-  std::vector<int16_t> n_valid;         // [N]  valid positions are 0 … n_valid-1
-  std::vector<SampleSource> source;     // [N]
-  std::vector<int64_t> candidate;       // [N]  index among the candidates
+  std::vector<int32_t> token_ids;     // [N, T]
+  std::vector<int16_t> sentence_ids;  // [N, T]
+  std::vector<int16_t> word_ids;      // [N, T]
+  std::vector<int16_t> n_valid;       // [N]  valid positions are 0 … n_valid-1
+  std::vector<SampleSource> source;   // [N]
+  std::vector<int64_t> candidate;     // [N]  index among the candidates
   int64_t num_candidates = 0;
-  int64_t requested = 0;                // num_samples asked for
-  int64_t truncated_sentences = 0;      // sentences cut at the window's end, over the drawn samples
+  int64_t requested = 0;            // num_samples asked for
+  int64_t truncated_sentences = 0;  // sentences cut at the window's end, over the drawn samples
   int64_t size() const { return static_cast<int64_t>(n_valid.size()); }
-  int64_t valid_tokens() const;         // including [CLS] and [SEP]
+  int64_t valid_tokens() const;  // including [CLS] and [SEP]
   int64_t shortfall() const { return requested > num_candidates ? requested - num_candidates : 0; }
 };
 
 // Writes one window into row-major slots of length T; returns whether a sentence was cut.
-bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t seq_len,
-                  const SpecialIds& special, int32_t* token_ids, int16_t* sentence_ids,
-                  int16_t* word_ids, int16_t& n_valid);
+bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t seq_len, const SpecialIds& special, int32_t* token_ids,
+                  int16_t* sentence_ids, int16_t* word_ids, int16_t& n_valid);
 
 SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SpecialIds& special);
 

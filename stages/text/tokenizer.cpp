@@ -28,8 +28,8 @@ bool is_control(char32_t cp) {
   if (cp == '\t' || cp == '\n' || cp == '\r') return false;
   if (cp < 0x80) return cp < 0x20 || cp == 0x7F;
   const int c = category(cp);
-  return c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_CS ||
-         c == UTF8PROC_CATEGORY_CO || c == UTF8PROC_CATEGORY_CN;
+  return c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_CS || c == UTF8PROC_CATEGORY_CO ||
+         c == UTF8PROC_CATEGORY_CN;
 }
 
 // HF _is_whitespace: space, \t, \n, \r and category Zs.
@@ -40,9 +40,7 @@ bool is_whitespace(char32_t cp) {
 
 // HF _is_punctuation: the four ASCII non-alphanumeric ranges, and category P*.
 bool is_punctuation(char32_t cp) {
-  if ((cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) ||
-      (cp >= 123 && cp <= 126))
-    return true;
+  if ((cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126)) return true;
   if (cp < 0x80) return false;
   const int c = category(cp);
   return c >= UTF8PROC_CATEGORY_PC && c <= UTF8PROC_CATEGORY_PO;
@@ -50,9 +48,8 @@ bool is_punctuation(char32_t cp) {
 
 // HF _is_chinese_char: the CJK Unified Ideographs blocks (not Hangul, Hiragana or Katakana).
 bool is_cjk(char32_t cp) {
-  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
-         (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
-         (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+         (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
@@ -70,8 +67,7 @@ Vocab Vocab::load(const std::string& path) {
                                               "give a WordPiece vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
   const size_t bad = utf8::find_invalid(content);
   if (bad != utf8::npos)
-    throw Error(path, "invalid UTF-8 at " + utf8::describe_offset(content, bad),
-                "a vocab.txt is UTF-8 text, one token per line");
+    throw Error(path, "invalid UTF-8 at " + utf8::describe_offset(content, bad), "a vocab.txt is UTF-8 text, one token per line");
   const std::vector<std::string> tokens = split_lines(content);
   if (tokens.empty()) throw Error(path, "the vocabulary is empty", "give a WordPiece vocab.txt");
   Vocab v = from_tokens(tokens);
@@ -109,9 +105,12 @@ void Vocab::index() {
     if (i >= 0) specials_.emplace_back(name, i);
   }
   // Longest first, so matching at a position prefers the longer literal.
-  std::sort(specials_.begin(), specials_.end(),
-            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  pad_ = id("[PAD]"); unk_ = id("[UNK]"); cls_ = id("[CLS]"); sep_ = id("[SEP]"); mask_ = id("[MASK]");
+  std::sort(specials_.begin(), specials_.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  pad_ = id("[PAD]");
+  unk_ = id("[UNK]");
+  cls_ = id("[CLS]");
+  sep_ = id("[SEP]");
+  mask_ = id("[MASK]");
 }
 
 std::string_view Vocab::token(int32_t id) const {
@@ -150,14 +149,12 @@ TokenizerOptions read_tokenizer_options(const std::string& model_dir, bool defau
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(file.string(), std::string("malformed JSON: ") + e.what(),
-                "fix the file or delete it to use the defaults");
+    throw Error(file.string(), std::string("malformed JSON: ") + e.what(), "fix the file or delete it to use the defaults");
   }
   const auto get_bool = [&](const char* key, bool& dst) {
     const auto it = j.find(key);
     if (it == j.end() || it->is_null()) return false;
-    if (!it->is_boolean())
-      throw Error(file.string() + ": " + key, "expected true or false", "fix the value");
+    if (!it->is_boolean()) throw Error(file.string() + ": " + key, "expected true or false", "fix the value");
     dst = it->get<bool>();
     return true;
   };
@@ -170,8 +167,7 @@ TokenizerOptions read_tokenizer_options(const std::string& model_dir, bool defau
 
 // ------------------------------------------------------------------------ Tokenizer -----
 
-BertTokenizer::BertTokenizer(Vocab vocab, TokenizerOptions options)
-    : vocab_(std::move(vocab)), options_(options) {
+BertTokenizer::BertTokenizer(Vocab vocab, TokenizerOptions options) : vocab_(std::move(vocab)), options_(options) {
   if (vocab_.unk_id() < 0) throw Error("vocabulary", "no [UNK] token", "give a BERT vocab.txt");
 }
 
@@ -217,13 +213,17 @@ void BertTokenizer::lower_and_strip(std::string_view word, std::string& out) con
   }
   utf8proc_int32_t dec[32];
   const auto emit = [&](char32_t cp) {
-    if (!options_.strip_accents) { utf8::append(out, cp); return; }
-    const auto n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), dec, 32,
-                                           UTF8PROC_DECOMPOSE, nullptr);
-    if (n < 0 || n > 32) { utf8::append(out, cp); return; }
+    if (!options_.strip_accents) {
+      utf8::append(out, cp);
+      return;
+    }
+    const auto n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), dec, 32, UTF8PROC_DECOMPOSE, nullptr);
+    if (n < 0 || n > 32) {
+      utf8::append(out, cp);
+      return;
+    }
     for (utf8proc_ssize_t k = 0; k < n; ++k)
-      if (category(static_cast<char32_t>(dec[k])) != UTF8PROC_CATEGORY_MN)
-        utf8::append(out, static_cast<char32_t>(dec[k]));
+      if (category(static_cast<char32_t>(dec[k])) != UTF8PROC_CATEGORY_MN) utf8::append(out, static_cast<char32_t>(dec[k]));
   };
   for (size_t i = 0; i < word.size();) {
     char32_t cp = utf8::next(word, i);
@@ -365,9 +365,7 @@ std::vector<std::string> BertTokenizer::tokens(const std::vector<int32_t>& ids) 
 
 std::vector<std::string> BertTokenizer::basic_tokenize(std::string_view text) {
   std::vector<std::string> words;
-  for_each_word(text, [&](std::string_view word) {
-    for_each_piece(word, [&](std::string_view piece) { words.emplace_back(piece); });
-  });
+  for_each_word(text, [&](std::string_view word) { for_each_piece(word, [&](std::string_view piece) { words.emplace_back(piece); }); });
   return words;
 }
 

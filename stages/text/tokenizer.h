@@ -14,14 +14,14 @@ namespace ctxsim {
 // A WordPiece vocabulary: one token per line, the line number is the id.
 class Vocab {
  public:
-  static Vocab load(const std::string& path);                 // throws ctxsim::Error
+  static Vocab load(const std::string& path);  // throws ctxsim::Error
   static Vocab from_tokens(const std::vector<std::string>& tokens);
 
   int32_t size() const { return static_cast<int32_t>(offsets_.size()); }
-  std::string_view token(int32_t id) const;                   // "[UNK]" for out-of-range ids
-  int32_t id(std::string_view token) const;                   // -1 when absent
-  int32_t start_id(std::string_view piece) const;             // a word-initial piece, -1 if absent
-  int32_t continuation_id(std::string_view piece) const;      // piece of "##piece", -1 if absent
+  std::string_view token(int32_t id) const;               // "[UNK]" for out-of-range ids
+  int32_t id(std::string_view token) const;               // -1 when absent
+  int32_t start_id(std::string_view piece) const;         // a word-initial piece, -1 if absent
+  int32_t continuation_id(std::string_view piece) const;  // piece of "##piece", -1 if absent
 
   int32_t pad_id() const { return pad_; }
   int32_t unk_id() const { return unk_; }
@@ -39,7 +39,7 @@ class Vocab {
   // All tokens back to back. Shared and never modified after loading, so the string_view keys
   // of the maps stay valid when a Vocab is copied or moved (an inline std::string would not).
   std::shared_ptr<std::string> arena_ = std::make_shared<std::string>();
-  std::vector<std::pair<uint32_t, uint32_t>> offsets_;        // (offset, length) per id
+  std::vector<std::pair<uint32_t, uint32_t>> offsets_;  // (offset, length) per id
   std::unordered_map<std::string_view, int32_t> start_, cont_, all_;
   std::vector<std::pair<std::string, int32_t>> specials_;
   int32_t pad_ = -1, unk_ = -1, cls_ = -1, sep_ = -1, mask_ = -1;
@@ -81,12 +81,14 @@ class BertTokenizer {
   // Appends the pieces of one basic-tokenized segment (no special tokens inside).
   void encode_segment(std::string_view text, Encoding& out);
   void wordpiece(std::string_view word, std::vector<int32_t>& ids);
-  void normalise(std::string_view text, std::string& out) const;   // clean, CJK, NFC
+  void normalise(std::string_view text, std::string& out) const;  // clean, CJK, NFC
   void lower_and_strip(std::string_view word, std::string& out) const;
   // Calls on_word for each whitespace word after cleaning, lower-casing and accent stripping.
-  template <class OnWord> void for_each_word(std::string_view text, OnWord&& on_word);
+  template <class OnWord>
+  void for_each_word(std::string_view text, OnWord&& on_word);
   // Splits one word at punctuation: each punctuation character is a piece of its own.
-  template <class OnPiece> static void for_each_piece(std::string_view word, OnPiece&& on_piece);
+  template <class OnPiece>
+  static void for_each_piece(std::string_view word, OnPiece&& on_piece);
 
   Vocab vocab_;
   TokenizerOptions options_;

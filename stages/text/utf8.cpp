@@ -12,20 +12,41 @@ size_t valid_length(std::string_view s, size_t i, size_t& bad_len) {
   if (b0 < 0x80) return 1;
   size_t need;
   unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) { need = 2; }
-  else if (b0 == 0xE0) { need = 3; lo = 0xA0; }
-  else if (b0 >= 0xE1 && b0 <= 0xEC) { need = 3; }
-  else if (b0 == 0xED) { need = 3; hi = 0x9F; }   // no UTF-16 surrogates
-  else if (b0 >= 0xEE && b0 <= 0xEF) { need = 3; }
-  else if (b0 == 0xF0) { need = 4; lo = 0x90; }
-  else if (b0 >= 0xF1 && b0 <= 0xF3) { need = 4; }
-  else if (b0 == 0xF4) { need = 4; hi = 0x8F; }   // nothing above U+10FFFF
-  else return 0;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    need = 2;
+  } else if (b0 == 0xE0) {
+    need = 3;
+    lo = 0xA0;
+  } else if (b0 >= 0xE1 && b0 <= 0xEC) {
+    need = 3;
+  } else if (b0 == 0xED) {
+    need = 3;
+    hi = 0x9F;
+  }  // no UTF-16 surrogates
+  else if (b0 >= 0xEE && b0 <= 0xEF) {
+    need = 3;
+  } else if (b0 == 0xF0) {
+    need = 4;
+    lo = 0x90;
+  } else if (b0 >= 0xF1 && b0 <= 0xF3) {
+    need = 4;
+  } else if (b0 == 0xF4) {
+    need = 4;
+    hi = 0x8F;
+  }  // nothing above U+10FFFF
+  else
+    return 0;
   for (size_t k = 1; k < need; ++k) {
-    if (i + k >= s.size()) { bad_len = k; return 0; }
+    if (i + k >= s.size()) {
+      bad_len = k;
+      return 0;
+    }
     const unsigned char b = at(i + k);
     const unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-    if (b < l || b > h) { bad_len = k; return 0; }
+    if (b < l || b > h) {
+      bad_len = k;
+      return 0;
+    }
   }
   return need;
 }
@@ -70,10 +91,14 @@ std::string replace_invalid(std::string_view s) {
 std::string describe_offset(std::string_view s, size_t offset) {
   size_t line = 1, col = 1;
   for (size_t i = 0; i < offset && i < s.size(); ++i) {
-    if (s[i] == '\n') { ++line; col = 1; } else { ++col; }
+    if (s[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
-  return "line " + std::to_string(line) + ", column " + std::to_string(col) + " (byte " +
-         std::to_string(offset) + ")";
+  return "line " + std::to_string(line) + ", column " + std::to_string(col) + " (byte " + std::to_string(offset) + ")";
 }
 
 }  // namespace ctxsim::utf8

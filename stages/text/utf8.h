@@ -19,20 +19,25 @@ std::string replace_invalid(std::string_view s);
 // Decodes one code point at s[i] (which must be valid UTF-8) and advances i past it.
 inline char32_t next(std::string_view s, size_t& i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) { ++i; return b0; }
+  if (b0 < 0x80) {
+    ++i;
+    return b0;
+  }
   if (b0 < 0xE0) {
     char32_t c = ((b0 & 0x1Fu) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3Fu);
-    i += 2; return c;
+    i += 2;
+    return c;
   }
   if (b0 < 0xF0) {
-    char32_t c = ((b0 & 0x0Fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) |
-                 (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
-    i += 3; return c;
+    char32_t c =
+        ((b0 & 0x0Fu) << 12) | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 6) | (static_cast<unsigned char>(s[i + 2]) & 0x3Fu);
+    i += 3;
+    return c;
   }
   char32_t c = ((b0 & 0x07u) << 18) | ((static_cast<unsigned char>(s[i + 1]) & 0x3Fu) << 12) |
-               ((static_cast<unsigned char>(s[i + 2]) & 0x3Fu) << 6) |
-               (static_cast<unsigned char>(s[i + 3]) & 0x3Fu);
-  i += 4; return c;
+               ((static_cast<unsigned char>(s[i + 2]) & 0x3Fu) << 6) | (static_cast<unsigned char>(s[i + 3]) & 0x3Fu);
+  i += 4;
+  return c;
 }
 
 // Appends the UTF-8 encoding of code point c.

@@ -1,6 +1,6 @@
 // The Brown reader: any bytes give sentences (never an empty one), without crashing.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "stages/text/corpus.h"

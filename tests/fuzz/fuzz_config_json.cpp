@@ -1,10 +1,10 @@
 // A model's config.json: a BertConfig within ctxsim's limits, or one ctxsim::Error.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
-#include "stages/model/bert_config.h"
 #include "stages/base/error.h"
+#include "stages/model/bert_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)ctxsim::encoder_tensor_shapes(c);  // bounded by the limits parse checks
     (void)c.to_json();
     (void)c.flops_per_sample(128);
-  } catch (const ctxsim::Error&) {
-  }
+  } catch (const ctxsim::Error&) {}
   return 0;
 }

@@ -1,6 +1,6 @@
 // The safetensors header and tensor table: any bytes are a valid header or one ctxsim::Error.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 
 #include "stages/base/error.h"
 #include "stages/model/safetensors.h"
@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (view.nbytes) sink = sink ^ view.data[0] ^ view.data[view.nbytes - 1];
       (void)view.numel();
     }
-  } catch (const ctxsim::Error&) {
-  }
+  } catch (const ctxsim::Error&) {}
   return 0;
 }

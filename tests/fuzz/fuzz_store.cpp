@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/commands/summary.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
-#include "pipeline/commands/summary.h"
 #include "stages/base/error.h"
 
 namespace {
@@ -56,10 +56,23 @@ const char* const kRootAttributes[] = {"schema_version", "complete", "config", "
 
 std::vector<std::string> dataset_paths(const std::string& rule) {
   const std::string r = "stats/" + rule + "/";
-  return {"stats/baseline/samples", "stats/baseline/distance_all", "stats/baseline/separator_mass_by_token", "stats/baseline/valid_pairs",
-          r + "high_pairs", r + "distance_hist", r + "anchor_counts", r + "same_token", r + "distinct_anchors",
-          "samples/token_ids", "samples/n_valid", "samples/sentence_ids", "examples/sample_ids", "examples/attention",
-          "examples/selected", "vocab/text", "per_sample/anchor_token"};
+  return {"stats/baseline/samples",
+          "stats/baseline/distance_all",
+          "stats/baseline/separator_mass_by_token",
+          "stats/baseline/valid_pairs",
+          r + "high_pairs",
+          r + "distance_hist",
+          r + "anchor_counts",
+          r + "same_token",
+          r + "distinct_anchors",
+          "samples/token_ids",
+          "samples/n_valid",
+          "samples/sentence_ids",
+          "examples/sample_ids",
+          "examples/attention",
+          "examples/selected",
+          "vocab/text",
+          "per_sample/anchor_token"};
 }
 
 void set_int_attr(hid_t obj, const char* name, int64_t v) {
@@ -96,7 +109,9 @@ void edit(hid_t f, Bytes& in, const std::vector<std::string>& paths) {
     case 2:
       if (H5Aexists(f, attr) > 0) H5Adelete(f, attr);
       break;
-    case 3: case 4: case 5: {  // replace a dataset: small random data, strings, or a sparse huge extent
+    case 3:
+    case 4:
+    case 5: {  // replace a dataset: small random data, strings, or a sparse huge extent
       if (!there) break;
       H5Ldelete(f, path.c_str(), H5P_DEFAULT);
       const int rank = 1 + in.u8() % 4;

@@ -1,6 +1,6 @@
 // The plain-text reader: documents at blank lines, sentences by the rule-based splitter.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "stages/text/corpus.h"

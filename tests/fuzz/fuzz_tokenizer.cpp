@@ -1,8 +1,8 @@
 // The WordPiece tokenizer with the real bert-base-uncased vocabulary (uncased and cased): any
 // text (invalid UTF-8 replaced, as corpus.invalid_utf8=replace does) gives ids of the
 // vocabulary and one word id per token, without crashing.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string_view>

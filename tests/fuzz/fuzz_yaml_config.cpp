@@ -1,8 +1,8 @@
 // The YAML config schema: a config (its effective YAML, identity and sweep expansion) or one
 // ctxsim::Error. The input is the config text; its last line, after a "\n#--\n" marker, when
 // present, is one command-line override.
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "pipeline/job/config/config.h"
@@ -25,7 +25,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // The effective config reads back as the same config.
     if (ctxsim::to_yaml(ctxsim::parse_config(yaml, "effective.yaml")) != yaml) __builtin_trap();
     if (!c.sweep.empty()) (void)ctxsim::expand_sweep(c);
-  } catch (const ctxsim::Error&) {
-  }
+  } catch (const ctxsim::Error&) {}
   return 0;
 }

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -34,11 +34,11 @@ namespace {
   for (const auto& f : schema()) {
     const std::string leaf = f.path.substr(f.path.find('.') + 1);
     if (leaf == key || did_you_mean(key, {leaf}) == leaf)
-      throw Error(where + ": " + full, "unknown key", "did you mean '" + f.path + "'? (it belongs under " +
-                                                          f.path.substr(0, f.path.find('.')) + ":)");
+      throw Error(where + ": " + full, "unknown key",
+                  "did you mean '" + f.path + "'? (it belongs under " + f.path.substr(0, f.path.find('.')) + ":)");
   }
-  throw Error(where + ": " + full, "unknown key", "the keys " + (section.empty() ? std::string("at the top level") : "of " + section) +
-                                                      " are: " + join(siblings));
+  throw Error(where + ": " + full, "unknown key",
+              "the keys " + (section.empty() ? std::string("at the top level") : "of " + section) + " are: " + join(siblings));
 }
 
 SelectionRule parse_rule(const std::string& key, const YAML::Node& value, const std::string& where, const std::string& path) {
@@ -51,8 +51,7 @@ SelectionRule parse_rule(const std::string& key, const YAML::Node& value, const 
     r.value = parse_double(value, where, path, 0.0, 1.0, true, "0.9");
   } else if (key == "absolute") {
     r.kind = SelectionRule::Kind::Absolute;
-    r.value = parse_double(value, where, path, -std::numeric_limits<double>::max(),
-                           std::numeric_limits<double>::infinity(), false, "5.0");
+    r.value = parse_double(value, where, path, -std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(), false, "5.0");
   } else {
     unknown_key(where, "selection", key);
   }
@@ -124,10 +123,11 @@ void check_sweep_value(const std::string& key, const YAML::Node& value, const st
   const Field* f = find_field(key);
   if (!f) {
     const std::string guess = did_you_mean(key, config_keys());
-    throw Error(where + ": sweep." + key, "unknown key", guess.empty() ? "sweep keys are dotted config keys, e.g. samples.seq_len"
-                                                                       : "did you mean '" + guess + "'?");
+    throw Error(where + ": sweep." + key, "unknown key",
+                guess.empty() ? "sweep keys are dotted config keys, e.g. samples.seq_len" : "did you mean '" + guess + "'?");
   }
-  if (key == "output.dir") throw Error(where + ": sweep.output.dir", "cannot be swept", "each point writes under output.dir/<sweep>/<point>");
+  if (key == "output.dir")
+    throw Error(where + ": sweep.output.dir", "cannot be swept", "each point writes under output.dir/<sweep>/<point>");
   f->set(scratch, value, where);
 }
 
@@ -145,8 +145,9 @@ SweepAxis parse_axis(const std::vector<std::pair<std::string, YAML::Node>>& entr
       texts.push_back(flow_text(list[i]));
     }
     if (!axis.values.empty() && texts.size() != axis.size())
-      throw Error(lw + ": sweep.zip." + key, "has " + std::to_string(texts.size()) + " values, the group's first key has " +
-                                                 std::to_string(axis.size()), "give every key of a zip group the same number of values");
+      throw Error(lw + ": sweep.zip." + key,
+                  "has " + std::to_string(texts.size()) + " values, the group's first key has " + std::to_string(axis.size()),
+                  "give every key of a zip group the same number of values");
     axis.keys.push_back(key);
     axis.values.push_back(std::move(texts));
   }
@@ -155,8 +156,9 @@ SweepAxis parse_axis(const std::vector<std::pair<std::string, YAML::Node>>& entr
 
 void parse_sweep(Config& c, const YAML::Node& n, const std::string& file) {
   const std::string where = location(file, n.Mark());
-  if (!n.IsMap()) throw Error(where + ": sweep", "expected a mapping of dotted keys to lists, got " + shown(n),
-                              "write e.g. 'sweep: {samples.seq_len: [64, 128]}'");
+  if (!n.IsMap())
+    throw Error(where + ": sweep", "expected a mapping of dotted keys to lists, got " + shown(n),
+                "write e.g. 'sweep: {samples.seq_len: [64, 128]}'");
   check_duplicates(n, file, "sweep");
   for (const auto& kv : n) {
     const std::string key = kv.first.Scalar();
@@ -164,8 +166,9 @@ void parse_sweep(Config& c, const YAML::Node& n, const std::string& file) {
     if (key == "name") {
       c.sweep_name = parse_string(kv.second, kw, "sweep.name", {});
     } else if (key == "zip") {
-      if (!kv.second.IsSequence()) throw Error(kw + ": sweep.zip", "expected a list of groups, got " + shown(kv.second),
-                                               "write e.g. 'zip: [{model.path: [a, b], model.dtype: [float32, float64]}]'");
+      if (!kv.second.IsSequence())
+        throw Error(kw + ": sweep.zip", "expected a list of groups, got " + shown(kv.second),
+                    "write e.g. 'zip: [{model.path: [a, b], model.dtype: [float32, float64]}]'");
       for (const auto& group : kv.second) {
         if (!group.IsMap() || group.size() == 0)
           throw Error(location(file, group.Mark()) + ": sweep.zip", "each group maps keys to lists of equal length", "see configs/sweeps/");
@@ -184,8 +187,8 @@ void check_duplicates(const YAML::Node& map, const std::string& file, const std:
   for (const auto& kv : map) {
     const std::string k = kv.first.Scalar();
     if (!seen.insert(k).second)
-      throw Error(location(file, kv.first.Mark()) + ": " + (section.empty() ? k : section + "." + k),
-                  "the key appears twice", "keep one of them");
+      throw Error(location(file, kv.first.Mark()) + ": " + (section.empty() ? k : section + "." + k), "the key appears twice",
+                  "keep one of them");
   }
 }
 
@@ -224,15 +227,12 @@ void apply_document(Config& c, const YAML::Node& root, const std::string& file) 
 void apply_override(Config& c, const std::string& text) {
   const std::string where = "command line '" + text + "'";
   const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw Error(where, "an override is key.sub=value", "write e.g. samples.seq_len=64");
+  if (eq == std::string::npos || eq == 0) throw Error(where, "an override is key.sub=value", "write e.g. samples.seq_len=64");
   const std::string key = text.substr(0, eq);
   YAML::Node value;
   try {
     value = YAML::Load(text.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    throw Error(where, "the value is not valid YAML: " + e.msg, "quote it, e.g. key='value'");
-  }
+  } catch (const YAML::Exception& e) { throw Error(where, "the value is not valid YAML: " + e.msg, "quote it, e.g. key='value'"); }
   if (key == "selection") {
     c.selection = parse_selection(value, where);
     c.origin["selection"] = "command line";
@@ -260,8 +260,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    for (size_t j = 1; j <= b.size(); ++j) cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -282,7 +281,10 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   size_t best_d = std::max<size_t>(1, std::min<size_t>(3, word.size() / 3)) + 1;
   for (const auto& c : candidates) {
     const size_t d = edit_distance(word, c);
-    if (d < best_d) { best_d = d; best = c; }
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
   }
   return best;
 }
@@ -301,9 +303,7 @@ std::vector<std::string> identity_differences(const std::string& stored, const C
   YAML::Node a;
   try {
     a = YAML::Load(stored);
-  } catch (const YAML::Exception&) {
-    return {"the store's config attribute is not YAML"};
-  }
+  } catch (const YAML::Exception&) { return {"the store's config attribute is not YAML"}; }
   if (!a.IsMap()) return {"the store's config attribute is not a mapping"};
   const YAML::Node b = YAML::Load(identity_yaml(ours, kind));
   // A key the stored config lacks was written by a ctxsim that did not have it yet: it ran as
@@ -365,8 +365,8 @@ void check_rules_distinct(const Config& c) {
   for (size_t i = 0; i < c.selection.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (c.selection[i].name() == c.selection[j].name())
-        throw Error(c.where("selection"), "rules " + std::to_string(j) + " and " + std::to_string(i) + " are the same rule (" +
-                                              c.selection[i].name() + ")",
+        throw Error(c.where("selection"),
+                    "rules " + std::to_string(j) + " and " + std::to_string(i) + " are the same rule (" + c.selection[i].name() + ")",
                     "remove one of them, or make them differ");
 }
 
@@ -388,8 +388,7 @@ std::optional<YAML::Mark> second_document(const std::string& yaml) {
   } starts;
   std::istringstream in(yaml);
   YAML::Parser parser(in);
-  for (int pass = 0; pass < 2 && parser.HandleNextDocument(starts); ++pass) {
-  }
+  for (int pass = 0; pass < 2 && parser.HandleNextDocument(starts); ++pass) {}
   if (starts.documents.size() < 2) return std::nullopt;
   return starts.documents[1];
 }
@@ -403,7 +402,8 @@ Config parse_config(const std::string& yaml, const std::string& name, const std:
   YAML::Node root;
   try {
     if (const auto second = second_document(yaml))
-      throw Error(location(name, *second), "a second YAML document starts here (after '---', or after text the first could not hold); a config is one",
+      throw Error(location(name, *second),
+                  "a second YAML document starts here (after '---', or after text the first could not hold); a config is one",
                   "keep one document per file (a sweep: section describes several runs in one)");
     root = YAML::Load(yaml);
   } catch (const YAML::ParserException& e) {
@@ -439,8 +439,7 @@ void check_paths(const Config& c) {
   };
   must_exist("corpus.path", c.corpus.path,
              "run scripts/setup.sh (it fetches the Brown corpus into data/brown) or point corpus.path at your corpus");
-  must_exist("model.path", c.model.path,
-             "point model.path at a Hugging Face BERT folder, or make a random one with 'ctxsim init-model'");
+  must_exist("model.path", c.model.path, "point model.path at a Hugging Face BERT folder, or make a random one with 'ctxsim init-model'");
   must_exist("model.vocab", c.model.vocab,
              "run scripts/setup.sh (it writes data/vocab/bert-base-uncased.txt) or point model.vocab at a vocab.txt");
   if (c.model.path.empty() && c.model.name.empty() && c.model.vocab.empty())

@@ -56,10 +56,10 @@ struct Field {
 
 // Every key of the sections corpus … runtime, in the order of the effective config.
 const std::vector<Field>& schema();
-const Field* find_field(const std::string& path);           // nullptr for an unknown path
-const std::vector<std::string>& sections();                 // corpus, samples, …, sweep
+const Field* find_field(const std::string& path);              // nullptr for an unknown path
+const std::vector<std::string>& sections();                    // corpus, samples, …, sweep
 std::vector<std::string> keys_of(const std::string& section);  // "seq_len", … of a section
-extern const std::vector<std::string> kRuleKeys;            // top_fraction, relative_to_max, absolute
+extern const std::vector<std::string> kRuleKeys;               // top_fraction, relative_to_max, absolute
 
 // The names and values of a choice key's enum.
 template <class E>

@@ -25,7 +25,8 @@ HeadList parse_head_list(const std::vector<std::string>& items, const std::strin
     const int64_t l = colon == std::string::npos ? -1 : whole(item.substr(0, colon));
     const int64_t h = colon == std::string::npos ? -1 : whole(item.substr(colon + 1));
     if (l < 0 || h < 0)
-      throw Error(option + " " + item, "'" + item + "' is not LAYER:HEAD (two whole numbers, 0-based)", "write e.g. " + option + " 0:3,11:0");
+      throw Error(option + " " + item, "'" + item + "' is not LAYER:HEAD (two whole numbers, 0-based)",
+                  "write e.g. " + option + " 0:3,11:0");
     if (std::find(out.begin(), out.end(), std::make_pair(l, h)) == out.end()) out.emplace_back(l, h);
   }
   return out;

@@ -57,9 +57,7 @@ std::string model_dir(const Config& c) {
   return {};
 }
 
-std::string vocab_path(const Config& c) {
-  return c.model.vocab.empty() ? (fs::path(model_dir(c)) / "vocab.txt").string() : c.model.vocab;
-}
+std::string vocab_path(const Config& c) { return c.model.vocab.empty() ? (fs::path(model_dir(c)) / "vocab.txt").string() : c.model.vocab; }
 
 InputDigests input_digests(const Config& c) {
   InputDigests d;

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "pipeline/job/config/config.h"
+#include "stages/stats/statistics_options.h"
 #include "stages/text/corpus.h"
 #include "stages/text/samples.h"
-#include "stages/stats/statistics_options.h"
 #include "stages/text/tokenizer.h"
 
 namespace ctxsim {

@@ -30,8 +30,7 @@ std::vector<std::string> shortest_distinct_names(const std::vector<std::string>&
     for (size_t n = 1;; ++n) {
       names[i] = tail(values[i], n);
       bool distinct = true;
-      for (size_t j = 0; j < values.size() && distinct; ++j)
-        distinct = j == i || values[j] == values[i] || tail(values[j], n) != names[i];
+      for (size_t j = 0; j < values.size() && distinct; ++j) distinct = j == i || values[j] == values[i] || tail(values[j], n) != names[i];
       if (distinct || names[i] == tail(values[i], n + 1)) break;  // all components shown
     }
   }
@@ -131,9 +130,10 @@ SweepPlan expand_sweep(const Config& c) {
   for (const auto& p : plan.points) {
     const auto [it, fresh] = folders.emplace(p.name, p.index);
     if (!fresh)
-      throw Error((c.source.empty() ? std::string("config") : c.source) + ": sweep",
-                  "points " + std::to_string(it->second) + " and " + std::to_string(p.index) + " would share the output folder '" + p.name + "'",
-                  "give the swept values names that differ after '/' and ' ' become '_' and '-' (e.g. distinct folder names)");
+      throw Error(
+          (c.source.empty() ? std::string("config") : c.source) + ": sweep",
+          "points " + std::to_string(it->second) + " and " + std::to_string(p.index) + " would share the output folder '" + p.name + "'",
+          "give the swept values names that differ after '/' and ' ' become '_' and '-' (e.g. distinct folder names)");
   }
   return plan;
 }

@@ -21,14 +21,14 @@ struct SweepPoint {
 struct SweepPlan {
   std::string name;
   std::vector<SweepPoint> points;
-  std::vector<std::string> folded;     // axes folded into every point's rule list (no extra runs)
+  std::vector<std::string> folded;  // axes folded into every point's rule list (no extra runs)
 };
 // Sweeps larger than this are refused (each point is a job).
 constexpr size_t kMaxSweepPoints = 100000;
 
 // Expands config.sweep. Points get distinct folders (paths are named by as many last components
-// as tell them apart); a sweep whose points would still share one is refused. Axes of selection rules do not change the forward pass: they are folded
-// into each point's `selection` list (SPEC §3: one pass evaluates every rule).
+// as tell them apart); a sweep whose points would still share one is refused. Axes of selection rules do not change the forward pass: they
+// are folded into each point's `selection` list (SPEC §3: one pass evaluates every rule).
 SweepPlan expand_sweep(const Config& config);
 
 }  // namespace ctxsim

@@ -38,9 +38,7 @@ std::optional<Failure> capture_failure(Fn&& fn) {
     fn();
   } catch (const JobExit&) {
     throw;  // already agreed
-  } catch (const Error& e) {
-    return Failure{e.what(), kExitUserError};
-  } catch (const InternalError& e) {
+  } catch (const Error& e) { return Failure{e.what(), kExitUserError}; } catch (const InternalError& e) {
     return Failure{std::string("internal error at ") + e.what() + " (a bug: please report it with the command line)", kExitInternal};
   } catch (const std::exception& e) {
     return Failure{std::string("internal error: ") + e.what() + " (please report it with the command line)", kExitInternal};
@@ -51,18 +49,18 @@ std::optional<Failure> capture_failure(Fn&& fn) {
 // What one rank saw in a round.
 struct Vote {
   std::optional<Failure> failure;
-  bool stop = false;       // a stop signal arrived (SIGTERM)
-  int64_t samples = 0;     // samples it completed
-  bool flush = false;      // progress should become durable now (rank 0's clock)
+  bool stop = false;    // a stop signal arrived (SIGTERM)
+  int64_t samples = 0;  // samples it completed
+  bool flush = false;   // progress should become durable now (rank 0's clock)
 };
 
 // What all ranks agree on.
 struct Verdict {
-  int failed_rank = -1;    // the lowest rank that failed, or -1
-  int exit_code = 0;       // that rank's exit code
-  bool stop = false;       // any rank saw a stop signal
-  int64_t samples = 0;     // summed
-  bool flush = false;      // any rank asked
+  int failed_rank = -1;  // the lowest rank that failed, or -1
+  int exit_code = 0;     // that rank's exit code
+  bool stop = false;     // any rank saw a stop signal
+  int64_t samples = 0;   // summed
+  bool flush = false;    // any rank asked
   bool failed() const { return failed_rank >= 0; }
 };
 

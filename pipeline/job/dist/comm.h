@@ -39,7 +39,7 @@ class MpiComm final : public Communicator {
  public:
   explicit MpiComm(MPI_Comm parent);  // duplicates parent
   ~MpiComm() override;
-  MpiComm(const MpiComm&) = delete;   // it owns its MPI communicator
+  MpiComm(const MpiComm&) = delete;  // it owns its MPI communicator
   MpiComm& operator=(const MpiComm&) = delete;
   int rank() const override { return rank_; }
   int size() const override { return size_; }

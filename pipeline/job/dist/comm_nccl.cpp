@@ -59,7 +59,7 @@ class NcclComm final : public Communicator {
     run(data, n, [&](void* d) { check_nccl(ncclReduce(d, d, n, ncclInt64, ncclSum, 0, comm_, stream_), "ncclReduce"); });
   }
   void broadcast(void* data, size_t bytes, int root) override { world_.broadcast(data, bytes, root); }
-  void sum_to_all(float* data, size_t n) override { world_.sum_to_all(data, n); }   // host buffers: over MPI
+  void sum_to_all(float* data, size_t n) override { world_.sum_to_all(data, n); }  // host buffers: over MPI
   void sum_to_all(double* data, size_t n) override { world_.sum_to_all(data, n); }
   void barrier() override { world_.barrier(); }
   MPI_Comm mpi() const override { return world_.mpi(); }

@@ -13,9 +13,12 @@ std::string format_duration(double s) {
   if (s < 0 || s != s) return "?";
   const auto t = static_cast<int64_t>(s + 0.5);
   char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(t / 3600), static_cast<long long>(t % 3600 / 60));
-  else if (t >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
-  else std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(t));
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(t / 3600), static_cast<long long>(t % 3600 / 60));
+  else if (t >= 60)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(t));
   return buf;
 }
 
@@ -27,8 +30,7 @@ double seconds_since_process_start() {
   if (!std::getline(stat, text) || !(uptime >> up)) return 0;
   std::istringstream rest(text.substr(text.rfind(')') + 2));  // the command name may hold spaces
   std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-  }
+  for (int i = 3; i <= 22 && rest >> field; ++i) {}
   return std::max(0.0, up - std::stod(field) / double(sysconf(_SC_CLK_TCK)));
 }
 
@@ -59,9 +61,7 @@ Progress::Progress(int64_t total, double interval, bool enabled, std::string wha
     : total_(total), interval_(interval), tty_(isatty(STDERR_FILENO) == 1), enabled_(enabled), what_(std::move(what)),
       start_(std::chrono::steady_clock::now()), last_(start_) {}
 
-double Progress::elapsed() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-}
+double Progress::elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
 void Progress::update(int64_t done) {
   done_ = done;
@@ -83,8 +83,8 @@ void Progress::print(bool final) {
   const double eta = rate > 0 ? double(total_ - done_) / rate : -1;
   const double pct = total_ > 0 ? 100.0 * double(done_) / double(total_) : 100.0;
   char line[256];
-  std::snprintf(line, sizeof line, "%s %lld/%lld (%.1f%%)  %.2f %s/s  elapsed %s  ETA %s", what_.c_str(),
-                static_cast<long long>(done_), static_cast<long long>(total_), pct, rate, what_.c_str(), format_duration(e).c_str(),
+  std::snprintf(line, sizeof line, "%s %lld/%lld (%.1f%%)  %.2f %s/s  elapsed %s  ETA %s", what_.c_str(), static_cast<long long>(done_),
+                static_cast<long long>(total_), pct, rate, what_.c_str(), format_duration(e).c_str(),
                 final ? "0s" : format_duration(eta).c_str());
   if (tty_) {
     const int width = 30;

@@ -7,8 +7,8 @@
 
 namespace ctxsim {
 
-RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, std::vector<uint8_t>& done,
-                      const RoundOptions& options, UnitWork& work, const StopSignals& stop, Progress& progress) {
+RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, std::vector<uint8_t>& done, const RoundOptions& options,
+                      UnitWork& work, const StopSignals& stop, Progress& progress) {
   CTXSIM_CHECK(done.size() == units.size(), "rounds: done and units differ in length");
   const int rank = world.rank(), size = world.size();
   const std::vector<int64_t> pending = pending_units(done);
@@ -58,8 +58,8 @@ RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, s
     progress.update(samples_done);
     if (verdict.stop && !last) {
       progress.finish();
-      log_info(std::string(stop.which()) + ": progress saved (" + std::to_string(samples_done) + " of " + std::to_string(samples_total) + " " +
-               progress.what() + "); rerun the same command to resume. Exit code " + std::to_string(kExitInterrupted) + ".");
+      log_info(std::string(stop.which()) + ": progress saved (" + std::to_string(samples_done) + " of " + std::to_string(samples_total) +
+               " " + progress.what() + "); rerun the same command to resume. Exit code " + std::to_string(kExitInterrupted) + ".");
       throw JobExit(kExitInterrupted);
     }
   }

@@ -43,7 +43,7 @@ struct RoundTimes {
 
 // Runs every unit whose done[u] is 0 (a resumed job has some at 1) and marks it done. Throws
 // JobExit on a failure or a stop signal, as above.
-RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, std::vector<uint8_t>& done,
-                      const RoundOptions& options, UnitWork& work, const StopSignals& stop, Progress& progress);
+RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, std::vector<uint8_t>& done, const RoundOptions& options,
+                      UnitWork& work, const StopSignals& stop, Progress& progress);
 
 }  // namespace ctxsim

@@ -23,9 +23,7 @@ int64_t unit_of(const std::vector<int64_t>& pending, int64_t round, int rank, in
   return k < int64_t(pending.size()) ? pending[size_t(k)] : -1;
 }
 
-int64_t rounds(const std::vector<int64_t>& pending, int size) {
-  return (int64_t(pending.size()) + size - 1) / size;
-}
+int64_t rounds(const std::vector<int64_t>& pending, int size) { return (int64_t(pending.size()) + size - 1) / size; }
 
 std::vector<std::pair<int64_t, int64_t>> unit_batches(const WorkUnit& u, int64_t batch_size) {
   std::vector<std::pair<int64_t, int64_t>> b;

@@ -103,7 +103,8 @@ std::optional<Checkpoint> read_checkpoint(const std::string& path) {
   if (!std::filesystem::exists(path, ec) && !ec) return std::nullopt;
   const std::string fix = "restore it, or delete it to start the run over";
   if (std::filesystem::is_directory(path, ec)) throw Error(path, "the resume state is a folder", "delete it to start the run over");
-  const std::string bytes = read_file_bytes(path, size_t(-1), "the resume state", "restore its permissions, or delete it to start the run over");
+  const std::string bytes =
+      read_file_bytes(path, size_t(-1), "the resume state", "restore its permissions, or delete it to start the run over");
   std::string problem;
   auto c = parse_checkpoint(bytes, problem);
   if (!c) throw Error(path, "the resume state is " + problem, fix);

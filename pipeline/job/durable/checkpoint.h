@@ -12,10 +12,10 @@
 namespace ctxsim {
 
 struct Checkpoint {
-  std::string identity;          // sha256 of the results-determining config
-  int64_t generation = 0;        // increases with every write
-  std::vector<uint8_t> done;     // [units] 1 = the unit's per-sample data is in the store
-  std::vector<int64_t> acc;      // the Accumulator buffer summed over the done units
+  std::string identity;       // sha256 of the results-determining config
+  int64_t generation = 0;     // increases with every write
+  std::vector<uint8_t> done;  // [units] 1 = the unit's per-sample data is in the store
+  std::vector<int64_t> acc;   // the Accumulator buffer summed over the done units
 };
 
 std::string checkpoint_path(const std::string& store_path);

@@ -52,9 +52,7 @@ std::pair<char, std::string> proc_stat(long pid) {
   std::string text;
   try {
     text = read_file_bytes("/proc/" + std::to_string(pid) + "/stat", 1 << 12);
-  } catch (const Error&) {
-    return {0, ""};
-  }
+  } catch (const Error&) { return {0, ""}; }
   const size_t close = text.rfind(')');
   if (close == std::string::npos) return {0, ""};
   std::vector<std::string> fields;
@@ -111,10 +109,10 @@ bool take_over(const std::string& path, const std::string& stale_text, const std
   std::string moved;
   try {
     moved = read_file_bytes(aside, 1 << 16);
-  } catch (const Error&) {
-  }
-  if (moved != stale_text) {  // a fresh lock came in between: give it back
-    if (::link(aside.c_str(), path.c_str()) != 0) { /* someone holds it already: theirs stands */ }
+  } catch (const Error&) {}
+  if (moved != stale_text) {                        // a fresh lock came in between: give it back
+    if (::link(aside.c_str(), path.c_str()) != 0) { /* someone holds it already: theirs stands */
+    }
     ::unlink(aside.c_str());
     return false;
   }
@@ -133,8 +131,8 @@ std::string LockHolder::describe() const {
 }
 
 std::string lock_content() {
-  return "host=" + this_host() + "\npid=" + std::to_string(::getpid()) + "\nticks=" + proc_stat(::getpid()).second +
-         "\njob=" + this_job() + "\nstarted=" + now_text() + "\n";
+  return "host=" + this_host() + "\npid=" + std::to_string(::getpid()) + "\nticks=" + proc_stat(::getpid()).second + "\njob=" + this_job() +
+         "\nstarted=" + now_text() + "\n";
 }
 
 LockHolder parse_lock(const std::string& text) {
@@ -143,11 +141,16 @@ LockHolder parse_lock(const std::string& text) {
     const size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "host") h.host = value;
-    else if (key == "job") h.job = value;
-    else if (key == "started") h.started = value;
-    else if (key == "ticks") h.ticks = value;
-    else if (key == "pid") h.pid = std::strtol(value.c_str(), nullptr, 10);
+    if (key == "host")
+      h.host = value;
+    else if (key == "job")
+      h.job = value;
+    else if (key == "started")
+      h.started = value;
+    else if (key == "ticks")
+      h.ticks = value;
+    else if (key == "pid")
+      h.pid = std::strtol(value.c_str(), nullptr, 10);
   }
   return h;
 }
@@ -205,8 +208,7 @@ RunLock::~RunLock() {
   // Only our own lock goes (never one a stale-lock takeover gave to someone else).
   try {
     if (read_file_bytes(path_, 1 << 16) == content_) ::unlink(path_.c_str());
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   std::error_code ec;
   for (const auto& p : created_)  // innermost first
     if (!fs::is_empty(p, ec) || !fs::remove(p, ec)) break;

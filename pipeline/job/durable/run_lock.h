@@ -20,7 +20,7 @@ namespace ctxsim {
 struct LockHolder {
   std::string host, job;  // job: SLURM_JOB_ID (plus _ARRAY_TASK_ID), empty outside SLURM
   long pid = 0;
-  std::string ticks;    // the holder's start time in clock ticks since boot (proc(5)), to tell pid reuse
+  std::string ticks;  // the holder's start time in clock ticks since boot (proc(5)), to tell pid reuse
   std::string started;
   double heartbeat_age = 0;  // seconds since the holder last refreshed the lock
   std::string describe() const;

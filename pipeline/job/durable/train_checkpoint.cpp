@@ -36,7 +36,8 @@ std::string train_checkpoint_path(const std::string& output_dir) {
 }
 
 void write_train_checkpoint(const std::string& path, const TrainCheckpoint& c) {
-  std::map<std::string, TensorData> tensors = {{"adam_m", as_tensor(c.adam_m)}, {"adam_v", as_tensor(c.adam_v)}, {"params", as_tensor(c.params)}};
+  std::map<std::string, TensorData> tensors = {
+      {"adam_m", as_tensor(c.adam_m)}, {"adam_v", as_tensor(c.adam_v)}, {"params", as_tensor(c.params)}};
   std::vector<const uint8_t*> data;
   std::vector<size_t> sizes;
   for (const char* name : kNames) {
@@ -44,8 +45,11 @@ void write_train_checkpoint(const std::string& path, const TrainCheckpoint& c) {
     sizes.push_back(tensors.at(name).bytes.size());
   }
   write_safetensors(path, tensors,
-                    {{"format", kFormat}, {"identity", c.identity}, {"steps_done", std::to_string(c.steps_done)},
-                     {"history", c.history_json}, {"sha256", digest(data, sizes)}},
+                    {{"format", kFormat},
+                     {"identity", c.identity},
+                     {"steps_done", std::to_string(c.steps_done)},
+                     {"history", c.history_json},
+                     {"sha256", digest(data, sizes)}},
                     /*durable=*/true);
 }
 
@@ -55,7 +59,8 @@ std::optional<TrainCheckpoint> read_train_checkpoint(const std::string& path) {
   const SafetensorsFile file(path);
   const auto meta = [&](const char* key) {
     const auto it = file.metadata().find(key);
-    if (it == file.metadata().end()) throw Error(path, std::string("not a ctxsim training checkpoint (no '") + key + "' in its header)", fix);
+    if (it == file.metadata().end())
+      throw Error(path, std::string("not a ctxsim training checkpoint (no '") + key + "' in its header)", fix);
     return it->second;
   };
   if (meta("format") != kFormat) throw Error(path, "not a ctxsim training checkpoint of this version (" + meta("format") + ")", fix);
@@ -64,9 +69,7 @@ std::optional<TrainCheckpoint> read_train_checkpoint(const std::string& path) {
   c.history_json = meta("history");
   try {
     c.steps_done = std::stoll(meta("steps_done"));
-  } catch (const std::exception&) {
-    throw Error(path, "its steps_done is not a number", fix);
-  }
+  } catch (const std::exception&) { throw Error(path, "its steps_done is not a number", fix); }
   std::vector<const uint8_t*> data;
   std::vector<size_t> sizes;
   std::vector<float>* into[3] = {&c.adam_m, &c.adam_v, &c.params};

@@ -13,10 +13,10 @@
 namespace ctxsim {
 
 struct TrainCheckpoint {
-  std::string identity;              // identity_yaml(config, JobKind::Pretrain)
-  int64_t steps_done = 0;            // optimizer steps applied
+  std::string identity;                       // identity_yaml(config, JobKind::Pretrain)
+  int64_t steps_done = 0;                     // optimizer steps applied
   std::vector<float> params, adam_m, adam_v;  // [P] each
-  std::string history_json;          // the loss history so far (pretrain.cpp's rows)
+  std::string history_json;                   // the loss history so far (pretrain.cpp's rows)
 };
 
 std::string train_checkpoint_path(const std::string& output_dir);
