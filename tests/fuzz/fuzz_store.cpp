@@ -52,7 +52,7 @@ std::string template_path() {
   return v;
 }
 
-const char* const kRootAttributes[] = {"schema_version", "complete", "config", "model_path", "dtype", "vector", "stats_sha256"};
+const char* const kRootAttributes[] = {"schema_version", "complete", "config", "model_path", "dtype", "vector", "stats_sha256", "kind"};
 
 std::vector<std::string> dataset_paths(const std::string& rule) {
   const std::string r = "stats/" + rule + "/";
