@@ -23,7 +23,7 @@ std::vector<double> axis(int64_t n) {
   return x;
 }
 
-size_t first_test_subset(const SegmentTable& t) { return t.dev == 0 ? 1 : 0; }
+size_t first_test_subset(const SegmentTable& t) { return t.first_test(); }
 
 // Document 0's sentence similarity at the layer whose heads-c99 segments best on dev, with the
 // gold boundaries outlined on the diagonal and two methods' boundaries as dots beside it.

@@ -158,6 +158,7 @@ SegmentResults read_segment_store(hid_t file, const std::string& path) {
   const h5::Id docs = h5::open_group(file, "documents"), methods = h5::open_group(file, "methods"), heads = h5::open_group(file, "heads");
   l.subsets = split_lines(h5::get_attr_string(docs, "subsets"));
   l.methods = split_lines(h5::get_attr_string(methods, "names"));
+  if (l.subsets.empty() || l.methods.empty()) h5::damaged(docs, "no subsets or no methods named");
   const auto dims = [&](hid_t g, const char* name, hid_t type) {
     const h5::Id ds(H5Dopen2(g, name, H5P_DEFAULT), H5Dclose, name);
     h5::check_readable(ds, type);

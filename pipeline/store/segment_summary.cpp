@@ -32,8 +32,11 @@ SegmentTable segment_table(const SegmentResults& r) {
     for (size_t k = 0; k < L * H; ++k)
       t.head_pk[k * S + size_t(r.subset[d])] += r.head_pk[d * L * H + k] / double(t.documents[size_t(r.subset[d])]);
   t.dev = size_t(std::find(l.subsets.begin(), l.subsets.end(), "dev") - l.subsets.begin());
+  if (t.dev >= S) t.dev = 0;  // a store without dev documents: layers are chosen on its first subset
   return t;
 }
+
+size_t SegmentTable::first_test() const { return dev == 0 && subsets.size() > 1 ? 1 : 0; }
 
 double SegmentTable::pk_of(const std::string& method, size_t subset) const {
   const size_t m = size_t(std::find(methods.begin(), methods.end(), method) - methods.begin());
@@ -89,7 +92,7 @@ void print_segment_summary(const SegmentResults& r, std::ostream& out) {
       if (s != t.dev) out << "  Pk " << percent(t.pk[i * S + s]) << " WD " << percent(t.window_diff[i * S + s]);
     out << "\n";
   }
-  const size_t first = t.dev == 0 ? 1 : 0;  // the first test subset (Choi's 3-11)
+  const size_t first = t.first_test();  // Choi's 3-11
   out << "Pk (%) by layer on " << t.subsets[first] << ", gold count:   heads-depth  heads-c99  attention\n";
   for (int64_t layer = 0; layer < l.layers; ++layer) {
     const std::string p = "layer" + std::to_string(layer) + "/";

@@ -19,6 +19,7 @@ struct SegmentTable {
   std::vector<double> head_pk;                                   // [L * H, S]
   size_t dev = 0;                                                // the subset the best layer is chosen on
   double pk_of(const std::string& method, size_t subset) const;  // -1 when there is no such method
+  size_t first_test() const;                                     // the first subset that is not dev (Choi's 3-11), or 0
   std::string best_layer_method(const std::string& method, int64_t layers) const;
 };
 SegmentTable segment_table(const SegmentResults& results);
