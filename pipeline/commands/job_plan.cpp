@@ -1,5 +1,10 @@
 #include "pipeline/commands/job_plan.h"
 
+#include "ctxsim_revision.h"
+#include "pipeline/commands/commands.h"
+#include "stages/base/cpu_features.h"
+#include "stages/base/digest.h"
+
 #include "pipeline/job/config/inputs.h"
 #include "pipeline/job/dist/agree.h"
 #include "pipeline/job/dist/log.h"
@@ -54,6 +59,26 @@ StoreMode agree_store_mode(MpiComm& world, const Config& c, JobKind kind, const 
   });
   world.broadcast(&mode, sizeof mode, 0);
   return StoreMode(mode);
+}
+
+StoreAttributes job_attributes(MpiComm& world, const Config& c, const JobFacts& f) {
+  StoreAttributes a;
+  a.model_sha256 = broadcast_string(world, f.model_sha256);
+  a.config_yaml = f.identity;
+  a.config_path = f.config_path;
+  a.model_path = f.model_dir;
+  a.vocab_path = f.vocab_path;
+  a.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(f.vocab_text.data()), f.vocab_text.size());
+  a.corpus_sha256 = f.corpus_sha256;
+  a.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(f.corpus_documents) + " documents)";
+  a.version = version_string();
+  a.git_revision = CTXSIM_GIT_REVISION;
+  a.started = utc_now();
+  a.dtype = name_of(c.model.dtype);
+  a.ranks = world.size();
+  a.threads = f.threads;
+  a.isa = configure_compute_libraries().describe() + " (rank 0)";
+  return a;
 }
 
 }  // namespace ctxsim

@@ -11,6 +11,7 @@
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/job/durable/run_lock.h"
+#include "pipeline/store/store.h"
 
 namespace ctxsim {
 
@@ -25,5 +26,17 @@ struct StoreTarget {
 // reads the resume state into `checkpoint` when resuming; every rank gets the mode.
 StoreMode agree_store_mode(MpiComm& world, const Config& c, JobKind kind, const StoreTarget& target, std::unique_ptr<RunLock>& lock,
                            std::optional<Checkpoint>& checkpoint);
+
+// What a job knows when it creates its store, for the root attributes every store has.
+struct JobFacts {
+  std::string config_path, identity, model_dir;
+  std::string model_sha256;  // rank 0's (hashed there while the inputs load); other ranks pass ""
+  std::string vocab_path, vocab_text, corpus_sha256;
+  int64_t corpus_documents = 0;
+  int threads = 1;
+};
+// Collective (attributes are written collectively): the root attributes shared by run and
+// segment stores, rank 0's weights digest on every rank; the caller adds vector and devices.
+StoreAttributes job_attributes(MpiComm& world, const Config& c, const JobFacts& facts);
 
 }  // namespace ctxsim

@@ -9,7 +9,6 @@
 #include <optional>
 #include <sstream>
 
-#include "ctxsim_revision.h"
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/job_plan.h"
 #include "pipeline/commands/run_units.h"
@@ -162,28 +161,14 @@ struct RunState {
 
 StoreAttributes store_attributes(MpiComm& world, const RunPlan& p, RunInputs& in, const std::string& vocab_path,
                                  const std::string& vocab_text, const Communicator& reducer) {
-  const Config& c = p.config;
-  StoreAttributes a;
-  std::string model_sha256;  // attributes are written collectively: every rank passes rank 0's
+  std::string model_sha256;  // rank 0 hashed the weights while the inputs loaded
   on_every_rank(world, [&] {
     if (world.rank() == 0) model_sha256 = in.weights_sha256.get();
   });
-  a.model_sha256 = broadcast_string(world, model_sha256);
-  a.config_yaml = p.identity;
-  a.config_path = p.config_path;
-  a.model_path = p.model_dir;
-  a.vocab_path = vocab_path;
-  a.vocab_sha256 = sha256_of(vocab_text);
-  a.corpus_sha256 = in.prepared.corpus_sha256;
-  a.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(in.prepared.documents) + " documents)";
-  a.version = version_string();
-  a.git_revision = CTXSIM_GIT_REVISION;
-  a.started = utc_now();
-  a.vector_kind = name_of(c.model.vector);
-  a.dtype = name_of(c.model.dtype);
-  a.ranks = world.size();
-  a.threads = in.threads;
-  a.isa = configure_compute_libraries().describe() + " (rank 0)";
+  StoreAttributes a = job_attributes(world, p.config,
+                                     {p.config_path, p.identity, p.model_dir, model_sha256, vocab_path, vocab_text,
+                                      in.prepared.corpus_sha256, in.prepared.documents, in.threads});
+  a.vector_kind = name_of(p.config.model.vector);
   a.devices = std::to_string(world.size()) + " x " + (p.device.is_cpu() ? "cpu" : "cuda") + ", reductions over " + reducer.name();
   return a;
 }

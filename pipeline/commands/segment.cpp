@@ -8,7 +8,6 @@
 #include <optional>
 #include <sstream>
 
-#include "ctxsim_revision.h"
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/job_plan.h"
 #include "pipeline/commands/run_units.h"
@@ -119,24 +118,15 @@ std::vector<SegmentDocumentInfo> document_infos(const Benchmark& b) {
 
 StoreAttributes segment_attributes(MpiComm& world, const SegmentPlan& p, const SegmentInputs& in) {
   const Config& c = p.config;
-  const InputDigests digests = input_digests(c);
-  StoreAttributes a;
-  a.config_yaml = p.identity;
-  a.config_path = p.config_path;
-  a.model_path = p.model_dir;
-  a.model_sha256 = digests.model;
-  a.vocab_path = vocab_path(c);
-  a.vocab_sha256 = digests.vocab;
-  a.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(in.text.corpus.documents.size()) + " documents)";
-  a.corpus_sha256 = in.text.corpus_sha256;
-  a.version = version_string();
-  a.git_revision = CTXSIM_GIT_REVISION;
-  a.started = utc_now();
+  std::string model_sha256;
+  on_every_rank(world, [&] {
+    if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
+  });
+  const std::string vocab = vocab_path(c);
+  StoreAttributes a = job_attributes(world, c,
+                                     {p.config_path, p.identity, p.model_dir, model_sha256, vocab, read_file_bytes(vocab, kMaxVocabBytes),
+                                      in.text.corpus_sha256, int64_t(in.text.corpus.documents.size()), in.threads});
   a.vector_kind = "context";
-  a.dtype = name_of(c.model.dtype);
-  a.ranks = world.size();
-  a.threads = in.threads;
-  a.isa = configure_compute_libraries().describe() + " (rank 0)";
   a.devices = std::to_string(world.size()) + " x cpu";
   return a;
 }
@@ -179,11 +169,9 @@ class SegmentUnits final : public UnitWork {
         const std::vector<double> sim = e.similarity(l, -1);
         result_.example.insert(result_.example.end(), sim.begin(), sim.end());
       }
-    has_result_ = true;
   }
   void write(const WorkUnit* unit) override {
-    store_.write_document(unit ? unit->first : 0, unit && has_result_ ? &result_ : nullptr);
-    has_result_ = false;
+    store_.write_document(unit ? unit->first : 0, unit ? &result_ : nullptr);  // the unit computed this round
   }
   void make_durable(const std::vector<uint8_t>& done) override {
     store_.flush();
@@ -199,7 +187,6 @@ class SegmentUnits final : public UnitWork {
   std::string progress_path_, identity_;
   int64_t generation_ = 0;
   SegmentDocumentResult result_;
-  bool has_result_ = false;
 };
 
 }  // namespace

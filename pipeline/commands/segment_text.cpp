@@ -80,8 +80,7 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
   segment::Boundaries b;
   if (n > 1) {
     if (c.segment.method == "attention") {
-      std::vector<double> gaps(e.cross.begin() + layer * (n - 1), e.cross.begin() + (layer + 1) * (n - 1));
-      b = segment::boundaries_from_gap_scores(gaps, o.block, count);
+      b = segment::boundaries_from_gap_scores(segment::gap_attention(e, layer, layer + 1), o.block, count);
     } else if (c.segment.method == "heads-depth") {
       b = segment::block_comparison(e.similarity(layer, -1), n, o.block, count);
     } else {

@@ -51,7 +51,7 @@ std::string fixed(double v, int digits) {
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
   const h5::Id file = open_complete_store(path);
-  if (is_segment_store(file)) return print_segment_summary(read_segment_store(file, path), out), 0;
+  if (is_segment_store(file)) return print_segment_summary(read_segment_store(file), out), 0;
   const auto vocab = store_vocab(file);
   const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
   const Baseline base = baseline_of(stats);

@@ -130,7 +130,7 @@ std::vector<SegmentRun> load_segment_runs(const std::vector<std::string>& paths,
     const h5::Id file = open_complete_store(run.path);
     if (!is_segment_store(file))
       throw Error(run.path, "is a run's store, not a segmentation store", "compare segmentation stores (ctxsim segment) with each other");
-    run.results = read_segment_store(file, run.path);
+    run.results = read_segment_store(file);
     run.table = segment_table(run.results);
     run.label = i < labels.size() ? labels[i] : std::filesystem::path(run.path).parent_path().filename().string();
     if (run.label.empty()) run.label = run.path;

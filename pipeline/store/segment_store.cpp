@@ -152,7 +152,7 @@ void SegmentStore::finish(const std::string& finished, double seconds) {
 
 bool is_segment_store(hid_t file) { return h5::has_attr(file, "kind") && h5::get_attr_string(file, "kind") == kKind; }
 
-SegmentResults read_segment_store(hid_t file, const std::string& path) {
+SegmentResults read_segment_store(hid_t file) {
   SegmentResults r;
   SegmentLayout& l = r.layout;
   const h5::Id docs = h5::open_group(file, "documents"), methods = h5::open_group(file, "methods"), heads = h5::open_group(file, "heads");
@@ -192,7 +192,6 @@ SegmentResults read_segment_store(hid_t file, const std::string& path) {
   for (int32_t s : r.subset)
     if (s < 0 || size_t(s) >= l.subsets.size()) h5::damaged(docs, "a document's subset index is out of range");
   r.model_path = h5::get_attr_string(file, "model_path");
-  (void)path;
   return r;
 }
 

@@ -80,6 +80,6 @@ struct SegmentResults {
   std::string model_path;
 };
 bool is_segment_store(hid_t file);
-SegmentResults read_segment_store(hid_t file, const std::string& path);
+SegmentResults read_segment_store(hid_t file);  // errors name the file (h5::damaged)
 
 }  // namespace ctxsim

@@ -29,6 +29,14 @@ std::vector<std::string> method_names(int64_t layers) {
   return names;
 }
 
+std::vector<double> gap_attention(const EncodedDocument& e, int64_t first, int64_t last) {
+  const int64_t n = e.S;
+  std::vector<double> g(size_t(std::max<int64_t>(0, n - 1)), 0.0);
+  for (int64_t l = first; l < last; ++l)
+    for (int64_t q = 0; q + 1 < n; ++q) g[size_t(q)] += e.cross[size_t(l * (n - 1) + q)] / double(last - first);
+  return g;
+}
+
 DocumentResult segment_document(const std::vector<TokenIds>& sentences, const EncodedDocument& e, const Boundaries& gold,
                                 const MethodOptions& o, uint64_t seed) {
   const int32_t n = int32_t(sentences.size()), count = int32_t(gold.size());
@@ -41,23 +49,17 @@ DocumentResult segment_document(const std::vector<TokenIds>& sentences, const En
       count, [&](int32_t k) { return c99_lexical(sentences, o.stop_ids, o.c99, k); }, b);
   b.push_back(random_boundaries(n, count, seed));
   b.push_back(evenly_spaced_boundaries(n, count));
-  const auto gaps_of = [&](int64_t first, int64_t last) {  // mean gap attention over layers [first, last)
-    std::vector<double> g(size_t(std::max(0, n - 1)), 0.0);
-    for (int64_t l = first; l < last; ++l)
-      for (int32_t q = 0; q + 1 < n; ++q) g[size_t(q)] += e.cross[size_t(l * (n - 1) + q)] / double(last - first);
-    return g;
-  };
   for (int64_t l = 0; l < e.L; ++l) {
     const std::vector<double> sim = e.similarity(l, -1);
     both_counts(
         count, [&](int32_t k) { return block_comparison(sim, n, o.block, k); }, b);
     both_counts(
         count, [&](int32_t k) { return c99(sim, n, o.c99, k); }, b);
-    const std::vector<double> gaps = gaps_of(l, l + 1);
+    const std::vector<double> gaps = gap_attention(e, l, l + 1);
     both_counts(
         count, [&](int32_t k) { return boundaries_from_gap_scores(gaps, o.block, k); }, b);
   }
-  const std::vector<double> final_gaps = gaps_of(std::max<int64_t>(0, e.L - o.attention_layers), e.L);
+  const std::vector<double> final_gaps = gap_attention(e, std::max<int64_t>(0, e.L - o.attention_layers), e.L);
   both_counts(
       count, [&](int32_t k) { return boundaries_from_gap_scores(final_gaps, o.block, k); }, b);
   for (const Boundaries& h : b) r.scores.push_back(score_segmentation(gold, h, n));

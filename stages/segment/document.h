@@ -34,6 +34,10 @@ struct DocumentResult {
   std::vector<SegmentScores> heads;    // [L * H] C99 on one head's similarity, the gold count
 };
 
+// The attention across each gap of an encoded document, averaged over layers [first, last): the
+// gap scores of the attention methods ([S-1]).
+std::vector<double> gap_attention(const EncodedDocument& encoded, int64_t first, int64_t last);
+
 // sentences: the document's sentences as token ids; encoded: the model's view of them (same
 // sentences); seed: the random baseline's (per document).
 DocumentResult segment_document(const std::vector<TokenIds>& sentences, const EncodedDocument& encoded, const Boundaries& gold,
