@@ -38,6 +38,7 @@ const StatInfo& stat_info(Stat s) { return kStatSchema[size_t(s)]; }
 
 Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
   const int64_t L = s.layers, H = s.heads, T = s.seq_len, V = s.vocab, S = s.separators;
+  size_t end = 0;
   for (size_t i = 0; i < kStatCount; ++i) {
     const StatInfo& info = kStatSchema[i];
     CTXSIM_CHECK(size_t(info.id) == i, std::string("kStatSchema is out of order at ") + info.name);
@@ -54,10 +55,13 @@ Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
     }
     f.size = 1;
     for (auto d : f.dims) f.size *= static_cast<size_t>(d);
-    f.offset = buffer_.size();
-    buffer_.resize(buffer_.size() + f.size * static_cast<size_t>(info.per_rule ? s.rules : 1), 0);
+    f.offset = end;
+    end += f.size * static_cast<size_t>(info.per_rule ? s.rules : 1);
     fields_.push_back(std::move(f));
   }
+  // One allocation: the per-token counts (LHV) are tens of MB, and growing the buffer field by
+  // field copied them.
+  buffer_.assign(end, 0);
 }
 
 void Accumulator::merge(const Accumulator& o) {
