@@ -38,13 +38,7 @@ void MpiSession::ensure() {
   // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
   // A user's own choice of transport wins.
   const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
-  if (!launched) {
-    ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
-    // Nor does it need the daemon (orted) Open MPI forks for a singleton, which only a process
-    // that spawns others uses (ctxsim never does): another 0.13 s per start, and a process
-    // beside the job competing for its cores.
-    ::setenv("OMPI_MCA_ess_singleton_isolated", "1", /*overwrite=*/0);
-  }
+  if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
   // Open MPI 4.1's shared-file-pointer component `lockedfile` overflows a buffer (SIGABRT under
   // _FORTIFY_SOURCE) in MPI_File_open of a path over about 230 characters, as deep cluster
   // scratch folders are. ctxsim never uses shared file pointers: leave that component out.
