@@ -38,6 +38,9 @@ void MpiSession::ensure() {
   // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
   // A user's own choice of transport wins.
   const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+  // (Not ess_singleton_isolated, which would save the 0.13 s of forking orted: every isolated
+  // singleton takes the same session folder, /tmp/ompi.<host>.<uid>/jf.0/1/0, so two commands
+  // started side by side race on it, and one died in MPI_Init.)
   if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
   // Open MPI 4.1's shared-file-pointer component `lockedfile` overflows a buffer (SIGABRT under
   // _FORTIFY_SOURCE) in MPI_File_open of a path over about 230 characters, as deep cluster
