@@ -7,7 +7,8 @@
 # forward samples/s), and the median is printed. Also prints the run's peak RSS and where its
 # time went: the batches in steady state against the bare forward (what scales with the number
 # of samples) and the seconds outside them (start-up to the first batch, store writes, progress
-# flushes, the end), so that a job's time extrapolates as fixed + samples / rate. Needs scripts/setup.sh.
+# flushes, the end), so that a job's time extrapolates as fixed + samples / rate.
+# Needs scripts/setup.sh.
 #   bash scripts/bench_run.sh                       # 200 Brown samples, BERT-base, float32, batch 8
 #   SAMPLES=1000 THREADS=2 REPEAT=5 bash scripts/bench_run.sh
 #   CONFIG=configs/default.yaml EXTRA="model.dtype=bfloat16" bash scripts/bench_run.sh
@@ -30,6 +31,8 @@ echo "bench_run: $SAMPLES samples of $CONFIG, model $MODEL, $DTYPE, batch $BATCH
 "$CTXSIM" bench-model --model "$MODEL" --batch 1 --dtype "$DTYPE" --threads "$THREADS" --seconds 0.01 | grep '^ISA' 
 ratios=()
 steadies=()
+# The median of the numbers on stdin, and how many there were.
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], NR }'; }
 forward() {
   "$CTXSIM" bench-model --model "$MODEL" --batch "$BATCH" --dtype "$DTYPE" --threads "$THREADS" --rules 1 --seconds 4 \
     | tail -1 | awk '{ sub(",", "", $3); print $3 }'
@@ -66,7 +69,9 @@ for i in $(seq "$REPEAT"); do
                  began, p[2], p[3], wall - began - p[1] - p[2] - p[3] }'
   fi
 done
-printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "median ratio (run / bare forward): %s of %d pairs\n", v[int((NR + 1) / 2)], NR }'
+read -r m n < <(printf '%s\n' "${ratios[@]}" | median)
+echo "median ratio (run / bare forward): $m of $n pairs"
 if [ ${#steadies[@]} -gt 0 ]; then
-  printf '%s\n' "${steadies[@]}" | sort -n | awk '{ v[NR] = $1 } END { printf "median steady-state ratio (run batches / bare forward): %s\n", v[int((NR + 1) / 2)] }'
+  read -r m n < <(printf '%s\n' "${steadies[@]}" | median)
+  echo "median steady-state ratio (run batches / bare forward): $m"
 fi
