@@ -1,8 +1,11 @@
 // Samples (SPEC §1): SplitMix64 and the draw by hand, window packing, truncation, padding,
-// sentence and word ids, both window modes; and the real Brown corpus end to end.
+// sentence and word ids, both window modes; the draw that tokenizes only what it takes against
+// the one that tokenizes the whole corpus; and the real Brown corpus end to end.
 #include "stages/text/samples.h"
 
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "stages/base/error.h"
 #include "test_helpers.h"
@@ -170,6 +173,85 @@ TEST(BuildSamples, EmptyCorpusIsAnError) {
   EXPECT_THROW(build_samples(c, SampleOptions{}, kSpecial), Error);
 }
 
+void expect_same_samples(const SampleSet& a, const SampleSet& b) {
+  EXPECT_EQ(a.seq_len, b.seq_len);
+  EXPECT_EQ(a.token_ids, b.token_ids);
+  EXPECT_EQ(a.sentence_ids, b.sentence_ids);
+  EXPECT_EQ(a.word_ids, b.word_ids);
+  EXPECT_EQ(a.n_valid, b.n_valid);
+  ASSERT_EQ(a.source.size(), b.source.size());
+  for (size_t n = 0; n < a.source.size(); ++n) {
+    EXPECT_EQ(a.source[n].document, b.source[n].document) << "sample " << n;
+    EXPECT_EQ(a.source[n].sentence, b.source[n].sentence) << "sample " << n;
+  }
+  EXPECT_EQ(a.candidate, b.candidate);
+  EXPECT_EQ(a.num_candidates, b.num_candidates);
+  EXPECT_EQ(a.requested, b.requested);
+  EXPECT_EQ(a.truncated_sentences, b.truncated_sentences);
+}
+
+BertTokenizer small_tokenizer() {
+  return BertTokenizer(Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a", "##s",
+                                           ".", ",", "e", "中"}),
+                       TokenizerOptions{});
+}
+
+// Sentences that give no token: controls, a lone combining accent (stripped), a zero-width
+// space (format character, cleaned), U+FFFD; and some that do, ASCII or not.
+const std::vector<std::string> kEdgeSentences = {
+    "\x01\x7f", "\xcc\x81", " \xcc\x81 \xcc\x81", "\xe2\x80\x8b", "\xef\xbf\xbd", "\t", "a", "\xc3\xa9", "x\xcc\x81",
+    "[SEP]", "\xe4\xb8\xad", "\x01a", "\xcc\x81\xe2\x80\x8b,"};
+
+TEST(LazyDraw, YieldsTokensAgreesWithTheTokenizer) {
+  BertTokenizer tok = small_tokenizer();
+  for (const std::string& s : kEdgeSentences) EXPECT_EQ(yields_tokens(s, tok), !tok.encode(s).ids.empty()) << "'" << s << "'";
+  EXPECT_FALSE(yields_tokens("\xcc\x81", tok));
+  EXPECT_FALSE(yields_tokens("\x01\x7f", tok));
+  EXPECT_TRUE(yields_tokens("\xc3\xa9", tok));  // é: the accent goes, e stays
+  for (int c = 1; c < 128; ++c) {
+    const std::string s(1, static_cast<char>(c));
+    EXPECT_EQ(yields_tokens(s, tok), !tok.encode(s).ids.empty()) << "byte " << c;
+  }
+}
+
+TEST(LazyDraw, SameSamplesAsTokenizingTheWholeCorpus) {
+  Corpus corpus;
+  const auto doc = [&](std::vector<std::string> sentences) { corpus.documents.push_back(Document{"d", std::move(sentences)}); };
+  doc({"the cat sat on the mat .", "\xcc\x81", "a cat , a mat", "cats sat", "\x01", "the the the the the the the the the the the"});
+  doc({"\xe2\x80\x8b"});  // no sentence gives a token: no candidate
+  doc(kEdgeSentences);
+  doc({"cat", "\xef\xbf\xbd", "mat", "sat .", "on", "a", "the"});
+  doc({"\xe4\xb8\xad\xe4\xb8\xad \xc3\xa9t\xc3\xa9 on the mat"});
+  BertTokenizer whole = small_tokenizer(), lazy = small_tokenizer();
+  const TokenizedCorpus tokenized = tokenize_corpus(corpus, whole);
+  const SentenceIndex index = index_sentences(corpus, lazy);
+  EXPECT_EQ(index.sentences, tokenized.num_sentences);
+  EXPECT_EQ(index.dropped, tokenized.dropped_sentences);
+  ASSERT_EQ(index.kept.size(), 5u);
+  EXPECT_EQ(index.kept[0], (std::vector<int32_t>{0, 2, 3, 5}));
+  EXPECT_TRUE(index.kept[1].empty());
+  for (int32_t T : {3, 5, 8, 16, 64})
+    for (int32_t stride : {1, 2, 3})
+      for (WindowMode mode : {WindowMode::Sentences, WindowMode::Documents})
+        for (int64_t num : {1, 4, 100})
+          for (int64_t heldout : {0, 2}) {
+            SampleOptions o;
+            o.seq_len = T;
+            o.stride_sentences = stride;
+            o.windows = mode;
+            o.num_samples = num;
+            o.seed = uint64_t(T * 131 + stride);
+            o.documents = {heldout ? DocumentSplit::Train : DocumentSplit::All, heldout};
+            SCOPED_TRACE("T=" + std::to_string(T) + " stride=" + std::to_string(stride) + " num=" + std::to_string(num) +
+                         " documents mode=" + std::to_string(mode == WindowMode::Documents) + " heldout=" + std::to_string(heldout));
+            expect_same_samples(draw_samples(corpus, index, lazy, o, kSpecial), build_samples(tokenized, o, kSpecial));
+          }
+  // The same errors: no candidate at all.
+  Corpus empty;
+  empty.documents.push_back(Document{"d", {"\x01"}});
+  EXPECT_THROW(draw_samples(empty, index_sentences(empty, lazy), lazy, SampleOptions{}, kSpecial), Error);
+}
+
 TEST(BrownSamples, RealCorpusDefaultDraw) {
   CTXSIM_REQUIRE_DATA();
   CorpusOptions co;
@@ -181,6 +263,22 @@ TEST(BrownSamples, RealCorpusDefaultDraw) {
   SampleOptions o;
   o.num_samples = 2000;
   const SampleSet s = build_samples(tc, o, SpecialIds::from(tok.vocab()));
+  // The run's draw, which tokenizes only the windows it takes, gives the same samples.
+  BertTokenizer lazy(Vocab::load(test::kVocabPath), TokenizerOptions{});
+  const SentenceIndex index = index_sentences(corpus, lazy);
+  EXPECT_EQ(index.sentences, 57340);
+  EXPECT_EQ(index.dropped, tc.dropped_sentences);
+  expect_same_samples(draw_samples(corpus, index, lazy, o, SpecialIds::from(tok.vocab())), s);
+  for (const auto& [T, stride, mode] : {std::tuple{64, 3, WindowMode::Sentences}, std::tuple{512, 1, WindowMode::Sentences},
+                                        std::tuple{128, 1, WindowMode::Documents}}) {
+    SampleOptions other = o;
+    other.seq_len = T;
+    other.stride_sentences = stride;
+    other.windows = mode;
+    other.seed = 7;
+    expect_same_samples(draw_samples(corpus, index, lazy, other, SpecialIds::from(tok.vocab())),
+                        build_samples(tc, other, SpecialIds::from(tok.vocab())));
+  }
   ASSERT_EQ(s.size(), 2000);
   EXPECT_EQ(s.num_candidates, 57340);
   const size_t T = 128;

@@ -56,7 +56,7 @@ int cmd_samples(const std::string& path, const std::vector<std::string>& overrid
   const Config c = load_config(path, overrides);
   check_paths(c);
   BertTokenizer tokenizer = make_tokenizer(c);
-  const PreparedSamples p = prepare_samples(c, tokenizer);
+  const PreparedSamples p = prepare_samples(c, tokenizer, CorpusTokens::Counted);
   const SampleSet& s = p.samples;
   const int64_t shown = std::min<int64_t>(show, s.size());
   for (int64_t n = 0; n < shown; ++n) {

@@ -29,10 +29,10 @@ TokenizedCorpus tokenize_corpus(const Corpus& corpus, BertTokenizer& tokenizer) 
   return out;
 }
 
-std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, const SampleOptions& o) {
+std::vector<SampleSource> enumerate_candidates(const std::vector<int32_t>& sentences_per_document, const SampleOptions& o) {
   std::vector<SampleSource> out;
-  for (size_t d = 0; d < corpus.documents.size(); ++d) {
-    const auto n = static_cast<int32_t>(corpus.documents[d].sentences.size());
+  for (size_t d = 0; d < sentences_per_document.size(); ++d) {
+    const int32_t n = sentences_per_document[d];
     if (n == 0 || !o.documents.keeps(int64_t(d))) continue;
     if (o.windows == WindowMode::Documents) {
       out.push_back({static_cast<int32_t>(d), 0});
@@ -41,6 +41,50 @@ std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, co
     }
   }
   return out;
+}
+
+namespace {
+
+std::vector<int32_t> sentence_counts(const TokenizedCorpus& corpus) {
+  std::vector<int32_t> n;
+  n.reserve(corpus.documents.size());
+  for (const auto& d : corpus.documents) n.push_back(static_cast<int32_t>(d.sentences.size()));
+  return n;
+}
+
+std::vector<int32_t> sentence_counts(const SentenceIndex& index) {
+  std::vector<int32_t> n;
+  n.reserve(index.kept.size());
+  for (const auto& d : index.kept) n.push_back(static_cast<int32_t>(d.size()));
+  return n;
+}
+
+}  // namespace
+
+std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, const SampleOptions& o) {
+  return enumerate_candidates(sentence_counts(corpus), o);
+}
+
+bool yields_tokens(std::string_view text, BertTokenizer& tokenizer) {
+  for (char c : text)
+    if (c > ' ' && c < 0x7f) return true;
+  return !tokenizer.encode(text).ids.empty();
+}
+
+SentenceIndex index_sentences(const Corpus& corpus, BertTokenizer& tokenizer) {
+  SentenceIndex index;
+  index.kept.resize(corpus.documents.size());
+  for (size_t d = 0; d < corpus.documents.size(); ++d) {
+    const auto& sentences = corpus.documents[d].sentences;
+    for (size_t s = 0; s < sentences.size(); ++s) {
+      if (yields_tokens(sentences[s], tokenizer))
+        index.kept[d].push_back(static_cast<int32_t>(s));
+      else
+        ++index.dropped;
+    }
+    index.sentences += static_cast<int64_t>(index.kept[d].size());
+  }
+  return index;
 }
 
 SpecialIds SpecialIds::from(const Vocab& vocab) {
@@ -98,16 +142,21 @@ int64_t SampleSet::valid_tokens() const {
   return n;
 }
 
-SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SpecialIds& special) {
+namespace {
+
+// The draw over documents with these counts of token-giving sentences, each drawn window written
+// by write(source, tokens, sentence ids, word ids, n_valid) → whether it cut a sentence.
+template <class WriteWindow>
+SampleSet draw_windows(const std::vector<int32_t>& sentences_per_document, const SampleOptions& o, WriteWindow&& write) {
   if (o.seq_len < 3) throw Error("samples.seq_len", "must be at least 3 ([CLS], one token, [SEP])", "raise it");
   if (o.seq_len > 32767) throw Error("samples.seq_len", "must be at most 32767", "lower it");
-  const auto candidates = enumerate_candidates(corpus, o);
+  const auto candidates = enumerate_candidates(sentences_per_document, o);
   if (candidates.empty()) {
     if (o.documents.split != DocumentSplit::All)
       throw Error("corpus.split",
                   std::string("no candidate windows: no document of the ") +
                       (o.documents.split == DocumentSplit::Heldout ? "held-out" : "training") + " split has text (corpus.heldout_every=" +
-                      std::to_string(o.documents.heldout_every) + ", " + std::to_string(corpus.documents.size()) + " documents)",
+                      std::to_string(o.documents.heldout_every) + ", " + std::to_string(sentences_per_document.size()) + " documents)",
                   o.documents.heldout_every == 0 ? "set corpus.heldout_every (e.g. 10) or corpus.split=all"
                                                  : "lower corpus.heldout_every, or use a corpus with more documents");
     throw Error("corpus", "no candidate windows: the corpus has no tokenizable sentence", "point corpus.path at a corpus with text");
@@ -127,11 +176,35 @@ SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, c
   for (size_t n = 0; n < N; ++n) {
     const SampleSource src = candidates[static_cast<size_t>(drawn[n])];
     set.source[n] = src;
-    if (build_window(corpus.documents[src.document], src.sentence, o.seq_len, special, &set.token_ids[n * T], &set.sentence_ids[n * T],
-                     &set.word_ids[n * T], set.n_valid[n]))
-      ++set.truncated_sentences;
+    if (write(src, &set.token_ids[n * T], &set.sentence_ids[n * T], &set.word_ids[n * T], set.n_valid[n])) ++set.truncated_sentences;
   }
   return set;
+}
+
+}  // namespace
+
+SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SpecialIds& special) {
+  return draw_windows(sentence_counts(corpus), o, [&](const SampleSource& src, int32_t* tok, int16_t* sent, int16_t* word, int16_t& n_valid) {
+    return build_window(corpus.documents[size_t(src.document)], src.sentence, o.seq_len, special, tok, sent, word, n_valid);
+  });
+}
+
+SampleSet draw_samples(const Corpus& corpus, const SentenceIndex& index, BertTokenizer& tokenizer, const SampleOptions& o,
+                       const SpecialIds& special) {
+  CTXSIM_CHECK(index.kept.size() == corpus.documents.size(), "draw_samples: the sentence index is of another corpus");
+  TokenizedDocument window;  // the window's sentences, tokenized until they fill it
+  return draw_windows(sentence_counts(index), o, [&](const SampleSource& src, int32_t* tok, int16_t* sent, int16_t* word, int16_t& n_valid) {
+    const auto& kept = index.kept[size_t(src.document)];
+    const auto& texts = corpus.documents[size_t(src.document)].sentences;
+    window.sentences.clear();
+    int64_t tokens = 0;
+    for (size_t k = size_t(src.sentence); k < kept.size() && tokens < o.seq_len - 2; ++k) {
+      Encoding e = tokenizer.encode(texts[size_t(kept[k])]);
+      tokens += static_cast<int64_t>(e.ids.size());
+      window.sentences.push_back(TokenizedSentence{std::move(e.ids), std::move(e.word_ids), e.num_words});
+    }
+    return build_window(window, 0, o.seq_len, special, tok, sent, word, n_valid);
+  });
 }
 
 }  // namespace ctxsim

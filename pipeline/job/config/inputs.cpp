@@ -115,34 +115,51 @@ SampleOptions sample_options(const Config& c) {
   return o;
 }
 
+namespace {
+
+// The config's corpus, its notes said in the log.
+Corpus read_config_corpus(const Config& config) {
+  Corpus corpus = read_corpus(corpus_options(config));
+  if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
+  return corpus;
+}
+
+}  // namespace
+
 TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer) {
   TokenizedInputs t;
   Stopwatch clock;
-  const Corpus corpus = read_corpus(corpus_options(config));
+  const Corpus corpus = read_config_corpus(config);
   t.corpus_sha256 = corpus.sha256;
   t.read_seconds = clock.seconds();
-  if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
   clock.restart();
   t.corpus = tokenize_corpus(corpus, tokenizer);
   t.tokenize_seconds = clock.seconds();
   return t;
 }
 
-PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer) {
+PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, CorpusTokens tokens) {
   PreparedSamples p;
-  const TokenizedInputs inputs = read_and_tokenize(config, tokenizer);
-  const TokenizedCorpus& tokenized = inputs.corpus;
-  p.corpus_sha256 = inputs.corpus_sha256;
-  p.read_seconds = inputs.read_seconds;
-  p.tokenize_seconds = inputs.tokenize_seconds;
-  Stopwatch clock;
-  p.documents = static_cast<int64_t>(tokenized.documents.size());
-  p.sentences = tokenized.num_sentences;
-  p.corpus_tokens = tokenized.num_tokens;
-  p.dropped_sentences = tokenized.dropped_sentences;
-  clock.restart();
-  p.samples = build_samples(tokenized, sample_options(config), SpecialIds::from(tokenizer.vocab()));
-  p.sample_seconds = clock.seconds();
+  const SampleOptions options = sample_options(config);
+  const SpecialIds special = SpecialIds::from(tokenizer.vocab());
+  if (tokens == CorpusTokens::Counted) {
+    const TokenizedInputs inputs = read_and_tokenize(config, tokenizer);
+    const TokenizedCorpus& tokenized = inputs.corpus;
+    p.corpus_sha256 = inputs.corpus_sha256;
+    p.documents = static_cast<int64_t>(tokenized.documents.size());
+    p.sentences = tokenized.num_sentences;
+    p.corpus_tokens = tokenized.num_tokens;
+    p.dropped_sentences = tokenized.dropped_sentences;
+    p.samples = build_samples(tokenized, options, special);
+  } else {
+    const Corpus corpus = read_config_corpus(config);
+    const SentenceIndex index = index_sentences(corpus, tokenizer);
+    p.corpus_sha256 = corpus.sha256;
+    p.documents = static_cast<int64_t>(corpus.documents.size());
+    p.sentences = index.sentences;
+    p.dropped_sentences = index.dropped;
+    p.samples = draw_samples(corpus, index, tokenizer, options, special);
+  }
   if (p.samples.shortfall() > 0)
     log_info("samples.num_samples=" + std::to_string(config.samples.num_samples) + " but the corpus has only " +
              std::to_string(p.samples.num_candidates) + " candidate windows: using all of them (shortfall " +

@@ -49,14 +49,18 @@ struct TokenizedInputs {
 };
 TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer);
 
-// Corpus → tokens → drawn samples, with the counts the `samples` command prints.
+// How much of the corpus prepare_samples tokenizes: only the sentences the drawn windows take (a
+// run: its start-up does not grow with the corpus), or all of it, to count the corpus's tokens.
+enum class CorpusTokens { DrawnOnly, Counted };
+
+// Corpus → drawn samples, with the counts the `samples` command prints (corpus_tokens is -1
+// unless counted). The samples are the same either way.
 struct PreparedSamples {
   SampleSet samples;
   std::string corpus_sha256;  // Corpus::sha256
-  int64_t documents = 0, sentences = 0, corpus_tokens = 0, dropped_sentences = 0;
-  double read_seconds = 0, tokenize_seconds = 0, sample_seconds = 0;
+  int64_t documents = 0, sentences = 0, corpus_tokens = -1, dropped_sentences = 0;
 };
-PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer);
+PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, CorpusTokens tokens = CorpusTokens::DrawnOnly);
 
 // Rules, thresholds, separator ids (global and per rule) and special ids, shared by `run` and the
 // calibration of `plan` so that both measure the same arithmetic. Throws, naming the key, when a
