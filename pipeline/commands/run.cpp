@@ -80,6 +80,61 @@ RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vect
   return p;
 }
 
+// --------------------------------------------------------------- the early load ------------
+// A new run on the CPU starts loading its weights, and rank 0 hashing them, before MPI starts:
+// Open MPI takes 0.15 s to start a process no launcher started (it forks its orted and waits
+// for it), and the load is the longest part of the start-up. Whatever goes wrong in the load is
+// kept in the future and reported where the load is awaited, as before.
+struct LoadedModel {
+  TransformerEncoder model;
+  LoadReport report;
+};
+
+std::future<LoadedModel> load_weights(const std::string& model_dir, Precision dtype, at::Device device) {
+  return std::async(std::launch::async, [=] {
+    LoadReport report;
+    TransformerEncoder model = TransformerEncoder::load(model_dir, torch_dtype(dtype), &report, device);
+    return LoadedModel{std::move(model), std::move(report)};
+  });
+}
+
+struct EarlyLoad {
+  std::string model_dir;
+  std::future<LoadedModel> model;
+  std::future<std::string> weights_sha256;
+};
+
+// This process's rank as its launcher announces it before MPI starts (0 when none started it).
+int announced_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
+  return 0;
+}
+
+std::future<std::string> hash_weights(const std::string& model_dir) {
+  return std::async(std::launch::async, [w = (fs::path(model_dir) / "model.safetensors").string()] { return sha256_file(w); });
+}
+
+// Only where nothing the load does can depend on MPI or on the plan: a CPU run whose config is
+// valid so far and whose output folder holds no store yet (a resume, a finished run and a refusal
+// all have one). Anything else loads after the plan, as before.
+EarlyLoad start_early_load(const Config& c) {
+  EarlyLoad e;
+  const std::string device = name_of(c.runtime.device);
+  if (!c.sweep.empty() || !(device == "cpu" || (device == "auto" && !at::hasCUDA()))) return e;
+  try {
+    check_paths(c);
+    require_native_dtype(c.model.dtype, "model.dtype");
+    e.model_dir = model_dir(c);
+  } catch (const Error&) {
+    return EarlyLoad{};  // the plan reports it
+  }
+  if (e.model_dir.empty() || fs::exists(fs::path(c.output.dir) / "store.h5")) return EarlyLoad{};
+  e.model = load_weights(e.model_dir, c.model.dtype, at::kCPU);
+  if (announced_rank() == 0) e.weights_sha256 = hash_weights(e.model_dir);
+  return e;
+}
+
 // ---------------------------------------------------------------------- inputs ------------
 struct RunInputs {
   int threads = 0;
@@ -113,7 +168,7 @@ void check_inputs(const Config& c, RunInputs& in) {
   }
 }
 
-RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
+RunInputs load_inputs(MpiComm& world, const RunPlan& p, EarlyLoad early) {
   RunInputs in;
   const Config& c = p.config;
   on_every_rank(world, [&] {
@@ -123,16 +178,18 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p) {
     if (const std::string note = thread_cap_note(c.runtime.threads, in.threads, "runtime.threads"); !note.empty()) log_info(note);
     log_info(version_string() + "; config " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
              std::to_string(in.threads) + " thread(s), " + device_name(p.device) + "; " + configure_compute_libraries().describe());
-    // The weights load (and, for a new store, are hashed) while the corpus is tokenized: the
-    // three are independent, and together they are most of the start-up.
-    auto loading = std::async(std::launch::async,
-                              [&] { return TransformerEncoder::load(p.model_dir, torch_dtype(c.model.dtype), &in.report, p.device); });
+    // The weights load (and, for a new store, are hashed) while the corpus is read and the
+    // samples drawn: the three are independent, and together they are most of the start-up.
+    // They may have started before MPI (the early load).
+    const bool early_model = early.model.valid() && p.device.is_cpu() && early.model_dir == p.model_dir;
+    std::future<LoadedModel> loading = early_model ? std::move(early.model) : load_weights(p.model_dir, c.model.dtype, p.device);
     if (p.mode == RunPlan::Create && world.rank() == 0)
-      in.weights_sha256 =
-          std::async(std::launch::async, [w = (fs::path(p.model_dir) / "model.safetensors").string()] { return sha256_file(w); });
+      in.weights_sha256 = early_model && early.weights_sha256.valid() ? std::move(early.weights_sha256) : hash_weights(p.model_dir);
     in.tokenizer.emplace(make_tokenizer(c));
     in.prepared = prepare_samples(c, *in.tokenizer);
-    in.model.emplace(loading.get());
+    LoadedModel loaded = loading.get();
+    in.model.emplace(std::move(loaded.model));
+    in.report = std::move(loaded.report);
     check_inputs(c, in);
     in.options = statistics_options(c, in.tokenizer->vocab());
   });
@@ -265,7 +322,9 @@ void write_run_report(const RunPlan& p) {
 
 }  // namespace
 
-int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
+namespace {
+
+int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out, EarlyLoad early) {
   const Stopwatch clock;
   MpiSession::ensure();
   MpiComm world(MPI_COMM_WORLD);
@@ -286,7 +345,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   // GPU float32 matmuls: full precision unless model.tf32 (TF32 rounds inputs to a 10-bit mantissa).
   at::globalContext().setAllowTF32CuBLAS(plan.config.model.tf32);
   at::globalContext().setAllowTF32CuDNN(plan.config.model.tf32);
-  RunInputs in = load_inputs(world, plan);
+  RunInputs in = load_inputs(world, plan, std::move(early));
   // The large reductions: NCCL on GPU ranks of a build with it (CTXSIM_CUDA), else MPI.
   std::unique_ptr<Communicator> nccl;
   on_every_rank(world, [&] { nccl = make_reduction_comm(world, plan.device.is_cuda()); });
@@ -314,21 +373,29 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   return print_summary(plan.store_path, SummaryOptions{}, out);
 }
 
+}  // namespace
+
+int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
+  return run_job(config_path, overrides, out, EarlyLoad{});
+}
+
 int cmd_run(const std::string& path, const std::vector<std::string>& overrides, int64_t sweep_index, std::ostream& out) {
+  std::optional<Config> config;
+  try {
+    config = load_config(path, overrides);
+  } catch (const Error&) {
+  }
+  EarlyLoad early = config && sweep_index < 0 ? start_early_load(*config) : EarlyLoad{};
   MpiSession::ensure();
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   set_log_rank(rank, size);
-  Config c;
-  try {
-    c = load_config(path, overrides);
-  } catch (const Error&) {
-    return run_job(path, overrides, out);  // reports the error once, across ranks
-  }
+  if (!config) return run_job(path, overrides, out);  // reports the error once, across ranks
+  const Config& c = *config;
   if (c.sweep.empty()) {
     if (sweep_index >= 0) throw Error("--sweep-index", path + " has no sweep: section", "drop --sweep-index, or add a sweep: section");
-    return run_job(path, overrides, out);
+    return run_job(path, overrides, out, std::move(early));
   }
   const SweepPlan plan = expand_sweep(c);
   const auto run_point = [&](const SweepPoint& p) {
