@@ -122,14 +122,15 @@ EarlyLoad start_early_load(const Config& c) {
   EarlyLoad e;
   const std::string device = name_of(c.runtime.device);
   if (!c.sweep.empty() || !(device == "cpu" || (device == "auto" && !at::hasCUDA()))) return e;
+  std::error_code ec;
   try {
     check_paths(c);
     require_native_dtype(c.model.dtype, "model.dtype");
     e.model_dir = model_dir(c);
-  } catch (const Error&) {
-    return EarlyLoad{};  // the plan reports it
+  } catch (const std::exception&) {
+    return EarlyLoad{};  // the plan says what is wrong, once, across ranks
   }
-  if (e.model_dir.empty() || fs::exists(fs::path(c.output.dir) / "store.h5")) return EarlyLoad{};
+  if (e.model_dir.empty() || fs::exists(fs::path(c.output.dir) / "store.h5", ec) || ec) return EarlyLoad{};
   e.model = load_weights(e.model_dir, c.model.dtype, at::kCPU);
   if (announced_rank() == 0) e.weights_sha256 = hash_weights(e.model_dir);
   return e;
