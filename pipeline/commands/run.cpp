@@ -2,6 +2,7 @@
 // over the shared job machinery: plan (config, and what to do with the output folder) → inputs
 // (samples, model, options) → store (created or resumed) → the rounds over the work units
 // (job/rounds.h, with the analysis as their work) → finish (statistics, timings, report, summary).
+// A new CPU run's weights start loading before MPI does (the early load), beside its plan.
 #include <malloc.h>
 
 #include <filesystem>
