@@ -1,12 +1,14 @@
 // The WordPiece tokenizer with the real bert-base-uncased vocabulary (uncased and cased): any
 // text (invalid UTF-8 replaced, as corpus.invalid_utf8=replace does) gives ids of the
-// vocabulary and one word id per token, without crashing.
+// vocabulary and one word id per token, without crashing; and the run's draw, which decides
+// without tokenizing whether a sentence gives a token (yields_tokens), agrees with it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string_view>
 
+#include "stages/text/samples.h"
 #include "stages/text/tokenizer.h"
 #include "stages/text/utf8.h"
 
@@ -29,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto* t : {uncased.get(), cased.get()}) {
     const ctxsim::Encoding e = t->encode(text);
     if (e.ids.size() != e.word_ids.size()) __builtin_trap();
+    if (ctxsim::yields_tokens(text, *t) == e.ids.empty()) __builtin_trap();
     for (int32_t id : e.ids)
       if (id < 0 || id >= t->vocab().size()) __builtin_trap();
     (void)t->basic_tokenize(text);
