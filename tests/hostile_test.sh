@@ -260,6 +260,30 @@ case "$CASE" in
     "$CTXSIM" run "${L[@]}" > /dev/null 2> "$TMP/err" || fail "rerun without a resume state: $(cat "$TMP/err")"
     contains "$(cat "$TMP/err")" "no resume state beside it): starting it over"
     ;;
+  mpi_singletons)  # commands no launcher started, side by side: each runs as an isolated Open MPI
+    # singleton in a session folder of its own (a shared one raced), and leaves none behind
+    tiny_model "$TMP/m"
+    mkdir "$TMP/tmp"
+    CTXSIM_UNIT_DELAY_MS=300 TMPDIR="$TMP/tmp" "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=16 \
+      runtime.unit_size=4 output.report=false output.dir="$TMP/out" > /dev/null 2> "$TMP/err" &
+    job=$!
+    for _ in $(seq 1 100); do [ -f "$TMP/out/store.h5.progress" ] && break; sleep 0.1; done
+    ls "$TMP/tmp" | grep -q '^ctxsim-mpi\.' || fail "no session folder of its own while it runs: $(ls -A "$TMP/tmp")"
+    [ -z "$(pgrep -P $job orted)" ] || fail "the run started Open MPI's orted"
+    wait $job || fail "run: $(cat "$TMP/err")"
+    pids=()
+    for i in $(seq 1 8); do
+      TMPDIR="$TMP/tmp" "$CTXSIM" status "$TMP/out/store.h5" > "$TMP/status$i" 2>&1 &
+      pids+=($!)
+    done
+    for i in $(seq 1 8); do
+      wait "${pids[$((i - 1))]}" || fail "status $i of 8 side by side: $(cat "$TMP/status$i")"
+      contains "$(cat "$TMP/status$i")" "complete"
+    done
+    [ -z "$(ls -A "$TMP/tmp")" ] || fail "MPI session folders left behind in TMPDIR: $(ls -A "$TMP/tmp")"
+    # A user's own Open MPI setting wins (here: with orted), and the command works as before.
+    contains "$(OMPI_MCA_ess_singleton_isolated=0 TMPDIR="$TMP/tmp" "$CTXSIM" status "$TMP/out/store.h5" 2>&1)" "complete"
+    ;;
   identity)  # item 11: a resume from another spelling of output.dir; differing keys named
     tiny_model "$TMP/m"
     L=(configs/default.yaml model.path="$TMP/m" samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1 output.report=false)

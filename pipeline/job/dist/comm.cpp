@@ -1,7 +1,11 @@
 #include "pipeline/job/dist/comm.h"
 
+#include <stdlib.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
+#include <string>
 
 #include "stages/base/error.h"
 
@@ -25,6 +29,12 @@ MPI_Op mpi_op(ReduceOp op) {
   return MPI_SUM;
 }
 
+// The session folder of this process's isolated singleton (MpiSession::ensure), if it made one.
+std::string& session_folder() {
+  static std::string folder;
+  return folder;
+}
+
 // MPI counts are int: large buffers go in pieces.
 constexpr size_t kChunk = size_t(1) << 28;
 
@@ -38,16 +48,33 @@ void MpiSession::ensure() {
   // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
   // A user's own choice of transport wins.
   const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
-  // (Not ess_singleton_isolated, which would save the 0.13 s of forking orted: every isolated
-  // singleton takes the same session folder, /tmp/ompi.<host>.<uid>/jf.0/1/0, so two commands
-  // started side by side race on it, and one died in MPI_Init.)
   if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
+  // Nor does it need Open MPI's orted, whose fork and handshake took 0.15 s of every command and
+  // its teardown 0.05 s more: it runs as an isolated singleton. Every isolated singleton names
+  // its session folder the same (<tmpdir>/ompi.<host>.<uid>/jf.0/…), so two commands started side
+  // by side raced on it (one died in MPI_Init): each gets a tmpdir of its own, removed after
+  // MPI_Finalize. A user's own setting of either wins, and without a tmpdir orted starts as before.
+  bool isolated = false;
+  if (!launched && !std::getenv("OMPI_MCA_ess_singleton_isolated") && !std::getenv("OMPI_MCA_orte_tmpdir_base")) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string folder = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctxsim-mpi.XXXXXX";
+    if (::mkdtemp(folder.data())) {
+      isolated = true;
+      session_folder() = folder;
+      ::setenv("OMPI_MCA_orte_tmpdir_base", folder.c_str(), 1);
+      ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 1);
+    }
+  }
   // Open MPI 4.1's shared-file-pointer component `lockedfile` overflows a buffer (SIGABRT under
   // _FORTIFY_SOURCE) in MPI_File_open of a path over about 230 characters, as deep cluster
   // scratch folders are. ctxsim never uses shared file pointers: leave that component out.
   ::setenv("OMPI_MCA_sharedfp", "^lockedfile", /*overwrite=*/0);
   int provided = 0;
   check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  if (isolated) {  // read by MPI_Init; programs this one starts get Open MPI's defaults
+    ::unsetenv("OMPI_MCA_orte_tmpdir_base");
+    ::unsetenv("OMPI_MCA_ess_singleton_isolated");
+  }
   // Errors come back as return codes and become exceptions (MpiComm), not silent aborts.
   check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
 }
@@ -57,6 +84,11 @@ MpiSession::~MpiSession() {
   MPI_Initialized(&ready);
   MPI_Finalized(&done);
   if (ready && !done) MPI_Finalize();  // nothing to report to at exit: a failure is left to the launcher
+  if (!session_folder().empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(session_folder(), ec);  // best effort: a leftover is a few empty folders
+    session_folder().clear();
+  }
 }
 
 MpiComm::MpiComm(MPI_Comm parent) {
