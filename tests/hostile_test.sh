@@ -281,6 +281,21 @@ case "$CASE" in
       contains "$(cat "$TMP/status$i")" "complete"
     done
     [ -z "$(ls -A "$TMP/tmp")" ] || fail "MPI session folders left behind in TMPDIR: $(ls -A "$TMP/tmp")"
+    # A run killed outright cannot remove its folder: the next command does, and only folders of
+    # this host whose process is gone.
+    CTXSIM_UNIT_DELAY_MS=300 TMPDIR="$TMP/tmp" "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=16 \
+      runtime.unit_size=4 output.report=false output.dir="$TMP/killed" > /dev/null 2>&1 &
+    victim=$!
+    for _ in $(seq 1 100); do [ -f "$TMP/killed/store.h5.progress" ] && break; sleep 0.1; done
+    kill -9 $victim; wait $victim 2> /dev/null
+    ls "$TMP/tmp" | grep -q "^ctxsim-mpi\.$(hostname)\.$victim\." || fail "the killed run's folder is not there: $(ls -A "$TMP/tmp")"
+    sleep 30 & alive=$!
+    mkdir "$TMP/tmp/ctxsim-mpi.$(hostname).$alive.keep" "$TMP/tmp/ctxsim-mpi.otherhost.$victim.keep"
+    contains "$(TMPDIR="$TMP/tmp" "$CTXSIM" status "$TMP/out/store.h5" 2>&1)" "complete"
+    kill $alive
+    [ "$(ls "$TMP/tmp" | sort)" = "$(printf '%s\n' "ctxsim-mpi.$(hostname).$alive.keep" "ctxsim-mpi.otherhost.$victim.keep" | sort)" ] ||
+      fail "stale session folders: expected only those of a live process and of another host, found: $(ls -A "$TMP/tmp")"
+    rm -r "$TMP/tmp"/*
     # A user's own Open MPI setting wins (here: with orted), and the command works as before.
     contains "$(OMPI_MCA_ess_singleton_isolated=0 TMPDIR="$TMP/tmp" "$CTXSIM" status "$TMP/out/store.h5" 2>&1)" "complete"
     ;;

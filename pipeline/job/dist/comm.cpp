@@ -1,7 +1,11 @@
 #include "pipeline/job/dist/comm.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -35,6 +39,31 @@ std::string& session_folder() {
   return folder;
 }
 
+// Session folders are <tmpdir>/ctxsim-mpi.<host>.<pid>.XXXXXX. A process killed outright could not
+// remove its own: those of this host whose process is gone, and that belong to this user, go
+// when the next command starts.
+std::string session_folder_prefix() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string("ctxsim-mpi.") + (host[0] ? host : "host") + ".";
+}
+
+void remove_stale_session_folders(const std::string& tmp, const std::string& prefix) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    char* stop = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &stop, 10);
+    struct stat st {};
+    if (pid <= 0 || *stop != '.' || ::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to ask about
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);
+  }
+}
+
 // MPI counts are int: large buffers go in pieces.
 constexpr size_t kChunk = size_t(1) << 28;
 
@@ -53,11 +82,14 @@ void MpiSession::ensure() {
   // its teardown 0.05 s more: it runs as an isolated singleton. Every isolated singleton names
   // its session folder the same (<tmpdir>/ompi.<host>.<uid>/jf.0/…), so two commands started side
   // by side raced on it (one died in MPI_Init): each gets a tmpdir of its own, removed after
-  // MPI_Finalize. A user's own setting of either wins, and without a tmpdir orted starts as before.
+  // MPI_Finalize (or, if it was killed, by a later command). A user's own setting of either wins,
+  // and without a tmpdir orted starts as before.
   bool isolated = false;
   if (!launched && !std::getenv("OMPI_MCA_ess_singleton_isolated") && !std::getenv("OMPI_MCA_orte_tmpdir_base")) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string folder = std::string(tmp && *tmp ? tmp : "/tmp") + "/ctxsim-mpi.XXXXXX";
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string tmp = tmpdir && *tmpdir ? tmpdir : "/tmp", prefix = session_folder_prefix();
+    remove_stale_session_folders(tmp, prefix);
+    std::string folder = tmp + "/" + prefix + std::to_string(::getpid()) + ".XXXXXX";
     if (::mkdtemp(folder.data())) {
       isolated = true;
       session_folder() = folder;
