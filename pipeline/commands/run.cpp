@@ -105,13 +105,6 @@ struct EarlyLoad {
   std::future<std::string> weights_sha256;
 };
 
-// This process's rank as its launcher announces it before MPI starts (0 when none started it).
-int announced_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
-  return 0;
-}
-
 std::future<std::string> hash_weights(const std::string& model_dir) {
   return std::async(std::launch::async, [w = (fs::path(model_dir) / "model.safetensors").string()] { return sha256_file(w); });
 }
@@ -123,7 +116,6 @@ EarlyLoad start_early_load(const Config& c) {
   EarlyLoad e;
   const std::string device = name_of(c.runtime.device);
   if (!c.sweep.empty() || !(device == "cpu" || (device == "auto" && !at::hasCUDA()))) return e;
-  std::error_code ec;
   try {
     check_paths(c);
     require_native_dtype(c.model.dtype, "model.dtype");
@@ -131,9 +123,10 @@ EarlyLoad start_early_load(const Config& c) {
   } catch (const std::exception&) {
     return EarlyLoad{};  // the plan says what is wrong, once, across ranks
   }
+  std::error_code ec;
   if (e.model_dir.empty() || fs::exists(fs::path(c.output.dir) / "store.h5", ec) || ec) return EarlyLoad{};
   e.model = load_weights(e.model_dir, c.model.dtype, at::kCPU);
-  if (announced_rank() == 0) e.weights_sha256 = hash_weights(e.model_dir);
+  if (launcher_rank() == 0) e.weights_sha256 = hash_weights(e.model_dir);
   return e;
 }
 

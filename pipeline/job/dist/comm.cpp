@@ -69,6 +69,14 @@ constexpr size_t kChunk = size_t(1) << 28;
 
 }  // namespace
 
+bool started_by_launcher() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK"); }
+
+int launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
+  return 0;
+}
+
 void MpiSession::ensure() {
   int ready = 0;
   check_mpi(MPI_Initialized(&ready), "MPI_Initialized");
@@ -76,7 +84,7 @@ void MpiSession::ensure() {
   // A process no launcher started (no mpirun, no srun --mpi=pmix) is a world of one: it needs
   // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
   // A user's own choice of transport wins.
-  const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+  const bool launched = started_by_launcher();
   if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
   // Nor does it need Open MPI's orted, whose fork and handshake took 0.15 s of every command and
   // its teardown 0.05 s more: it runs as an isolated singleton. Every isolated singleton names

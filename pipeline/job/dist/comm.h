@@ -77,6 +77,11 @@ class LocalComm final : public Communicator {
 // CTXSIM_CUDA; nullptr (reduce over MPI) on the CPU or in a build without NCCL.
 std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda);
 
+// What a launcher (mpirun, srun --mpi=pmix) tells this process before MPI starts: whether one
+// started it at all, and the rank it gave (0 when none did).
+bool started_by_launcher();
+int launcher_rank();
+
 // MPI for this process: initialised on first use, so a command that never needs it never starts
 // it (funneled: only the main thread calls MPI), and finalised when the session object that main
 // holds goes out of scope, after every communicator and HDF5 file of the command has closed.
