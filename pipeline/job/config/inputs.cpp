@@ -8,7 +8,6 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
-#include "stages/base/stopwatch.h"
 
 namespace fs = std::filesystem;
 
@@ -128,13 +127,9 @@ Corpus read_config_corpus(const Config& config) {
 
 TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer) {
   TokenizedInputs t;
-  Stopwatch clock;
   const Corpus corpus = read_config_corpus(config);
   t.corpus_sha256 = corpus.sha256;
-  t.read_seconds = clock.seconds();
-  clock.restart();
   t.corpus = tokenize_corpus(corpus, tokenizer);
-  t.tokenize_seconds = clock.seconds();
   return t;
 }
 

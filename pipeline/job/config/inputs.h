@@ -45,7 +45,6 @@ SampleOptions sample_options(const Config& config);
 struct TokenizedInputs {
   TokenizedCorpus corpus;
   std::string corpus_sha256;  // Corpus::sha256
-  double read_seconds = 0, tokenize_seconds = 0;
 };
 TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer);
 
