@@ -54,6 +54,25 @@ case "$CASE" in
     "$CTXSIM" frobnicate 2>/dev/null && fail "unknown subcommand accepted"
     true
     ;;
+  openmp_wait)
+    # segment and pretrain start with OpenMP's workers waiting passively (pipeline/main.cpp: the
+    # process execs itself once with OMP_WAIT_POLICY=PASSIVE); libgomp prints what it read
+    # (GOMP_SPINCOUNT 0 = passive, 300000 = its default, 30000000000 = active). A user's setting
+    # wins; other commands keep libgomp's default.
+    spins() { OMP_DISPLAY_ENV=verbose "$@" 2>&1 >/dev/null | sed -n "s/^  GOMP_SPINCOUNT = '\([0-9]*\)'$/\1/p" | head -1; }
+    [ "$(spins "$CTXSIM" segment --help)" = 0 ] || fail "segment: libgomp did not read passive: $(spins "$CTXSIM" segment --help)"
+    [ "$(spins "$CTXSIM" pretrain --help)" = 0 ] || fail "pretrain: libgomp did not read passive"
+    [ "$(spins "$CTXSIM" run --help)" = 300000 ] || fail "run: expected libgomp's default"
+    [ "$(OMP_WAIT_POLICY=active spins "$CTXSIM" segment --help)" = 30000000000 ] || fail "the user's OMP_WAIT_POLICY=active lost"
+    [ "$(GOMP_SPINCOUNT=1234 spins "$CTXSIM" pretrain --help)" = 1234 ] || fail "the user's GOMP_SPINCOUNT lost"
+    # The job says what it runs with.
+    "$CTXSIM" segment configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 runtime.threads=1 \
+      output.dir="$TMP/seg" > /dev/null 2> "$TMP/err" || fail "segment: $(tail -3 "$TMP/err")"
+    contains "$(cat "$TMP/err")" "idle threads: passive (ctxsim's default for this job)"
+    OMP_WAIT_POLICY=active "$CTXSIM" segment configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 runtime.threads=1 \
+      output.dir="$TMP/seg2" > /dev/null 2> "$TMP/err" || fail "segment again: $(tail -3 "$TMP/err")"
+    contains "$(cat "$TMP/err")" "idle threads: OMP_WAIT_POLICY=active"
+    ;;
   bad_configs)
     # Each bad config: exit 1, one error line naming file/key and a fix, nothing written.
     check_bad() {  # check_bad NAME YAML EXPECTED [OVERRIDES...]

@@ -229,4 +229,22 @@ const ComputeSetup& configure_compute_libraries() {
   return setup;
 }
 
+namespace {
+std::string g_openmp_wait;
+}
+
+void note_openmp_wait_policy(bool set_by_ctxsim) {
+  if (set_by_ctxsim) {
+    g_openmp_wait = "passive (ctxsim's default for this job)";
+    return;
+  }
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spins = std::getenv("GOMP_SPINCOUNT");
+  g_openmp_wait = policy ? std::string("OMP_WAIT_POLICY=") + policy : "";
+  if (spins) g_openmp_wait += (g_openmp_wait.empty() ? "" : ", ") + std::string("GOMP_SPINCOUNT=") + spins;
+  if (g_openmp_wait.empty()) g_openmp_wait = "spin, then sleep (libgomp's default)";
+}
+
+std::string openmp_wait_policy() { return g_openmp_wait.empty() ? "spin, then sleep (libgomp's default)" : g_openmp_wait; }
+
 }  // namespace ctxsim

@@ -65,4 +65,10 @@ struct ComputeSetup {
 // entry points). A variable the user set wins. Returns the choice (the same object every call).
 const ComputeSetup& configure_compute_libraries();
 
+// How OpenMP's idle workers wait in this process, for the logs: "passive (ctxsim's default for
+// this job)", the user's OMP_WAIT_POLICY / GOMP_SPINCOUNT, or libgomp's default. main records
+// whether ctxsim set it (pipeline/main.cpp says why and how).
+void note_openmp_wait_policy(bool set_by_ctxsim);
+std::string openmp_wait_policy();
+
 }  // namespace ctxsim
