@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
   const bool passive_by_default = std::getenv(kDefaultMarker) != nullptr;
   ctxsim::note_openmp_wait_policy(passive_by_default);
   if (passive_by_default) unsetenv("OMP_WAIT_POLICY"), unsetenv(kDefaultMarker);
+  // The last change to the environment: threads start after this (the early load, OpenMP).
+  ctxsim::MpiSession::prepare_environment();
   int rc = 0;
   {
     const ctxsim::MpiSession mpi;  // finalises MPI, if a command started it, after the command

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "stages/base/error.h"
 
@@ -77,44 +78,66 @@ int launcher_rank() {
   return 0;
 }
 
-void MpiSession::ensure() {
-  int ready = 0;
-  check_mpi(MPI_Initialized(&ready), "MPI_Initialized");
-  if (ready) return;
+namespace {
+
+// The variables prepare_environment set, for unset_arguments.
+std::vector<std::string>& set_by_ctxsim() {
+  static std::vector<std::string> names;
+  return names;
+}
+
+void set_default(const char* name, const std::string& value) {
+  if (std::getenv(name)) return;  // the user's setting wins
+  if (::setenv(name, value.c_str(), 1) == 0) set_by_ctxsim().push_back(name);
+}
+
+}  // namespace
+
+void MpiSession::prepare_environment() {
+  static bool done = false;
+  if (done) return;
+  done = true;
   // A process no launcher started (no mpirun, no srun --mpi=pmix) is a world of one: it needs
   // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
   // A user's own choice of transport wins.
   const bool launched = started_by_launcher();
-  if (!launched) ::setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
+  if (!launched) set_default("OMPI_MCA_pml", "ob1");
   // Nor does it need Open MPI's orted, whose fork and handshake took 0.15 s of every command and
   // its teardown 0.05 s more: it runs as an isolated singleton. Every isolated singleton names
   // its session folder the same (<tmpdir>/ompi.<host>.<uid>/jf.0/…), so two commands started side
   // by side raced on it (one died in MPI_Init): each gets a tmpdir of its own, removed after
   // MPI_Finalize (or, if it was killed, by a later command). A user's own setting of either wins,
   // and without a tmpdir orted starts as before.
-  bool isolated = false;
   if (!launched && !std::getenv("OMPI_MCA_ess_singleton_isolated") && !std::getenv("OMPI_MCA_orte_tmpdir_base")) {
     const char* tmpdir = std::getenv("TMPDIR");
     const std::string tmp = tmpdir && *tmpdir ? tmpdir : "/tmp", prefix = session_folder_prefix();
     remove_stale_session_folders(tmp, prefix);
     std::string folder = tmp + "/" + prefix + std::to_string(::getpid()) + ".XXXXXX";
     if (::mkdtemp(folder.data())) {
-      isolated = true;
       session_folder() = folder;
-      ::setenv("OMPI_MCA_orte_tmpdir_base", folder.c_str(), 1);
-      ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 1);
+      set_default("OMPI_MCA_orte_tmpdir_base", folder);
+      set_default("OMPI_MCA_ess_singleton_isolated", "1");
     }
   }
   // Open MPI 4.1's shared-file-pointer component `lockedfile` overflows a buffer (SIGABRT under
   // _FORTIFY_SOURCE) in MPI_File_open of a path over about 230 characters, as deep cluster
   // scratch folders are. ctxsim never uses shared file pointers: leave that component out.
-  ::setenv("OMPI_MCA_sharedfp", "^lockedfile", /*overwrite=*/0);
+  set_default("OMPI_MCA_sharedfp", "^lockedfile");
+}
+
+std::vector<std::string> MpiSession::unset_arguments() {
+  std::vector<std::string> args;
+  for (const auto& name : set_by_ctxsim()) args.insert(args.end(), {"-u", name});
+  return args;
+}
+
+void MpiSession::ensure() {
+  int ready = 0;
+  check_mpi(MPI_Initialized(&ready), "MPI_Initialized");
+  if (ready) return;
+  prepare_environment();  // a no-op when main has (tests that link this library call ensure alone)
   int provided = 0;
   check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-  if (isolated) {  // read by MPI_Init; programs this one starts get Open MPI's defaults
-    ::unsetenv("OMPI_MCA_orte_tmpdir_base");
-    ::unsetenv("OMPI_MCA_ess_singleton_isolated");
-  }
   // Errors come back as return codes and become exceptions (MpiComm), not silent aborts.
   check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
 }

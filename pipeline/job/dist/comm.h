@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ctxsim {
 
@@ -92,6 +93,15 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   static void ensure();  // MPI_Init_thread, once
+  // The environment Open MPI reads at MPI_Init, set for a process no launcher started (a
+  // transport, an isolated singleton in a session folder of its own) and for every process (no
+  // lockedfile component). main calls it first, before any thread starts: setenv while another
+  // thread reads the environment is a data race (a run whose weights loaded beside MPI_Init
+  // crashed in getenv), so nothing changes the environment after it.
+  static void prepare_environment();
+  // What prepare_environment set (the user had not): `env -u NAME …` arguments, so that a program
+  // ctxsim starts (sbatch) gets the user's environment as it was.
+  static std::vector<std::string> unset_arguments();
 };
 
 }  // namespace ctxsim
