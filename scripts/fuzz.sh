@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the parsers of user input (tests/fuzz/: the safetensors header,
 # config.json, the YAML config schema, the Brown, text and JSON-lines readers, the tokenizer, and
-# the store readers on edited stores: a real store made here with build/ctxsim),
+# the run store's and the segmentation store's readers on edited stores: real stores made here
+# with build/ctxsim),
 # built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer.
 #   bash scripts/fuzz.sh                  # every target, 60 s each (what CI runs)
 #   bash scripts/fuzz.sh --seconds 600    # longer
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer store)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer store segment_store)
 say() { echo "[fuzz] $*"; }
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 
@@ -67,6 +68,14 @@ PY
       for i in 1 2 3 4 5 6; do head -c $((i * 9)) /dev/urandom > "$dir/random$i"; done
       printf '\x03\x00\x07\x02\x01\x00' > "$dir/replace_high_pairs"
       ;;
+    segment_store)  # a real segmentation store to edit (tests/fuzz/fuzz_segment_store.cpp)
+      local m=$BUILD/segment-store-template
+      rm -rf "$m"
+      build/ctxsim segment configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 runtime.threads=1 \
+        output.report=false output.dir="$m" > /dev/null 2>&1
+      for i in 1 2 3 4 5 6; do head -c $((i * 11)) /dev/urandom > "$dir/random$i"; done
+      printf '\x03\x00\x00\x08\x00\x05\x00\x00' > "$dir/legacy_then_edit"
+      ;;
     jsonl)
       /usr/bin/python3 - "$dir" <<'PY'
 import json, sys, os, glob
@@ -82,7 +91,7 @@ failed=()
 for t in "${TARGETS[@]}"; do
   bin=$BUILD/fuzz_$t
   seeds "$t"
-  export CTXSIM_FUZZ_STORE=$PWD/$BUILD/store-template/store.h5
+  export CTXSIM_FUZZ_STORE=$PWD/$BUILD/store-template/store.h5 CTXSIM_FUZZ_SEGMENT_STORE=$PWD/$BUILD/segment-store-template/store.h5
   regressions=tests/fuzz/regressions/$t
   if compgen -G "$regressions/*" > /dev/null; then
     say "$t: replaying $(ls "$regressions" | wc -l) regression input(s)"

@@ -74,7 +74,7 @@ case "$CASE" in
     run "$TMP/m1" "$TMP/a" statistics.examples=[0] output.report=false
     run "$TMP/m2" "$TMP/b"
     /usr/bin/python3 - "$TMP/a/store.h5" <<'PY' || fail "crafting the store"
-import sys, h5py, numpy as np
+import hashlib, sys, h5py, numpy as np
 f = h5py.File(sys.argv[1], "r+")
 vocab = f["vocab/text"][...].tobytes().decode().split("\n")
 sample = int(f["examples/sample_ids"][0])
@@ -85,6 +85,8 @@ vocab[int(ids[3])] = "<!--<script>"
 data = np.frombuffer("\n".join(vocab).encode(), dtype=np.uint8)
 del f["vocab/text"]
 f.create_dataset("vocab/text", data=data)
+# Whoever edits a store can write its digest too: the page must still show the tokens as text.
+f.attrs["vocab_sha256"] = np.bytes_(hashlib.sha256(data.tobytes()).hexdigest())
 f.close()
 PY
     "$CTXSIM" report "$TMP/a/store.h5" > /dev/null 2> "$TMP/err" || fail "report: $(cat "$TMP/err")"

@@ -1,5 +1,7 @@
 #include "pipeline/commands/job_plan.h"
 
+#include <sstream>
+
 #include "ctxsim_revision.h"
 #include "pipeline/commands/commands.h"
 #include "stages/base/cpu_features.h"
@@ -22,14 +24,22 @@ StoreMode decide(const Config& c, JobKind kind, const StoreTarget& t, std::optio
   if (existing.kind == StoreInfo::Kind::NotAStore)
     throw Error(c.where("output.dir"), t.store_path + " exists and is not a ctxsim store: " + existing.what,
                 "move it away, choose another output.dir, or set output.overwrite=true to replace it");
+  // A store of the other job in this folder is not this job's to resume, finish or answer for.
+  const std::string job = kind == JobKind::Segment ? "segment" : "run";
+  if (existing.job != job)
+    throw Error(c.where("output.dir"),
+                t.store_path + " holds a " +
+                    (existing.job == "segment" ? "segmentation store ('ctxsim segment')" : "run's store ('ctxsim run')") +
+                    ", and this is '" + "ctxsim " + job + "'",
+                "choose another output.dir, or set output.overwrite=true to replace it");
   const std::vector<std::string> differences = identity_differences(existing.config_yaml, c, kind);
   if (!differences.empty())
     throw Error(c.where("output.dir"), t.store_path + " holds a run with a different config: " + join(differences, "; "),
                 "choose another output.dir, or set output.overwrite=true to replace it");
   // The same config over other inputs (new weights under the same model.path, an edited corpus)
   // is another run: resuming would mix the two, and a complete store would answer for the old.
-  const std::vector<std::string> changed =
-      changed_inputs({existing.model_sha256, existing.vocab_sha256, existing.corpus_sha256}, input_digests(c), c);
+  const std::vector<std::string> changed = changed_inputs(
+      {existing.model_sha256, existing.model_config_sha256, existing.vocab_sha256, existing.corpus_sha256}, input_digests(c), c);
   if (!changed.empty())
     throw Error(c.where("output.dir"), t.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
                 "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
@@ -61,8 +71,25 @@ StoreMode agree_store_mode(MpiComm& world, const Config& c, JobKind kind, const 
   return StoreMode(mode);
 }
 
-StoreAttributes job_attributes(MpiComm& world, const Config& c, const JobFacts& f) {
+void write_job_report(const Config& c, const std::string& store_path) {
+  std::ostringstream report_line;
+  ReportArgs args;
+  args.max_bytes = c.output.report_max_bytes;
+  try {
+    cmd_report(store_path, args, report_line);
+  } catch (const Error& e) {
+    // The job's results are safe: say so, and how to get the report without rerunning.
+    throw Error(e.where(), "the job finished and its store is complete, but the report failed: " + e.problem(),
+                (e.fix().empty() ? std::string() : e.fix() + "; then ") + "ctxsim report " + store_path + " makes it without rerunning");
+  }
+  log_info(report_line.str().substr(0, report_line.str().find('\n')));
+}
+
+StoreAttributes job_attributes(MpiComm& world, const Config& c, JobKind kind, const JobFacts& f) {
+  CTXSIM_CHECK(kind == JobKind::Run || kind == JobKind::Segment, "a store is a run's or a segmentation's");
   StoreAttributes a;
+  a.kind = kind == JobKind::Segment ? "segment" : "run";
+  a.model_config_sha256 = f.model_dir.empty() ? std::string() : model_config_sha256(f.model_dir);
   a.model_sha256 = broadcast_string(world, f.model_sha256);
   a.config_yaml = f.identity;
   a.config_path = f.config_path;

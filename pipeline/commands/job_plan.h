@@ -27,6 +27,10 @@ struct StoreTarget {
 StoreMode agree_store_mode(MpiComm& world, const Config& c, JobKind kind, const StoreTarget& target, std::unique_ptr<RunLock>& lock,
                            std::optional<Checkpoint>& checkpoint);
 
+// The report of a finished job's store (output.report), into the store's folder. Its failure is
+// an Error that says the store is complete and how to make the report without rerunning.
+void write_job_report(const Config& c, const std::string& store_path);
+
 // What a job knows when it creates its store, for the root attributes every store has.
 struct JobFacts {
   std::string config_path, identity, model_dir;
@@ -37,6 +41,6 @@ struct JobFacts {
 };
 // Collective (attributes are written collectively): the root attributes shared by run and
 // segment stores, rank 0's weights digest on every rank; the caller adds vector and devices.
-StoreAttributes job_attributes(MpiComm& world, const Config& c, const JobFacts& facts);
+StoreAttributes job_attributes(MpiComm& world, const Config& c, JobKind kind, const JobFacts& facts);
 
 }  // namespace ctxsim

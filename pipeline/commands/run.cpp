@@ -149,11 +149,7 @@ void check_inputs(const Config& c, RunInputs& in) {
                 std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
                     std::to_string(mc.max_position_embeddings) + ")",
                 "lower samples.seq_len");
-  if (in.tokenizer->vocab().size() > mc.vocab_size)
-    throw Error(c.where("model.vocab"),
-                "the vocabulary has " + std::to_string(in.tokenizer->vocab().size()) + " tokens but the model's vocab_size is " +
-                    std::to_string(mc.vocab_size),
-                "use the vocab.txt that belongs to the model");
+  check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
   for (int64_t e : c.statistics.examples) {
     if (e >= in.prepared.samples.size())
       throw Error(c.where("statistics.examples"),
@@ -218,7 +214,7 @@ StoreAttributes store_attributes(MpiComm& world, const RunPlan& p, RunInputs& in
   on_every_rank(world, [&] {
     if (world.rank() == 0) model_sha256 = in.weights_sha256.get();
   });
-  StoreAttributes a = job_attributes(world, p.config,
+  StoreAttributes a = job_attributes(world, p.config, JobKind::Run,
                                      {p.config_path, p.identity, p.model_dir, model_sha256, vocab_path, vocab_text,
                                       in.prepared.corpus_sha256, in.prepared.documents, in.threads});
   a.vector_kind = name_of(p.config.model.vector);
@@ -302,19 +298,7 @@ void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunStat
 }
 
 // The report of a finished run (rank 0); its store is complete whatever happens here.
-void write_run_report(const RunPlan& p) {
-  std::ostringstream report_line;
-  ReportArgs args;
-  args.max_bytes = p.config.output.report_max_bytes;
-  try {
-    cmd_report(p.store_path, args, report_line);
-  } catch (const Error& e) {
-    // The run's results are safe: say so, and how to get the report without rerunning.
-    throw Error(e.where(), "the run finished and its store is complete, but the report failed: " + e.problem(),
-                (e.fix().empty() ? std::string() : e.fix() + "; then ") + "ctxsim report " + p.store_path + " makes it without rerunning");
-  }
-  log_info(report_line.str().substr(0, report_line.str().find('\n')));
-}
+void write_run_report(const RunPlan& p) { write_job_report(p.config, p.store_path); }
 
 }  // namespace
 
@@ -327,6 +311,7 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   set_log_rank(world.rank(), world.size());
   const StopSignals stop;
   RunPlan plan = plan_run(world, config_path, overrides);
+  const h5::FileScope scope(plan.store_path);  // HDF5's errors from here on name the store
   if (plan.mode == RunPlan::AlreadyDone) {
     if (world.rank() != 0) return kExitOk;
     // A run killed while it wrote its report left the store complete and no page: make it now.
@@ -379,8 +364,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& overrides, 
   std::optional<Config> config;
   try {
     config = load_config(path, overrides);
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   EarlyLoad early = config && sweep_index < 0 ? start_early_load(*config) : EarlyLoad{};
   MpiSession::ensure();
   int rank = 0, size = 1;

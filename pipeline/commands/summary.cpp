@@ -50,6 +50,7 @@ std::string fixed(double v, int digits) {
 }  // namespace
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
+  const h5::FileScope scope(path);
   const h5::Id file = open_complete_store(path);
   if (is_segment_store(file)) return print_segment_summary(read_segment_store(file), out), 0;
   const auto vocab = store_vocab(file);

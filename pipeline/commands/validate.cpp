@@ -13,6 +13,7 @@
 #include "pipeline/job/dist/log.h"
 #include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/store/store.h"
+#include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
 
 namespace ctxsim {
@@ -50,7 +51,10 @@ int cmd_status(const std::string& store, std::ostream& out) {
   if (info.kind == StoreInfo::Kind::NotAStore)
     throw Error(store, "not a ctxsim store: " + info.what, "give the store.h5 of a run (output.dir/store.h5)");
   if (info.complete) {
-    out << "complete\n";
+    // Complete means readable: the checks every reader makes, so that status never vouches for
+    // a store that summary, collect or report would refuse.
+    const std::string holds = verify_complete_store(store);
+    out << "complete (" << holds << "; every check passed)\n";
     return 0;
   }
   const auto c = read_checkpoint(checkpoint_path(store));  // an unreadable one is an error

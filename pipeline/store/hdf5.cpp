@@ -31,16 +31,24 @@ struct SilenceAutoPrint {
 };
 const SilenceAutoPrint silence;  // errors come back as exceptions, not as stderr dumps
 
+thread_local std::string g_scope_file;
+
+// "<store>: HDF5 …" inside a FileScope.
+std::string where(const std::string& what) { return g_scope_file.empty() ? what : g_scope_file + ": " + what; }
+
 }  // namespace
+
+FileScope::FileScope(std::string path) : previous_(std::exchange(g_scope_file, std::move(path))) {}
+FileScope::~FileScope() { g_scope_file = std::move(previous_); }
 
 void check(int64_t status, const char* call, const char* file, int line) {
   if (status >= 0) return;
-  throw Error(std::string("HDF5 at ") + file + ":" + std::to_string(line), std::string(call) + " failed: " + error_stack(),
+  throw Error(where(std::string("HDF5 at ") + file + ":" + std::to_string(line)), std::string(call) + " failed: " + error_stack(),
               "check free disk space and that no other program holds the file open");
 }
 
 Id::Id(hid_t id, herr_t (*close)(hid_t), const char* what) : id_(id), close_(close) {
-  if (id < 0) throw Error("HDF5", std::string(what) + " failed: " + error_stack(), "check the path and free disk space");
+  if (id < 0) throw Error(where("HDF5"), std::string(what) + " failed: " + error_stack(), "check the path and free disk space");
 }
 
 namespace {

@@ -10,8 +10,22 @@
 
 namespace ctxsim::h5 {
 
-// Throws with file:line, the failed call and the HDF5 error stack when `status` is negative.
+// Throws with file:line, the failed call and the HDF5 error stack when `status` is negative;
+// the error begins with the store's path when a FileScope names it.
 void check(int64_t status, const char* call, const char* file, int line);
+
+// The store file the HDF5 calls within this scope are about, so that their errors name it (HDF5's
+// own messages name the object, not the file). Scopes nest; per thread.
+class FileScope {
+ public:
+  explicit FileScope(std::string path);
+  ~FileScope();
+  FileScope(const FileScope&) = delete;
+  FileScope& operator=(const FileScope&) = delete;
+
+ private:
+  std::string previous_;
+};
 #define CTXSIM_H5(call) ::ctxsim::h5::check(static_cast<int64_t>(call), #call, __FILE__, __LINE__)
 
 class Id {
@@ -54,7 +68,8 @@ bool exists(hid_t parent, const std::string& path);
 
 // The fix of every error about a file that is not a ctxsim store, or a damaged one.
 inline constexpr const char* kNotAStoreFix =
-    "the store is damaged or was not written by ctxsim; rerun 'ctxsim run' to regenerate it (or ask its author for an intact copy)";
+    "the store is damaged or was not written by ctxsim; rerun the job that wrote it ('ctxsim run' or 'ctxsim segment') to regenerate "
+    "it (or ask its author for an intact copy)";
 // Attributes and strings a reader takes at most (a store's config is a few KB).
 constexpr size_t kMaxAttributeBytes = size_t(64) << 20;
 

@@ -4,9 +4,11 @@
 #include "pipeline/store/segment_store.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 
@@ -14,6 +16,8 @@ namespace ctxsim {
 namespace {
 
 constexpr const char* kKind = "segment";
+
+SegmentResults read_rows(hid_t file);
 
 // The per-document datasets and their element types, in creation order.
 void create_datasets(hid_t file, const SegmentLayout& l) {
@@ -88,8 +92,8 @@ SegmentStore SegmentStore::create(const std::string& path, MPI_Comm comm, int ra
   const std::string creating = path + ".creating";
   try {
     SegmentStore st(creating, comm, rank, layout, true);
+    CTXSIM_CHECK(attrs.kind == kKind, "a segmentation store's kind is segment");
     write_root_attributes(st.file_, attrs);
-    h5::set_attr(st.file_, "kind", std::string(kKind));
     create_datasets(st.file_, layout);
     write_documents(st.file_, layout, documents, st.collective_, rank == 0);
     CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
@@ -141,6 +145,8 @@ void SegmentStore::set_attribute(const std::string& name, const std::string& val
 void SegmentStore::flush() { CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL)); }
 
 void SegmentStore::finish(const std::string& finished, double seconds) {
+  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  h5::set_attr(file_, "results_sha256", results_digest(read_rows(file_)));
   h5::set_attr(file_, "finished", finished);
   h5::set_attr(file_, "run_seconds", seconds);
   CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
@@ -150,9 +156,21 @@ void SegmentStore::finish(const std::string& finished, double seconds) {
   file_.reset();
 }
 
+double segment_store_bytes(const SegmentLayout& l) {
+  const double D = double(l.documents), M = double(l.methods.size()), G = double(std::max<int64_t>(1, l.max_gaps));
+  const double LH = double(l.layers * l.heads), K = double(l.segments), S0 = double(l.example_sentences);
+  // documents (subset, sentences, parts, gold), methods (boundaries, count, Pk, WindowDiff), heads
+  // (Pk, WindowDiff), the example's similarity, and HDF5's own (a few hundred KB).
+  return D * (8 + 8 * K + 4 * K) + D * M * (4 * G + 4 + 16) + D * LH * 16 + double(l.layers) * S0 * S0 * 8 + (256 << 10);
+}
+
 bool is_segment_store(hid_t file) { return h5::has_attr(file, "kind") && h5::get_attr_string(file, "kind") == kKind; }
 
-SegmentResults read_segment_store(hid_t file) {
+namespace {
+
+// Every row as stored, its shapes checked against each other (no digest or range check: the job
+// reads them this way to write the digest).
+SegmentResults read_rows(hid_t file) {
   SegmentResults r;
   SegmentLayout& l = r.layout;
   const h5::Id docs = h5::open_group(file, "documents"), methods = h5::open_group(file, "methods"), heads = h5::open_group(file, "heads");
@@ -167,7 +185,8 @@ SegmentResults read_segment_store(hid_t file) {
   const auto b = dims(methods, "boundaries", H5T_NATIVE_INT32), p = dims(docs, "parts", H5T_NATIVE_INT32),
              hp = dims(heads, "pk", H5T_NATIVE_DOUBLE);
   if (b.size() != 3 || p.size() != 3 || hp.size() != 3 || b[1] != l.methods.size() || p[0] != b[0] || hp[0] != b[0] || p[2] != 2 ||
-      p[1] < 2 || b[0] > (hsize_t(1) << 24) || b[2] > (hsize_t(1) << 16) || hp[1] * hp[2] > (hsize_t(1) << 16))
+      p[1] < 2 || b[0] > (hsize_t(1) << 24) || b[2] < 1 || b[2] > (hsize_t(1) << 16) || hp[1] * hp[2] > (hsize_t(1) << 16) || hp[1] < 1 ||
+      hp[2] < 1)
     h5::damaged(methods, "the shapes of /methods, /documents and /heads disagree with each other or with the method names");
   l.documents = int64_t(b[0]), l.max_gaps = int64_t(b[2]), l.layers = int64_t(hp[1]), l.heads = int64_t(hp[2]), l.segments = int64_t(p[1]);
   const auto read = [&](hid_t g, const char* name, hid_t type, auto& out, std::vector<hsize_t> want) {
@@ -177,12 +196,14 @@ SegmentResults read_segment_store(hid_t file) {
   const hsize_t D = b[0], M = b[1];
   read(docs, "subset", H5T_NATIVE_INT32, r.subset, {D});
   read(docs, "sentences", H5T_NATIVE_INT32, r.sentences, {D});
+  read(docs, "parts", H5T_NATIVE_INT32, r.parts, {D, p[1], 2});
   read(docs, "gold", H5T_NATIVE_INT32, r.gold, {D, p[1] - 1});
   read(methods, "boundaries", H5T_NATIVE_INT32, r.boundaries, {D, M, b[2]});
   read(methods, "count", H5T_NATIVE_INT32, r.count, {D, M});
   read(methods, "pk", H5T_NATIVE_DOUBLE, r.pk, {D, M});
   read(methods, "window_diff", H5T_NATIVE_DOUBLE, r.window_diff, {D, M});
   read(heads, "pk", H5T_NATIVE_DOUBLE, r.head_pk, {D, hp[1], hp[2]});
+  read(heads, "window_diff", H5T_NATIVE_DOUBLE, r.head_window_diff, {D, hp[1], hp[2]});
   const h5::Id example = h5::open_group(file, "example");
   const auto e = dims(example, "similarity", H5T_NATIVE_DOUBLE);
   if (D == 0 || e.size() != 3 || e[0] != hp[1] || e[1] != e[2] || e[1] != hsize_t(r.sentences[0]))
@@ -192,6 +213,81 @@ SegmentResults read_segment_store(hid_t file) {
   for (int32_t s : r.subset)
     if (s < 0 || size_t(s) >= l.subsets.size()) h5::damaged(docs, "a document's subset index is out of range");
   r.model_path = h5::get_attr_string(file, "model_path");
+  return r;
+}
+
+// What no segmentation can hold: the first such value, or "".
+std::string impossible_value(const SegmentResults& r) {
+  const SegmentLayout& l = r.layout;
+  const size_t D = size_t(l.documents), M = l.methods.size(), G = size_t(l.max_gaps), K = size_t(l.segments);
+  const auto at = [](const char* what, size_t d, const std::string& detail) {
+    return std::string(what) + " of document " + std::to_string(d) + " " + detail;
+  };
+  const auto share = [](double v) { return std::isfinite(v) && v >= 0.0 && v <= 1.0; };
+  for (size_t d = 0; d < D; ++d) {
+    const int32_t S = r.sentences[d];
+    if (S < 1 || size_t(S) > G + 1) return at("/documents/sentences", d, "is " + std::to_string(S) + ", outside 1 to gaps + 1");
+    int32_t previous = 0;
+    for (size_t k = 0; k + 1 < K; ++k) {
+      const int32_t g = r.gold[d * (K - 1) + k];
+      if (g <= previous || g >= S) return at("/documents/gold", d, "is not increasing inside its sentences");
+      previous = g;
+    }
+    for (size_t m = 0; m < M; ++m) {
+      const size_t dm = d * M + m;
+      if (!share(r.pk[dm]) || !share(r.window_diff[dm]))
+        return at("/methods/pk or window_diff", d, "of " + l.methods[m] + " is not a share in [0, 1]");
+      const int32_t n = r.count[dm];
+      if (n < 0 || size_t(n) > G) return at("/methods/count", d, "of " + l.methods[m] + " is outside 0 to " + std::to_string(G));
+      int32_t last = 0;
+      for (size_t i = 0; i < G; ++i) {
+        const int32_t v = r.boundaries[dm * G + i];
+        if (i < size_t(n) ? (v <= last || v >= S) : v != -1)
+          return at("/methods/boundaries", d, "of " + l.methods[m] + " are not increasing inside the document, then -1");
+        if (i < size_t(n)) last = v;
+      }
+    }
+    const size_t LH = size_t(l.layers * l.heads);
+    for (size_t k = 0; k < LH; ++k)
+      if (!share(r.head_pk[d * LH + k]) || !share(r.head_window_diff[d * LH + k]))
+        return at("/heads/pk or window_diff", d, "is not a share in [0, 1]");
+  }
+  return "";
+}
+
+template <class T>
+void digest_vector(std::string& text, const char* name, const std::vector<T>& v) {
+  text += std::string(name) + "\n" + std::to_string(v.size() * sizeof(T)) + "\n";
+  text.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+}  // namespace
+
+std::string results_digest(const SegmentResults& r) {
+  std::string text;
+  const std::string subsets = join(r.layout.subsets, "\n"), names = join(r.layout.methods, "\n");
+  digest_vector(text, "subsets", std::vector<char>(subsets.begin(), subsets.end()));
+  digest_vector(text, "methods", std::vector<char>(names.begin(), names.end()));
+  digest_vector(text, "subset", r.subset);
+  digest_vector(text, "sentences", r.sentences);
+  digest_vector(text, "parts", r.parts);
+  digest_vector(text, "gold", r.gold);
+  digest_vector(text, "boundaries", r.boundaries);
+  digest_vector(text, "count", r.count);
+  digest_vector(text, "pk", r.pk);
+  digest_vector(text, "window_diff", r.window_diff);
+  digest_vector(text, "head_pk", r.head_pk);
+  digest_vector(text, "head_window_diff", r.head_window_diff);
+  digest_vector(text, "example", r.example);
+  return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+SegmentResults read_segment_store(hid_t file) {
+  SegmentResults r = read_rows(file);
+  if (const std::string bad = impossible_value(r); !bad.empty()) h5::damaged(file, bad);
+  if ((h5::get_attr_int(file, "schema_version") >= 3 || h5::has_attr(file, "results_sha256")) &&
+      h5::get_attr_string(file, "results_sha256") != results_digest(r))
+    h5::damaged(file, "its results do not match the SHA-256 written with them (results_sha256): the file changed after ctxsim wrote it");
   return r;
 }
 

@@ -25,6 +25,10 @@ struct SegmentLayout {
   int64_t example_sentences = 0;     // S of document 0, whose similarity matrices are kept
 };
 
+// About how many bytes a segmentation store of this layout takes (its datasets are allocated at
+// creation), for the free-space check.
+double segment_store_bytes(const SegmentLayout& layout);
+
 // What a test document is made of (written at creation).
 struct SegmentDocumentInfo {
   int32_t subset = 0;          // index into SegmentLayout::subsets
@@ -56,7 +60,8 @@ class SegmentStore {
   void set_attribute(const std::string& name, const std::string& value);
   // Collective: everything written so far is in the file (before the resume state says so).
   void flush();
-  // Collective: finished time and seconds, then complete = 1, flushed; the file is closed.
+  // Collective: finished time and seconds, the results' digest (results_sha256, every rank
+  // reading the rows back), then complete = 1, flushed; the file is closed.
   void finish(const std::string& finished, double seconds);
 
  private:
@@ -71,15 +76,23 @@ class SegmentStore {
 // layout it declares before reading.
 struct SegmentResults {
   SegmentLayout layout;
-  std::vector<int32_t> subset, sentences;        // [D]
-  std::vector<double> pk, window_diff;           // [D, M]
-  std::vector<int32_t> boundaries, count, gold;  // [D, M, G], [D, M], [D, segments - 1]
-  std::vector<double> head_pk;                   // [D, L, H]
-  std::vector<double> example;                   // [L, S0, S0] document 0's sentence similarity per layer
-  std::vector<int32_t> example_boundaries;       // [M, G] document 0's, as /methods/boundaries
+  std::vector<int32_t> subset, sentences;         // [D]
+  std::vector<int32_t> parts;                     // [D, segments, 2]
+  std::vector<double> pk, window_diff;            // [D, M]
+  std::vector<int32_t> boundaries, count, gold;   // [D, M, G], [D, M], [D, segments - 1]
+  std::vector<double> head_pk, head_window_diff;  // [D, L, H]
+  std::vector<double> example;                    // [L, S0, S0] document 0's sentence similarity per layer
+  std::vector<int32_t> example_boundaries;        // [M, G] document 0's, as /methods/boundaries
   std::string model_path;
 };
 bool is_segment_store(hid_t file);
-SegmentResults read_segment_store(hid_t file);  // errors name the file (h5::damaged)
+// Reads every dataset, checks it against the layout the store declares and against what a
+// segmentation can be (Pk and WindowDiff in [0, 1], boundaries inside their document, in order,
+// counts within the gaps), then the SHA-256 of it all against results_sha256 (schema 3; checked
+// whenever it is there). Errors name the file (h5::damaged). Collective on an MPI-IO file.
+SegmentResults read_segment_store(hid_t file);
+// The SHA-256 of everything read_segment_store reads (names, documents, every method's and
+// head's results, the example), as written at the end of the job.
+std::string results_digest(const SegmentResults& results);
 
 }  // namespace ctxsim

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 
@@ -139,11 +140,21 @@ void create_stats(hid_t file, const StoreLayout& layout) {
 
 // The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
 void write_root_attributes(hid_t file, const StoreAttributes& a) {
+  CTXSIM_CHECK(a.kind == "run" || a.kind == "segment", "a store's kind is run or segment");
   h5::set_attr(file, "schema_version", kStoreSchemaVersion);
-  const std::pair<const char*, const std::string*> texts[] = {
-      {"config", &a.config_yaml},     {"config_path", &a.config_path},   {"model_path", &a.model_path}, {"model_sha256", &a.model_sha256},
-      {"vocab_path", &a.vocab_path},  {"vocab_sha256", &a.vocab_sha256}, {"corpus", &a.corpus},         {"corpus_sha256", &a.corpus_sha256},
-      {"ctxsim_version", &a.version}, {"git_revision", &a.git_revision}, {"started", &a.started}};
+  const std::pair<const char*, const std::string*> texts[] = {{"kind", &a.kind},
+                                                              {"config", &a.config_yaml},
+                                                              {"config_path", &a.config_path},
+                                                              {"model_path", &a.model_path},
+                                                              {"model_sha256", &a.model_sha256},
+                                                              {"model_config_sha256", &a.model_config_sha256},
+                                                              {"vocab_path", &a.vocab_path},
+                                                              {"vocab_sha256", &a.vocab_sha256},
+                                                              {"corpus", &a.corpus},
+                                                              {"corpus_sha256", &a.corpus_sha256},
+                                                              {"ctxsim_version", &a.version},
+                                                              {"git_revision", &a.git_revision},
+                                                              {"started", &a.started}};
   for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
   h5::set_attr(file, "finished", std::string());
   h5::set_attr(file, "vector", a.vector_kind);
@@ -302,6 +313,9 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
     h5::set_attr(att, "separator_tokens", join(separator_tokens, "\n"));
     h5::set_attr(att, "fixed_point_scale", kFixedPointScale);
     write_separator_scale(stats, separator_tokens, collective_, rank_ == 0);
+    std::vector<std::string> rule_names;
+    for (const auto& r : layout_.rules) rule_names.push_back(r.name());
+    h5::set_attr(file_, "labels_sha256", labels_digest(join(rule_names, "\n"), join(separators, "\n"), join(separator_tokens, "\n")));
   });
 }
 
@@ -321,7 +335,23 @@ void Store::finish(const std::string& finished, double seconds) {
 
 std::vector<std::string> store_vocab(hid_t file) {
   const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
+  if (h5::has_attr(file, "vocab_sha256") && h5::get_attr_string(file, "vocab_sha256") != sha256_bytes(bytes.data(), bytes.size()))
+    h5::damaged(
+        file, "/vocab/text does not match the vocabulary's SHA-256 written with it (vocab_sha256): the file changed after ctxsim wrote it");
   return split_lines(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+std::string store_identity(hid_t file) {
+  std::string text;
+  for (const char* name : {"kind", "started", "config", "model_sha256"})
+    text += std::string(name) + "\n" + (h5::has_attr(file, name) ? h5::get_attr_string(file, name) : std::string()) + "\n";
+  return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
+std::string labels_digest(const std::string& rules, const std::string& separators, const std::string& separator_tokens) {
+  std::string text;
+  for (const std::string* s : {&rules, &separators, &separator_tokens}) text += std::to_string(s->size()) + "\n" + *s + "\n";
+  return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
 std::vector<std::string> store_rules(hid_t stats_group) { return split_lines(h5::get_attr_string(stats_group, "rules")); }
@@ -354,6 +384,7 @@ std::vector<std::string> stores_under(const std::string& dir) {
 }
 
 StoreInfo inspect_store(const std::string& path) {
+  const h5::FileScope scope(path);
   StoreInfo info;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return info;
@@ -378,8 +409,13 @@ StoreInfo inspect_store(const std::string& path) {
                 "read it with the ctxsim that wrote it (its ctxsim_version attribute says which), or rerun 'ctxsim run'");
   info.complete = h5::get_attr_int(file, "complete") == 1;
   info.config_yaml = h5::get_attr_string(file, "config");
-  for (auto [name, value] :
-       {std::pair{"model_sha256", &info.model_sha256}, {"vocab_sha256", &info.vocab_sha256}, {"corpus_sha256", &info.corpus_sha256}})
+  info.job = h5::has_attr(file, "kind") ? h5::get_attr_string(file, "kind") : "run";
+  if (info.job != "run" && info.job != "segment")
+    throw Error(path, "its kind attribute is '" + info.job + "', not run or segment", h5::kNotAStoreFix);
+  for (auto [name, value] : {std::pair{"model_sha256", &info.model_sha256},
+                             {"model_config_sha256", &info.model_config_sha256},
+                             {"vocab_sha256", &info.vocab_sha256},
+                             {"corpus_sha256", &info.corpus_sha256}})
     if (h5::has_attr(file, name)) *value = h5::get_attr_string(file, name);
   return info;
 }

@@ -15,9 +15,12 @@
 
 namespace ctxsim {
 
-// 2: the statistics carry their SHA-256 (stats_sha256) and corpus_sha256 is filled in; readers
-// accept 1 and 2 and refuse any other.
-constexpr int64_t kStoreSchemaVersion = 2;
+// 2: the statistics carry their SHA-256 (stats_sha256) and corpus_sha256 is filled in.
+// 3: every store says its job (`kind`: run | segment) and the digest of the model's config files
+// (model_config_sha256); a run store's labels (rule names, separator tokens) carry labels_sha256
+// and a segmentation store's results results_sha256. Readers accept 1 to 3 and refuse any other;
+// a digest that is there is checked whatever the version says (no downgrade by editing it).
+constexpr int64_t kStoreSchemaVersion = 3;
 
 struct StoreLayout {
   int64_t samples = 0, seq_len = 0, layers = 0, heads = 0, vocab = 0;
@@ -32,7 +35,8 @@ double store_bytes(const StoreLayout& layout);
 
 // Root attributes written at creation (the rest, like finished and complete, at the end).
 struct StoreAttributes {
-  std::string config_yaml, config_path, model_path, model_sha256, vocab_path, vocab_sha256;
+  std::string kind;  // the job: "run" | "segment"
+  std::string config_yaml, config_path, model_path, model_sha256, model_config_sha256, vocab_path, vocab_sha256;
   std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype, devices, isa;
   int64_t ranks = 1, threads = 1;
 };
@@ -104,9 +108,18 @@ class Store {
 };
 
 // Readers shared by summary, collect and report: the vocabulary kept in the store (the line
-// number is the token id) and the names of the rule groups under /stats, in order.
+// number is the token id; checked against the root's vocab_sha256 when the store has it) and the
+// names of the rule groups under /stats, in order.
 std::vector<std::string> store_vocab(hid_t file);
 std::vector<std::string> store_rules(hid_t stats_group);
+
+// The SHA-256 of the labels readers print beside a run store's statistics, as the attributes hold
+// them: /stats rules, /stats/attention separators and separator_tokens (root labels_sha256).
+std::string labels_digest(const std::string& rules, const std::string& separators, const std::string& separator_tokens);
+
+// Which store this is, wherever it lies: the SHA-256 of its kind, start time, config and
+// weights' digest (a copy has the same; a store rerun in its folder has another).
+std::string store_identity(hid_t file);
 
 // Current UTC time, ISO 8601.
 std::string utc_now();
@@ -118,8 +131,10 @@ struct StoreInfo {
   std::string what;  // NotAStore: "a folder", "an empty file", "not an HDF5 file", …
   bool complete = false;
   int64_t schema_version = 0;
+  std::string job;  // "run" | "segment" (stores before schema 3: a segmentation store says so, a run store does not)
   std::string config_yaml;
-  std::string model_sha256, vocab_sha256, corpus_sha256;  // the inputs it was made from ("" when not recorded)
+  // The inputs it was made from ("" when not recorded).
+  std::string model_sha256, model_config_sha256, vocab_sha256, corpus_sha256;
   bool exists() const { return kind != Kind::Missing; }
 };
 // What is at `path`. A store whose schema_version this ctxsim does not read, or whose root

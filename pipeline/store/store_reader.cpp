@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -193,12 +194,43 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
       std::copy(v.begin(), v.end(), out.acc.at(f.info->id, r));
     }
   }
-  if (version >= 2 && h5::get_attr_string(file, "stats_sha256") != out.acc.digest())
+  // A digest that is there is checked whatever schema_version says: editing the version does not
+  // turn the check off. From schema 2 (statistics) and 3 (labels) on, each must be there.
+  if ((version >= 2 || h5::has_attr(file, "stats_sha256")) && h5::get_attr_string(file, "stats_sha256") != out.acc.digest())
     throw Error(store, "its statistics do not match the SHA-256 written with them (stats_sha256): the file changed after ctxsim wrote it",
                 kDamagedStoreFix);
+  if (version >= 3 || h5::has_attr(file, "labels_sha256")) {
+    const h5::Id stats = h5::open_group(file, "stats");
+    const bool attention = h5::exists(file, "stats/attention");
+    const h5::Id att = attention ? h5::open_group(file, "stats/attention") : h5::Id();
+    const auto text = [&](const char* name) {
+      return attention && h5::has_attr(att, name) ? h5::get_attr_string(att, name) : std::string();
+    };
+    if (h5::get_attr_string(file, "labels_sha256") !=
+        labels_digest(h5::get_attr_string(stats, "rules"), text("separators"), text("separator_tokens")))
+      throw Error(store,
+                  "its labels (the rule names in /stats, the separators in /stats/attention) do not match the SHA-256 written with them "
+                  "(labels_sha256): the file changed after ctxsim wrote it",
+                  kDamagedStoreFix);
+  }
   if (const auto bad = check_invariants(out.acc); !bad.empty())
     throw Error(store, "its statistics break an invariant (" + bad.front() + ")", kDamagedStoreFix);
   return out;
+}
+
+std::string verify_complete_store(const std::string& path) {
+  const h5::FileScope scope(path);
+  const h5::Id file = open_complete_store(path);
+  if (is_segment_store(file)) {
+    const SegmentResults r = read_segment_store(file);
+    return "segmentation store: " + std::to_string(r.layout.documents) + " documents, " + std::to_string(r.layout.methods.size()) +
+           " methods, " + std::to_string(r.layout.layers) + " layers x " + std::to_string(r.layout.heads) + " heads";
+  }
+  const auto vocab = store_vocab(file);
+  const StoreStats s = read_store_stats(file, path, int64_t(vocab.size()));
+  const StatsShape& shape = s.acc.shape();
+  return "run store: " + std::to_string(*s.acc.at(Stat::Samples)) + " samples, " + std::to_string(shape.layers) + " layers x " +
+         std::to_string(shape.heads) + " heads, " + std::to_string(shape.rules) + " rule(s)";
 }
 
 Baseline baseline_of(const StoreStats& st) {

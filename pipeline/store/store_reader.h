@@ -108,6 +108,11 @@ struct StoreStats {
 };
 StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_tokens);
 Baseline baseline_of(const StoreStats& stats);
+
+// A complete store (run or segmentation) put through every check its readers make (shapes,
+// digests, invariants, value ranges); returns what it holds in a few words ("run store: 2000
+// samples, 12 layers x 12 heads, 1 rule"). Throws like the readers, naming the file.
+std::string verify_complete_store(const std::string& path);
 RuleStats rule_stats_of(const StoreStats& stats, size_t rule);
 
 // A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`

@@ -58,10 +58,24 @@ std::string model_dir(const Config& c) {
 
 std::string vocab_path(const Config& c) { return c.model.vocab.empty() ? (fs::path(model_dir(c)) / "vocab.txt").string() : c.model.vocab; }
 
+std::string model_config_sha256(const std::string& dir) {
+  std::string text;
+  for (const char* name : {"config.json", "tokenizer_config.json"}) {
+    const fs::path p = fs::path(dir) / name;
+    std::error_code ec;
+    const std::string bytes = fs::exists(p, ec) ? read_file_bytes(p.string(), kMaxJsonBytes, name, "check the model folder") : "(absent)";
+    text += std::string(name) + "\n" + std::to_string(bytes.size()) + "\n" + bytes + "\n";
+  }
+  return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+}
+
 InputDigests input_digests(const Config& c) {
   InputDigests d;
   const std::string dir = model_dir(c);
-  if (!dir.empty()) d.model = sha256_file((fs::path(dir) / "model.safetensors").string());
+  if (!dir.empty()) {
+    d.model = sha256_file((fs::path(dir) / "model.safetensors").string());
+    d.model_config = model_config_sha256(dir);
+  }
   const std::string vocab = read_file_bytes(vocab_path(c), kMaxVocabBytes, "the vocabulary", "check model.vocab");
   d.vocab = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size());
   d.corpus = read_corpus(corpus_options(c)).sha256;
@@ -74,6 +88,7 @@ std::vector<std::string> changed_inputs(const InputDigests& recorded, const Inpu
     if (!a.empty() && a != b) changed.push_back(what + " (sha256 " + a.substr(0, 12) + "… then, " + b.substr(0, 12) + "… now)");
   };
   compare(recorded.model, now.model, "the model's weights (" + (fs::path(model_dir(c)) / "model.safetensors").string() + ")");
+  compare(recorded.model_config, now.model_config, "the model's config.json or tokenizer_config.json (in " + model_dir(c) + ")");
   compare(recorded.vocab, now.vocab, "the vocabulary (" + vocab_path(c) + ")");
   compare(recorded.corpus, now.corpus, "the corpus (" + c.corpus.path + ")");
   return changed;
@@ -91,6 +106,14 @@ BertTokenizer make_tokenizer(const Config& c) {
     options.lower_case = options.strip_accents = c.model.do_lower_case == LowerCase::True;
   }
   return BertTokenizer(Vocab::load(vocab_path), options);
+}
+
+void check_vocab_fits(const Config& c, const Vocab& vocab, int64_t model_vocab_size) {
+  if (vocab.size() > model_vocab_size)
+    throw Error(c.where("model.vocab"),
+                "the vocabulary (" + vocab_path(c) + ") has " + std::to_string(vocab.size()) + " tokens but the model's vocab_size is " +
+                    std::to_string(model_vocab_size),
+                "use the vocab.txt that belongs to the model");
 }
 
 CorpusOptions corpus_options(const Config& c) {
@@ -116,10 +139,34 @@ SampleOptions sample_options(const Config& c) {
 
 namespace {
 
+// Special tokens written literally in the corpus's text ("[SEP]", "<s>"): they keep their ids, as
+// Hugging Face's tokenizers do (SPEC §1), which the user should know once per corpus. Validity is
+// by position, so a literal [PAD] is never taken for padding.
+std::string literal_specials_note(const Corpus& corpus, const Vocab& vocab) {
+  std::vector<std::pair<std::string, int64_t>> counts;
+  for (int32_t id : vocab.special_ids()) counts.emplace_back(std::string(vocab.token(id)), 0);
+  std::string first;
+  for (const auto& d : corpus.documents)
+    for (size_t s = 0; s < d.sentences.size(); ++s)
+      for (auto& [token, n] : counts)
+        for (size_t at = d.sentences[s].find(token); at != std::string::npos; at = d.sentences[s].find(token, at + token.size())) {
+          if (first.empty()) first = d.name + ", sentence " + std::to_string(s);
+          ++n;
+        }
+  std::string found;
+  for (const auto& [token, n] : counts)
+    if (n > 0) found += (found.empty() ? "" : ", ") + token + " x" + std::to_string(n);
+  if (found.empty()) return "";
+  return "the text holds special tokens written out (" + found + "; the first in " + first +
+         "): they keep their ids, as Hugging Face's tokenizer gives them, and a literal [PAD] is not padding";
+}
+
 // The config's corpus, its notes said in the log.
-Corpus read_config_corpus(const Config& config) {
+Corpus read_config_corpus(const Config& config, const Vocab& vocab) {
   Corpus corpus = read_corpus(corpus_options(config));
   if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
+  if (const std::string note = literal_specials_note(corpus, vocab); !note.empty())
+    log_info("warning: corpus " + config.corpus.path + ": " + note);
   return corpus;
 }
 
@@ -127,7 +174,7 @@ Corpus read_config_corpus(const Config& config) {
 
 TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer) {
   TokenizedInputs t;
-  const Corpus corpus = read_config_corpus(config);
+  const Corpus corpus = read_config_corpus(config, tokenizer.vocab());
   t.corpus_sha256 = corpus.sha256;
   t.corpus = tokenize_corpus(corpus, tokenizer);
   return t;
@@ -147,7 +194,7 @@ PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, 
     p.dropped_sentences = tokenized.dropped_sentences;
     p.samples = build_samples(tokenized, options, special);
   } else {
-    const Corpus corpus = read_config_corpus(config);
+    const Corpus corpus = read_config_corpus(config, tokenizer.vocab());
     const SentenceIndex index = index_sentences(corpus, tokenizer);
     p.corpus_sha256 = corpus.sha256;
     p.documents = static_cast<int64_t>(corpus.documents.size());

@@ -27,9 +27,13 @@ std::string vocab_path(const Config& config);
 // vocabulary and the corpus files it reads (the store records them; a resume or a rerun
 // compares). model is "" when the config has no model folder.
 struct InputDigests {
-  std::string model, vocab, corpus;
+  std::string model, model_config, vocab, corpus;
 };
 InputDigests input_digests(const Config& config);
+// The SHA-256 of the files besides the weights that decide a model's outputs: config.json
+// (activation, epsilon, shapes, …) and tokenizer_config.json (do_lower_case), each named, so that
+// a moved or removed file changes it too.
+std::string model_config_sha256(const std::string& model_dir);
 // What changed between recorded and current digests, one phrase each ("the model's weights
 // (<dir>/model.safetensors)"); a digest not recorded (a store of an older ctxsim) is not compared.
 std::vector<std::string> changed_inputs(const InputDigests& recorded, const InputDigests& now, const Config& config);
@@ -37,6 +41,10 @@ std::vector<std::string> changed_inputs(const InputDigests& recorded, const Inpu
 // The tokenizer of a run: model.vocab (else <model dir>/vocab.txt) and do_lower_case
 // (config, else tokenizer_config.json, else true).
 BertTokenizer make_tokenizer(const Config& config);
+
+// Every id the tokenizer can give indexes the model's embedding table: a vocabulary longer than
+// the model's vocab_size is refused, naming model.vocab (run, segment, segment --text).
+void check_vocab_fits(const Config& config, const Vocab& vocab, int64_t model_vocab_size);
 
 CorpusOptions corpus_options(const Config& config);
 SampleOptions sample_options(const Config& config);

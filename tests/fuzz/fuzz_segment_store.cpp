@@ -1,0 +1,216 @@
+// The segmentation store's readers (summary, the report's figures) on stores that a colleague's
+// tool could have written: a real store of `ctxsim segment` (CTXSIM_FUZZ_SEGMENT_STORE, made by
+// scripts/fuzz.sh) edited through the HDF5 API as the input bytes say: root and group attributes
+// of other types or values (method names, subsets, the digest, the schema version), datasets
+// replaced by other shapes, types or values (NaN, inf, negative, huge), values changed in place,
+// objects deleted. An edit may also drop the digest and call the store schema 2 (as a store of an
+// older ctxsim is), so that the checks behind the digest are reached too. Every outcome is the
+// store read, or a ctxsim::Error; any other exception, crash or sanitizer report is a finding.
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "pipeline/commands/summary.h"
+#include "pipeline/report/segment_figures.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/store/segment_store.h"
+#include "stages/base/error.h"
+
+namespace {
+
+// The input, read a little at a time (zeros once it runs out).
+struct Bytes {
+  const uint8_t* p;
+  size_t n, at = 0;
+  uint8_t u8() { return at < n ? p[at++] : 0; }
+  uint64_t u64(int bytes) {
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v = v << 8 | u8();
+    return v;
+  }
+  std::string text() {
+    const size_t len = u8() % 40;
+    std::string s;
+    for (size_t i = 0; i < len; ++i) s.push_back(char(u8()));
+    return s;
+  }
+  // A double that readers must survive: ordinary shares, their edges, NaN, infinities, huge.
+  double value() {
+    static const double kSpecial[] = {0.0,
+                                      1.0,
+                                      -0.0,
+                                      -1e-9,
+                                      1.0 + 1e-9,
+                                      std::numeric_limits<double>::quiet_NaN(),
+                                      std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(),
+                                      1e308,
+                                      -5.0};
+    const uint8_t k = u8();
+    return k < 10 ? kSpecial[k] : double(u64(2)) / 65535.0;
+  }
+  bool done() const { return at >= n; }
+};
+
+std::string template_path() {
+  const char* v = std::getenv("CTXSIM_FUZZ_SEGMENT_STORE");
+  if (!v) {
+    fprintf(stderr, "fuzz_segment_store: set CTXSIM_FUZZ_SEGMENT_STORE to a segmentation store.h5 (scripts/fuzz.sh makes one)\n");
+    std::abort();
+  }
+  return v;
+}
+
+const char* const kRootAttributes[] = {"schema_version", "complete", "kind", "results_sha256", "model_path", "config"};
+const char* const kGroupAttributes[][2] = {{"methods", "names"}, {"documents", "subsets"}, {"example", "document"}};
+const char* const kDatasets[] = {"methods/boundaries", "methods/count",     "methods/pk",        "methods/window_diff",
+                                 "heads/pk",           "heads/window_diff", "documents/subset",  "documents/sentences",
+                                 "documents/parts",    "documents/gold",    "example/similarity"};
+
+void set_int_attr(hid_t obj, const char* name, int64_t v) {
+  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
+  const hid_t s = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(obj, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, H5T_NATIVE_INT64, &v);
+  H5Aclose(a);
+  H5Sclose(s);
+}
+
+void set_string_attr(hid_t obj, const char* name, const std::string& v) {
+  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, std::max<size_t>(1, v.size()));
+  const hid_t s = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+  std::string padded = v.empty() ? std::string(1, '\0') : v;
+  H5Awrite(a, t, padded.data());
+  H5Aclose(a);
+  H5Sclose(s);
+  H5Tclose(t);
+}
+
+// One edit of the store, as the next input bytes say.
+void edit(hid_t f, Bytes& in) {
+  const uint8_t op = in.u8() % 9;
+  const char* attr = kRootAttributes[in.u8() % (sizeof kRootAttributes / sizeof *kRootAttributes)];
+  const std::string path = kDatasets[in.u8() % (sizeof kDatasets / sizeof *kDatasets)];
+  const bool there = H5Lexists(f, path.substr(0, path.find('/')).c_str(), H5P_DEFAULT) > 0 && H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0;
+  switch (op) {
+    case 0: set_int_attr(f, attr, int64_t(in.u64(2)) - 8); break;
+    case 1: set_string_attr(f, attr, in.text()); break;
+    case 2: {  // a group's attribute: method names, subsets
+      const auto& [group, name] = kGroupAttributes[in.u8() % (sizeof kGroupAttributes / sizeof *kGroupAttributes)];
+      if (H5Lexists(f, group, H5P_DEFAULT) <= 0) break;
+      const hid_t g = H5Gopen2(f, group, H5P_DEFAULT);
+      if (in.u8() % 2)
+        set_string_attr(g, name, in.text());
+      else
+        set_int_attr(g, name, int64_t(in.u64(2)) - 8);
+      H5Gclose(g);
+      break;
+    }
+    case 3:  // the store as an older ctxsim wrote it: no digest to stop at
+      if (H5Aexists(f, "results_sha256") > 0) H5Adelete(f, "results_sha256");
+      set_int_attr(f, "schema_version", 2);
+      break;
+    case 4:
+    case 5:
+    case 6: {  // replace a dataset: small integers, doubles, strings; any rank and extents
+      if (!there) break;
+      H5Ldelete(f, path.c_str(), H5P_DEFAULT);
+      const int rank = 1 + in.u8() % 4;
+      std::vector<hsize_t> dims(static_cast<size_t>(rank));
+      size_t total = 1;
+      for (auto& d : dims) {
+        d = hsize_t(in.u8() % 7);
+        total *= size_t(d);
+      }
+      const hid_t space = H5Screate_simple(rank, dims.data(), nullptr);
+      if (op == 6) {
+        const hid_t t = H5Tcopy(H5T_C_S1);
+        H5Tset_size(t, 4);
+        const hid_t ds = H5Dcreate2(f, path.c_str(), t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        std::string data(total * 4, 'x');
+        if (total) H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
+        H5Dclose(ds);
+        H5Tclose(t);
+      } else if (op == 5) {
+        const hid_t ds = H5Dcreate2(f, path.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        std::vector<double> data(total);
+        for (auto& v : data) v = in.value();
+        if (total) H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
+        H5Dclose(ds);
+      } else {
+        const hid_t ds = H5Dcreate2(f, path.c_str(), H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        std::vector<int32_t> data(total);
+        for (auto& v : data) v = int32_t(in.u64(2)) - 100;
+        if (total) H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data());
+        H5Dclose(ds);
+      }
+      H5Sclose(space);
+      break;
+    }
+    case 7:
+    case 8: {  // change one value in place (integers or doubles, as the dataset holds)
+      if (!there) break;
+      const hid_t ds = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
+      const hid_t space = H5Dget_space(ds);
+      const hssize_t n = H5Sget_simple_extent_npoints(space);
+      const hid_t t = H5Dget_type(ds);
+      if (n > 0 && n < (1 << 22) && H5Sget_simple_extent_ndims(space) > 0) {
+        const size_t at = size_t(in.u64(3) % uint64_t(n));
+        if (H5Tget_class(t) == H5T_INTEGER) {
+          std::vector<int32_t> all(static_cast<size_t>(n));
+          if (H5Dread(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0) {
+            all[at] = int32_t(in.u64(4));
+            H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data());
+          }
+        } else if (H5Tget_class(t) == H5T_FLOAT) {
+          std::vector<double> all(static_cast<size_t>(n));
+          if (H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0) {
+            all[at] = in.value();
+            H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data());
+          }
+        }
+      }
+      H5Tclose(t);
+      H5Sclose(space);
+      H5Dclose(ds);
+      break;
+    }
+  }
+  H5Eclear2(H5E_DEFAULT);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::string base = template_path();
+  const std::string path = "/dev/shm/ctxsim_fuzz_segment_store_" + std::to_string(getpid()) + ".h5";
+  std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    Bytes in{data, size};
+    for (int k = 0; k < 5 && !in.done(); ++k) edit(f, in);
+    H5Fclose(f);
+    H5Eclear2(H5E_DEFAULT);
+  }
+  try {
+    std::ostringstream out;
+    ctxsim::print_summary(path, ctxsim::SummaryOptions{}, out);
+    const std::vector<ctxsim::report::SegmentRun> runs = ctxsim::report::load_segment_runs({path}, {});
+    (void)ctxsim::report::segment_figures(runs);
+  } catch (const ctxsim::Error&) {
+    // A clear error is a right answer to a damaged store.
+  }
+  std::filesystem::remove(path);
+  return 0;
+}
