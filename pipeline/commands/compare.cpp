@@ -26,6 +26,8 @@ int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, st
   if (a.out_dir.empty()) throw Error("--out", "compare needs a folder for its page and figures", "give --out DIR");
   const std::vector<std::string> paths = report::store_paths(inputs);
   if (is_segment_store(open_complete_store(paths.front()))) {
+    if (!a.rule.empty())
+      throw Error("--rule " + a.rule, "segmentation stores have no selection rules", "leave --rule out for segmentation stores");
     const std::vector<report::SegmentRun> runs = report::load_segment_runs(paths, a.labels);
     const std::vector<report::Entry> figures = report::segment_figures(runs);
     std::string tables;

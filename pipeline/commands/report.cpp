@@ -32,17 +32,30 @@ namespace {
 
 using namespace report;
 
+// The store a report is made from: its absolute path and its identity.
+PageSource page_source(const std::string& store_path) {
+  std::error_code ec;
+  const fs::path absolute = fs::weakly_canonical(fs::absolute(store_path), ec);
+  const h5::Id file = open_complete_store(store_path);
+  return {ec ? fs::absolute(store_path).string() : absolute.string(), store_identity(file)};
+}
+
 // A segmentation store's report: its figures and the method table.
 int segment_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  if (!args.rule.empty())
+    throw Error("--rule " + args.rule, "a segmentation store has no selection rules", "leave --rule out for a segmentation store");
+  if (!args.heads.empty())
+    throw Error("--heads", "a segmentation store keeps no per-head examples to draw", "leave --heads out for a segmentation store");
   const std::vector<SegmentRun> runs = load_segment_runs({store_path}, {});
   const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
   make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
   const std::vector<Entry> figures = segment_figures(runs);
   std::ostringstream summary;
   print_segment_summary(runs.front().results, summary);
-  const auto [html, bytes] = publish_page(dir, "report.html", "the report", figures, [&](const fs::path&) {
-    return segment_page("ctxsim segment: " + runs.front().label, summary.str(), figures);
-  });
+  const auto [html, bytes] = publish_page(
+      dir, "report.html", "the report", figures,
+      [&](const fs::path&) { return segment_page("ctxsim segment: " + runs.front().label, summary.str(), figures); },
+      page_source(store_path));
   out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
       << (fs::path(dir) / "figures").string() << "\n";
   return 0;
@@ -51,6 +64,7 @@ int segment_report(const std::string& store_path, const ReportArgs& args, std::o
 }  // namespace
 
 int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  const h5::FileScope scope(store_path);
   require_figures("ctxsim report");
   MpiSession::ensure();
   if (args.max_bytes < (1 << 20))
@@ -71,11 +85,14 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     rollouts[e] = attention_rollout(x.attention, d.L, d.H, d.T, x.n);
     example_figures(d, x, e, rollouts[e], heads, figures);
   }
-  const auto [html, bytes] = publish_page(dir, "report.html", "the report", figures, [&](const fs::path& staging) {
-    std::ostringstream summary;
-    print_summary(store_path, SummaryOptions{}, summary);
-    return report_page(file, d, figures, staging.string(), rollouts, summary.str(), args.max_bytes);
-  });
+  const auto [html, bytes] = publish_page(
+      dir, "report.html", "the report", figures,
+      [&](const fs::path& staging) {
+        std::ostringstream summary;
+        print_summary(store_path, SummaryOptions{}, summary);
+        return report_page(file, d, figures, staging.string(), rollouts, summary.str(), args.max_bytes);
+      },
+      page_source(store_path));
   out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
       << (fs::path(dir) / "figures").string() << "\n";
   return 0;

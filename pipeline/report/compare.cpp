@@ -16,6 +16,7 @@
 #include "pipeline/report/report_figures.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/metrics.h"
+#include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/digest.h"
@@ -71,7 +72,11 @@ std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const C
   for (size_t i = 0; i < paths.size(); ++i) {
     CompareRun r;
     r.path = paths[i];
+    const h5::FileScope scope(r.path);
     const h5::Id file = open_complete_store(r.path);
+    if (is_segment_store(file))
+      throw Error(r.path, "is a segmentation store, and " + paths.front() + " a run's: compare draws stores of one kind",
+                  "compare run stores with each other, and segmentation stores (ctxsim segment) with each other");
     const StoreStats stats = read_store_stats(file, r.path, int64_t(store_vocab(file).size()));
     const auto& rules = stats.rules;
     if (rule.empty()) rule = rules.front();

@@ -1,11 +1,17 @@
 #include "pipeline/report/report_figures.h"
 
-#include <set>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "pipeline/report/compare.h"
 #include "stages/base/error.h"
@@ -249,7 +255,8 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
                      plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
 }
 
-void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir, const std::string& page_name) {
+void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir, const std::string& page_name,
+                   const PageSource& source) {
   nlohmann::json index = nlohmann::json::array();
   for (const auto& f : figures) {
     write_figure(f.figure, dir.string(), f.stem);
@@ -262,6 +269,7 @@ void write_figures(const std::vector<Entry>& figures, const std::filesystem::pat
                      {"height", f.figure.height},
                      {"panels", panels},
                      {"page", page_name}});
+    if (!source.path.empty()) index.back()["source"] = {{"store", source.path}, {"id", source.id}};
   }
   atomic_write((dir / "index.json").string(), index.dump(1) + "\n");
 }
@@ -273,6 +281,7 @@ namespace {
 struct FigureFolder {
   std::string owner;            // "" when there is no index
   std::set<std::string> files;  // names inside the folder, index.json included
+  PageSource source;            // what the owning page was made from (empty: not recorded)
 };
 
 FigureFolder read_figure_folder(const std::filesystem::path& dir, const std::string& page_name) {
@@ -296,6 +305,11 @@ FigureFolder read_figure_folder(const std::filesystem::path& dir, const std::str
     f.files.insert(stem + ".png");
     f.files.insert(stem + ".svg");
     if (e.contains("page") && e["page"].is_string()) f.owner = e["page"].get<std::string>();
+    if (e.contains("source") && e["source"].is_object()) {
+      const auto& s = e["source"];
+      if (s.contains("store") && s["store"].is_string()) f.source.path = s["store"].get<std::string>();
+      if (s.contains("id") && s["id"].is_string()) f.source.id = s["id"].get<std::string>();
+    }
   }
   if (f.owner.empty())  // written before pages were named: the page beside it
     f.owner = fs::exists(dir / "report.html", ec) ? "report.html" : fs::exists(dir / "compare.html", ec) ? "compare.html" : page_name;
@@ -304,28 +318,66 @@ FigureFolder read_figure_folder(const std::filesystem::path& dir, const std::str
 
 }  // namespace
 
+namespace {
+
+// An exclusive lock on a folder (flock on the folder itself: nothing is added to it), held while
+// a page is published there.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::filesystem::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0)
+      throw Error(dir.string(), std::string("cannot open the folder: ") + std::strerror(errno), "give --out a folder you may write to");
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) {
+        const int e = errno;
+        ::close(fd_);
+        throw Error(dir.string(), std::string("cannot lock the folder: ") + std::strerror(e), "give --out a folder on a local file system");
+      }
+  }
+  ~FolderLock() { ::close(fd_); }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
 std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, const std::string& page_name, const std::string& what,
                                             const std::vector<Entry>& figures,
-                                            const std::function<std::string(const std::filesystem::path& staging)>& make_page) {
+                                            const std::function<std::string(const std::filesystem::path& staging)>& make_page,
+                                            const PageSource& source) {
   namespace fs = std::filesystem;
-  const fs::path figs = dir / "figures", staging = dir / "figures.partial";
+  const FolderLock lock(dir);
+  const fs::path figs = dir / "figures";
   const std::string html = (dir / page_name).string();
+  std::error_code ec;
+  // Staging folders left by killed publishers: no live one can exist while the lock is held.
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind("figures.partial", 0) == 0) fs::remove_all(e.path(), ec);
   const FigureFolder before = read_figure_folder(dir, page_name);
   if (!before.owner.empty() && before.owner != page_name)
     throw Error(figs.string(), "holds the figures of " + (dir / before.owner).string() + ", which this " + what + " would overwrite",
                 "give --out another folder");
+  // A report replaces only a report of the same store: at the same path, or the same store copied.
+  if (!source.path.empty() && !before.source.path.empty() && before.source.path != source.path && before.source.id != source.id)
+    throw Error(html, "is the report of another store (" + before.source.path + "), which this report of " + source.path + " would replace",
+                "give --out another folder, or remove " + html + " and " + figs.string() + " first to replace that report");
   // Files of ours-to-be that someone else put there are not ours to replace.
   std::set<std::string> ours = {"index.json"};
   for (const auto& f : figures) ours.insert({f.stem + ".png", f.stem + ".svg"});
-  std::error_code ec;
   for (const auto& name : ours)
     if (!before.files.count(name) && fs::exists(figs / name, ec))
       throw Error((figs / name).string(), "exists and ctxsim did not write it; this " + what + " would overwrite it",
                   "move it away, or give --out another folder");
+  std::string staging_name = (dir / "figures.partial.XXXXXX").string();
+  if (::mkdtemp(staging_name.data()) == nullptr)
+    throw Error(dir.string(), "cannot write " + what + ": " + std::strerror(errno),
+                "free space there, or give --out a folder you may write to");
+  const fs::path staging = staging_name;
   try {
-    fs::remove_all(staging);
-    fs::create_directories(staging);
-    write_figures(figures, staging, page_name);
+    write_figures(figures, staging, page_name, source);
     const std::string page = make_page(staging);
     // Commit: each figure by a rename (index.json last), the files this page no longer makes
     // removed, then the page. What others keep in figures/ stays.

@@ -27,20 +27,32 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out);
 void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,
                      const std::vector<std::pair<int, int>>& heads, std::vector<Entry>& figures);
 
-// Writes every figure (SVG and PNG) and index.json into `dir`: each figure's caption, the pixel
-// rectangles of its plot areas (so that tests and tools find a cell's or a curve's pixels) and
-// the page that owns it.
-void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir, const std::string& page_name);
+// What a page is made from: a report's store (its path and its identity, store_identity), so that
+// a report replaces only a report of the same store; empty for compare pages.
+struct PageSource {
+  std::string path, id;
+};
 
-// Publishes a page and its figures in `dir`: the figures are made in dir/figures.partial,
-// make_page(that folder) builds the page (it may embed them), then each figure replaces its
-// namesake in dir/figures (index.json last) and the page, written last, replaces dir/page_name.
-// Only this page's files are written or removed: files in figures/ that no page listed stay,
-// and it refuses a figures/ that another page owns (a report's, under compare --out) or a file
-// of its names that ctxsim did not write. A failure leaves no staging folder; a file-system
-// error names the path ("cannot write <what>") and the fix. Returns the page's path and size.
+// Writes every figure (SVG and PNG) and index.json into `dir`: each figure's caption, the pixel
+// rectangles of its plot areas (so that tests and tools find a cell's or a curve's pixels), the
+// page that owns it and what that page was made from.
+void write_figures(const std::vector<Entry>& figures, const std::filesystem::path& dir, const std::string& page_name,
+                   const PageSource& source = {});
+
+// Publishes a page and its figures in `dir`: the figures are made in a staging folder of this
+// call's own (dir/figures.partial.XXXXXX), make_page(that folder) builds the page (it may embed
+// them), then each figure replaces its namesake in dir/figures (index.json last) and the page,
+// written last, replaces dir/page_name. The whole of it holds a lock on dir, so two pages
+// published into one folder at once follow one another (each embeds its own figures, and
+// figures/ ends as one of them made it); staging folders of killed publishers are removed under
+// it. Only this page's files are written or removed: files in figures/ that no page listed stay,
+// and it refuses a figures/ that another page owns (a report's, under compare --out), a report
+// of another store (by path and identity: `source`), or a file of its names that ctxsim did not
+// write. A failure leaves no staging folder; a file-system error names the path ("cannot write
+// <what>") and the fix. Returns the page's path and size.
 std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, const std::string& page_name, const std::string& what,
                                             const std::vector<Entry>& figures,
-                                            const std::function<std::string(const std::filesystem::path& staging)>& make_page);
+                                            const std::function<std::string(const std::filesystem::path& staging)>& make_page,
+                                            const PageSource& source = {});
 
 }  // namespace ctxsim::report

@@ -1,9 +1,11 @@
 #include "stages/base/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,16 @@ namespace ctxsim {
 namespace {
 
 std::string reason(int err) { return std::strerror(err); }
+
+// The process's umask, read without changing it (umask(2) can only set it, and setting it back
+// races with other threads creating files): Linux reports it in /proc/self/status.
+mode_t process_umask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Umask:", 0) == 0) return mode_t(std::strtoul(line.c_str() + 6, nullptr, 8) & 0777);
+  return 022;
+}
 
 std::string fix_for(int err) {
   if (err == ENOSPC || err == EDQUOT) return "free space on that file system (or write elsewhere)";
@@ -40,6 +52,9 @@ void fsync_checked(const std::string& path, int flags, const std::string& what) 
 }  // namespace
 
 std::string read_file_bytes(const std::string& path, size_t max_bytes, const std::string& what, const std::string& fix) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path, what == "the file" ? "is a folder, not a file" : "is a folder, not " + what, fix);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path, "cannot open " + what, fix);
   std::string out;
@@ -57,11 +72,19 @@ std::string read_file_bytes(const std::string& path, size_t max_bytes, const std
 
 void atomic_write(const std::string& path, std::string_view bytes, bool durable) {
   namespace fs = std::filesystem;
-  const std::string tmp = path + ".tmp";
+  // A temporary name of this writer's own: two writers of one path (two reports into one folder)
+  // never write into each other's file; the last rename wins whole.
+  std::string tmp = path + ".tmp.XXXXXX";
   {
-    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    Fd f{::mkostemp(tmp.data(), O_CLOEXEC)};
     if (f.fd < 0) {
       const int e = errno;
+      throw Error(path, "cannot write: " + reason(e), fix_for(e));
+    }
+    // mkostemp makes the file 0600; what is published gets the mode a plain new file would.
+    if (::fchmod(f.fd, 0666 & ~process_umask()) != 0) {
+      const int e = errno;
+      ::unlink(tmp.c_str());
       throw Error(path, "cannot write: " + reason(e), fix_for(e));
     }
     for (size_t done = 0; done < bytes.size();) {
