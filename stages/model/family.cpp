@@ -79,6 +79,12 @@ const FamilySpec& family_spec(Family f) {
   CTXSIM_FAIL("family_spec: a family without a table row");
 }
 
+std::vector<const FamilySpec*> all_families() {
+  std::vector<const FamilySpec*> out;
+  for (const auto& spec : kFamilies) out.push_back(&spec);
+  return out;
+}
+
 const FamilySpec* family_by_model_type(const std::string& type) {
   for (const auto& spec : kFamilies)
     if (type == spec.model_type) return &spec;

@@ -64,6 +64,8 @@ struct FamilySpec {
 };
 
 const FamilySpec& family_spec(Family f);
+// Every row of the table, in order.
+std::vector<const FamilySpec*> all_families();
 // The family whose model_type is `type`, or nullptr.
 const FamilySpec* family_by_model_type(const std::string& type);
 // "bert, distilbert": for error messages.

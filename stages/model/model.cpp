@@ -61,6 +61,23 @@ void check_layer_count(const SafetensorsFile& file, const BertConfig& config, co
     const auto [end, ec] = std::from_chars(first, name.data() + name.size(), n);
     if (ec == std::errc() && end != first && *end == '.' && n >= 0 && n < (int64_t(1) << 20)) layers = std::max(layers, n + 1);
   }
+  if (layers == 0) {
+    // No tensor of this family's layers: often another family's checkpoint under this config.json.
+    std::string guess;
+    for (const FamilySpec* other : all_families()) {
+      if (other == &f) continue;
+      for (const auto& [key, view] : file.tensors())
+        if (canonical_tensor_name(*other, key).compare(0, std::string(other->layer_prefix).size(), other->layer_prefix) == 0) {
+          guess = "; its tensors look like a " + std::string(other->display) + " checkpoint's (" + key + ")";
+          break;
+        }
+      if (!guess.empty()) break;
+    }
+    throw Error(config_path + ": model_type",
+                "declares a " + std::string(f.display) + " model ('" + f.model_type + "', the default when the key is absent), but " +
+                    file.path() + " holds no " + f.display + " layer (no tensor " + prefix + "0.…)" + guess,
+                "use the config.json that belongs to these weights (its model_type picks the family)");
+  }
   if (layers != config.num_layers)
     throw Error(config_path + ": " + f.keys.layers,
                 "declares " + std::to_string(config.num_layers) + " layer(s), but " + file.path() + " holds " + std::to_string(layers) +
@@ -205,12 +222,18 @@ std::map<std::string, at::Tensor> read_encoder_tensors(const SafetensorsFile& fi
   std::map<std::string, at::Tensor> tensors;
   std::vector<std::string> mismatched;
   QkvBlocks blocks(f, config.hidden_size);
+  std::map<std::string, std::string> key_of;  // canonical name -> the checkpoint's key that gave it
   for (const auto& [key, view] : file.tensors()) {
     const std::string name = canonical_tensor_name(f, key);
     if (name.empty()) {
       r.ignored.push_back(key);
       continue;
     }
+    // Two spellings of one parameter ("distilbert.X" and "X", "gamma" and "weight"): which one the
+    // model was meant to have cannot be told, so neither is picked.
+    if (const auto [it, fresh] = key_of.emplace(name, key); !fresh)
+      throw Error(file.path(), "holds two tensors for the parameter " + name + ": '" + it->second + "' and '" + key + "'",
+                  "keep one of them (re-save the checkpoint from the model that should be analysed)");
     const auto it = expected.find(name);
     const bool is_pooler = pooler.count(name) > 0;
     if (it == expected.end() && !is_pooler) {
