@@ -179,7 +179,8 @@ case "$CASE" in
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
 assert f.attrs["complete"] == 1
-assert f.attrs["schema_version"] == 2
+assert f.attrs["schema_version"] == 3
+assert f.attrs["kind"] == b"run"
 assert f["samples/token_ids"].shape == (30, 128)
 assert f["per_sample/anchor_token"].shape == (2, 30, 2, 2)
 g = f["stats/top_fraction=0.01"]
@@ -244,6 +245,14 @@ PY
     contains "$out" "samples:        100 (T=128), 2 units of 64, 1 rounds"
     contains "$out" "memory / rank:"
     contains "$out" "samples/s per rank on this machine"
+    contains "$out" "time estimate:"
+    # A config with a segment: section is a segmentation job to submit and to plan.
+    out=$("$CTXSIM" submit configs/segment/choi.yaml --dry-run) || fail "submit --dry-run of a segment config"
+    contains "$out" "# one 'segment' job"
+    contains "$out" "COMMAND=segment"
+    out=$("$CTXSIM" plan configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 --batches 1 --ranks 2) || fail "plan of a segment config"
+    contains "$out" "(a segmentation job: ctxsim segment) on 2 rank(s)"
+    contains "$out" "benchmark:      5 test documents (3-11, 3-5, 6-8, 9-11, dev), 44 methods; one document per unit, 3 rounds"
     contains "$out" "time estimate:"
     mkdir -p "$TMP/empty"
     "$CTXSIM" collect "$TMP/empty" 2> "$TMP/err" && fail "collect of nothing"

@@ -125,6 +125,35 @@ case "$CASE" in
     for i in 0 1 2 3; do patch_tensor "$TMP/overflow/model.safetensors" encoder.layer.1.attention.output.dense.bias $i 3e38; done
     one_error "sample 0, layer 1: the model's activations are not finite (NaN or inf)" \
       "$CTXSIM" run "${RUN[@]}" model.path="$TMP/overflow" output.dir="$TMP/out_overflow"
+    # (issue 31) Two tensors for one parameter (a prefixed copy, a legacy LayerNorm name beside the
+    # new one): neither is picked, both are named.
+    dup() {  # dup DIR EXISTING NEW: a copy of tensor EXISTING stored again as NEW
+      cp -r "$TMP/m" "$1"
+      /usr/bin/python3 - "$1/model.safetensors" "$2" "$3" <<'PY' || fail "crafting $1"
+import json, struct, sys
+path, old, new = sys.argv[1:]
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+t = dict(header[old]); a, b = t["data_offsets"]
+t["data_offsets"] = [len(data), len(data) + b - a]
+header[new] = t
+data += data[a:b]
+h = json.dumps(header).encode(); h += b" " * (-(8 + len(h)) % 8)
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+    }
+    dup "$TMP/prefixed" embeddings.word_embeddings.weight bert.embeddings.word_embeddings.weight
+    one_error "holds two tensors for the parameter embeddings.word_embeddings.weight: 'bert.embeddings.word_embeddings.weight' and 'embeddings.word_embeddings.weight'" \
+      "$CTXSIM" model-info "$TMP/prefixed"
+    dup "$TMP/gamma" embeddings.LayerNorm.weight embeddings.LayerNorm.gamma
+    one_error "holds two tensors for the parameter embeddings.LayerNorm.weight" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/gamma" output.dir="$TMP/o_gamma"
+    [ ! -e "$TMP/o_gamma" ] || fail "a refused checkpoint left a store"
+    # Another family's weights under a BERT config.json: said as such, not "0 layers (… -1)".
+    "$CTXSIM" init-model --family distilbert --preset bert-tiny --seed 5 --vocab "$VOCAB" --out "$TMP/distil" > /dev/null || fail "init-model distilbert"
+    cp "$TMP/m/config.json" "$TMP/distil/config.json"
+    one_error "holds no BERT layer (no tensor encoder.layer.0.…); its tensors look like a DistilBERT checkpoint's" "$CTXSIM" model-info "$TMP/distil"
+    lacks "$(cat "$TMP/stderr")" "layer.-1"
     ;;
   full_disk)  # item 5: a full file system is said before anything is written, no crash, no store
     MNT=$TMP/small
@@ -168,7 +197,7 @@ case "$CASE" in
     [ "$(cat "$TMP/text/store.h5")" = "my notes" ] || fail "a file that is not a store was overwritten"
     one_error "$TMP/dir/store.h5 exists and is not a ctxsim store: a folder" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/dir"
     "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/text" output.overwrite=true > /dev/null 2>&1 || fail "overwrite=true"
-    [ "$("$CTXSIM" status "$TMP/text/store.h5")" = complete ] || fail "not replaced"
+    [[ $("$CTXSIM" status "$TMP/text/store.h5") == complete* ]] || fail "not replaced"
     ;;
   run_lock)  # item 7: one run per output folder, a stale lock taken over
     tiny_model "$TMP/m"
@@ -510,18 +539,31 @@ f = h5py.File('$TMP/$1.h5', 'r+')
 $2
 f.close()" || fail "crafting $1"
     }
-    craft v3 'f.attrs["schema_version"] = np.int64(3)'
-    one_error "schema_version 3: this ctxsim reads schema 1 to 2" "$CTXSIM" summary "$TMP/v3.h5"
+    craft v4 'f.attrs["schema_version"] = np.int64(4)'
+    one_error "schema_version 4: this ctxsim reads schema 1 to 3" "$CTXSIM" summary "$TMP/v4.h5"
     craft nov 'del f.attrs["schema_version"]'
     one_error "no attribute 'schema_version'" "$CTXSIM" summary "$TMP/nov.h5"
     craft flip 'd = f["stats/top_fraction=0.01/high_pairs"]; v = d[...]; v[0, 0] ^= 1 << 20; d[...] = v'
     for cmd in summary report status; do
-      [ $cmd = status ] && continue
       one_error "do not match the SHA-256 written with them (stats_sha256)" "$CTXSIM" $cmd "$TMP/flip.h5"
     done
     mkdir -p "$TMP/sweep/p" && cp "$TMP/flip.h5" "$TMP/sweep/p/store.h5"
     one_error "stats_sha256" "$CTXSIM" collect "$TMP/sweep"
     one_error "stats_sha256" "$CTXSIM" compare "$TMP/flip.h5" "$TMP/out/store.h5" --out "$TMP/cmp"
+    # (issue 31) Setting the version back does not turn a digest that is there off.
+    craft downgraded 'f.attrs["schema_version"] = np.int64(1); d = f["stats/top_fraction=0.01/high_pairs"]; v = d[...]; v[0, 0] += 1; d[...] = v'
+    one_error "stats_sha256" "$CTXSIM" summary "$TMP/downgraded.h5"
+    # The labels readers print are covered too: rule names, separator tokens, the vocabulary.
+    craft septok 'a = f["stats/attention"]; a.attrs["separator_tokens"] = np.bytes_(a.attrs["separator_tokens"].replace(b".", b"!"))'
+    craft vocab 't = f["vocab/text"]; v = t[...]; v[0:5] = np.frombuffer(b"[XYZ]", np.uint8); t[...] = v'
+    for cmd in summary report status; do
+      one_error "(labels_sha256)" "$CTXSIM" $cmd "$TMP/septok.h5"
+      one_error "/vocab/text does not match the vocabulary's SHA-256 written with it (vocab_sha256)" "$CTXSIM" $cmd "$TMP/vocab.h5"
+    done
+    # An HDF5 failure below ctxsim's checks (a dataset that is a link to a missing file) names the
+    # store, not only the dataset.
+    craft extlink 'g = f["stats/top_fraction=0.01"]; del g["high_pairs"]; g["high_pairs"] = h5py.ExternalLink("gone.h5", "/x")'
+    one_error "$TMP/extlink.h5: HDF5" "$CTXSIM" summary "$TMP/extlink.h5"
     ;;
   store_types)  # 8: attributes and datasets of the wrong type: one line naming the store and object
     tiny_model "$TMP/m"
@@ -585,6 +627,119 @@ f.close()" || fail "crafting $1"
     contains "$(cat "$TMP/err")" "warning: runtime.threads=4096 is more than 4 per core"
     printf 'samples: {seq_len: 64}\n---\nsamples: {seq_len: 32}\n' > "$TMP/two.yaml"
     one_error "two.yaml:2:1: a second YAML document starts here" "$CTXSIM" validate "$TMP/two.yaml"
+    ;;
+  # ---- fourth round (issue 31) -----------------------------------------------------------
+  model_identity)  # B1: a model is every file that decides its outputs, for a resume and for a complete store
+    tiny_model "$TMP/m"
+    mkdir -p "$TMP/c" && cp data/brown/ca0[1-4] "$TMP/c/"
+    L=(configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1
+       output.report=false output.dir="$TMP/out")
+    # A run killed after its first durable units, then its config.json changed: no resume.
+    CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" > /dev/null 2>&1 &
+    victim=$!
+    for _ in $(seq 1 200); do "$CTXSIM" status "$TMP/out/store.h5" 2> /dev/null | grep -q "units done: [2-9]" && break; sleep 0.1; done
+    kill -9 $victim; wait $victim 2> /dev/null
+    "$CTXSIM" status "$TMP/out/store.h5" | grep -q "units done:" || fail "no interrupted store"
+    cp "$TMP/m/config.json" "$TMP/config.bak"
+    sed -i 's/"hidden_act": "gelu"/"hidden_act": "relu"/' "$TMP/m/config.json"
+    grep -q '"relu"' "$TMP/m/config.json" || fail "hidden_act not changed"
+    one_error "was made from other inputs: the model's config.json or tokenizer_config.json (in $TMP/m)" "$CTXSIM" run "${L[@]}"
+    # A complete store answers only for the model files it was made from.
+    cp "$TMP/config.bak" "$TMP/m/config.json"
+    "$CTXSIM" run "${L[@]}" output.overwrite=true > /dev/null 2>&1 || fail "overwrite"
+    "$CTXSIM" run "${L[@]}" > /dev/null 2>&1 || fail "rerun of a complete store with the same model"
+    sed -i 's/"layer_norm_eps": 1e-12/"layer_norm_eps": 1e-06/' "$TMP/m/config.json"
+    grep -q '1e-06' "$TMP/m/config.json" || fail "layer_norm_eps not changed"
+    one_error "the model's config.json or tokenizer_config.json" "$CTXSIM" run "${L[@]}"
+    cp "$TMP/config.bak" "$TMP/m/config.json"
+    echo '{"do_lower_case": false}' > "$TMP/m/tokenizer_config.json"
+    one_error "the model's config.json or tokenizer_config.json" "$CTXSIM" run "${L[@]}"
+    ;;
+  shared_folders)  # B7: reports into one folder at once, and into another store's report folder
+    tiny_model "$TMP/m"
+    for seed in 1 2; do
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" samples.seed=$seed statistics.examples=[0] output.report=true output.dir="$TMP/r$seed" \
+        > /dev/null 2>&1 || fail "run $seed"
+    done
+    # The same store twice at once into one folder: both succeed, one page, no staging left.
+    "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/x" > "$TMP/a.out" 2>&1 & p1=$!
+    "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/x" > "$TMP/b.out" 2>&1 & p2=$!
+    wait $p1 || fail "first of two reports: $(cat "$TMP/a.out")"
+    wait $p2 || fail "second of two reports: $(cat "$TMP/b.out")"
+    [ -z "$(ls -a "$TMP/x" | grep -e partial -e '\.tmp')" ] || fail "staging left behind: $(ls -a "$TMP/x")"
+    /usr/bin/python3 - "$TMP/x" <<'PY' || fail "the page does not match its figures"
+import json, os, sys
+d = sys.argv[1]
+index = json.load(open(os.path.join(d, "figures", "index.json")))
+assert {e["source"]["store"] for e in index} == {os.path.realpath(os.path.join(d, "..", "r1", "store.h5"))}, index[0]["source"]
+for e in index:
+    assert os.path.exists(os.path.join(d, "figures", e["stem"] + ".png")), e["stem"]
+PY
+    # Two stores at once into one folder: one report is written whole, the other refused.
+    "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/y" > "$TMP/a.out" 2>&1 & p1=$!
+    "$CTXSIM" report "$TMP/r2/store.h5" --out "$TMP/y" > "$TMP/b.out" 2>&1 & p2=$!
+    wait $p1; rc1=$?; wait $p2; rc2=$?
+    [ $((rc1 + rc2)) -eq 1 ] || fail "expected one report written and one refused, got exit codes $rc1 and $rc2"
+    winner=r1; [ $rc1 -eq 0 ] || winner=r2
+    grep -q "is the report of another store" "$TMP/a.out" "$TMP/b.out" || fail "the refusal does not say why"
+    grep -qF "ctxsim summary of $TMP/$winner/store.h5" "$TMP/y/report.html" || fail "the page is not the written store's"
+    # A report of B into A's folder would replace A's report: refused, A's files untouched.
+    before=$(cd "$TMP/r1" && find . -type f | sort | xargs sha256sum | sha256sum)
+    one_error "$TMP/r1/report.html: is the report of another store" "$CTXSIM" report "$TMP/r2/store.h5" --out "$TMP/r1"
+    [ "$before" = "$(cd "$TMP/r1" && find . -type f | sort | xargs sha256sum | sha256sum)" ] || fail "A's report changed"
+    # The same store, copied with its folder, reports into the copy (the same store elsewhere).
+    cp -r "$TMP/r1" "$TMP/r1copy"
+    "$CTXSIM" report "$TMP/r1copy/store.h5" > /dev/null 2> "$TMP/err" || fail "report of a copied store: $(cat "$TMP/err")"
+    # A rerun over its own folder (output.overwrite) replaces its own report.
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" samples.seed=1 samples.num_samples=12 statistics.examples=[0] output.report=true \
+      output.overwrite=true output.dir="$TMP/r1" > /dev/null 2> "$TMP/err" || fail "rerun with overwrite: $(tail -3 "$TMP/err")"
+    ;;
+  csv_cells)  # C: cells a spreadsheet would run as formulas are quoted as text (OWASP)
+    tiny_model "$TMP/m"
+    "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" output.dir="$TMP/r" > /dev/null 2>&1 || fail "run"
+    for name in '=HYPERLINK("x.example","y")' '+1+2' '-3' '@SUM(A1)'; do
+      mkdir -p "$TMP/sw/$name" && cp "$TMP/r/store.h5" "$TMP/sw/$name/store.h5"
+    done
+    "$CTXSIM" collect "$TMP/sw" > /dev/null 2> "$TMP/err" || fail "collect: $(cat "$TMP/err")"
+    /usr/bin/python3 - "$TMP/sw/collect.csv" <<'PY' || fail "collect.csv has a formula cell"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+header, body = rows[0], rows[1:]
+points = {r[0] for r in body}
+assert points == {"'=HYPERLINK(\"x.example\",\"y\")", "'+1+2", "'-3", "'@SUM(A1)"}, points
+for r in body:
+    for i, cell in enumerate(r):
+        if header[i] in ("point", "rule", "separator_mass_by_token", "top_anchor"):
+            assert not cell or cell[0] not in "=+-@\t\r", (header[i], cell)
+PY
+    grep -q "^\"'=HYPERLINK" "$TMP/sw/collect.csv" || fail "a formula cell is not quoted"
+    ;;
+  small_things)  # E: options that were ignored or wrapped, progress lines that said the wrong thing
+    for bad in "--layers 0" "--layers -2" "--hidden 0" "--heads -1" "--ffn 0" "--positions 0" "--seed -1"; do
+      read -r -a args <<< "$bad"
+      "$CTXSIM" init-model --preset bert-tiny "${args[@]}" --vocab "$VOCAB" --out "$TMP/never" > "$TMP/o" 2> "$TMP/e"
+      rc=$?
+      [ $rc -ne 0 ] || fail "init-model $bad accepted"
+      contains "$(cat "$TMP/e")" "${args[0]}"
+      [ ! -e "$TMP/never" ] || fail "init-model $bad wrote a model"
+    done
+    # A % in the output folder reaches sbatch's --output as %%, not as a pattern.
+    tiny_model "$TMP/m"
+    out=$("$CTXSIM" submit configs/default.yaml model.path="$TMP/m" output.dir="$TMP/100%done" --dry-run 2>&1) || fail "submit --dry-run: $out"
+    contains "$out" "--output=$TMP/100%%done/jobs/ctxsim-%j.log"
+    # Literal special tokens in the corpus keep their ids (SPEC §1), said once; a literal [PAD] is a valid token.
+    mkdir -p "$TMP/c" && printf 'The/at [SEP]/nn and/cc [PAD]/nn sat/vbd ./.\nA/at dog/nn [SEP]/nn ran/vbd ./.\n' > "$TMP/c/ca01"
+    "$CTXSIM" samples configs/default.yaml corpus.path="$TMP/c" samples.windows=documents --show 1 > "$TMP/o" 2> "$TMP/e" || fail "samples: $(cat "$TMP/e")"
+    [ "$(grep -c "special tokens written out" "$TMP/e")" -eq 1 ] || fail "not said once: $(cat "$TMP/e")"
+    contains "$(cat "$TMP/e")" "[PAD] x1, [SEP] x2"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" samples.windows=documents statistics.examples=[] output.report=false output.dir="$TMP/lit" \
+      > /dev/null 2>&1 || fail "run on literal specials"
+    /usr/bin/python3 - "$TMP/lit/store.h5" <<'PY' || fail "a literal [PAD] was taken for padding"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+ids, n = f["samples/token_ids"][0], int(f["samples/n_valid"][0])
+assert 0 in ids[1:n - 1], (ids[:n], n)  # [PAD] (id 0) inside the valid positions
+PY
     ;;
   *) fail "unknown case" ;;
 esac

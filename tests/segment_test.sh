@@ -5,6 +5,9 @@
 #   learned       a small slice of the benchmark: the trained model's best layer beats random boundaries
 #   text          --text: the file's sentences back, segments apart, nothing else on stdout
 #   bad_input     one clear error for each kind of bad input, and nothing written
+#   store_integrity  a segmentation store is checked as a run store is: a changed value, an
+#                 impossible one, swapped labels, a downgraded version, a store of the other job;
+#                 every reader refuses it (status too), none crashes
 set -uo pipefail
 CTXSIM=$1
 CASE=$2
@@ -91,6 +94,10 @@ PY
     # Without --segments the method's own estimate: still the same sentences.
     "$CTXSIM" segment $CONFIG --text "$TMP/in.txt" > "$TMP/out2.txt" 2> /dev/null || fail "--text without --segments"
     diff <(grep -v '^$' "$TMP/out2.txt") "$TMP/in.txt" > /dev/null || fail "estimated: the sentences did not come back"
+    # Under a launcher one process segments the file: printed once, not once per rank.
+    timeout 300 $MPI -n 2 "$CTXSIM" segment $CONFIG --text "$TMP/in.txt" --segments 3 > "$TMP/out3.txt" 2> "$TMP/err3" \
+      || fail "--text under mpiexec -n 2: $(cat "$TMP/err3")"
+    cmp -s "$TMP/out.txt" "$TMP/out3.txt" || fail "--text under mpiexec -n 2 printed $(wc -l < "$TMP/out3.txt") lines, not the file once"
     ;;
   bad_input)
     one_error() {  # one_error EXPECTED COMMAND…: exit 1 (or 2), one error line, nothing on stdout
@@ -117,6 +124,93 @@ PY
     [ ! -e "$TMP/few/store.h5" ] || fail "a store was written for a benchmark that cannot be drawn"
     one_error "samples.seq_len" "$CTXSIM" segment $CONFIG samples.seq_len=512 output.dir="$TMP/long"
     one_error "segment.layer" "$CTXSIM" segment $CONFIG segment.layer=6 --text "$TMP/two.txt"
+    one_error "is a folder, not a file" "$CTXSIM" segment $CONFIG --text "$TMP"
+    # Caught by validate, before any store exists.
+    one_error "segment.c99_mask: 10 is even" "$CTXSIM" validate $CONFIG segment.c99_mask=10
+    one_error "segment.c99_mask: 10 is even" "$CTXSIM" segment $CONFIG segment.c99_mask=10 output.dir="$TMP/even"
+    [ ! -e "$TMP/even" ] || fail "an even c99_mask left $TMP/even"
+    # What segment does not do is said: a sweep, GPU ranks.
+    printf 'sweep: {segment.seed: [1, 2]}\n' > "$TMP/sweep.yaml"
+    cat $CONFIG "$TMP/sweep.yaml" > "$TMP/swept.yaml"
+    one_error "segment runs one configuration" "$CTXSIM" segment "$TMP/swept.yaml" output.dir="$TMP/sw"
+    one_error "runtime.device" "$CTXSIM" segment $CONFIG runtime.device=cuda output.dir="$TMP/gpu"
+    # A vocabulary with more tokens than the model's embedding rows: refused by the job and --text.
+    cp -r models/brown-bert "$TMP/bigvocab"
+    for i in $(seq 1 10); do echo "extratoken$i"; done >> "$TMP/bigvocab/vocab.txt"
+    one_error "tokens but the model's vocab_size is 30522" "$CTXSIM" segment $CONFIG model.path="$TMP/bigvocab" output.dir="$TMP/bv"
+    [ ! -e "$TMP/bv/store.h5" ] || fail "a refused vocabulary left a store"
+    one_error "tokens but the model's vocab_size is 30522" "$CTXSIM" segment $CONFIG model.path="$TMP/bigvocab" --text "$TMP/two.txt"
+    ;;
+  store_integrity)
+    seg() { "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 runtime.threads=1 output.dir="$1" "${@:2}" > "$TMP/log" 2>&1 \
+              || fail "segment $1: $(tail -3 "$TMP/log")"; }
+    seg "$TMP/s"
+    [ -s "$TMP/s/report.html" ] || fail "segment did not write its report (output.report is true by default)"
+    status=$("$CTXSIM" status "$TMP/s/store.h5") || fail "status of an intact store: $status"
+    contains "$status" "complete (segmentation store: 5 documents"
+    refused() {  # refused NAME EXPECTED PYTHON: the store edited, then summary, report and status each refuse it
+      local name=$1 expect=$2
+      mkdir -p "$TMP/$name" && cp "$TMP/s/store.h5" "$TMP/$name/store.h5"
+      /usr/bin/python3 -c "import h5py, numpy as np
+f = h5py.File('$TMP/$name/store.h5', 'r+')
+$3
+f.close()" || fail "crafting $name"
+      for cmd in summary report status; do
+        "$CTXSIM" $cmd "$TMP/$name/store.h5" > "$TMP/o" 2> "$TMP/e"; rc=$?
+        [ $rc -eq 1 ] || fail "$name: $cmd exit $rc (expected 1): $(head -c 400 "$TMP/e")"
+        contains "$(cat "$TMP/e")" "$expect"
+        contains "$(cat "$TMP/e")" "$TMP/$name/store.h5"
+        grep -q "internal error" "$TMP/e" && fail "$name: $cmd: internal error"
+      done
+      [ ! -e "$TMP/$name/report.html" ] || fail "$name: a report was written from a damaged store"
+    }
+    digest="do not match the SHA-256 written with them (results_sha256)"
+    refused changed "$digest" 'f["methods/pk"][0, 0] = 0.05'
+    refused swapped "$digest" 'n = f["methods"].attrs["names"].split(b"\n"); n[0], n[1] = n[1], n[0]; f["methods"].attrs["names"] = np.bytes_(b"\n".join(n))'
+    refused heads "$digest" 'f["heads/pk"][0, 0, 0] = 0.0'
+    # Setting the version back does not turn the check off while the digest is there.
+    refused downgraded "$digest" 'f.attrs["schema_version"] = np.int64(1); f["methods/pk"][0, 0] = 0.05'
+    # A store of an older ctxsim (no digest) is still checked for what no segmentation can hold.
+    legacy='del f.attrs["results_sha256"]; f.attrs["schema_version"] = np.int64(2); '
+    refused nan "is not a share in [0, 1]" "$legacy"'f["methods/pk"][0, 0] = float("nan")'
+    refused negative "is not a share in [0, 1]" "$legacy"'f["methods/window_diff"][1, 2] = -0.25'
+    refused over "is not a share in [0, 1]" "$legacy"'f["heads/pk"][0, 0, 0] = 1.5'
+    refused count "/methods/count" "$legacy"'f["methods/count"][0, 0] = 10000'
+    refused order "/methods/boundaries" "$legacy"'b = f["methods/boundaries"][...]; b[0, 0, 0] = 0; f["methods/boundaries"][...] = b'
+    refused gold "/documents/gold" "$legacy"'g = f["documents/gold"][...]; g[0, 0] = 10000; f["documents/gold"][...] = g'
+    # No room for any boundary ([D, M, 0]): it crashed the report once.
+    refused empty "disagree with each other" "$legacy"'D, M, G = f["methods/boundaries"].shape; del f["methods/boundaries"]; f["methods"].create_dataset("boundaries", shape=(D, M, 0), dtype="<i4")'
+    # An intact segmentation store where a run store is expected, and the other way round: said as such.
+    "$CTXSIM" run configs/default.yaml model.path=models/brown-bert samples.num_samples=8 output.report=false output.dir="$TMP/r" > "$TMP/log" 2>&1 \
+      || fail "run: $(tail -3 "$TMP/log")"
+    mkdir -p "$TMP/sweep/a" && cp "$TMP/s/store.h5" "$TMP/sweep/a/store.h5"
+    "$CTXSIM" collect "$TMP/sweep" > "$TMP/o" 2> "$TMP/e" && fail "collect took a segmentation store"
+    contains "$(cat "$TMP/e")" "is a segmentation store (ctxsim segment); collect gathers the run stores of a sweep"
+    "$CTXSIM" compare "$TMP/s/store.h5" "$TMP/r/store.h5" --out "$TMP/c1" > "$TMP/o" 2> "$TMP/e" && fail "compare mixed a run in"
+    contains "$(cat "$TMP/e")" "compare draws stores of one kind"
+    "$CTXSIM" compare "$TMP/r/store.h5" "$TMP/s/store.h5" --out "$TMP/c2" > "$TMP/o" 2> "$TMP/e" && fail "compare mixed a segmentation in"
+    contains "$(cat "$TMP/e")" "compare draws stores of one kind"
+    # Options that mean nothing for a segmentation store are refused, not ignored.
+    "$CTXSIM" compare "$TMP/s/store.h5" "$TMP/s/store.h5" --labels one --out "$TMP/c3" > "$TMP/o" 2> "$TMP/e" && fail "--labels count ignored"
+    contains "$(cat "$TMP/e")" "1 labels for 2 stores"
+    "$CTXSIM" compare "$TMP/s/store.h5" "$TMP/s/store.h5" --rule top_fraction=0.01 --out "$TMP/c4" > "$TMP/o" 2> "$TMP/e" && fail "--rule ignored"
+    contains "$(cat "$TMP/e")" "segmentation stores have no selection rules"
+    "$CTXSIM" report "$TMP/s/store.h5" --heads 0:0 --out "$TMP/c5" > "$TMP/o" 2> "$TMP/e" && fail "--heads ignored"
+    contains "$(cat "$TMP/e")" "keeps no per-head examples"
+    # Each job refuses the other's store, whether complete or not.
+    "$CTXSIM" run configs/default.yaml model.path=models/brown-bert samples.num_samples=8 output.dir="$TMP/s" > "$TMP/o" 2> "$TMP/e" \
+      && fail "run took a segmentation store for its own"
+    contains "$(cat "$TMP/e")" "holds a segmentation store ('ctxsim segment'), and this is 'ctxsim run'"
+    "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 output.dir="$TMP/r" > "$TMP/o" 2> "$TMP/e" \
+      && fail "segment took a run store for its own"
+    contains "$(cat "$TMP/e")" "holds a run's store ('ctxsim run'), and this is 'ctxsim segment'"
+    # A model is every file that decides its outputs: a changed tokenizer_config.json is another model.
+    cp -r models/brown-bert "$TMP/model"
+    seg "$TMP/t" model.path="$TMP/model"
+    echo '{"do_lower_case": false}' > "$TMP/model/tokenizer_config.json"
+    "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 model.path="$TMP/model" output.dir="$TMP/t" > "$TMP/o" 2> "$TMP/e" \
+      && fail "a changed tokenizer_config.json answered by the old store"
+    contains "$(cat "$TMP/e")" "the model's config.json or tokenizer_config.json"
     ;;
   *) fail "unknown case" ;;
 esac

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iostream>
+#include <limits>
 #include <tuple>
 
 #include "pipeline/commands/commands.h"
@@ -107,14 +108,16 @@ std::vector<Subcommand> config_commands(Args& a) {
        [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_pretrain(a.config, a.overrides, std::cout); }},
       {"sweep", "list the points of a config's sweep: section", [&](CLI::App& s) { with_config(s, a); },
        [&] { return cmd_sweep(a.config, a.overrides, std::cout); }},
-      {"plan", "estimate memory, store size and time of a run (a short calibration)",
+      {"plan", "estimate memory, store size and time of a run or a segmentation job (a short calibration)",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--ranks", a.ranks, "ranks the run will use")->check(CLI::PositiveNumber)->capture_default_str();
-         s.add_option("--batches", a.batches, "batches timed for the calibration")->check(CLI::PositiveNumber)->capture_default_str();
+         s.add_option("--batches", a.batches, "batches timed for the calibration (documents, for a segmentation config)")
+             ->check(CLI::PositiveNumber)
+             ->capture_default_str();
        },
        [&] { return cmd_plan(a.config, a.overrides, a.ranks, a.batches, std::cout); }},
-      {"submit", "submit a run (or a sweep as an array job) to SLURM with sbatch",
+      {"submit", "submit a run, a segmentation job (a config with a segment: section) or a sweep (an array job) to SLURM with sbatch",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_flag("--dry-run", a.submit.dry_run, "print the filled job script and the sbatch command only");
@@ -194,9 +197,14 @@ std::vector<Subcommand> model_commands(Args& a) {
                                                                              {"--hidden", &a.init.hidden, "hidden size"},
                                                                              {"--heads", &a.init.heads, "head count"},
                                                                              {"--ffn", &a.init.ffn, "intermediate size"}};
-         for (const auto& [flag, value, what] : overrides) s.add_option(flag, *value, std::string("override the preset's ") + what);
-         s.add_option("--positions", a.init.positions, "override max_position_embeddings (longest sample the model takes)");
-         s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")->capture_default_str();
+         // A shape is positive (0 or less used to mean "the preset's" without a word).
+         for (const auto& [flag, value, what] : overrides)
+           s.add_option(flag, *value, std::string("override the preset's ") + what)->check(whole_in(1, 1 << 20));
+         s.add_option("--positions", a.init.positions, "override max_position_embeddings (longest sample the model takes)")
+             ->check(whole_in(1, 65536));
+         s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")
+             ->check(whole_in(0, std::numeric_limits<int64_t>::max()))
+             ->capture_default_str();
          s.add_option("--vocab", a.init.vocab, "vocab.txt to copy in (its size sets vocab_size)")->required();
          s.add_option("--out", a.init.out, "output folder")->required();
        },

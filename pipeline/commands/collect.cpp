@@ -6,12 +6,14 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/metrics.h"
+#include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
@@ -22,9 +24,14 @@ namespace fs = std::filesystem;
 namespace ctxsim {
 namespace {
 
+// A text cell (a sweep folder's name, a rule, vocabulary tokens): quoted as RFC 4180 asks when it
+// holds a comma, quote or line break, and, as OWASP recommends against CSV formula injection, one
+// that a spreadsheet would run as a formula (beginning with = + - @, a tab or a carriage return)
+// gets a leading ' and quotes, so it is shown as the text it is.
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
+  const bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos;
+  if (!formula && s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = formula ? "\"'" : "\"";
   for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
   return q + "\"";
 }
@@ -50,6 +57,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   int64_t used = 0, rows = 0;
   for (const fs::path path : stores) {
     const std::string point = fs::relative(path.parent_path(), dir).string();
+    const h5::FileScope scope(path.string());
     const StoreInfo info = inspect_store(path.string());
     if (!info.complete) {
       log_info("collect: skipping " + path.string() +
@@ -57,6 +65,9 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
       continue;
     }
     const h5::Id file = open_complete_store(path.string());
+    if (is_segment_store(file))
+      throw Error(path.string(), "is a segmentation store (ctxsim segment); collect gathers the run stores of a sweep",
+                  "move it out of " + dir + ", and draw segmentations together with 'ctxsim compare STORE STORE … --out DIR'");
     const auto vocab = store_vocab(file);
     const StoreStats stats = read_store_stats(file, path.string(), int64_t(vocab.size()));
     const Baseline base = baseline_of(stats);

@@ -8,14 +8,18 @@
 #include <iostream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/segment_inputs.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
 #include "pipeline/job/dist/progress.h"
 #include "pipeline/job/dist/work_units.h"
+#include "pipeline/store/segment_store.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
+#include "stages/base/files.h"
 #include "stages/base/stopwatch.h"
 #include "stages/model/model.h"
+#include "stages/segment/document.h"
 #include "stages/stats/analysis.h"
 
 namespace fs = std::filesystem;
@@ -35,11 +39,49 @@ std::string bytes_text(double b) {
   return s.str();
 }
 
+// The plan of a segmentation job (a config with a segment: section): the benchmark, the store,
+// and a time estimate from the first `calibration` documents through the model and every method.
+int plan_segment_job(const std::string& path, const Config& c, int64_t ranks, int64_t calibration, std::ostream& out) {
+  const std::string dir = model_dir(c);
+  if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
+  require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
+  BertTokenizer tokenizer = make_tokenizer(c);
+  const TokenizedInputs text = read_and_tokenize(c, tokenizer);
+  const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
+  const int32_t window = segment_window(c, model.config());
+  check_vocab_fits(c, tokenizer.vocab(), model.config().vocab_size);
+  const Benchmark bench = make_benchmark(c, text.corpus);
+  const int threads = configure_threads(c.runtime.threads, 1);
+  SegmentLayout layout;
+  layout.documents = int64_t(bench.documents.size());
+  for (const auto& d : bench.documents) layout.max_gaps = std::max<int64_t>(layout.max_gaps, d.total_sentences - 1);
+  layout.layers = model.config().num_layers, layout.heads = model.config().num_heads;
+  layout.methods = segment::method_names(layout.layers);
+  layout.example_sentences = bench.documents.empty() ? 0 : bench.documents[0].total_sentences;
+  const segment::MethodOptions options = segment_method_options(c, tokenizer.vocab());
+  const int64_t n = std::max<int64_t>(1, std::min<int64_t>(calibration, layout.documents));
+  const Stopwatch clock;
+  for (int64_t d = 0; d < n; ++d) benchmark_document(c, bench, text.corpus, size_t(d), model, tokenizer.vocab(), options, window);
+  const double per_document = clock.seconds() / double(n);
+  const double eta = double(layout.documents) * per_document / double(ranks) * 1.15 + 60;
+  out << "plan for " << path << " (a segmentation job: ctxsim segment) on " << ranks << " rank(s) x " << threads << " thread(s)\n"
+      << "  benchmark:      " << layout.documents << " test documents (" << join(bench.subsets) << "), " << layout.methods.size()
+      << " methods; one document per unit, " << (layout.documents + ranks - 1) / ranks << " rounds\n"
+      << "  model:          " << layout.layers << " layers x " << layout.heads << " heads, window T=" << window << ", "
+      << name_of(c.model.dtype) << "\n"
+      << "  store:          ~" << bytes_text(segment_store_bytes(layout)) << " in " << (fs::path(c.output.dir) / "store.h5").string()
+      << "\n"
+      << "  calibration:    " << n << " document(s) in " << std::fixed << std::setprecision(2) << clock.seconds() << " s on this machine\n"
+      << "  time estimate:  ~" << format_duration(eta) << " (with 15% and 1 min of margin; ask SLURM for more: --time)\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_plan(const std::string& path, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out) {
   const Config c = load_config(path, overrides);
   check_paths(c);
+  if (is_segment_config(c)) return plan_segment_job(path, c, ranks, batches, out);
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
   BertTokenizer tokenizer = make_tokenizer(c);

@@ -19,6 +19,7 @@
 #include "pipeline/job/dist/rounds.h"
 #include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/job/durable/run_lock.h"
+#include "pipeline/store/hdf5.h"
 #include "pipeline/store/segment_store.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/digest.h"
@@ -53,6 +54,13 @@ SegmentPlan plan_segment(MpiComm& world, const std::string& config_path, const s
     if (p.model_dir.empty())
       throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face BERT or DistilBERT folder");
     require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
+    // What segment does not do is said, not skipped.
+    if (!c.sweep.empty())
+      throw Error(c.where("sweep"), "segment runs one configuration; a sweep: section is for 'ctxsim run' and 'ctxsim submit'",
+                  "remove the sweep: section and run each point with its overrides ('ctxsim sweep CONFIG' lists them)");
+    if (c.runtime.device == Device::Cuda)
+      throw Error(c.where("runtime.device"), "segment runs its model on the CPU (GPU ranks are for 'ctxsim run')",
+                  "set runtime.device=cpu (or auto)");
     p.identity = identity_yaml(c, JobKind::Segment);
     p.identity_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(p.identity.data()), p.identity.size());
     p.store_path = (fs::path(c.output.dir) / "store.h5").string();
@@ -79,12 +87,15 @@ SegmentInputs load_segment_inputs(MpiComm& world, const SegmentPlan& p) {
   on_every_rank(world, [&] {
     in.threads = configure_threads(c.runtime.threads, world.local_size());
     log_info(version_string() + "; segment " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
-             std::to_string(in.threads) + " thread(s); " + configure_compute_libraries().describe() + "; idle threads: " + openmp_wait_policy());
+             std::to_string(in.threads) + " thread(s); " + configure_compute_libraries().describe() +
+             "; idle threads: " + openmp_wait_policy());
     in.tokenizer.emplace(make_tokenizer(c));
     in.text = read_and_tokenize(c, *in.tokenizer);
     in.model.emplace(TransformerEncoder::load(p.model_dir, torch_dtype(c.model.dtype)));
     in.window = segment_window(c, in.model->config());
+    check_vocab_fits(c, in.tokenizer->vocab(), in.model->config().vocab_size);
     in.bench = make_benchmark(c, in.text.corpus);
+    if (const std::string note = cut_sentences_note(c, in.bench, in.text.corpus, in.window); !note.empty()) log_info(note);
     in.options = segment_method_options(c, in.tokenizer->vocab());
   });
   return in;
@@ -123,7 +134,7 @@ StoreAttributes segment_attributes(MpiComm& world, const SegmentPlan& p, const S
     if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
   });
   const std::string vocab = vocab_path(c);
-  StoreAttributes a = job_attributes(world, c,
+  StoreAttributes a = job_attributes(world, c, JobKind::Segment,
                                      {p.config_path, p.identity, p.model_dir, model_sha256, vocab, read_file_bytes(vocab, kMaxVocabBytes),
                                       in.text.corpus_sha256, int64_t(in.text.corpus.documents.size()), in.threads});
   a.vector_kind = "context";
@@ -156,13 +167,9 @@ class SegmentUnits final : public UnitWork {
   void compute(const WorkUnit& unit) override {
     unit_delay_for_tests();
     const size_t d = size_t(unit.first);
-    const auto sentences = in_.bench.sentences(in_.text.corpus, d);
-    const Vocab& v = in_.tokenizer->vocab();
-    const segment::EncodedDocument e =
-        segment::encode_document(*in_.model, sentences, in_.window, v.cls_id(), v.sep_id(), v.pad_id(), config_.runtime.batch_size);
-    // The random baseline's seed: the document's, so that it does not depend on who computes it.
-    const uint64_t seed = segment::choi_subset_seed(uint64_t(config_.segment.seed) ^ 0x5e9e17ULL, d);
-    const segment::DocumentResult r = segment::segment_document(sentences, e, in_.bench.documents[d].boundaries, in_.options, seed);
+    segment::EncodedDocument e;
+    const segment::DocumentResult r = benchmark_document(config_, in_.bench, in_.text.corpus, d, *in_.model, in_.tokenizer->vocab(),
+                                                         in_.options, in_.window, d == 0 ? &e : nullptr);
     result_ = lay_out(r, layout_);
     if (d == 0)
       for (int64_t l = 0; l < e.L; ++l) {
@@ -198,9 +205,15 @@ int cmd_segment(const std::string& config_path, const std::vector<std::string>& 
   set_log_rank(world.rank(), world.size());
   const StopSignals stop;
   SegmentPlan plan = plan_segment(world, config_path, overrides);
+  const h5::FileScope scope(plan.store_path);  // HDF5's errors from here on name the store
   if (plan.mode == StoreMode::AlreadyDone) {
     if (world.rank() != 0) return kExitOk;
-    log_info(plan.store_path + " is already complete for this config; its summary:");
+    if (plan.config.output.report && !fs::exists(fs::path(plan.config.output.dir) / "report.html")) {
+      log_info(plan.store_path + " is already complete for this config, but its report is missing: writing it");
+      write_job_report(plan.config, plan.store_path);
+    } else {
+      log_info(plan.store_path + " is already complete for this config; its summary:");
+    }
     return print_summary(plan.store_path, SummaryOptions{}, out);
   }
   SegmentInputs in = load_segment_inputs(world, plan);
@@ -219,6 +232,9 @@ int cmd_segment(const std::string& config_path, const std::vector<std::string>& 
     log_info("resuming " + plan.store_path + ": " + std::to_string(std::count(done.begin(), done.end(), uint8_t(1))) + " of " +
              std::to_string(units.size()) + " documents done");
   } else {
+    on_every_rank(world, [&] {
+      if (world.rank() == 0) check_free_space(plan.config.output.dir, segment_store_bytes(layout), plan.config.where("output.dir"));
+    });
     const StoreAttributes attrs = segment_attributes(world, plan, in);
     if (world.rank() == 0) fs::remove(plan.progress_path);
     store.emplace(SegmentStore::create(plan.store_path, world.mpi(), world.rank(), layout, attrs, document_infos(in.bench)));
@@ -239,6 +255,7 @@ int cmd_segment(const std::string& config_path, const std::vector<std::string>& 
   timing << "done: " << layout.documents << " documents in " << clock.seconds() << " s on " << world.size() << " rank(s) (compute "
          << times.compute << " s on rank 0); wrote " << plan.store_path;
   log_info(timing.str());
+  if (plan.config.output.report) write_job_report(plan.config, plan.store_path);
   return print_summary(plan.store_path, SummaryOptions{}, out);
 }
 

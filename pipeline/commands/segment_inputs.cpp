@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "stages/base/error.h"
+#include "stages/segment/encode.h"
 
 namespace ctxsim {
 
@@ -72,6 +73,31 @@ Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus) {
   for (const auto& d : b.documents)
     b.subset_of.push_back(int32_t(std::find(b.subsets.begin(), b.subsets.end(), d.subset) - b.subsets.begin()));
   return b;
+}
+
+std::string cut_sentences_note(const Config& c, const Benchmark& bench, const TokenizedCorpus& corpus, int32_t window) {
+  int64_t cut = 0, total = 0;
+  for (size_t d = 0; d < bench.documents.size(); ++d)
+    for (const auto& s : bench.sentences(corpus, d)) {
+      ++total;
+      cut += int64_t(s.size()) > int64_t(window) - 2;
+    }
+  if (cut == 0) return "";
+  return "note: " + std::to_string(cut) + " of the benchmark's " + std::to_string(total) + " sentences are longer than the window's " +
+         std::to_string(window - 2) + " tokens (" + c.where("samples.seq_len") +
+         " minus [CLS] and [SEP]) and are cut to it: the model does not see their tails (raise samples.seq_len up to the model's "
+         "positions to see them whole)";
+}
+
+segment::DocumentResult benchmark_document(const Config& c, const Benchmark& bench, const TokenizedCorpus& corpus, size_t d,
+                                           const Encoder& model, const Vocab& v, const segment::MethodOptions& options, int32_t window,
+                                           segment::EncodedDocument* encoded) {
+  const auto sentences = bench.sentences(corpus, d);
+  segment::EncodedDocument e = segment::encode_document(model, sentences, window, v.cls_id(), v.sep_id(), v.pad_id(), c.runtime.batch_size);
+  const uint64_t seed = segment::choi_subset_seed(uint64_t(c.segment.seed) ^ 0x5e9e17ULL, d);
+  segment::DocumentResult r = segment::segment_document(sentences, e, bench.documents[d].boundaries, options, seed);
+  if (encoded) *encoded = std::move(e);
+  return r;
 }
 
 int32_t segment_window(const Config& c, const BertConfig& model) {

@@ -37,4 +37,16 @@ Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus);
 // The model's input window for segment: samples.seq_len, which the model's positions must hold.
 int32_t segment_window(const Config& c, const BertConfig& model);
 
+// "N of the benchmark's M sentences are longer than the window…" when any is (each is cut to the
+// window, its tail unseen by the model), else "".
+std::string cut_sentences_note(const Config& c, const Benchmark& bench, const TokenizedCorpus& corpus, int32_t window);
+
+// What one work unit of `ctxsim segment` computes: test document d through the model (windows of
+// `window` tokens, runtime.batch_size at a time) and every method, its random baseline seeded by
+// the document (so it does not depend on who computes it). `encoded`, when given, receives the
+// model's view of the document (document 0's similarity matrices are kept in the store).
+segment::DocumentResult benchmark_document(const Config& c, const Benchmark& bench, const TokenizedCorpus& corpus, size_t d,
+                                           const Encoder& model, const Vocab& vocab, const segment::MethodOptions& options, int32_t window,
+                                           segment::EncodedDocument* encoded = nullptr);
+
 }  // namespace ctxsim

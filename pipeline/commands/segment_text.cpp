@@ -8,6 +8,7 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/segment_inputs.h"
 #include "pipeline/job/config/inputs.h"
+#include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
@@ -41,6 +42,9 @@ std::vector<std::string> read_sentences(const std::string& path) {
 
 int cmd_segment_text(const std::string& config_path, const std::vector<std::string>& overrides, const std::string& text_path,
                      int64_t segments, std::ostream& out) {
+  // One file, one process: under mpiexec or srun only the first rank segments it (the others
+  // would print it again).
+  if (started_by_launcher() && launcher_rank() != 0) return 0;
   const Config c = load_config(config_path, overrides);
   check_paths(c);
   const std::vector<std::string> lines = read_sentences(text_path);
@@ -56,6 +60,7 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
   BertTokenizer tokenizer = make_tokenizer(c);
   const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
   const int32_t T = segment_window(c, model.config());
+  check_vocab_fits(c, tokenizer.vocab(), model.config().vocab_size);
   std::vector<segment::TokenIds> sentences;
   for (size_t i = 0; i < lines.size(); ++i) {
     sentences.push_back(tokenizer.encode(lines[i]).ids);

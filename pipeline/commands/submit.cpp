@@ -12,6 +12,7 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/sweep.h"
+#include "pipeline/job/dist/comm.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 
@@ -40,6 +41,12 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   const bool sweep = !c.sweep.empty();
   if (sweep && a.pretrain)
     throw Error(config_path, "--pretrain trains one model; this config has a sweep: section", "drop the sweep: section or --pretrain");
+  // A config with a segment: section is a segmentation job's (configs/segment/).
+  const bool segment = !a.pretrain && is_segment_config(c);
+  if (segment && sweep)
+    throw Error(c.where("sweep"), "segment runs one configuration; a sweep: section is for runs",
+                "remove the sweep: section and submit each point with its overrides");
+  const std::string command = a.pretrain ? "pretrain" : segment ? "segment" : "run";
   const std::string template_path = (fs::path(a.jobs_dir) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   std::string script =
       read_file_bytes(template_path, kMaxConfigBytes, "the job script template", "run from the ctxsim folder or give --jobs-dir");
@@ -52,7 +59,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
        << "cd " << quote(fs::current_path().string()) << "\n"
        << "CTXSIM=" << quote(self_path()) << "\n"
        << "CONFIG=" << quote(fs::absolute(config_path).string()) << "\n"
-       << "COMMAND=" << (a.pretrain ? "pretrain" : "run") << "\n"
+       << "COMMAND=" << command << "\n"
        << "OVERRIDES=(";
   for (const auto& o : overrides) fill << " " << quote(o);
   fill << " )";
@@ -65,7 +72,10 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
                                                      .string();
   std::vector<std::string> args = {"sbatch", "--parsable"};
   if (sweep) args.push_back("--array=0-" + std::to_string(plan.points.size() - 1));
-  args.push_back("--output=" + (fs::absolute(logs) / (sweep ? "ctxsim-%A_%a.log" : "ctxsim-%j.log")).string());
+  // sbatch expands %j, %A, … in --output: a % in the folder's own name is written %%.
+  std::string log_folder;
+  for (char ch : (fs::absolute(logs) / "").string()) log_folder += ch == '%' ? std::string("%%") : std::string(1, ch);
+  args.push_back("--output=" + log_folder + (sweep ? "ctxsim-%A_%a.log" : "ctxsim-%j.log"));
   if (a.ranks > 0) args.push_back("--ntasks=" + std::to_string(a.ranks));
   if (a.cpus_per_task > 0) args.push_back("--cpus-per-task=" + std::to_string(a.cpus_per_task));
   if (!a.time.empty()) args.push_back("--time=" + a.time);
@@ -73,17 +83,22 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   if (a.overcommit) args.push_back("--overcommit");
   const std::string script_path = (fs::absolute(logs) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   args.push_back(script_path);
-  const std::string command = join_each(args, quote, " ");
+  const std::string sbatch = join_each(args, quote, " ");
+  // sbatch passes its environment to the job: what ctxsim set for its own MPI start stays here.
+  std::vector<std::string> unset = MpiSession::unset_arguments();
+  if (!unset.empty()) unset.insert(unset.begin(), "env");
+  const std::string launch = unset.empty() ? sbatch : join_each(unset, quote, " ") + " " + sbatch;
 
   if (a.dry_run) {
-    out << "# " << (sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name : "one run")
-        << "\n# would write " << script_path << " and run:\n# " << command << "\n"
+    out << "# "
+        << (sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name : "one '" + command + "' job")
+        << "\n# would write " << script_path << " and run:\n# " << sbatch << "\n"
         << script;
     return 0;
   }
   make_folder(logs, "--logs");
   atomic_write(script_path, script);
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  FILE* p = ::popen((launch + " 2>&1").c_str(), "r");
   if (!p) throw Error("sbatch", "cannot start sbatch", "install slurm-wlm, or submit from a cluster login node");
   std::string reply;
   std::array<char, 512> buf{};

@@ -418,6 +418,11 @@ Config parse_config(const std::string& yaml, const std::string& name, const std:
   apply_document(c, root, name);
   for (const auto& o : overrides) apply_override(c, o);
   check_rules_distinct(c);
+  // C99's rank mask is centred on its cell: an even side has no centre (validate says so, rather
+  // than the job after its store is made).
+  if (c.segment.c99_mask % 2 == 0)
+    throw Error(c.where("segment.c99_mask"), std::to_string(c.segment.c99_mask) + " is even; C99's rank mask needs a centre cell",
+                "use an odd size such as 11 (Choi's)");
   return c;
 }
 
@@ -429,6 +434,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (kind == PathKind::Folder)
     throw Error(path, "is a folder, not a config file", "give the path of a YAML config, e.g. configs/default.yaml");
   return parse_config(read_file_bytes(path, kMaxConfigBytes, "the config file", "check its permissions"), path, overrides);
+}
+
+bool is_segment_config(const Config& c) {
+  for (const auto& [key, where] : c.origin)
+    if (key.rfind("segment.", 0) == 0) return true;
+  return false;
 }
 
 void check_paths(const Config& c) {

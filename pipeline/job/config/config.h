@@ -128,6 +128,10 @@ struct Config {
   std::string where(const std::string& key) const;  // "configs/x.yaml:4:9: corpus.path"
 };
 
+// Whether the config sets a segment.* key (a `segment:` section): the config of a segmentation
+// job, which `ctxsim submit` and `ctxsim plan` treat as one.
+bool is_segment_config(const Config& config);
+
 // Loads `path`, applies overrides ("samples.seq_len=64"), validates types and ranges.
 // Throws ctxsim::Error with file:line:column, key path and fix.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});

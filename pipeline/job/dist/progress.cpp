@@ -82,10 +82,11 @@ void Progress::print(bool final) {
   const double rate = e > 0 ? double(done_) / e : 0;
   const double eta = rate > 0 ? double(total_ - done_) / rate : -1;
   const double pct = total_ > 0 ? 100.0 * double(done_) / double(total_) : 100.0;
+  // The last line of a job stopped early (a signal, a failure) says so, not "ETA 0s".
+  const std::string tail = !final ? "ETA " + format_duration(eta) : done_ >= total_ ? "ETA 0s" : "stopped";
   char line[256];
-  std::snprintf(line, sizeof line, "%s %lld/%lld (%.1f%%)  %.2f %s/s  elapsed %s  ETA %s", what_.c_str(), static_cast<long long>(done_),
-                static_cast<long long>(total_), pct, rate, what_.c_str(), format_duration(e).c_str(),
-                final ? "0s" : format_duration(eta).c_str());
+  std::snprintf(line, sizeof line, "%s %lld/%lld (%.1f%%)  %.2f %s/s  elapsed %s  %s", what_.c_str(), static_cast<long long>(done_),
+                static_cast<long long>(total_), pct, rate, what_.c_str(), format_duration(e).c_str(), tail.c_str());
   if (tty_) {
     const int width = 30;
     const int filled = total_ > 0 ? static_cast<int>(width * done_ / total_) : width;
