@@ -55,6 +55,9 @@ std::vector<double> EncodedDocument::similarity(int64_t l, int64_t h) const {
   std::vector<double> sim(size_t(S * S), 0.0);
   for (int64_t head = h < 0 ? 0 : h; head < (h < 0 ? H : h + 1); ++head) {
     const double* p = pooled.data() + (l * H + head) * S * d;
+    // Row a writes cells (a, b) and (b, a) for b >= a only: rows are independent, and each cell's
+    // sum is the same whatever the thread count (a long `segment --text` takes the threads).
+#pragma omp parallel for schedule(dynamic, 16) if (S * S * d > (int64_t(1) << 22))
     for (int64_t a = 0; a < S; ++a)
       for (int64_t b = a; b < S; ++b) {
         double dot = 0;

@@ -145,6 +145,10 @@ std::vector<double> rank_matrix(const std::vector<double>& similarity, int32_t n
     throw Error("C99", "rank mask " + std::to_string(mask) + " is not a positive odd number", "use an odd size such as 11 (Choi's)");
   const int32_t h = mask / 2;
   std::vector<double> rank(similarity.size(), 0.0);
+  // Rows are independent (each cell's rank reads the similarity only): the threads take rows of a
+  // long text (`segment --text` of thousands of sentences: n^2 mask^2 comparisons), the same
+  // arithmetic per cell whatever the thread count; a benchmark document's few dozen rows stay on one.
+#pragma omp parallel for schedule(static) if (int64_t(n) * n * mask * mask > (int64_t(1) << 24))
   for (int32_t i = 0; i < n; ++i)
     for (int32_t j = 0; j < n; ++j) {
       const double v = at(similarity, n, i, j);
