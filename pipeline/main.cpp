@@ -39,8 +39,9 @@ namespace {
 // region by default; segment and pretrain run small models (many short regions with serial work
 // between them), and wherever another process holds a core the spinning takes the cycles that
 // work needs. Measured on 2 cores with one kept busy by another process: segment (20 documents)
-// 51.8 s spinning vs 14.7 s passive, pretrain 41.5 vs 13.4 s; on an idle machine the same within
-// noise (and runtime.threads=1 is faster still on a busy one: 8.8 s and 9.5 s).
+// 51.8 s spinning vs 13-20 s passive, pretrain 41.5 vs 13-19 s (the spread is the busy host's);
+// on an idle machine the same within noise (runtime.threads=1 is faster still on a busy one:
+// 8.8 s and 9.5 s).
 //
 // libgomp reads OMP_WAIT_POLICY once, in its constructor, before main, and glibc has not yet set
 // up the environment when the executable's .preinit_array runs (setenv there is lost). So the
@@ -129,8 +130,10 @@ int main(int argc, char** argv) {
   const bool passive_by_default = std::getenv(kDefaultMarker) != nullptr;
   ctxsim::note_openmp_wait_policy(passive_by_default);
   if (passive_by_default) unsetenv("OMP_WAIT_POLICY"), unsetenv(kDefaultMarker);
-  // The last change to the environment: threads start after this (the early load, OpenMP).
-  ctxsim::MpiSession::prepare_environment();
+  // `run` starts loading its weights in threads before MPI starts (the early load): the
+  // environment Open MPI reads is set before them, the last change to it. Other commands set it
+  // in MpiSession::ensure, before any thread of theirs.
+  if (argc > 1 && std::strcmp(argv[1], "run") == 0) ctxsim::MpiSession::prepare_environment();
   int rc = 0;
   {
     const ctxsim::MpiSession mpi;  // finalises MPI, if a command started it, after the command

@@ -64,7 +64,8 @@ PY
       rm -rf "$m"
       build/ctxsim init-model --preset bert-tiny --seed 3 --vocab data/vocab/bert-base-uncased.txt --out "$m/model" > /dev/null
       build/ctxsim run configs/default.yaml model.path="$m/model" samples.num_samples=8 statistics.examples=[0,3] \
-        'selection=[{top_fraction: 0.05}, {absolute: 0.5}]' output.report=false output.dir="$m" > /dev/null 2>&1
+        'selection=[{top_fraction: 0.05}, {absolute: 0.5}]' output.report=false output.dir="$m" > "$BUILD/store-template.log" 2>&1 \
+        || { tail -5 "$BUILD/store-template.log"; rm -rf "$dir"; echo "[fuzz] could not make the store to edit" >&2; exit 1; }
       for i in 1 2 3 4 5 6; do head -c $((i * 9)) /dev/urandom > "$dir/random$i"; done
       printf '\x03\x00\x07\x02\x01\x00' > "$dir/replace_high_pairs"
       ;;
@@ -72,7 +73,8 @@ PY
       local m=$BUILD/segment-store-template
       rm -rf "$m"
       build/ctxsim segment configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 runtime.threads=1 \
-        output.report=false output.dir="$m" > /dev/null 2>&1
+        output.report=false output.dir="$m" > "$BUILD/segment-store-template.log" 2>&1 \
+        || { tail -5 "$BUILD/segment-store-template.log"; rm -rf "$dir"; echo "[fuzz] could not make the segmentation store to edit" >&2; exit 1; }
       for i in 1 2 3 4 5 6; do head -c $((i * 11)) /dev/urandom > "$dir/random$i"; done
       printf '\x03\x00\x00\x08\x00\x05\x00\x00' > "$dir/legacy_then_edit"
       ;;

@@ -279,7 +279,7 @@ PY
     # A report over its budget fails the run with the store kept complete, and no report.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=12 output.dir="$TMP/budget" \
       statistics.examples=[0,1,2,3,4,5] output.report_max_bytes=1048576 > /dev/null 2> "$TMP/err" && fail "a report over budget passed"
-    contains "$(cat "$TMP/err")" "the run finished and its store is complete, but the report failed"
+    contains "$(cat "$TMP/err")" "the job finished and its store is complete, but the report failed"
     contains "$(cat "$TMP/err")" "ctxsim report $TMP/budget/store.h5 makes it without rerunning"
     contains "$("$CTXSIM" status "$TMP/budget/store.h5")" "complete"
     [ ! -e "$TMP/budget/report.html" ] && [ ! -e "$TMP/budget/figures" ] || fail "a failed report left files"

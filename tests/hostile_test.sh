@@ -176,6 +176,12 @@ PY
     contains "$(cat "$TMP/stderr")" "$MNT/r2/store.h5: No space left on device: the store needs about"
     lacks "$(cat "$TMP/stderr")" "internal error"
     [ -z "$(ls -A "$MNT")" ] || fail "left on the full disk: $(ls -AR "$MNT")"
+    # (issue 31) segment checks the room for its store too, before it computes anything.
+    "$CTXSIM" segment configs/segment/choi.yaml output.dir="$MNT/seg" > /dev/null 2> "$TMP/stderr"
+    rc=$?
+    [ $rc -eq 1 ] || fail "segment: exit $rc on a full disk: $(tail -3 "$TMP/stderr")"
+    contains "$(cat "$TMP/stderr")" "output.dir: no space for the store in $MNT/seg: it needs about"
+    [ ! -e "$MNT/seg/store.h5" ] || fail "segment left a store on the full disk"
     ;;
   output_dir)  # items 6 and 14: folders that cannot be made, files that are not stores
     tiny_model "$TMP/m"
@@ -555,9 +561,11 @@ f.close()" || fail "crafting $1"
     one_error "stats_sha256" "$CTXSIM" summary "$TMP/downgraded.h5"
     # The labels readers print are covered too: rule names, separator tokens, the vocabulary.
     craft septok 'a = f["stats/attention"]; a.attrs["separator_tokens"] = np.bytes_(a.attrs["separator_tokens"].replace(b".", b"!"))'
+    craft rule 'f.move("stats/top_fraction=0.01", "stats/top_fraction=0.5"); f["stats"].attrs["rules"] = np.bytes_(b"top_fraction=0.5")'
     craft vocab 't = f["vocab/text"]; v = t[...]; v[0:5] = np.frombuffer(b"[XYZ]", np.uint8); t[...] = v'
     for cmd in summary report status; do
       one_error "(labels_sha256)" "$CTXSIM" $cmd "$TMP/septok.h5"
+      one_error "(labels_sha256)" "$CTXSIM" $cmd "$TMP/rule.h5"
       one_error "/vocab/text does not match the vocabulary's SHA-256 written with it (vocab_sha256)" "$CTXSIM" $cmd "$TMP/vocab.h5"
     done
     # An HDF5 failure below ctxsim's checks (a dataset that is a link to a missing file) names the

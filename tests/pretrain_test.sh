@@ -81,6 +81,7 @@ case "$CASE" in
       rc=$?
       [ $rc -eq 75 ] || fail "exit $rc after SIG$sig, expected 75: $(cat "$TMP/$sig.err")"
       contains "$(cat "$TMP/$sig.err")" "SIG$sig: progress saved"
+      grep "progress:" "$TMP/$sig.err" | tail -1 | grep -q "stopped$" || fail "SIG$sig: last progress line: $(grep "progress:" "$TMP/$sig.err" | tail -1)"
       n=$(rows "$TMP/$sig")
       [ "$n" -gt 4 ] && [ "$n" -lt 24 ] || fail "SIG$sig left $n steps checkpointed"
       "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/$sig" > /dev/null 2> "$TMP/$sig.err2" || fail "resume: $(cat "$TMP/$sig.err2")"

@@ -141,14 +141,19 @@ PY
     one_error "tokens but the model's vocab_size is 30522" "$CTXSIM" segment $CONFIG model.path="$TMP/bigvocab" output.dir="$TMP/bv"
     [ ! -e "$TMP/bv/store.h5" ] || fail "a refused vocabulary left a store"
     one_error "tokens but the model's vocab_size is 30522" "$CTXSIM" segment $CONFIG model.path="$TMP/bigvocab" --text "$TMP/two.txt"
+    # Sentences longer than the window are cut to it: said, not silent.
+    "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 samples.seq_len=24 output.report=false output.dir="$TMP/cut" \
+      > /dev/null 2> "$TMP/e" || fail "a short window: $(tail -3 "$TMP/e")"
+    contains "$(cat "$TMP/e")" "sentences are longer than the window's 22 tokens"
     ;;
   store_integrity)
     seg() { "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 runtime.threads=1 output.dir="$1" "${@:2}" > "$TMP/log" 2>&1 \
               || fail "segment $1: $(tail -3 "$TMP/log")"; }
     seg "$TMP/s"
     [ -s "$TMP/s/report.html" ] || fail "segment did not write its report (output.report is true by default)"
-    status=$("$CTXSIM" status "$TMP/s/store.h5") || fail "status of an intact store: $status"
-    contains "$status" "complete (segmentation store: 5 documents"
+    status=$("$CTXSIM" status "$TMP/s/store.h5" 2> "$TMP/e") || fail "status of an intact store: $status $(cat "$TMP/e")"
+    [ "$status" = complete ] || fail "status printed '$status'"
+    contains "$(cat "$TMP/e")" "segmentation store: 5 documents, 44 methods, 6 layers x 8 heads; every check passed"
     refused() {  # refused NAME EXPECTED PYTHON: the store edited, then summary, report and status each refuse it
       local name=$1 expect=$2
       mkdir -p "$TMP/$name" && cp "$TMP/s/store.h5" "$TMP/$name/store.h5"
@@ -166,13 +171,15 @@ f.close()" || fail "crafting $name"
       [ ! -e "$TMP/$name/report.html" ] || fail "$name: a report was written from a damaged store"
     }
     digest="do not match the SHA-256 written with them (results_sha256)"
-    refused changed "$digest" 'f["methods/pk"][0, 0] = 0.05'
+    refused changed "$digest" 'f["methods/pk"][0, 0] = 0.4321'
     refused swapped "$digest" 'n = f["methods"].attrs["names"].split(b"\n"); n[0], n[1] = n[1], n[0]; f["methods"].attrs["names"] = np.bytes_(b"\n".join(n))'
-    refused heads "$digest" 'f["heads/pk"][0, 0, 0] = 0.0'
+    refused heads "$digest" 'f["heads/pk"][0, 0, 0] = 0.987654'
     # Setting the version back does not turn the check off while the digest is there.
-    refused downgraded "$digest" 'f.attrs["schema_version"] = np.int64(1); f["methods/pk"][0, 0] = 0.05'
+    refused downgraded "$digest" 'f.attrs["schema_version"] = np.int64(1); f["methods/pk"][0, 0] = 0.4321'
+    # Nor does dropping the digest with it while the store shows it is of schema 3.
+    refused nodigest "results_sha256" 'del f.attrs["results_sha256"]; f.attrs["schema_version"] = np.int64(2); f["methods/pk"][0, 0] = 0.4321'
     # A store of an older ctxsim (no digest) is still checked for what no segmentation can hold.
-    legacy='del f.attrs["results_sha256"]; f.attrs["schema_version"] = np.int64(2); '
+    legacy='del f.attrs["results_sha256"]; del f.attrs["model_config_sha256"]; f.attrs["schema_version"] = np.int64(2); '
     refused nan "is not a share in [0, 1]" "$legacy"'f["methods/pk"][0, 0] = float("nan")'
     refused negative "is not a share in [0, 1]" "$legacy"'f["methods/window_diff"][1, 2] = -0.25'
     refused over "is not a share in [0, 1]" "$legacy"'f["heads/pk"][0, 0, 0] = 1.5'

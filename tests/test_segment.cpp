@@ -1,6 +1,7 @@
 // Topic segmentation (SPEC §6, issue 24): Pk and WindowDiff by hand from the definitions, the
 // Choi benchmark's draw, block comparison with depth scores, C99's rank matrix and divisive
 // clustering, the baselines, and TextTiling and C99 on a constructed three-topic document.
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "stages/base/error.h"
+#include "stages/base/random.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/segment/choi.h"
@@ -312,6 +314,36 @@ TEST(C99, RankMatrixByHand) {
   EXPECT_DOUBLE_EQ(big[5], 2.0 / 8);                             // 0.4 beats .2 .2
   EXPECT_EQ(rank_matrix(s, 3, 1), std::vector<double>(9, 0.0));  // no neighbours
   EXPECT_THROW(rank_matrix(s, 3, 4), Error);
+}
+
+// A long text's rank matrix and sentence similarity go over the threads by rows: every cell the
+// same bits on 1 and 2 threads (the sizes are above the point where the loops go parallel).
+TEST(C99, LongTextsAreTheSameOnOneAndTwoThreads) {
+  const int32_t n = 400;
+  std::vector<double> sim(size_t(n) * n);
+  SplitMix64 random(7);
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t j = i; j < n; ++j) sim[size_t(i) * n + j] = sim[size_t(j) * n + i] = double(random.next() % 1000) / 1000.0;
+  EncodedDocument e;
+  e.L = 1, e.H = 2, e.S = n, e.d = 32;
+  e.pooled.resize(size_t(e.L * e.H * e.S * e.d));
+  for (auto& v : e.pooled) v = double(int64_t(random.next() % 2001) - 1000) / 997.0;
+  const int before = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto rank1 = rank_matrix(sim, n, 11);
+  const auto sim1 = e.similarity(0, -1);
+  at::set_num_threads(2);
+  const auto rank2 = rank_matrix(sim, n, 11);
+  const auto sim2 = e.similarity(0, -1);
+  at::set_num_threads(before);
+  EXPECT_EQ(rank1, rank2);
+  EXPECT_EQ(sim1, sim2);
+  // And each cell is the sum over heads of its two sentences' dot products, in order.
+  double expect = 0;
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t q = 0; q < 32; ++q) expect += e.pooled[size_t((h * n + 3) * 32 + q)] * e.pooled[size_t((h * n + 250) * 32 + q)];
+  EXPECT_NEAR(sim1[size_t(3) * n + 250], expect, 1e-12);
+  EXPECT_EQ(sim1[size_t(3) * n + 250], sim1[size_t(250) * n + 3]);
 }
 
 TEST(C99, DivisiveClusteringByHand) {

@@ -38,7 +38,7 @@ int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, st
     }
     make_folder(a.out_dir, "--out");
     const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures, [&](const fs::path&) {
-      return report::segment_page(a.title, a.note + "\n" + tables, figures);
+      return report::within_budget(report::segment_page(a.title, a.note + "\n" + tables, figures), a.max_bytes, "compare.html");
     });
     out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures for " << runs.size()
         << " segmentations\n";

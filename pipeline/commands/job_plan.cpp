@@ -89,7 +89,12 @@ StoreAttributes job_attributes(MpiComm& world, const Config& c, JobKind kind, co
   CTXSIM_CHECK(kind == JobKind::Run || kind == JobKind::Segment, "a store is a run's or a segmentation's");
   StoreAttributes a;
   a.kind = kind == JobKind::Segment ? "segment" : "run";
-  a.model_config_sha256 = f.model_dir.empty() ? std::string() : model_config_sha256(f.model_dir);
+  // Rank 0's, as the weights' digest: attributes are written collectively, with one value.
+  std::string config_digest;
+  on_every_rank(world, [&] {
+    if (world.rank() == 0 && !f.model_dir.empty()) config_digest = model_config_sha256(f.model_dir);
+  });
+  a.model_config_sha256 = broadcast_string(world, config_digest);
   a.model_sha256 = broadcast_string(world, f.model_sha256);
   a.config_yaml = f.identity;
   a.config_path = f.config_path;

@@ -42,6 +42,8 @@ PageSource page_source(const std::string& store_path) {
 
 // A segmentation store's report: its figures and the method table.
 int segment_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  if (args.max_bytes < (1 << 20))
+    throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
   if (!args.rule.empty())
     throw Error("--rule " + args.rule, "a segmentation store has no selection rules", "leave --rule out for a segmentation store");
   if (!args.heads.empty())
@@ -54,7 +56,9 @@ int segment_report(const std::string& store_path, const ReportArgs& args, std::o
   print_segment_summary(runs.front().results, summary);
   const auto [html, bytes] = publish_page(
       dir, "report.html", "the report", figures,
-      [&](const fs::path&) { return segment_page("ctxsim segment: " + runs.front().label, summary.str(), figures); },
+      [&](const fs::path&) {
+        return within_budget(segment_page("ctxsim segment: " + runs.front().label, summary.str(), figures), args.max_bytes, "report.html");
+      },
       page_source(store_path));
   out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
       << (fs::path(dir) / "figures").string() << "\n";

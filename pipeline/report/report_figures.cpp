@@ -320,27 +320,49 @@ FigureFolder read_figure_folder(const std::filesystem::path& dir, const std::str
 
 namespace {
 
-// An exclusive lock on a folder (flock on the folder itself: nothing is added to it), held while
-// a page is published there.
+// An exclusive lock held while a page is published in a folder: flock on the folder's
+// .ctxsim-publish.lock, an empty file left in place (removing it would let a waiter lock a file
+// no one else sees). flock on a file opened for writing works on local file systems and on NFS
+// (as a byte-range lock); where the file system has no locks (Lustre without -o flock) the page
+// is published unlocked, as before. A folder busy for ten minutes is an error, not a hang.
 class FolderLock {
  public:
-  explicit FolderLock(const std::filesystem::path& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+  explicit FolderLock(const std::filesystem::path& dir) {
+    const std::string path = (dir / ".ctxsim-publish.lock").string();
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd_ < 0)
-      throw Error(dir.string(), std::string("cannot open the folder: ") + std::strerror(errno), "give --out a folder you may write to");
-    while (::flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) {
-        const int e = errno;
+      throw Error(path, std::string("cannot open the folder's lock: ") + std::strerror(errno), "give --out a folder you may write to");
+    for (int waited_ms = 0; ::flock(fd_, LOCK_EX | LOCK_NB) != 0;) {
+      const int e = errno;
+      if (e == EINTR) continue;
+      if (e == ENOLCK || e == ENOSYS || e == EOPNOTSUPP || e == EBADF || e == EINVAL) return;  // no locks here: go on unlocked
+      if (e != EWOULDBLOCK) {
         ::close(fd_);
-        throw Error(dir.string(), std::string("cannot lock the folder: ") + std::strerror(e), "give --out a folder on a local file system");
+        throw Error(path, std::string("cannot lock the folder: ") + std::strerror(e), "give --out another folder");
       }
+      if (waited_ms >= 600000) {
+        ::close(fd_);
+        throw Error(dir.string(), "another ctxsim has been writing a page into this folder for ten minutes (it holds " + path + ")",
+                    "wait for it, or give --out another folder");
+      }
+      ::usleep(50000);
+      waited_ms += 50;
+    }
   }
   ~FolderLock() { ::close(fd_); }
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;
 
  private:
-  int fd_;
+  int fd_ = -1;
 };
+
+// A staging folder of publish_page: figures.partial (as an older ctxsim named it) or
+// figures.partial.XXXXXX (mkdtemp's six characters); a user's figures.partial_old is not one.
+bool is_staging_folder(const std::string& name) {
+  const std::string stem = "figures.partial";
+  return name == stem || (name.size() == stem.size() + 7 && name.compare(0, stem.size() + 1, stem + ".") == 0);
+}
 
 }  // namespace
 
@@ -355,7 +377,7 @@ std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, co
   std::error_code ec;
   // Staging folders left by killed publishers: no live one can exist while the lock is held.
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().filename().string().rfind("figures.partial", 0) == 0) fs::remove_all(e.path(), ec);
+    if (e.is_directory(ec) && is_staging_folder(e.path().filename().string())) fs::remove_all(e.path(), ec);
   const FigureFolder before = read_figure_folder(dir, page_name);
   if (!before.owner.empty() && before.owner != page_name)
     throw Error(figs.string(), "holds the figures of " + (dir / before.owner).string() + ", which this " + what + " would overwrite",

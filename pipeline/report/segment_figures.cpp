@@ -122,6 +122,13 @@ Entry methods_figure(const std::vector<SegmentRun>& runs) {
 
 }  // namespace
 
+std::string within_budget(std::string page, int64_t max_bytes, const std::string& name) {
+  if (int64_t(page.size()) > max_bytes)
+    throw Error("--max-bytes " + std::to_string(max_bytes), name + " would take " + std::to_string(page.size()) + " bytes, over the budget",
+                "raise --max-bytes");
+  return page;
+}
+
 std::vector<SegmentRun> load_segment_runs(const std::vector<std::string>& paths, const std::vector<std::string>& labels) {
   if (!labels.empty() && labels.size() != paths.size())
     throw Error("--labels", std::to_string(labels.size()) + " labels for " + std::to_string(paths.size()) + " stores",

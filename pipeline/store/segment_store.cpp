@@ -185,8 +185,8 @@ SegmentResults read_rows(hid_t file) {
   const auto b = dims(methods, "boundaries", H5T_NATIVE_INT32), p = dims(docs, "parts", H5T_NATIVE_INT32),
              hp = dims(heads, "pk", H5T_NATIVE_DOUBLE);
   if (b.size() != 3 || p.size() != 3 || hp.size() != 3 || b[1] != l.methods.size() || p[0] != b[0] || hp[0] != b[0] || p[2] != 2 ||
-      p[1] < 2 || b[0] > (hsize_t(1) << 24) || b[2] < 1 || b[2] > (hsize_t(1) << 16) || hp[1] * hp[2] > (hsize_t(1) << 16) || hp[1] < 1 ||
-      hp[2] < 1)
+      p[1] < 2 || b[0] > (hsize_t(1) << 24) || b[2] < 1 || b[2] > (hsize_t(1) << 16) || hp[1] < 1 || hp[2] < 1 ||
+      hp[1] > (hsize_t(1) << 12) || hp[2] > (hsize_t(1) << 12) || hp[1] * hp[2] > (hsize_t(1) << 16))
     h5::damaged(methods, "the shapes of /methods, /documents and /heads disagree with each other or with the method names");
   l.documents = int64_t(b[0]), l.max_gaps = int64_t(b[2]), l.layers = int64_t(hp[1]), l.heads = int64_t(hp[2]), l.segments = int64_t(p[1]);
   const auto read = [&](hid_t g, const char* name, hid_t type, auto& out, std::vector<hsize_t> want) {
@@ -285,7 +285,7 @@ std::string results_digest(const SegmentResults& r) {
 SegmentResults read_segment_store(hid_t file) {
   SegmentResults r = read_rows(file);
   if (const std::string bad = impossible_value(r); !bad.empty()) h5::damaged(file, bad);
-  if ((h5::get_attr_int(file, "schema_version") >= 3 || h5::has_attr(file, "results_sha256")) &&
+  if ((effective_schema_version(file) >= 3 || h5::has_attr(file, "results_sha256")) &&
       h5::get_attr_string(file, "results_sha256") != results_digest(r))
     h5::damaged(file, "its results do not match the SHA-256 written with them (results_sha256): the file changed after ctxsim wrote it");
   return r;

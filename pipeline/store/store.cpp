@@ -341,6 +341,13 @@ std::vector<std::string> store_vocab(hid_t file) {
   return split_lines(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
+int64_t effective_schema_version(hid_t file) {
+  int64_t v = h5::get_attr_int(file, "schema_version");
+  if (h5::has_attr(file, "stats_sha256")) v = std::max<int64_t>(v, 2);
+  if (h5::has_attr(file, "model_config_sha256")) v = std::max<int64_t>(v, 3);
+  return v;
+}
+
 std::string store_identity(hid_t file) {
   std::string text;
   for (const char* name : {"kind", "started", "config", "model_sha256"})

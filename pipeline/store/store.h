@@ -117,6 +117,12 @@ std::vector<std::string> store_rules(hid_t stats_group);
 // them: /stats rules, /stats/attention separators and separator_tokens (root labels_sha256).
 std::string labels_digest(const std::string& rules, const std::string& separators, const std::string& separator_tokens);
 
+// The schema a store was written in, from what it holds as well as what it says: its
+// schema_version, raised to 3 when it has model_config_sha256 and to 2 when it has stats_sha256,
+// so that setting the version back does not switch a check off (readers use this, not the
+// attribute alone).
+int64_t effective_schema_version(hid_t file);
+
 // Which store this is, wherever it lies: the SHA-256 of its kind, start time, config and
 // weights' digest (a copy has the same; a store rerun in its folder has another).
 std::string store_identity(hid_t file);

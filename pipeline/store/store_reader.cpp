@@ -159,7 +159,7 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
   StoreStats out;
   for (const char* group : {"stats", "stats/baseline"})
     if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kDamagedStoreFix);
-  const int64_t version = h5::get_attr_int(file, "schema_version");
+  const int64_t version = effective_schema_version(file);
   out.rules = store_rules(h5::open_group(file, "stats"));
   if (out.rules.empty() || int64_t(out.rules.size()) > kMaxRules)
     throw Error(store, "/stats lists " + std::to_string(out.rules.size()) + " selection rules", kDamagedStoreFix);
@@ -194,9 +194,10 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
       std::copy(v.begin(), v.end(), out.acc.at(f.info->id, r));
     }
   }
-  // A digest that is there is checked whatever schema_version says: editing the version does not
-  // turn the check off. From schema 2 (statistics) and 3 (labels) on, each must be there.
-  if ((version >= 2 || h5::has_attr(file, "stats_sha256")) && h5::get_attr_string(file, "stats_sha256") != out.acc.digest())
+  // A digest that is there is checked whatever schema_version says, and from schema 2
+  // (statistics) and 3 (labels) on each must be there (effective_schema_version: editing the
+  // version back does not turn a check off).
+  if (version >= 2 && h5::get_attr_string(file, "stats_sha256") != out.acc.digest())
     throw Error(store, "its statistics do not match the SHA-256 written with them (stats_sha256): the file changed after ctxsim wrote it",
                 kDamagedStoreFix);
   if (version >= 3 || h5::has_attr(file, "labels_sha256")) {

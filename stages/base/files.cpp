@@ -1,6 +1,7 @@
 #include "stages/base/files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,33 @@ namespace ctxsim {
 namespace {
 
 std::string reason(int err) { return std::strerror(err); }
+
+std::string host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || !host[0]) return "host";
+  std::string h = host;
+  for (char& ch : h)
+    if (ch == '/' || ch == '.') ch = '_';
+  return h;
+}
+
+// Files named <prefix><pid>.XXXXXX whose process is gone (this host's, so the pid means it).
+void remove_dead_writers_files(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  const fs::path p(prefix);
+  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string(), stem = p.filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, stem.size(), stem) != 0) continue;
+    char* stop = nullptr;
+    const long pid = std::strtol(name.c_str() + stem.size(), &stop, 10);
+    if (pid <= 0 || *stop != '.' || std::strlen(stop) != 7) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to ask about
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
 
 // The process's umask, read without changing it (umask(2) can only set it, and setting it back
 // races with other threads creating files): Linux reports it in /proc/self/status.
@@ -72,9 +100,12 @@ std::string read_file_bytes(const std::string& path, size_t max_bytes, const std
 
 void atomic_write(const std::string& path, std::string_view bytes, bool durable) {
   namespace fs = std::filesystem;
-  // A temporary name of this writer's own: two writers of one path (two reports into one folder)
-  // never write into each other's file; the last rename wins whole.
-  std::string tmp = path + ".tmp.XXXXXX";
+  // A temporary name of this writer's own, PATH.tmp.<host>.<pid>.XXXXXX: two writers of one path
+  // (two reports into one folder) never write into each other's file; the last rename wins
+  // whole. A killed writer's file is removed by the next writer of the path on its host.
+  const std::string prefix = path + ".tmp." + host_name() + ".";
+  remove_dead_writers_files(prefix);
+  std::string tmp = prefix + std::to_string(::getpid()) + ".XXXXXX";
   {
     Fd f{::mkostemp(tmp.data(), O_CLOEXEC)};
     if (f.fd < 0) {

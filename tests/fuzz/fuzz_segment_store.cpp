@@ -22,6 +22,7 @@
 #include "pipeline/report/segment_figures.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/segment_store.h"
+#include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
 
 namespace {
@@ -119,6 +120,7 @@ void edit(hid_t f, Bytes& in) {
     }
     case 3:  // the store as an older ctxsim wrote it: no digest to stop at
       if (H5Aexists(f, "results_sha256") > 0) H5Adelete(f, "results_sha256");
+      if (H5Aexists(f, "model_config_sha256") > 0) H5Adelete(f, "model_config_sha256");
       set_int_attr(f, "schema_version", 2);
       break;
     case 4:
@@ -205,9 +207,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     std::ostringstream out;
+    (void)ctxsim::verify_complete_store(path);  // what `ctxsim status` checks
     ctxsim::print_summary(path, ctxsim::SummaryOptions{}, out);
     const std::vector<ctxsim::report::SegmentRun> runs = ctxsim::report::load_segment_runs({path}, {});
-    (void)ctxsim::report::segment_figures(runs);
+    const std::vector<ctxsim::report::Entry> figures = ctxsim::report::segment_figures(runs);
+    (void)ctxsim::report::segment_page("fuzz", out.str(), figures);
   } catch (const ctxsim::Error&) {
     // A clear error is a right answer to a damaged store.
   }

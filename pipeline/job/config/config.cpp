@@ -198,6 +198,7 @@ void apply_document(Config& c, const YAML::Node& root, const std::string& file) 
     const std::string section = kv.first.Scalar();
     const std::string where = location(file, kv.first.Mark());
     if (std::find(sections().begin(), sections().end(), section) == sections().end()) unknown_key(where, "", section);
+    c.file_sections.push_back(section);
     if (section == "selection") {
       c.selection = parse_selection(kv.second, file);
       c.origin["selection"] = location(file, kv.second.Mark());
@@ -437,9 +438,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 }
 
 bool is_segment_config(const Config& c) {
-  for (const auto& [key, where] : c.origin)
-    if (key.rfind("segment.", 0) == 0) return true;
-  return false;
+  return std::find(c.file_sections.begin(), c.file_sections.end(), "segment") != c.file_sections.end();
 }
 
 void check_paths(const Config& c) {

@@ -123,13 +123,15 @@ struct Config {
   // Where each key's value came from ("configs/x.yaml:4:9", "command line", absent = default):
   // later checks (missing files) use it to point at the line to edit.
   std::map<std::string, std::string> origin;
-  std::string source;  // the config file
+  std::string source;                      // the config file
+  std::vector<std::string> file_sections;  // the sections the file itself has (not the overrides'), in order
 
   std::string where(const std::string& key) const;  // "configs/x.yaml:4:9: corpus.path"
 };
 
-// Whether the config sets a segment.* key (a `segment:` section): the config of a segmentation
-// job, which `ctxsim submit` and `ctxsim plan` treat as one.
+// Whether the config file has a `segment:` section: the config of a segmentation job, which
+// `ctxsim submit` and `ctxsim plan` treat as one (an override of a segment.* key does not make a
+// run's config one).
 bool is_segment_config(const Config& config);
 
 // Loads `path`, applies overrides ("samples.seq_len=64"), validates types and ranges.
