@@ -21,9 +21,9 @@ html="$TMP/out/report.html"
 [ -s "$html" ] || fail "the run wrote no report.html"
 n=$(/usr/bin/python3 -c "import h5py; f=h5py.File('$TMP/out/store.h5','r'); print(int(f['samples/n_valid'][f['examples/sample_ids'][0]]))")
 [ "$n" -gt 512 ] || fail "the example has only $n tokens; the test wants a long one"
-node tests/browser/report_test.js "$html" --max-bytes "$BUDGET" \
-  --figures distance_by_layer,distance_overlay,same_sentence,same_sentence_by_layer,repetition_lift,distinct_anchors,top_anchors,separator_attention,separator_attention_by_token,signal_noise,noise_share,example0_L0H0_attention,example0_L0H0_similarity,example0_rollout,example0_relevance \
-  > "$TMP/browser" 2>&1
+# Every figure the binary says the report makes must show in the page.
+figures=$("$CTXSIM" report "$TMP/out/store.h5" --list-figures | paste -sd,) || fail "report --list-figures"
+node tests/browser/report_test.js "$html" --max-bytes "$BUDGET" --figures "$figures" > "$TMP/browser" 2>&1
 rc=$?
 cat "$TMP/browser"
 [ $rc -eq 0 ] || fail "browser checks failed"

@@ -269,9 +269,12 @@ PY
     grep -qE "https?:" "$html" && fail "report.html refers to the network"
     contains "$(cat "$html")" 'id="explorer"'
     contains "$(cat "$html")" "data:image/png;base64,"
-    for f in same_sentence same_sentence_by_layer repetition_lift separator_attention noise_share signal_noise distance_by_layer \
-             distance_overlay distinct_anchors top_anchors example0_rollout example0_relevance \
-             example1_L1H0_attention example1_L1H0_similarity; do
+    # The figures are the binary's to list (report --list-figures); index.json lists what it wrote.
+    listed=$("$CTXSIM" report "$TMP/out/store.h5" --list-figures) || fail "report --list-figures"
+    [ "$listed" = "$(/usr/bin/python3 -c 'import json, sys; print("\n".join(e["stem"] for e in json.load(open(sys.argv[1]))))' "$TMP/out/figures/index.json")" ] \
+      || fail "--list-figures and index.json differ: $listed"
+    for f in same_sentence_by_layer example0_rollout example1_L1H0_attention; do grep -qx "$f" <<< "$listed" || fail "no $f in: $listed"; done
+    for f in $listed; do
       [ "$(head -c 8 "$TMP/out/figures/$f.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$f.png is not a PNG"
       grep -q "<svg" "$TMP/out/figures/$f.svg" || fail "$f.svg is not an SVG"
     done

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/summary.h"
+#include "pipeline/store/metrics.h"
 #include "pipeline/store/hdf5.h"
 #include "stages/base/error.h"
 #include "stages/figures/render.h"
@@ -157,21 +160,82 @@ TEST_F(Report, SyntheticExampleIsDrawnPixelForPixel) {
 
 TEST_F(Report, EveryListedFigureIsWritten) {
   const fs::path out = tmp_->path / "all";
-  std::ostringstream log;
+  ReportArgs list = args_for(out);
+  list.list_figures = true;
+  std::ostringstream listed, log;
+  ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), list, listed), 0);
+  EXPECT_FALSE(fs::exists(out)) << "--list-figures wrote something";
   ASSERT_EQ(cmd_report((tmp_->path / "out/store.h5").string(), args_for(out), log), 0);
-  for (const char* stem :
-       {"distance_by_layer", "distance_overlay", "same_sentence", "same_sentence_by_layer", "repetition_lift", "distinct_anchors",
-        "top_anchors", "separator_attention", "signal_noise", "noise_share", "example0_L0H0_attention", "example0_L0H0_similarity",
-        "example0_rollout", "example0_relevance", "example1_rollout"}) {
-    EXPECT_TRUE(fs::exists(out / "figures" / (std::string(stem) + ".png"))) << stem;
-    EXPECT_TRUE(fs::exists(out / "figures" / (std::string(stem) + ".svg"))) << stem;
+  std::istringstream stems(listed.str());
+  std::vector<std::string> names;
+  for (std::string stem; std::getline(stems, stem);) {
+    names.push_back(stem);
+    EXPECT_TRUE(fs::exists(out / "figures" / (stem + ".png"))) << stem;
+    EXPECT_TRUE(fs::exists(out / "figures" / (stem + ".svg"))) << stem;
   }
+  for (const char* stem : {"distance_by_layer", "top_anchors", "example0_L0H0_attention", "example0_rollout", "example1_rollout"})
+    EXPECT_NE(std::find(names.begin(), names.end(), stem), names.end()) << stem;
   std::ifstream in(out / "report.html");
   const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find("id=\"fig-top_anchors\""), std::string::npos);
   EXPECT_NE(html.find("Top anchors per head"), std::string::npos);
   EXPECT_EQ(html.find("http://"), std::string::npos);  // nothing from the network
   EXPECT_EQ(html.find("https://"), std::string::npos);
+}
+
+// The metric table is the one list every reader shows: each row's views are found where they
+// belong (summary's header, collect's CSV header, compare's table, the report's figure index).
+TEST_F(Report, EveryViewOfTheMetricTableIsShown) {
+  const std::string store = (tmp_->path / "out/store.h5").string();
+  std::ostringstream summary, log;
+  ASSERT_EQ(print_summary(store, SummaryOptions{}, summary), 0);
+  std::string header;
+  for (std::istringstream lines(summary.str()); std::getline(lines, header);)
+    if (header.rfind(" layer", 0) == 0) break;
+  const fs::path sweep = tmp_->path / "views";
+  for (const char* point : {"a", "b"}) {
+    fs::create_directories(sweep / point);
+    fs::copy_file(store, sweep / point / "store.h5", fs::copy_options::overwrite_existing);
+  }
+  ASSERT_EQ(cmd_collect(sweep.string(), "", log), 0);
+  std::ifstream csv(sweep / "collect.csv");
+  std::string csv_header;
+  std::getline(csv, csv_header);
+  CompareArgs c;
+  c.out_dir = (sweep / "compare").string();
+  ASSERT_EQ(cmd_compare({(sweep / "a/store.h5").string(), (sweep / "b/store.h5").string()}, c, log), 0);
+  std::ifstream page(sweep / "compare/compare.html");
+  const std::string compare_html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  const fs::path out = tmp_->path / "views_report";
+  ASSERT_EQ(cmd_report(store, args_for(out), log), 0);
+  std::ifstream index_file(out / "figures/index.json");
+  const nlohmann::json index = nlohmann::json::parse(index_file);
+  const auto in_index = [&](const std::string& stem) {
+    for (const auto& e : index)
+      if (e["stem"] == stem) return true;
+    return false;
+  };
+  for (const Metric& m : metrics()) {
+    EXPECT_NE(csv_header.find(std::string(",") + m.name), std::string::npos) << m.name << " is not a column of collect.csv";
+    if (m.summary.width > 0) {
+      EXPECT_NE(header.find(m.header), std::string::npos) << m.name << " is not in summary's table: " << header;
+    }
+    if (m.compare.header) {
+      EXPECT_NE(compare_html.find(std::string("<th>") + m.compare.header + "</th>"), std::string::npos) << m.name << " not in compare's table";
+    }
+    if (m.heatmap.stem) {
+      EXPECT_TRUE(in_index(m.heatmap.stem)) << m.name << "'s heatmap " << m.heatmap.stem << " is not in the report";
+    }
+    if (m.line.stem) {
+      EXPECT_TRUE(in_index(m.line.stem)) << m.name << "'s per-layer figure " << m.line.stem << " is not in the report";
+    }
+    if (m.chance) {
+      EXPECT_NO_THROW(metric(m.chance)) << m.name;
+    }
+    if (m.lift) {
+      EXPECT_NO_THROW(metric(m.lift)) << m.name;
+    }
+  }
 }
 
 TEST_F(Report, ChosenRuleDrivesTheFigures) {

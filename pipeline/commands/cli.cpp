@@ -158,6 +158,8 @@ std::vector<Subcommand> store_commands(Args& a) {
          s.add_option("--out", a.report.out_dir, "folder (default: next to the store)");
          s.add_option("--max-bytes", a.report.max_bytes, "size budget of report.html")->capture_default_str();
          s.add_option("--rule", a.report.rule, "selection rule the figures use, as the store names it (default: the first)");
+         s.add_flag("--list-figures", a.report.list_figures,
+                    "print the stems of the figures this report makes (figures/<stem>.svg) and write nothing");
          s.add_option("--heads", a.report.heads,
                       "layer:head list drawn as figures per example, e.g. 3:5,11:0 (default: layers 0, L/2, L-1, head 0)")
              ->delimiter(',');

@@ -36,12 +36,6 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-// The CSV's metric columns (pipeline/store/metrics.h), before the per-token separator masses.
-constexpr const char* kCsvMetrics[] = {"high_pairs",         "mean_distance",       "short_range_share",  "short_range_chance",
-                                       "long_range_share",   "long_range_chance",   "same_sentence_rate", "same_sentence_chance",
-                                       "same_sentence_lift", "repetition_rate",     "repetition_chance",  "repetition_lift",
-                                       "in_attention_rate",  "in_attention_chance", "separator_mass"};
-
 }  // namespace
 
 int cmd_collect(const std::string& dir, const std::string& out_path, std::ostream& out) {
@@ -50,9 +44,11 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   const std::vector<std::string> stores = stores_under(dir);
   const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
   std::ostringstream csv;
+  // Every row of the metric table (pipeline/store/metrics.h), then the per-token separator masses
+  // and the head's top anchor.
   csv << "point,rule,layer,head,samples";
-  for (const char* m : kCsvMetrics) csv << "," << m;
-  csv << ",separator_mass_by_token,noise_share,top_anchor,top_anchor_samples\n";
+  for (const Metric& m : metrics()) csv << "," << m.name;
+  csv << ",separator_mass_by_token,top_anchor,top_anchor_samples\n";
   csv << std::setprecision(6);
   int64_t used = 0, rows = 0;
   for (const fs::path path : stores) {
@@ -82,16 +78,14 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
           by_token << std::setprecision(6);
           for (size_t u = 0; u < base.separator_tokens.size(); ++u)
             by_token << (u ? ";" : "") << base.separator_tokens[u] << "=" << base.separator_token_attention(l, h, u);
-          csv << csv_field(point) << "," << csv_field(rule) << "," << l << "," << h << "," << base.samples;
-          for (const char* name : kCsvMetrics) {
-            const Metric& m = metric(name);
+          csv << csv_field(point) << "," << csv_field(rule) << "," << l << "," << h << "," << base.samples();
+          for (const Metric& m : metrics()) {
             if (m.whole)
               csv << "," << int64_t(m.value(c, base));
             else
               csv << "," << m.value(c, base);
           }
-          csv << "," << csv_field(by_token.str()) << "," << metric("noise_share").value(c, base) << ","
-              << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
+          csv << "," << csv_field(by_token.str()) << "," << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
               << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
           ++rows;
         }

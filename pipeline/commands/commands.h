@@ -57,6 +57,7 @@ struct ReportArgs {
   int64_t max_bytes = 25 << 20;    // report.html budget
   std::string rule;                // the store's rule the figures use (default: the first)
   std::vector<std::string> heads;  // "LAYER:HEAD" drawn per example (default: 0, L/2, L-1 at head 0)
+  bool list_figures = false;       // print the figures' stems, one per line, and write nothing
 };
 int cmd_report(const std::string& store, const ReportArgs& args, std::ostream& out);
 

@@ -49,9 +49,13 @@ int segment_report(const std::string& store_path, const ReportArgs& args, std::o
   if (!args.heads.empty())
     throw Error("--heads", "a segmentation store keeps no per-head examples to draw", "leave --heads out for a segmentation store");
   const std::vector<SegmentRun> runs = load_segment_runs({store_path}, {});
+  const std::vector<Entry> figures = segment_figures(runs);
+  if (args.list_figures) {
+    for (const auto& f : figures) out << f.stem << "\n";
+    return 0;
+  }
   const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
   make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
-  const std::vector<Entry> figures = segment_figures(runs);
   std::ostringstream summary;
   print_segment_summary(runs.front().results, summary);
   const auto [html, bytes] = publish_page(
@@ -78,8 +82,6 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
   const StoreData d = load_store_data(file, store_path, args.rule);
   const auto heads = parse_heads(args.heads, d);
 
-  const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
-  make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
   std::vector<Entry> figures;
   aggregate_figures(d, figures);
   const size_t E = d.example_ids.size();
@@ -89,6 +91,12 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     rollouts[e] = attention_rollout(x.attention, d.L, d.H, d.T, x.n);
     example_figures(d, x, e, rollouts[e], heads, figures);
   }
+  if (args.list_figures) {
+    for (const auto& f : figures) out << f.stem << "\n";
+    return 0;
+  }
+  const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
+  make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
   const auto [html, bytes] = publish_page(
       dir, "report.html", "the report", figures,
       [&](const fs::path& staging) {

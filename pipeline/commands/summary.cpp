@@ -4,8 +4,6 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <map>
-#include <numeric>
 #include <sstream>
 
 #include "pipeline/commands/summary.h"
@@ -23,28 +21,10 @@
 namespace ctxsim {
 namespace {
 
-// A share as a percentage with one decimal; "-" when its denominator is empty.
-std::string pct(double share, double den) {
-  if (den <= 0) return "  -  ";
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(1) << 100.0 * share;
-  return s.str();
-}
-
-// The per-layer table: metric, column width, decimals.
-struct Column {
-  const char* metric;
-  int width, digits;
-};
-constexpr Column kLayerColumns[] = {{"high_pairs", 8, 0},         {"mean_distance", 11, 1},    {"median_distance", 8, 0},
-                                    {"short_range_share", 8, 1},  {"long_range_share", 10, 1}, {"same_sentence_rate", 13, 1},
-                                    {"same_sentence_lift", 6, 2}, {"repetition_lift", 13, 2},  {"in_attention_rate", 11, 1},
-                                    {"distinct_anchors", 10, 2},  {"separator_mass", 10, 3},   {"noise_share", 9, 1}};
-
-std::string fixed(double v, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << v;
-  return s.str();
+// "{H}" in a legend: the heads of a layer.
+std::string with_heads(std::string text, int64_t H) {
+  const size_t at = text.find("{H}");
+  return at == std::string::npos ? text : text.replace(at, 3, std::to_string(H));
 }
 
 }  // namespace
@@ -57,7 +37,16 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
   const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
   const Baseline base = baseline_of(stats);
   const auto& rule_names = stats.rules;
-  const int64_t samples = base.samples, T = base.T();
+  const int64_t samples = base.samples(), T = base.T();
+  // The table's columns, the chances of the header line and of each rule's footer, in the order
+  // of metrics().
+  std::vector<const Metric*> columns, chances, rule_chances, legends;
+  for (const Metric& m : metrics()) {
+    if (m.summary.width > 0) columns.push_back(&m);
+    if (m.chance_label) (m.per_rule_chance ? rule_chances : chances).push_back(&m);
+    if (m.legend) legends.push_back(&m);
+  }
+  std::stable_sort(chances.begin(), chances.end(), [](const Metric* a, const Metric* b) { return a->chance_order < b->chance_order; });
 
   // The heads asked for are checked before anything is printed.
   check_head_list(options.heads, stats.acc.shape().layers, stats.acc.shape().heads);
@@ -71,26 +60,30 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
           << "  " << samples << " samples of T=" << T << ", model " << h5::get_attr_string(file, "model_path") << " ("
           << h5::get_attr_string(file, "dtype") << ", " << h5::get_attr_string(file, "vector") << " vectors), " << L << " layers x " << H
           << " heads\n"
-          << "  chance (all valid pairs): same-sentence " << pct(base.same_sentence_chance(), base.sentence_eligible_all)
-          << "%, repeated token " << pct(base.repetition_chance(), base.valid_pairs) << "%, distance d<=5 "
-          << pct(base.short_range_chance(), base.valid_pairs) << "%, d>=32 " << pct(base.long_range_chance(), base.valid_pairs) << "%\n";
+          << "  chance (all valid pairs): ";
+      for (size_t k = 0; k < chances.size(); ++k)
+        out << (k ? ", " : "") << chances[k]->chance_label << " " << metric_text(*chances[k], Counts{}, base, 1) << "%";
+      out << "\n";
       header = false;
     }
     out << "\nrule " << rule << "\n layer";
-    for (const auto& [name, width, digits] : kLayerColumns) out << std::setw(width) << metric(name).header;
+    for (const Metric* m : columns) out << std::setw(m->summary.width) << m->header;
     out << "\n";
-    double high_attention_all = 0;
+    Counts all;  // every head of the rule: what a rule-dependent chance is over
     for (int64_t l = 0; l < L; ++l) {
       const Counts c = r.layer(l);
-      high_attention_all += c[Stat::HighAttentionAll];
+      for (size_t k = 0; k < kStatCount; ++k) all.value[k] += c.value[k];
+      all.heads += c.heads;
       out << std::setw(6) << l;
-      for (const auto& [name, width, digits] : kLayerColumns) out << std::setw(width) << metric_text(metric(name), c, base, digits);
+      for (const Metric* m : columns) out << std::setw(m->summary.width) << metric_text(*m, c, base, m->summary.digits);
       out << "\n";
     }
-    out << "  (chance: in-attention "
-        << pct(Counts::ratio(high_attention_all, base.valid_pairs * double(L * H)), base.valid_pairs * double(L * H))
-        << "% of all valid pairs; distinct = mean distinct anchors "
-        << "over a sample's " << H << " heads; sep-attn = mean attention mass on separators)\n";
+    out << "  (chance: ";
+    for (size_t k = 0; k < rule_chances.size(); ++k)
+      out << (k ? "; " : "") << rule_chances[k]->chance_label << " " << metric_text(*rule_chances[k], all, base, 1)
+          << "% of all valid pairs";
+    for (const Metric* m : legends) out << "; " << with_heads(m->legend, H);
+    out << ")\n";
     // Top anchors of chosen heads: by default, per layer the head whose top anchor is most common.
     std::vector<std::pair<int64_t, int64_t>> heads = options.heads;
     if (heads.empty()) {

@@ -30,8 +30,6 @@ namespace fs = std::filesystem;
 namespace ctxsim::report {
 namespace {
 
-const Rgb kChance{0, 0, 0}, kGrey{120, 120, 120};
-
 // A config value of a store's identity ("samples.windows"), or "" when it has none.
 std::string config_value(const std::string& yaml, const std::string& section, const std::string& key) {
   try {
@@ -108,127 +106,15 @@ std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const C
   return runs;
 }
 
-namespace {
-
-std::vector<double> layer_axis(int64_t L) {
-  std::vector<double> x;
-  for (int64_t l = 0; l < L; ++l) x.push_back(double(l));
-  return x;
-}
-
-// A per-layer quantity of every run, with an optional dashed reference per run (its chance).
-PlotSpec per_layer(const std::vector<CompareRun>& runs, const std::string& title, const std::string& y_label,
-                   const std::function<double(const CompareRun&, const Counts&)>& f,
-                   const std::function<double(const CompareRun&, const Counts&)>& chance = nullptr) {
-  PlotSpec p;
-  p.title = title, p.x_label = "layer", p.y_label = y_label, p.y_lo = 0;
-  for (const auto& r : runs) {
-    Series s{r.label, layer_axis(r.stats.L), {}, r.colour};
-    for (const auto& c : r.layers) s.y.push_back(f(r, c));
-    p.series.push_back(s);
-  }
-  if (chance)
-    for (const auto& r : runs) {
-      Series s{"chance (" + r.label + ")", layer_axis(r.stats.L), {}, r.colour, true};
-      for (const auto& c : r.layers) s.y.push_back(chance(r, c));
-      p.series.push_back(s);
-    }
-  return p;
-}
-
-}  // namespace
-
-Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, const Baseline& b, const std::string& chance_name, int64_t L, int64_t T,
-                                const std::string& title, const std::string& subtitle) {
-  std::vector<double> distances, chance;
-  for (int64_t d = 1; d < T; ++d) {
-    distances.push_back(double(d));
-    chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(d)]), b.valid_pairs));
-  }
-  const Series chance_series{chance_name, distances, chance, kChance, true};
-  double ymax = *std::max_element(chance.begin(), chance.end());
-  std::vector<PlotSpec> panels;
-  for (int64_t l = 0; l < L; ++l) {
-    PlotSpec p;
-    p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = l == 0;
-    for (const auto& r : runs) {
-      const Counts& c = (*r.layers)[size_t(l)];
-      Series s{r.name, distances, {}, r.colour};
-      for (int64_t d = 1; d < T; ++d) s.y.push_back(100.0 * Counts::ratio(c.distance[size_t(d)], c.pairs()));
-      ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
-      p.series.push_back(s);
-    }
-    p.series.push_back(chance_series);
-    panels.push_back(p);
-  }
-  for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax * 1.05;
-  return plot_figure(panels, 4, 230, 130, title, subtitle);
-}
-
 std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const std::string& title) {
-  std::vector<Entry> out;
   std::vector<LayerRun> layer_runs;
-  for (const auto& r : runs) layer_runs.push_back({r.label, r.colour, &r.layers});
+  for (const auto& r : runs) layer_runs.push_back({r.label, r.colour, &r.base, &r.layers});
+  std::vector<Entry> out;
   out.push_back({"distance_by_layer",
                  "Distance j - i of the selected pairs per layer, every run overlaid, with the chance distribution (all valid pairs)",
                  distance_by_layer_figure(layer_runs, runs.front().base, "chance (" + runs.front().label + ")", runs.front().stats.L,
                                           runs.front().stats.T, "Distance of high-similarity pairs per layer", "")});
-  const auto lift = per_layer(runs, "same-sentence lift", "rate / chance",
-                              [](const CompareRun& r, const Counts& c) { return r.base.same_sentence_lift(c); });
-  const auto rate = per_layer(
-      runs, "same-sentence %", "% of selected pairs", [](const CompareRun&, const Counts& c) { return 100 * c.same_sentence_rate(); },
-      [](const CompareRun& r, const Counts&) { return 100 * r.base.same_sentence_chance(); });
-  out.push_back({"same_sentence_by_layer", "Same-sentence share of the selected pairs per layer against chance (dashed), and its lift",
-                 plot_figure({rate, lift}, 2, 340, 240, title + ": same sentence", "")});
-  out.push_back({"repetition_lift_by_layer", "Repeated-token pairs per layer: rate among the selected pairs / rate among all valid pairs",
-                 plot_figure({per_layer(runs, "repetition lift", "rate / chance",
-                                        [](const CompareRun& r, const Counts& c) { return r.base.repetition_lift(c); })},
-                             1, 420, 260, title + ": repetition", "")});
-  PlotSpec anchors;
-  anchors.title = "distinct anchors", anchors.x_label = "layer", anchors.y_label = "mean per sample", anchors.y_lo = 0;
-  for (const auto& r : runs) {
-    Series s{r.label, layer_axis(r.stats.L), {}, r.colour};
-    for (int64_t l = 0; l < r.stats.L; ++l)
-      s.y.push_back(Counts::ratio(double(r.stats.of(Stat::DistinctAnchors)[size_t(l)]), double(r.base.samples)));
-    anchors.series.push_back(s);
-  }
-  out.push_back({"distinct_anchors_by_layer",
-                 "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
-                 plot_figure({anchors}, 1, 420, 260, title + ": distinct anchors", "")});
-  // Attention on each separator token (one panel per token any run measured).
-  std::vector<std::string> tokens;
-  for (const auto& r : runs)
-    for (const auto& t : r.base.separator_tokens)
-      if (std::find(tokens.begin(), tokens.end(), t) == tokens.end()) tokens.push_back(t);
-  if (!tokens.empty()) {
-    std::vector<PlotSpec> panels;
-    for (const auto& t : tokens) {
-      PlotSpec p;
-      p.title = "attention on " + t, p.x_label = "layer", p.y_label = "mass per query row", p.y_lo = 0, p.legend = panels.empty();
-      for (const auto& r : runs) {
-        const auto it = std::find(r.base.separator_tokens.begin(), r.base.separator_tokens.end(), t);
-        if (it == r.base.separator_tokens.end()) continue;
-        Series s{r.label, layer_axis(r.stats.L), {}, r.colour};
-        for (int64_t l = 0; l < r.stats.L; ++l)
-          s.y.push_back(r.base.separator_token_attention(l, -1, size_t(it - r.base.separator_tokens.begin())));
-        p.series.push_back(s);
-      }
-      panels.push_back(p);
-    }
-    out.push_back({"separator_attention_by_layer",
-                   "Attention mass valid query tokens put on each separator token, per layer (mean over heads)",
-                   plot_figure(panels, int(std::min<size_t>(3, panels.size())), 300, 220, title + ": attention on each separator", "")});
-  }
-  const auto overlap = per_layer(
-      runs, "selected pairs that are high-attention", "%", [](const CompareRun&, const Counts& c) { return 100 * c.in_attention_rate(); },
-      [](const CompareRun& r, const Counts& c) { return 100 * r.base.in_attention_chance(c); });
-  const auto noise =
-      per_layer(runs, "noise share", "% of selected pairs", [](const CompareRun&, const Counts& c) { return 100 * c.noise_share(); });
-  out.push_back(
-      {"attention_and_noise_by_layer",
-       "Left: share of the selected pairs the attention map also marks (max(A_ij, A_ji) >= beta) against chance (dashed): what it misses is "
-       "structure the attention map alone does not show. Right: noise, the selected pairs no explanation covers",
-       plot_figure({overlap, noise}, 2, 340, 240, title + ": attention overlap and noise", "")});
+  for (Entry& e : layer_figures(layer_runs, title, "")) out.push_back(std::move(e));
   return out;
 }
 
@@ -236,21 +122,17 @@ std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const st
 namespace {
 
 std::string numbers_table(const std::vector<CompareRun>& runs) {
-  // Metric, the table's header, decimals.
-  const std::tuple<const char*, const char*, int> columns[] = {
-      {"mean_distance", "mean distance", 1},        {"short_range_share", "d&le;5 %", 1},
-      {"same_sentence_rate", "same-sentence %", 1}, {"same_sentence_lift", "lift", 2},
-      {"repetition_lift", "repetition lift", 2},    {"distinct_anchors", "distinct anchors", 2},
-      {"in_attention_rate", "in-attention %", 1},   {"noise_share", "noise %", 1}};
+  std::vector<const Metric*> columns;  // every row of the metric table with a compare column
+  for (const Metric& m : metrics())
+    if (m.compare.header) columns.push_back(&m);
   std::ostringstream t;
   t << "<table><tr><th>run</th><th>layer</th>";
-  for (const auto& [name, header, digits] : columns) t << "<th>" << header << "</th>";
+  for (const Metric* m : columns) t << "<th>" << m->compare.header << "</th>";
   t << "</tr>";
   for (const auto& r : runs)
     for (int64_t l = 0; l < r.stats.L; ++l) {
       t << "<tr><td>" << xml_escape(r.label) << "</td><td>" << l << "</td>";
-      for (const auto& [name, header, digits] : columns)
-        t << "<td>" << metric_text(metric(name), r.layers[size_t(l)], r.base, digits) << "</td>";
+      for (const Metric* m : columns) t << "<td>" << metric_text(*m, r.layers[size_t(l)], r.base, m->compare.digits) << "</td>";
       t << "</tr>";
     }
   return t.str() + "</table>";
@@ -276,7 +158,7 @@ std::string compare_page(const std::vector<CompareRun>& runs, const std::vector<
     std::snprintf(hex, sizeof hex, "#%02x%02x%02x", r.colour[0], r.colour[1], r.colour[2]);
     colours.push_back({{"label", r.label}, {"rgb", {r.colour[0], r.colour[1], r.colour[2]}}});
     h << "<tr><td><span class=\"swatch\" style=\"background:" << hex << "\"></span>" << xml_escape(r.label) << "</td><td>"
-      << xml_escape(r.path) << "</td><td>" << xml_escape(r.model) << "</td><td>" << xml_escape(r.dtype) << "</td><td>" << r.base.samples
+      << xml_escape(r.path) << "</td><td>" << xml_escape(r.model) << "</td><td>" << xml_escape(r.dtype) << "</td><td>" << r.base.samples()
       << "</td><td>" << xml_escape(r.windows) << "</td><td>" << xml_escape(r.split.empty() ? "all" : r.split) << "</td></tr>";
   }
   h << "</table>\n<h2>Figures</h2>\n";

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/report/report_figures.h"
+#include "pipeline/report/figure_entry.h"
+#include "pipeline/report/layer_figures.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/figures/render.h"
 
@@ -42,18 +43,6 @@ std::vector<std::string> store_paths(const std::vector<std::string>& inputs);
 // Reads and checks every store before anything is drawn: the rule they share, the same layer
 // count and T; colours in order.
 std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const CompareArgs& args);
-// One run's per-layer counts as a figure draws them: its series' name and colour.
-struct LayerRun {
-  std::string name;
-  Rgb colour;
-  const std::vector<Counts>* layers;  // [L] all heads of each layer
-};
-// Distance j - i of the selected pairs per layer, one panel per layer, every run's distribution
-// against the chance distribution of `chance` (all valid pairs); the y range holds both. The
-// report draws its one run through it, compare its several.
-Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, const Baseline& chance, const std::string& chance_name, int64_t L,
-                                int64_t T, const std::string& title, const std::string& subtitle);
-
 // The per-layer figures of the runs together.
 std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const std::string& title);
 // compare.html: the runs' table, the figures (read from figure_dir) and their index.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/store/metrics.h"
 #include "pipeline/store/store_reader.h"
 
 namespace ctxsim::report {
@@ -26,14 +27,6 @@ inline std::string json_str(const std::string& s) { return script_json(nlohmann:
 // exact text of the page's own inline scripts, allowed by their SHA-256): a script or event
 // handler that a hostile string smuggled in would not run.
 std::string content_security_policy(const std::vector<std::string>& scripts);
-
-inline std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(digits);
-  o << v;
-  return o.str();
-}
 
 // Everything the report shows, read and checked up front.
 struct StoreData {

@@ -13,7 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "pipeline/report/compare.h"
+#include "pipeline/report/layer_figures.h"
+#include "pipeline/store/metrics.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 
@@ -35,35 +36,13 @@ std::vector<double> range(int lo, int hi) {
   return v;
 }
 
-const Rgb kChance{0, 0, 0}, kBlue{31, 119, 180}, kOrange{230, 120, 20}, kGrey{120, 120, 120};
+const Rgb kChance{0, 0, 0}, kBlue{31, 119, 180};
 
-// What every aggregate figure draws from: the store's data, its per-layer counts, and the
-// ways they are drawn.
+// What every aggregate figure draws from: the store's data and its per-layer counts.
 struct Aggregates {
   const StoreData& d;
   std::vector<Entry>& out;
   std::vector<Counts> layers;
-
-  // A per-(layer, head) quantity as a heatmap figure.
-  void heatmap(const std::string& stem, const std::string& title, const std::string& bar, const std::function<double(const Counts&)>& f,
-               double hi, const std::string& caption) const {
-    HeatmapSpec m;
-    m.rows = d.L, m.cols = d.H, m.lo = 0, m.map = ColourMap::Viridis;
-    for (int l = 0; l < d.L; ++l)
-      for (int h = 0; h < d.H; ++h) m.values.push_back(float(f(d.stats.head(l, h))));
-    m.hi = hi > 0 ? hi : std::max(1e-9, double(*std::max_element(m.values.begin(), m.values.end())));
-    m.row_labels = numbered("L", d.L), m.col_labels = numbered("H", d.H), m.x_label = "head", m.y_label = "layer", m.bar_label = bar;
-    m.cell = std::clamp(420.0 / std::max(d.L, d.H), 8.0, 36.0);
-    out.push_back({stem, caption, heatmap_figure(m, title, d.run)});
-  }
-  Series per_layer(const std::string& name, Rgb colour, const std::function<double(const Counts&)>& f) const {
-    Series s{name, range(0, d.L), {}, colour};
-    for (const auto& c : layers) s.y.push_back(f(c));
-    return s;
-  }
-  Series flat(const std::string& name, double v, Rgb colour) const {
-    return Series{name, range(0, d.L), std::vector<double>(size_t(d.L), v), colour, true};
-  }
 };
 
 // Distance distribution per layer against chance: one panel per layer (the comparison's figure
@@ -75,10 +54,10 @@ void distance_figures(const Aggregates& a) {
   a.out.push_back(
       {"distance_by_layer",
        "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
-       distance_by_layer_figure({LayerRun{"selected pairs", kBlue, &a.layers}}, b, "chance (all valid pairs)", L, T,
+       distance_by_layer_figure({LayerRun{"selected pairs", kBlue, &b, &a.layers}}, b, "chance (all valid pairs)", L, T,
                                 "Distance of high-similarity pairs per layer vs chance", d.run)});
   std::vector<double> chance;
-  for (int x = 1; x < T; ++x) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(x)]), b.valid_pairs));
+  for (int x = 1; x < T; ++x) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(x)]), b[Stat::ValidPairs]));
   PlotSpec overlay;
   overlay.title = "all layers", overlay.x_label = "distance j - i (tokens)", overlay.y_label = "% of selected pairs";
   for (int l = 0; l < L; ++l) {
@@ -91,78 +70,29 @@ void distance_figures(const Aggregates& a) {
                    plot_figure({overlay}, 1, 640, 340, "Distance of high-similarity pairs, all layers vs chance", d.run)});
 }
 
-// Same sentence per head, and per layer against chance with the lift; the other per-head maps.
-void sentence_and_head_figures(const Aggregates& a) {
-  const StoreData& d = a.d;
-  const Baseline& b = d.base;
-  const std::string ss_chance = fixed(100 * b.same_sentence_chance(), 1) + "%";
-  a.heatmap(
-      "same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance " + ss_chance + ")",
-      [](const Counts& c) { return 100 * c.same_sentence_rate(); }, 100,
-      "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance " + ss_chance);
-  PlotSpec rate, lift;
-  rate.title = "same-sentence %", rate.x_label = "layer", rate.y_label = "% of selected pairs", rate.y_lo = 0, rate.y_hi = 100;
-  lift.title = "lift over chance", lift.x_label = "layer", lift.y_label = "rate / chance", lift.y_lo = 0;
-  rate.series = {a.per_layer("selected pairs", kBlue, [](const Counts& c) { return 100 * c.same_sentence_rate(); }),
-                 a.flat("chance", 100 * b.same_sentence_chance(), kChance)};
-  lift.series = {a.per_layer("lift", kOrange, [&](const Counts& c) { return b.same_sentence_lift(c); }), a.flat("no lift (1)", 1.0, kGrey)};
-  a.out.push_back({"same_sentence_by_layer", "Same-sentence % per layer (all heads pooled) against chance, and the lift (rate / chance)",
-                   plot_figure({rate, lift}, 2, 320, 220, "Same-sentence pairs per layer vs chance", d.run)});
-  a.heatmap(
-      "repetition_lift", "Repeated-token pairs: rate / chance per head",
-      "lift (chance rate " + fixed(100 * b.repetition_chance(), 2) + "%)", [&](const Counts& c) { return b.repetition_lift(c); }, 0,
-      "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs");
-  a.heatmap(
-      "separator_attention", "Attention mass on separators per head", "mean attention on separators",
-      [&](const Counts& c) { return b.separator_attention(c); }, 0,
-      "Mean attention mass that valid query tokens put on separator keys, per layer and head");
-  if (!b.separator_tokens.empty()) {
-    PlotSpec p;
-    p.title = "mean over the layer's heads", p.x_label = "layer", p.y_label = "attention mass per query row", p.y_lo = 0;
-    for (size_t u = 0; u < b.separator_tokens.size(); ++u) {
-      Series s{b.separator_tokens[u], range(0, d.L), {}, sequence_colour(int(u), int(b.separator_tokens.size()))};
-      for (int l = 0; l < d.L; ++l) s.y.push_back(b.separator_token_attention(l, -1, u));
-      p.series.push_back(s);
-    }
-    a.out.push_back(
-        {"separator_attention_by_token",
-         "Attention mass valid query tokens put on each separator token, per layer (mean over heads): [SEP] and punctuation apart",
-         plot_figure({p}, 1, 420, 260, "Attention on each separator per layer", d.run)});
-  }
-  a.heatmap(
-      "noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise",
-      [](const Counts& c) { return 100 * c.noise_share(); }, 100,
-      "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token");
+// "{chance}" in a heatmap's text: the metric's chance as a percentage.
+std::string with_chance(std::string text, const Metric& m, const Baseline& b) {
+  const size_t at = text.find("{chance}");
+  if (at == std::string::npos || !m.chance) return text;
+  return text.replace(at, 8, fixed(metric(m.chance).shown(Counts{}, b), m.heatmap.chance_digits) + "%");
 }
 
-// Distinct anchors per layer (head specialisation); signal / noise and attention overlap per layer.
-void anchor_and_signal_figures(const Aggregates& a) {
+// The per-head heatmaps: every row of the metric table with a heatmap view.
+void head_maps(const Aggregates& a) {
   const StoreData& d = a.d;
-  const int L = d.L, H = d.H;
-  const Baseline& b = d.base;
-  PlotSpec p;
-  p.title = "distinct anchors across heads", p.x_label = "layer", p.y_label = "mean per sample", p.y_lo = 0, p.y_hi = H * 1.05,
-  p.x_ticks = numbered("L", L);
-  Series bars{"distinct anchors", range(0, L), {}, kBlue, false, true};
-  for (int l = 0; l < L; ++l) bars.y.push_back(Counts::ratio(double(d.stats.of(Stat::DistinctAnchors)[size_t(l)]), double(b.samples)));
-  p.series = {bars, Series{"all heads different (" + std::to_string(H) + ")", {-0.5, L - 0.5}, {double(H), double(H)}, kGrey, true}};
-  a.out.push_back({"distinct_anchors", "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)",
-                   plot_figure({p}, 1, std::max(300.0, 36.0 * L), 240, "Distinct anchors per layer", d.run)});
-  Counts all;
-  for (const auto& c : a.layers) all[Stat::HighAttentionAll] += c[Stat::HighAttentionAll], all.heads += c.heads;
-  PlotSpec sn, att;
-  sn.title = "signal and noise", sn.x_label = "layer", sn.y_label = "% of selected pairs", sn.y_lo = 0, sn.y_hi = 100;
-  att.title = "attention overlap", att.x_label = "layer", att.y_label = "% high-attention", att.y_lo = 0;
-  sn.series = {
-      a.per_layer("signal (some explanation)", kBlue, [](const Counts& c) { return c.pairs() > 0 ? 100 * (1 - c.noise_share()) : 0; }),
-      a.per_layer("noise", kOrange, [](const Counts& c) { return 100 * c.noise_share(); })};
-  att.series = {a.per_layer("selected pairs with attention >= " + fixed(d.beta, 2), Rgb{44, 160, 44},
-                            [](const Counts& c) { return 100 * c.in_attention_rate(); }),
-                a.flat("chance (all valid pairs)", 100 * b.in_attention_chance(all), kChance)};
-  a.out.push_back(
-      {"signal_noise",
-       "Signal (same sentence, repeated token or anchor) and noise per layer; high-attention share of the selected pairs vs chance",
-       plot_figure({sn, att}, 2, 320, 220, "Signal / noise and attention overlap per layer", d.run)});
+  for (const Metric& metric_row : metrics()) {
+    const HeadMap& v = metric_row.heatmap;
+    if (!v.stem) continue;
+    HeatmapSpec m;
+    m.rows = d.L, m.cols = d.H, m.lo = 0, m.map = ColourMap::Viridis;
+    for (int l = 0; l < d.L; ++l)
+      for (int h = 0; h < d.H; ++h) m.values.push_back(float(metric_row.shown(d.stats.head(l, h), d.base)));
+    m.hi = v.hi > 0 ? v.hi : std::max(1e-9, double(*std::max_element(m.values.begin(), m.values.end())));
+    m.row_labels = numbered("L", d.L), m.col_labels = numbered("H", d.H), m.x_label = "head", m.y_label = "layer";
+    m.bar_label = with_chance(v.bar, metric_row, d.base);
+    m.cell = std::clamp(420.0 / std::max(d.L, d.H), 8.0, 36.0);
+    a.out.push_back({v.stem, with_chance(v.caption, metric_row, d.base), heatmap_figure(m, v.title, d.run)});
+  }
 }
 
 // Top anchor per head as a table of decoded tokens, coloured by the share of samples.
@@ -177,7 +107,7 @@ void top_anchor_figure(const Aggregates& a) {
     for (int h = 0; h < H; ++h) {
       const auto top = d.stats.top_anchors(l, h, 1);
       if (top.empty()) continue;
-      m.values[size_t(l * H + h)] = float(100.0 * Counts::ratio(double(d.stats.anchor_count(l, h, top[0])), double(d.base.samples)));
+      m.values[size_t(l * H + h)] = float(100.0 * Counts::ratio(double(d.stats.anchor_count(l, h, top[0])), d.base[Stat::Samples]));
       m.cell_text[size_t(l * H + h)] = token_text(d.vocab, top[0]);
     }
   m.row_labels = numbered("L", L), m.col_labels = numbered("H", H), m.x_label = "head", m.y_label = "layer",
@@ -194,8 +124,8 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
   Aggregates a{d, out, {}};
   for (int l = 0; l < d.L; ++l) a.layers.push_back(d.stats.layer(l));
   distance_figures(a);
-  sentence_and_head_figures(a);
-  anchor_and_signal_figures(a);
+  head_maps(a);
+  for (Entry& e : layer_figures({LayerRun{"selected pairs", kBlue, &d.base, &a.layers}}, "Per layer", d.run)) out.push_back(std::move(e));
   top_anchor_figure(a);
 }
 

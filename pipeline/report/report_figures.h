@@ -8,16 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/report/figure_entry.h"
 #include "pipeline/report/report_data.h"
 #include "stages/figures/figure.h"
 
 namespace ctxsim::report {
-
-// A figure and where it goes: figures/<stem>.svg and .png, with its caption.
-struct Entry {
-  std::string stem, caption;
-  Figure figure;
-};
 
 // The study's aggregate figures, appended to `out`.
 void aggregate_figures(const StoreData& d, std::vector<Entry>& out);

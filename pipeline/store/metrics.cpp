@@ -8,38 +8,115 @@
 namespace ctxsim {
 namespace {
 
-double pairs(const Counts& c, const Baseline&) { return c.pairs(); }
-double valid_pairs(const Counts&, const Baseline& b) { return b.valid_pairs; }
-double eligible(const Counts& c, const Baseline&) { return c[Stat::SentenceEligible]; }
+// Formulas, as templates over the statistics they read, so that a row names its Stats.
+template <Stat N, Stat D>
+double rate(const Counts& c, const Baseline&) {
+  return Counts::ratio(c[N], c[D]);
+}
+template <Stat N, Stat D>
+double chance_rate(const Counts&, const Baseline& b) {
+  return Counts::ratio(b[N], b[D]);
+}
+template <Stat N, Stat D, Stat BN, Stat BD>
+double lift(const Counts& c, const Baseline& b) {
+  return Counts::ratio(rate<N, D>(c, b), chance_rate<BN, BD>(c, b));
+}
+template <Stat D>
+double count_of(const Counts& c, const Baseline&) {
+  return c[D];
+}
+template <Stat D>
+double baseline_of_stat(const Counts&, const Baseline& b) {
+  return b[D];
+}
+
+// A row of the table, built up view by view.
+struct Row {
+  Metric m{};
+  Row(const char* name, const char* header, double (*value)(const Counts&, const Baseline&)) {
+    m.name = name, m.header = header, m.value = value;
+  }
+  Row& share_of(double (*of)(const Counts&, const Baseline&)) { return m.of = of, *this; }
+  Row& whole() { return m.whole = true, *this; }
+  Row& against(const char* chance, const char* lift_row = nullptr) { return m.chance = chance, m.lift = lift_row, *this; }
+  Row& chance_line(const char* label, int order) { return m.chance_label = label, m.chance_order = order, *this; }
+  Row& rule_chance(const char* label) { return m.chance_label = label, m.per_rule_chance = true, *this; }
+  Row& legend(const char* text) { return m.legend = text, *this; }
+  Row& summary(int width, int digits) { return m.summary = {width, digits}, *this; }
+  Row& compare(const char* header, int digits) { return m.compare = {header, digits}, *this; }
+  Row& heatmap(const HeadMap& h) { return m.heatmap = h, *this; }
+  Row& line(const LayerLine& l) { return m.line = l, *this; }
+};
 
 }  // namespace
 
+// clang-format off
 const std::vector<Metric>& metrics() {
-  static const std::vector<Metric> table = {
-      {"high_pairs", "pairs", pairs, nullptr, true},
-      {"mean_distance", "dist mean", [](const Counts& c, const Baseline&) { return c.mean_distance(); }},
-      {"median_distance", "median", [](const Counts& c, const Baseline&) { return double(c.median_distance()); }, nullptr, true},
-      {"short_range_share", "d<=5 %", [](const Counts& c, const Baseline&) { return c.short_range(); }, pairs},
-      {"short_range_chance", "chance d<=5 %", [](const Counts&, const Baseline& b) { return b.short_range_chance(); }, valid_pairs},
-      {"long_range_share", "d>=32 %", [](const Counts& c, const Baseline&) { return c.long_range(); }, pairs},
-      {"long_range_chance", "chance d>=32 %", [](const Counts&, const Baseline& b) { return b.long_range_chance(); }, valid_pairs},
-      {"same_sentence_rate", "same-sent %", [](const Counts& c, const Baseline&) { return c.same_sentence_rate(); }, eligible},
-      {"same_sentence_chance", "chance same-sent %", [](const Counts&, const Baseline& b) { return b.same_sentence_chance(); },
-       [](const Counts&, const Baseline& b) { return b.sentence_eligible_all; }},
-      {"same_sentence_lift", "lift", [](const Counts& c, const Baseline& b) { return b.same_sentence_lift(c); }},
-      {"repetition_rate", "repeat %", [](const Counts& c, const Baseline&) { return c.repetition_rate(); }, pairs},
-      {"repetition_chance", "chance repeat %", [](const Counts&, const Baseline& b) { return b.repetition_chance(); }, valid_pairs},
-      {"repetition_lift", "repeat lift", [](const Counts& c, const Baseline& b) { return b.repetition_lift(c); }},
-      {"in_attention_rate", "in-attn %", [](const Counts& c, const Baseline&) { return c.in_attention_rate(); }, pairs},
-      {"in_attention_chance", "chance in-attn %", [](const Counts& c, const Baseline& b) { return b.in_attention_chance(c); },
-       [](const Counts& c, const Baseline& b) { return b.valid_pairs * double(c.heads); }},
-      {"distinct_anchors", "distinct",
-       [](const Counts& c, const Baseline& b) { return Counts::ratio(c[Stat::DistinctAnchors], double(b.samples)); }},
-      {"separator_mass", "sep-attn", [](const Counts& c, const Baseline& b) { return b.separator_attention(c); }},
-      {"noise_share", "noise %", [](const Counts& c, const Baseline&) { return c.noise_share(); }, pairs},
-  };
+  using S = Stat;
+  static const std::vector<Metric> table = [] {
+    const auto pairs = count_of<S::HighPairs>;
+    const auto valid = baseline_of_stat<S::ValidPairs>;
+    const std::vector<Row> rows = {
+        Row("high_pairs", "pairs", pairs).whole().summary(8, 0),
+        Row("mean_distance", "dist mean", [](const Counts& c, const Baseline&) { return c.mean_distance(); })
+            .summary(11, 1).compare("mean distance", 1),
+        Row("median_distance", "median", [](const Counts& c, const Baseline&) { return double(c.median_distance()); }).whole().summary(8, 0),
+        Row("short_range_share", "d<=5 %", [](const Counts& c, const Baseline&) { return c.short_range(); }).share_of(pairs)
+            .against("short_range_chance").summary(8, 1).compare("d&le;5 %", 1),
+        Row("short_range_chance", "chance d<=5 %", [](const Counts&, const Baseline& b) { return b.short_range_chance(); }).share_of(valid)
+            .chance_line("distance d<=5", 3),
+        Row("long_range_share", "d>=32 %", [](const Counts& c, const Baseline&) { return c.long_range(); }).share_of(pairs)
+            .against("long_range_chance").summary(10, 1),
+        Row("long_range_chance", "chance d>=32 %", [](const Counts&, const Baseline& b) { return b.long_range_chance(); }).share_of(valid)
+            .chance_line("d>=32", 4),
+        Row("same_sentence_rate", "same-sent %", rate<S::SameSentence, S::SentenceEligible>).share_of(count_of<S::SentenceEligible>)
+            .against("same_sentence_chance", "same_sentence_lift").summary(13, 1).compare("same-sentence %", 1)
+            .heatmap({"same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance {chance})",
+                      "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance {chance}", 100, 1})
+            .line({"same_sentence_by_layer", "same-sentence %", "% of selected pairs",
+                   "Same-sentence share of the selected pairs per layer against chance (dashed), and its lift", "same sentence"}),
+        Row("same_sentence_chance", "chance same-sent %", chance_rate<S::SameSentenceAll, S::SentenceEligibleAll>)
+            .share_of(baseline_of_stat<S::SentenceEligibleAll>).chance_line("same-sentence", 1),
+        Row("same_sentence_lift", "lift", lift<S::SameSentence, S::SentenceEligible, S::SameSentenceAll, S::SentenceEligibleAll>)
+            .summary(6, 2).compare("lift", 2),
+        Row("repetition_rate", "repeat %", rate<S::SameToken, S::HighPairs>).share_of(pairs).against("repetition_chance", "repetition_lift")
+            .line({"repetition_by_layer", "repeated-token %", "% of selected pairs",
+                   "Repeated-token pairs per layer: their share of the selected pairs against chance (dashed), and the lift", "repetition"}),
+        Row("repetition_chance", "chance repeat %", chance_rate<S::SameTokenAll, S::ValidPairs>).share_of(valid)
+            .chance_line("repeated token", 2),
+        Row("repetition_lift", "repeat lift", lift<S::SameToken, S::HighPairs, S::SameTokenAll, S::ValidPairs>).against("repetition_chance")
+            .summary(13, 2).compare("repetition lift", 2)
+            .heatmap({"repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate {chance})",
+                      "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs", 0, 2}),
+        Row("in_attention_rate", "in-attn %", rate<S::InAttention, S::HighPairs>).share_of(pairs).against("in_attention_chance")
+            .summary(11, 1).compare("in-attention %", 1)
+            .line({"attention_and_noise_by_layer", "selected pairs that are high-attention", "%",
+                   "Left: share of the selected pairs the attention map also marks (max(A_ij, A_ji) >= beta) against chance (dashed): what "
+                   "it misses is structure the attention map alone does not show. Right: noise, the selected pairs no explanation covers",
+                   "attention overlap and noise"}),
+        Row("in_attention_chance", "chance in-attn %",
+            [](const Counts& c, const Baseline& b) { return Counts::ratio(c[S::HighAttentionAll], b[S::ValidPairs] * double(c.heads)); })
+            .share_of([](const Counts& c, const Baseline& b) { return b[S::ValidPairs] * double(c.heads); }).rule_chance("in-attention"),
+        Row("distinct_anchors", "distinct", [](const Counts& c, const Baseline& b) { return Counts::ratio(c[S::DistinctAnchors], b[S::Samples]); })
+            .summary(10, 2).compare("distinct anchors", 2).legend("distinct = mean distinct anchors over a sample's {H} heads")
+            .line({"distinct_anchors_by_layer", "distinct anchors", "mean per sample",
+                   "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)", "distinct anchors"}),
+        Row("separator_mass", "sep-attn", [](const Counts& c, const Baseline& b) { return b.separator_attention(c); })
+            .summary(10, 3).legend("sep-attn = mean attention mass on separators")
+            .heatmap({"separator_attention", "Attention mass on separators per head", "mean attention on separators",
+                      "Mean attention mass that valid query tokens put on separator keys, per layer and head"}),
+        Row("noise_share", "noise %", rate<S::Noise, S::HighPairs>).share_of(pairs).summary(9, 1).compare("noise %", 1)
+            .heatmap({"noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise",
+                      "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token", 100})
+            .line({"attention_and_noise_by_layer", "noise share", "% of selected pairs"}),
+    };
+    std::vector<Metric> out;
+    for (const Row& r : rows) out.push_back(r.m);
+    return out;
+  }();
   return table;
 }
+// clang-format on
 
 const Metric& metric(std::string_view name) {
   for (const Metric& m : metrics())
@@ -47,17 +124,16 @@ const Metric& metric(std::string_view name) {
   CTXSIM_FAIL("no metric named " + std::string(name));
 }
 
-std::string metric_text(const Metric& m, const Counts& c, const Baseline& b, int digits) {
+std::string fixed(double v, int digits) {
   std::ostringstream s;
-  if (m.whole) {
-    s << int64_t(m.value(c, b));
-  } else if (m.of) {
-    if (m.of(c, b) <= 0) return "  -  ";
-    s << std::fixed << std::setprecision(digits) << 100.0 * m.value(c, b);
-  } else {
-    s << std::fixed << std::setprecision(digits) << m.value(c, b);
-  }
+  s << std::fixed << std::setprecision(digits) << v;
   return s.str();
+}
+
+std::string metric_text(const Metric& m, const Counts& c, const Baseline& b, int digits) {
+  if (m.whole) return std::to_string(int64_t(m.value(c, b)));
+  if (m.of && m.of(c, b) <= 0) return "  -  ";
+  return fixed(m.shown(c, b), digits);
 }
 
 }  // namespace ctxsim

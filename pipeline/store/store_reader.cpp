@@ -69,12 +69,12 @@ double Counts::long_range() const { return ratio(sum_range(distance, kLongRange,
 
 double Baseline::short_range_chance() const {
   const std::vector<double> d(distance_all.begin(), distance_all.end());
-  return Counts::ratio(sum_range(d, 0, kShortRange + 1), valid_pairs);
+  return Counts::ratio(sum_range(d, 0, kShortRange + 1), (*this)[Stat::ValidPairs]);
 }
 
 double Baseline::long_range_chance() const {
   const std::vector<double> d(distance_all.begin(), distance_all.end());
-  return Counts::ratio(sum_range(d, kLongRange, T()), valid_pairs);
+  return Counts::ratio(sum_range(d, kLongRange, T()), (*this)[Stat::ValidPairs]);
 }
 
 namespace {
@@ -237,11 +237,8 @@ std::string verify_complete_store(const std::string& path) {
 Baseline baseline_of(const StoreStats& st) {
   const Accumulator& a = st.acc;
   Baseline b;
-  b.samples = *a.at(Stat::Samples);
-  b.valid_pairs = double(*a.at(Stat::ValidPairs));
-  b.same_sentence_all = double(*a.at(Stat::SameSentenceAll));
-  b.sentence_eligible_all = double(*a.at(Stat::SentenceEligibleAll));
-  b.same_token_all = double(*a.at(Stat::SameTokenAll));
+  for (const auto& f : a.fields())
+    if (!f.per_rule() && f.size == 1 && f.dims.empty()) b.value[size_t(f.info->id)] = double(*a.at(f.info->id));
   const StatField& d = a.field(Stat::DistanceAll);
   b.distance_all.assign(a.at(Stat::DistanceAll), a.at(Stat::DistanceAll) + d.size);
   if (st.has_separator_tokens) {
@@ -258,7 +255,7 @@ double Baseline::separator_token_attention(int64_t layer, int64_t head, size_t u
   double sum = 0;
   for (int64_t h = head < 0 ? 0 : head; h < (head < 0 ? H : head + 1); ++h)
     sum += double(separator_mass_by_token[size_t((layer * H + h) * S + int64_t(u))]) / kFixedPointScale;
-  return Counts::ratio(sum, double(samples) * double(head < 0 ? H : 1));
+  return Counts::ratio(sum, (*this)[Stat::Samples] * double(head < 0 ? H : 1));
 }
 
 RuleStats rule_stats_of(const StoreStats& st, size_t rule) {

@@ -21,7 +21,8 @@ constexpr int64_t kShortRange = 5, kLongRange = 32;
 
 // Counts of one head, or summed over the heads of a layer: every per-rule [L, H] statistic of the
 // schema (kStatSchema) by its Stat, fixed-point ones in their units (attention mass), and the
-// distance histogram. Ratios are 0 when undefined.
+// distance histogram. Ratios are 0 when undefined. The formulas readers show are pipeline/store/
+// metrics.h's rows.
 struct Counts {
   std::array<double, kStatCount> value{};
   int64_t heads = 0;
@@ -34,17 +35,13 @@ struct Counts {
   int64_t median_distance() const;
   double short_range() const;  // share of pairs with d <= kShortRange
   double long_range() const;   // share with d >= kLongRange
-  double same_sentence_rate() const { return ratio((*this)[Stat::SameSentence], (*this)[Stat::SentenceEligible]); }
-  double repetition_rate() const { return ratio((*this)[Stat::SameToken], pairs()); }
-  double in_attention_rate() const { return ratio((*this)[Stat::InAttention], pairs()); }
-  double noise_share() const { return ratio((*this)[Stat::Noise], pairs()); }
   static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 };
 
-// /stats/baseline: what a rule picking pairs at random would give.
+// /stats/baseline: what a rule picking pairs at random would give. Every scalar baseline of the
+// schema by its Stat (as Counts), the distance distribution, and the separator masses.
 struct Baseline {
-  int64_t samples = 0;
-  double valid_pairs = 0, same_sentence_all = 0, sentence_eligible_all = 0, same_token_all = 0;
+  std::array<double, kStatCount> value{};
   std::vector<int64_t> distance_all;  // [T]
   // Attention on each separator token: the tokens (the axis S) and [L, H, S] in fixed point.
   // Empty in stores written before ctxsim measured it.
@@ -52,19 +49,18 @@ struct Baseline {
   std::vector<int64_t> separator_mass_by_token;
   int64_t separator_heads = 0;  // H of separator_mass_by_token
 
+  double operator[](Stat s) const { return value[size_t(s)]; }
+  int64_t samples() const { return int64_t((*this)[Stat::Samples]); }
   int64_t T() const { return int64_t(distance_all.size()); }
   // Mean attention mass per sample and head on separator token u, over the heads of a layer
   // (head = -1) or of one head.
   double separator_token_attention(int64_t layer, int64_t head, size_t u) const;
-  double same_sentence_chance() const { return Counts::ratio(same_sentence_all, sentence_eligible_all); }
-  double repetition_chance() const { return Counts::ratio(same_token_all, valid_pairs); }
   double short_range_chance() const;
   double long_range_chance() const;
-  double in_attention_chance(const Counts& c) const { return Counts::ratio(c[Stat::HighAttentionAll], valid_pairs * double(c.heads)); }
-  double same_sentence_lift(const Counts& c) const { return Counts::ratio(c.same_sentence_rate(), same_sentence_chance()); }
-  double repetition_lift(const Counts& c) const { return Counts::ratio(c.repetition_rate(), repetition_chance()); }
   // Mean attention mass on separators per sample and head.
-  double separator_attention(const Counts& c) const { return Counts::ratio(c[Stat::SeparatorMass], double(samples) * double(c.heads)); }
+  double separator_attention(const Counts& c) const {
+    return Counts::ratio(c[Stat::SeparatorMass], (*this)[Stat::Samples] * double(c.heads));
+  }
 };
 
 // /stats/<rule>: every per-rule statistic of the schema by its Stat, as stored (int64).
