@@ -545,8 +545,9 @@ f = h5py.File('$TMP/$1.h5', 'r+')
 $2
 f.close()" || fail "crafting $1"
     }
-    craft v4 'f.attrs["schema_version"] = np.int64(4)'
-    one_error "schema_version 4: this ctxsim reads schema 1 to 3" "$CTXSIM" summary "$TMP/v4.h5"
+    v=$(/usr/bin/python3 -c "import h5py; print(int(h5py.File('$TMP/out/store.h5', 'r').attrs['schema_version']))")
+    craft newer "f.attrs['schema_version'] = np.int64($((v + 1)))"
+    one_error "schema_version $((v + 1)): this ctxsim reads schema 1 to $v" "$CTXSIM" summary "$TMP/newer.h5"
     craft nov 'del f.attrs["schema_version"]'
     one_error "no attribute 'schema_version'" "$CTXSIM" summary "$TMP/nov.h5"
     craft flip 'd = f["stats/top_fraction=0.01/high_pairs"]; v = d[...]; v[0, 0] ^= 1 << 20; d[...] = v'

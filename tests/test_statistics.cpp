@@ -362,12 +362,9 @@ class BrownTiny : public ::testing::Test {
   // Accumulates samples [first, last) in batches of `batch`.
   static Accumulator accumulate(const Analysis& an, int64_t first, int64_t last, int64_t batch) {
     Accumulator acc(an.shape(samples_->seq_len));
-    const int64_t T = samples_->seq_len;
     for (int64_t b0 = first; b0 < last; b0 += batch) {
       const int64_t B = std::min(batch, last - b0);
-      an.run_batch(
-          BatchSamples{&samples_->token_ids[size_t(b0 * T)], &samples_->sentence_ids[size_t(b0 * T)], &samples_->n_valid[size_t(b0)], B, T},
-          acc);
+      an.run_batch(BatchSamples::of(*samples_, b0, B), acc);
     }
     return acc;
   }
@@ -562,12 +559,7 @@ TEST_F(BrownTiny, KernelsMatchAPlainImplementationOfTheSpecCountForCount) {
     opt.dense_only = dense;
     const Analysis an(*model64_, opt, false);
     const int64_t T = samples_->seq_len, B = 6, first = 17;
-    const BatchSamples bs{&samples_->token_ids[size_t(first * T)],
-                          &samples_->sentence_ids[size_t(first * T)],
-                          &samples_->n_valid[size_t(first)],
-                          B,
-                          T,
-                          first};
+    const BatchSamples bs = BatchSamples::of(*samples_, first, B);
     Accumulator fast(an.shape(T)), ref(an.shape(T));
     BatchStatistics stats(opt, bs, fast);
     const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(at::kLong);
@@ -602,12 +594,7 @@ TEST_F(BrownTiny, TensorPathMatchesTheKernelsCountForCount) {
   Accumulator kernels(an.shape(T)), tensors(an.shape(T));
   at::Tensor device_acc = at::zeros({int64_t(tensors.buffer().size())}, at::kLong);
   for (int64_t first = 0; first < 40; first += 8) {
-    const BatchSamples bs{&samples_->token_ids[size_t(first * T)],
-                          &samples_->sentence_ids[size_t(first * T)],
-                          &samples_->n_valid[size_t(first)],
-                          8,
-                          T,
-                          first};
+    const BatchSamples bs = BatchSamples::of(*samples_, first, 8);
     const PerSampleStats a = an.run_batch(bs, kernels);
     const PerSampleStats b = an.run_batch(bs, tensors, nullptr, device_acc);
     EXPECT_EQ(a.anchor_token, b.anchor_token) << "batch at " << first;
@@ -625,7 +612,7 @@ TEST_F(BrownTiny, TensorPathMatchesTheKernelsCountForCount) {
   EXPECT_GT(kernels.at(Stat::HighPairs, 3)[0], 0);
   EXPECT_TRUE(check_invariants(tensors).empty());
   // The stored selection of an example: the same matrix from both paths.
-  const BatchSamples bs{&samples_->token_ids[0], &samples_->sentence_ids[0], &samples_->n_valid[0], 4, T, 0};
+  const BatchSamples bs = BatchSamples::of(*samples_, 0, 4);
   Accumulator scratch(an.shape(T));
   for (int64_t r = 0; r < 4; ++r) {
     at::Tensor from_kernels, from_tensors;

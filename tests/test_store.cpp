@@ -72,7 +72,7 @@ std::string RunStore::summary_;
 
 TEST_F(RunStore, RootAttributes) {
   EXPECT_EQ(h5::get_attr_int(file_, "complete"), 1);
-  EXPECT_EQ(h5::get_attr_int(file_, "schema_version"), kStoreSchemaVersion);
+  EXPECT_EQ(h5::get_attr_int(file_, "schema_version"), store_schema_version());
   EXPECT_NE(h5::get_attr_string(file_, "config").find("num_samples: 40"), std::string::npos);
   EXPECT_EQ(h5::get_attr_string(file_, "model_sha256"), sha256_file((tmp_->path / "model/model.safetensors").string()));
   EXPECT_EQ(h5::get_attr_string(file_, "vocab_sha256"), "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3");

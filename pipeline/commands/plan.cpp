@@ -118,7 +118,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   for (int64_t k = 0; k <= runs; ++k) {  // k = 0 warms up
     const int64_t b0 = (k * B) % std::max<int64_t>(1, N - B + 1), n = std::min(B, N - b0);
     const Stopwatch clock;
-    analysis.run_batch(BatchSamples{&s.token_ids[size_t(b0 * T)], &s.sentence_ids[size_t(b0 * T)], &s.n_valid[size_t(b0)], n, T}, acc);
+    analysis.run_batch(BatchSamples::of(s, b0, n), acc);
     if (k > 0) {
       secs += clock.seconds();
       done += n;

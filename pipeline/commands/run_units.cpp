@@ -49,8 +49,7 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
   anchor_share_.assign(anchor_token_.size(), 0.0f);
   high_pairs_.assign(anchor_token_.size(), 0);
   for (const auto& [b0, B] : unit_batches(unit, batch_size_)) {
-    const BatchSamples bs{
-        &samples_.token_ids[size_t(b0 * T_)], &samples_.sentence_ids[size_t(b0 * T_)], &samples_.n_valid[size_t(b0)], B, T_, b0};
+    const BatchSamples bs = BatchSamples::of(samples_, b0, B);
     std::vector<std::pair<int64_t, int64_t>> in_batch;  // (example index, row in batch)
     for (size_t e = 0; e < examples_.size(); ++e)
       if (examples_[e] >= b0 && examples_[e] < b0 + B) in_batch.emplace_back(int64_t(e), examples_[e] - b0);

@@ -141,7 +141,7 @@ void create_stats(hid_t file, const StoreLayout& layout) {
 // The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
 void write_root_attributes(hid_t file, const StoreAttributes& a) {
   CTXSIM_CHECK(a.kind == "run" || a.kind == "segment", "a store's kind is run or segment");
-  h5::set_attr(file, "schema_version", kStoreSchemaVersion);
+  h5::set_attr(file, "schema_version", store_schema_version());
   const std::pair<const char*, const std::string*> texts[] = {{"kind", &a.kind},
                                                               {"config", &a.config_yaml},
                                                               {"config_path", &a.config_path},
@@ -409,10 +409,11 @@ StoreInfo inspect_store(const std::string& path) {
   }
   info.kind = StoreInfo::Kind::Store;
   info.schema_version = h5::get_attr_int(file, "schema_version");
-  if (info.schema_version < 1 || info.schema_version > kStoreSchemaVersion)
+  const int64_t newest = store_schema_version();
+  if (info.schema_version < 1 || info.schema_version > newest)
     throw Error(path,
-                "schema_version " + std::to_string(info.schema_version) + ": this ctxsim reads schema 1 to " +
-                    std::to_string(kStoreSchemaVersion) + (info.schema_version > kStoreSchemaVersion ? " (a newer ctxsim wrote it?)" : ""),
+                "schema_version " + std::to_string(info.schema_version) + ": this ctxsim reads schema 1 to " + std::to_string(newest) +
+                    (info.schema_version > newest ? " (a newer ctxsim wrote it?)" : ""),
                 "read it with the ctxsim that wrote it (its ctxsim_version attribute says which), or rerun 'ctxsim run'");
   info.complete = h5::get_attr_int(file, "complete") == 1;
   info.config_yaml = h5::get_attr_string(file, "config");

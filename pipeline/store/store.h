@@ -3,6 +3,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,9 +19,12 @@ namespace ctxsim {
 // 2: the statistics carry their SHA-256 (stats_sha256) and corpus_sha256 is filled in.
 // 3: every store says its job (`kind`: run | segment) and the digest of the model's config files
 // (model_config_sha256); a run store's labels (rule names, separator tokens) carry labels_sha256
-// and a segmentation store's results results_sha256. Readers accept 1 to 3 and refuse any other;
-// a digest that is there is checked whatever the version says (no downgrade by editing it).
-constexpr int64_t kStoreSchemaVersion = 3;
+// and a segmentation store's results results_sha256.
+// Later: a new statistic (its `since` in kStatSchema) takes the next version.
+// Readers accept 1 to the current and refuse any other; a digest that is there is checked
+// whatever the version says (no downgrade by editing it).
+constexpr int64_t kStoreLayoutVersion = 3;
+inline int64_t store_schema_version() { return std::max(kStoreLayoutVersion, statistics_schema_version()); }
 
 struct StoreLayout {
   int64_t samples = 0, seq_len = 0, layers = 0, heads = 0, vocab = 0;

@@ -188,8 +188,8 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
     const std::vector<long long> want(f.dims.begin(), f.dims.end());
     for (int64_t r = 0; r < (f.per_rule() ? shape.rules : 1); ++r) {
       const std::string path = (f.per_rule() ? "stats/" + out.rules[size_t(r)] : std::string("stats/baseline")) + "/" + f.name();
-      // Stores of schema 1 may predate a statistic; from schema 2 on every one is there.
-      if (version < 2 && !h5::exists(file, path)) continue;
+      // A store older than a statistic lacks it (and its digest leaves it out): read as zeros.
+      if (version < f.info->since) continue;
       const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, H5T_NATIVE_INT64, want);
       std::copy(v.begin(), v.end(), out.acc.at(f.info->id, r));
     }
@@ -197,7 +197,7 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
   // A digest that is there is checked whatever schema_version says, and from schema 2
   // (statistics) and 3 (labels) on each must be there (effective_schema_version: editing the
   // version back does not turn a check off).
-  if (version >= 2 && h5::get_attr_string(file, "stats_sha256") != out.acc.digest())
+  if (version >= 2 && h5::get_attr_string(file, "stats_sha256") != out.acc.digest(version))
     throw Error(store, "its statistics do not match the SHA-256 written with them (stats_sha256): the file changed after ctxsim wrote it",
                 kDamagedStoreFix);
   if (version >= 3 || h5::has_attr(file, "labels_sha256")) {

@@ -1,5 +1,7 @@
 #include "stages/stats/accumulator.h"
 
+#include <algorithm>
+
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 
@@ -71,17 +73,28 @@ void Accumulator::merge(const Accumulator& o) {
   for (size_t i = 0; i < buffer_.size(); ++i) buffer_[i] += o.buffer_[i];
 }
 
-std::string Accumulator::digest() const {
+int64_t statistics_schema_version() {
+  int64_t v = 0;
+  for (const auto& s : kStatSchema) v = std::max(v, s.since);
+  return v;
+}
+
+std::string Accumulator::digest(int64_t schema_version) const {
   Sha256 h;
+  for (const StatField& f : fields_) {
+    if (schema_version > 0 && f.info->since > schema_version) continue;  // the store predates it
+    const size_t n = f.size * size_t(f.per_rule() ? shape_.rules : 1);
+    const int64_t* p = buffer_.data() + f.offset;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  h.update(buffer_.data(), buffer_.size() * sizeof(int64_t));
+    h.update(p, n * sizeof(int64_t));
 #else
-  for (int64_t v : buffer_) {
-    unsigned char le[8];
-    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(uint64_t(v) >> (8 * i));
-    h.update(le, sizeof le);
-  }
+    for (size_t i = 0; i < n; ++i) {
+      unsigned char le[8];
+      for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(uint64_t(p[i]) >> (8 * b));
+      h.update(le, sizeof le);
+    }
 #endif
+  }
   return h.hex();
 }
 

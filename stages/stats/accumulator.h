@@ -63,9 +63,15 @@ struct StatInfo {
   StatShape shape;           // without the leading R of rule fields
   const char* description;   // meaning and units: the dataset's description attribute
   bool fixed_point = false;  // in units of 2^-32 (kFixedPointScale): attention mass
+  // The store schema_version from which every store has it: an older store may lack it (its
+  // readers skip it, and its digest was written without it). A new statistic takes the next
+  // version, which the store then writes (statistics_schema_version).
+  int64_t since = 2;
 };
 extern const std::array<StatInfo, kStatCount> kStatSchema;
 const StatInfo& stat_info(Stat s);
+// The newest `since` of the schema: the store schema the statistics need.
+int64_t statistics_schema_version();
 
 // A field of one accumulator: its schema entry, extents and place in the buffer.
 struct StatField {
@@ -95,8 +101,9 @@ class Accumulator {
 
   void merge(const Accumulator& other);  // element-wise sum; shapes must match
   // SHA-256 (hex) of the buffer as little-endian int64 in field order: what a store writes with
-  // `complete` (stats_sha256) and every reader checks.
-  std::string digest() const;
+  // `complete` (stats_sha256) and every reader checks. A store of an older schema_version has
+  // the digest of the fields it had: digest(version) leaves out those added later.
+  std::string digest(int64_t schema_version = 0) const;
   bool operator==(const Accumulator& o) const { return buffer_ == o.buffer_; }
 
  private:

@@ -20,12 +20,16 @@ int64_t top_fraction_k(double f, int64_t pairs) {
   return std::min<int64_t>(pairs, std::max<int64_t>(1, static_cast<int64_t>(std::round(f * double(pairs)))));
 }
 
-SampleFacts SampleFacts::build(const int32_t* token, const int16_t* sentence, int64_t n, const std::vector<int64_t>& special_ids,
-                               const std::vector<int64_t>& separator_tokens) {
+SampleFacts SampleFacts::build(const int32_t* token, const int16_t* sentence, const int16_t* word, int64_t n,
+                               const std::vector<int64_t>& special_ids, const std::vector<int64_t>& separator_tokens) {
   SampleFacts s;
   s.n = n;
   s.token.assign(token, token + n);
   s.sentence.assign(sentence, sentence + n);
+  if (word)
+    s.word.assign(word, word + n);
+  else
+    s.word.assign(size_t(n), -1);
   s.special.assign(size_t(n), 0);
   for (int64_t i = 0; i < n; ++i)
     s.special[size_t(i)] = std::find(special_ids.begin(), special_ids.end(), int64_t(token[i])) != special_ids.end();

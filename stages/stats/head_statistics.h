@@ -30,19 +30,20 @@ struct VectorsRef {
   ValueType type = ValueType::F32;
 };
 
-// What the statistics need of one sample, derived once per batch from its token and sentence
-// ids. Validity is by position: the first n positions are valid (SPEC §1).
+// What the statistics need of one sample, derived once per batch from its token, sentence and
+// word ids (word: may be nullptr). Validity is by position: the first n positions are valid (SPEC §1).
 struct SampleFacts {
   int64_t n = 0;
   std::vector<int32_t> token;                             // [n]
   std::vector<int32_t> sentence;                          // [n] sentence id, -1 for [CLS] [SEP]
+  std::vector<int32_t> word;                              // [n] whitespace word id, -1 for specials (and where none is known)
   std::vector<uint8_t> special;                           // [n] 1 for the special ids: never a repetition
   std::vector<int32_t> rank;                              // [n] rank of the token among the sample's distinct ids (ascending)
   std::vector<int32_t> rank_token;                        // [distinct] the ids in ascending order
   std::vector<std::vector<int32_t>> separator_positions;  // per separator token: the valid positions holding it
 
-  static SampleFacts build(const int32_t* token, const int16_t* sentence, int64_t n, const std::vector<int64_t>& special_ids,
-                           const std::vector<int64_t>& separator_tokens);
+  static SampleFacts build(const int32_t* token, const int16_t* sentence, const int16_t* word, int64_t n,
+                           const std::vector<int64_t>& special_ids, const std::vector<int64_t>& separator_tokens);
 };
 
 // One selection rule as the kernel applies it; beta indexes the attention thresholds, separators

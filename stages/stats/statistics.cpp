@@ -55,6 +55,17 @@ const PerSampleStats& BatchStatistics::per_sample() {
   return out_;
 }
 
+BatchSamples BatchSamples::of(const SampleSet& s, int64_t first, int64_t count) {
+  const int64_t T = s.seq_len;
+  return BatchSamples{&s.token_ids[size_t(first * T)],
+                      &s.sentence_ids[size_t(first * T)],
+                      &s.n_valid[size_t(first)],
+                      count,
+                      T,
+                      first,
+                      s.word_ids.empty() ? nullptr : &s.word_ids[size_t(first * T)]};
+}
+
 BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSamples& s, Accumulator& acc, at::Tensor device_acc)
     : opt_(opt), acc_(acc), B_(s.batch), T_(s.seq_len), L_(acc.shape().layers), R_(static_cast<int64_t>(opt.rules.size())),
       first_(s.first) {
@@ -80,7 +91,8 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   int64_t* distance_all = acc_.at(Stat::DistanceAll);
   for (int64_t b = 0; b < B_; ++b) {
     const int64_t n = std::clamp<int64_t>(s.n_valid[b], 0, T_);
-    facts_.push_back(SampleFacts::build(s.token_ids + b * T_, s.sentence_ids + b * T_, n, opt.special_ids, separator_tokens_));
+    facts_.push_back(SampleFacts::build(s.token_ids + b * T_, s.sentence_ids + b * T_, s.word_ids ? s.word_ids + b * T_ : nullptr, n,
+                                        opt.special_ids, separator_tokens_));
     const SampleFacts& f = facts_.back();
     *acc_.at(Stat::ValidPairs) += n * (n - 1) / 2;
     for (int64_t d = 1; d < n; ++d) distance_all[d] += n - d;

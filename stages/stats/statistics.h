@@ -12,6 +12,7 @@
 #include "stages/stats/head_statistics.h"
 #include "stages/stats/selection.h"
 #include "stages/stats/statistics_options.h"
+#include "stages/text/samples.h"
 
 namespace ctxsim {
 
@@ -24,13 +25,18 @@ at::Tensor context_similarity(const at::Tensor& vectors, const at::Tensor& valid
 // M_h = W_O[h] W_O[h]ᵀ from W_O split by head [H, d, hidden] → [H, d, d].
 at::Tensor projection_metric(const at::Tensor& o_by_head);
 
-// One batch of samples, row-major [B, T] as in SampleSet.
+// One batch of samples, row-major [B, T] as in SampleSet: every per-position fact a statistic
+// may read (SPEC §1), so that a new statistic reads it here and no caller changes.
 struct BatchSamples {
   const int32_t* token_ids = nullptr;
   const int16_t* sentence_ids = nullptr;
   const int16_t* n_valid = nullptr;
   int64_t batch = 0, seq_len = 0;
-  int64_t first = 0;  // sample id of row 0, for messages
+  int64_t first = 0;                  // sample id of row 0, for messages
+  const int16_t* word_ids = nullptr;  // nullptr: no word known (every position -1)
+
+  // Samples [first, first + count) of a sample set.
+  static BatchSamples of(const SampleSet& s, int64_t first, int64_t count);
 };
 
 // Per-sample results of a batch, [R, B, L, H] row-major.

@@ -28,6 +28,7 @@ TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vect
   const auto dev = acc_.device();
   const auto i64 = at::TensorOptions().dtype(at::kLong);
   at::Tensor token = at::full({B_, T_}, -1, i64), sentence = at::full({B_, T_}, -1, i64), special = at::zeros({B_, T_}, at::kBool);
+  at::Tensor word = at::full({B_, T_}, -1, i64);
   at::Tensor rank = at::zeros({B_, T_}, i64), rank_token = at::full({B_, T_}, -1, i64), n = at::zeros({B_}, i64);
   const std::vector<int64_t> tokens = separator_tokens(opt);
   at::Tensor seps = at::zeros({B_, T_, std::max<int64_t>(S_, 1)}, at::kDouble);
@@ -37,6 +38,7 @@ TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vect
     for (int64_t i = 0; i < f.n; ++i) {
       token[b][i] = f.token[size_t(i)];
       sentence[b][i] = f.sentence[size_t(i)];
+      word[b][i] = f.word[size_t(i)];
       special[b][i] = bool(f.special[size_t(i)]);
       rank[b][i] = f.rank[size_t(i)];
     }
@@ -56,7 +58,8 @@ TensorStatistics::TensorStatistics(const StatisticsOptions& opt, const std::vect
   // Index of pair (i, j) of head h in a layer's [H, T] distance histogram: h T + (j - i).
   const at::Tensor d = (pos.view({1, T_}) - pos.view({T_, 1})).clamp_min(0);
   distance_index_ = (at::arange(H_, i64).view({H_, 1, 1}) * T_ + d.view({1, T_, T_})).expand({B_, H_, T_, T_}).contiguous().to(dev);
-  token_ = token.to(dev), rank_ = rank.to(dev), rank_token_ = rank_token.to(dev), n_valid_ = n.to(dev), separators_ = seps.to(dev);
+  token_ = token.to(dev), word_ = word.to(dev), rank_ = rank.to(dev), rank_token_ = rank_token.to(dev), n_valid_ = n.to(dev),
+  separators_ = seps.to(dev);
   for (int64_t r = 0; r < R_; ++r)
     for (int64_t b = 0; b < B_; ++b) {
       const int64_t m = facts[size_t(b)].n;

@@ -42,7 +42,8 @@ class TensorStatistics {
   int64_t B_, H_ = 0, T_, L_, R_, S_;
   // Per batch, on the device: [B, T] ids, ranks and [B, 1, T, T] masks of pair kinds.
   at::Tensor token_, rank_, rank_token_, valid_pairs_, same_sentence_, eligible_, same_token_, distance_index_, separators_, n_valid_;
-  std::vector<int64_t> top_k_;                           // [R, B] k of top_fraction rules
+  at::Tensor word_;             // [B, T] whitespace word ids on the device, -1 for specials and past the valid positions
+  std::vector<int64_t> top_k_;  // [R, B] k of top_fraction rules
   at::Tensor anchor_token_, anchor_share_, high_pairs_;  // [R, B, L, H] on the device
   std::vector<at::Tensor> last_selection_;               // [R] of the last layer, [B, H, T, T] bool
 };
