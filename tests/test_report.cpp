@@ -13,7 +13,7 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/summary.h"
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 #include "pipeline/store/hdf5.h"
 #include "stages/base/error.h"
 #include "stages/figures/render.h"

@@ -12,7 +12,7 @@
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
@@ -44,7 +44,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   const std::vector<std::string> stores = stores_under(dir);
   const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
   std::ostringstream csv;
-  // Every row of the metric table (pipeline/store/metrics.h), then the per-token separator masses
+  // Every row of the metric table (stages/stats/metrics.h), then the per-token separator masses
   // and the head's top anchor.
   csv << "point,rule,layer,head,samples";
   for (const Metric& m : metrics()) csv << "," << m.name;

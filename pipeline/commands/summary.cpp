@@ -8,7 +8,7 @@
 
 #include "pipeline/commands/summary.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 
 #include "pipeline/job/config/head_list.h"
 #include "pipeline/store/segment_store.h"

@@ -15,7 +15,7 @@
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"

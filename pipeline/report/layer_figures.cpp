@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 
 namespace ctxsim::report {
 namespace {

@@ -1,6 +1,6 @@
 // The per-layer figures of one run or several, drawn once for both pages: the report passes its
 // one run, compare its several. One line per run for every row of the metric table that has a
-// per-layer view (pipeline/store/metrics.h: rows sharing a stem share a figure), against its
+// per-layer view (stages/stats/metrics.h: rows sharing a stem share a figure), against its
 // chance, with the lift beside a rate; the distance distribution per layer; the attention on each
 // separator token. Below report_figures and compare, and knows neither.
 #pragma once

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 #include "pipeline/store/store_reader.h"
 
 namespace ctxsim::report {

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "pipeline/report/layer_figures.h"
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 

@@ -4,13 +4,14 @@
 // that show it: a column of summary's per-layer table, a column of compare's table, a per-head
 // heatmap of the report, a per-layer line against its chance in the report and compare.
 // summary, collect, compare and the figures iterate the table; none keeps a list of its own, so
-// a statistic users see is a row here (docs/ARCHITECTURE.md: how to add a statistic).
+// a statistic users see is a row here, next to its schema row (docs/ARCHITECTURE.md: how to add
+// a statistic). No LibTorch, MPI or HDF5 here.
 #pragma once
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "pipeline/store/store_reader.h"
+#include "stages/stats/counts.h"
 
 namespace ctxsim {
 

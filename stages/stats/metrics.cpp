@@ -1,4 +1,4 @@
-#include "pipeline/store/metrics.h"
+#include "stages/stats/metrics.h"
 
 #include <iomanip>
 #include <sstream>
