@@ -482,12 +482,16 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
         const auto high_att = [&](int64_t i, int64_t j) { return std::max(a[b][h][i][j], a[b][h][j][i]) >= beta; };
         const auto same_sentence = [&](const Pair& p) { return sent[p.i] >= 0 && sent[p.i] == sent[p.j]; };
         const auto same_token = [&](const Pair& p) { return tok[p.i] == tok[p.j] && !special(tok[p.i]); };
+        const auto same_word = [&](const Pair& p) {
+          return s.word_ids && s.word_ids[b * T + p.i] >= 0 && s.word_ids[b * T + p.i] == s.word_ids[b * T + p.j];
+        };
         std::map<int32_t, int64_t> ends;
         for (const auto& p : sel) {
           ++acc.at(Stat::DistanceHist, int64_t(r))[(layer * H + h) * T + (p.j - p.i)];
           acc.at(Stat::SameSentence, int64_t(r))[layer * H + h] += same_sentence(p);
           acc.at(Stat::SentenceEligible, int64_t(r))[layer * H + h] += sent[p.i] >= 0 && sent[p.j] >= 0;
           acc.at(Stat::SameToken, int64_t(r))[layer * H + h] += same_token(p);
+          acc.at(Stat::SameWord, int64_t(r))[layer * H + h] += same_word(p);
           acc.at(Stat::InAttention, int64_t(r))[layer * H + h] += high_att(p.i, p.j);
           ++ends[tok[p.i]];
           ++ends[tok[p.j]];
@@ -543,6 +547,7 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
         *acc.at(Stat::SentenceEligibleAll) += sent[i] >= 0 && sent[j] >= 0;
         *acc.at(Stat::SameSentenceAll) += sent[i] >= 0 && sent[i] == sent[j];
         *acc.at(Stat::SameTokenAll) += tok[i] == tok[j] && !special(tok[i]);
+        *acc.at(Stat::SameWordAll) += s.word_ids && s.word_ids[b * T + i] >= 0 && s.word_ids[b * T + i] == s.word_ids[b * T + j];
       }
   }
 }

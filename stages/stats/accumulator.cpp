@@ -13,6 +13,7 @@ const std::array<StatInfo, kStatCount> kStatSchema = {{
     {Stat::SameSentence, "same_sentence", true, StatShape::LH, "selected pairs inside one sentence (count)"},
     {Stat::SentenceEligible, "sentence_eligible", true, StatShape::LH, "selected pairs whose two tokens both belong to a sentence (count)"},
     {Stat::SameToken, "same_token", true, StatShape::LH, "selected pairs of equal non-special token ids (count)"},
+    {Stat::SameWord, "same_word", true, StatShape::LH, "selected pairs inside one whitespace word (count)", false, 4},
     {Stat::InAttention, "in_attention", true, StatShape::LH, "selected pairs with max(A_ij, A_ji) >= attention_threshold (count)"},
     {Stat::AnchorPairs, "anchor_pairs", true, StatShape::LH, "selected pairs touching the sample's anchor token (count)"},
     {Stat::Noise, "noise", true, StatShape::LH, "selected pairs not same-sentence, not same-token, not touching the anchor (count)"},
@@ -27,6 +28,7 @@ const std::array<StatInfo, kStatCount> kStatSchema = {{
     {Stat::SentenceEligibleAll, "sentence_eligible_all", false, StatShape::Scalar,
      "valid pairs whose two tokens both belong to a sentence (count)"},
     {Stat::SameTokenAll, "same_token_all", false, StatShape::Scalar, "valid pairs of equal non-special token ids (count)"},
+    {Stat::SameWordAll, "same_word_all", false, StatShape::Scalar, "valid pairs inside one whitespace word (count)", false, 4},
     {Stat::HighAttentionAll, "high_attention_all", true, StatShape::LH,
      "valid pairs with max(A_ij, A_ji) >= the rule's attention threshold (count)"},
     {Stat::SeparatorMass, "separator_mass", true, StatShape::LH,
@@ -46,14 +48,18 @@ Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
     CTXSIM_CHECK(size_t(info.id) == i, std::string("kStatSchema is out of order at ") + info.name);
     StatField f;
     f.info = &info;
+    // (push_back, not assignment from a braced list: GCC 12 warns falsely on the latter here.)
+    const auto dims = [&](std::initializer_list<int64_t> d) {
+      for (int64_t x : d) f.dims.push_back(x);
+    };
     switch (info.shape) {
       case StatShape::Scalar: break;
-      case StatShape::T: f.dims = {T}; break;
-      case StatShape::L: f.dims = {L}; break;
-      case StatShape::LH: f.dims = {L, H}; break;
-      case StatShape::LHT: f.dims = {L, H, T}; break;
-      case StatShape::LHV: f.dims = {L, H, V}; break;
-      case StatShape::LHS: f.dims = {L, H, S}; break;
+      case StatShape::T: dims({T}); break;
+      case StatShape::L: dims({L}); break;
+      case StatShape::LH: dims({L, H}); break;
+      case StatShape::LHT: dims({L, H, T}); break;
+      case StatShape::LHV: dims({L, H, V}); break;
+      case StatShape::LHS: dims({L, H, S}); break;
     }
     f.size = 1;
     for (auto d : f.dims) f.size *= static_cast<size_t>(d);
@@ -116,12 +122,12 @@ std::vector<std::string> check_invariants(const Accumulator& a) {
       if (a.at(Stat::DistanceHist, r)[lh * s.seq_len] != 0) fail("distance_hist[0] is not 0", r, lh);
       const int64_t ss = a.at(Stat::SameSentence, r)[lh], el = a.at(Stat::SentenceEligible, r)[lh];
       if (!(ss <= el && el <= hp)) fail("same_sentence <= sentence_eligible <= high_pairs fails", r, lh);
-      if (a.at(Stat::SameToken, r)[lh] > hp || a.at(Stat::InAttention, r)[lh] > hp || a.at(Stat::Noise, r)[lh] > hp ||
-          a.at(Stat::AnchorPairs, r)[lh] > hp)
+      if (a.at(Stat::SameToken, r)[lh] > hp || a.at(Stat::SameWord, r)[lh] > hp || a.at(Stat::InAttention, r)[lh] > hp ||
+          a.at(Stat::Noise, r)[lh] > hp || a.at(Stat::AnchorPairs, r)[lh] > hp)
         fail("a count exceeds high_pairs", r, lh);
       if (ss > *a.at(Stat::SameSentenceAll) || el > *a.at(Stat::SentenceEligibleAll) ||
-          a.at(Stat::SameToken, r)[lh] > *a.at(Stat::SameTokenAll) || hp > *a.at(Stat::ValidPairs) ||
-          a.at(Stat::InAttention, r)[lh] > a.at(Stat::HighAttentionAll, r)[lh])
+          a.at(Stat::SameToken, r)[lh] > *a.at(Stat::SameTokenAll) || a.at(Stat::SameWord, r)[lh] > *a.at(Stat::SameWordAll) ||
+          hp > *a.at(Stat::ValidPairs) || a.at(Stat::InAttention, r)[lh] > a.at(Stat::HighAttentionAll, r)[lh])
         fail("a selected count exceeds its baseline", r, lh);
       for (int64_t d = 0; d < s.seq_len; ++d)
         if (a.at(Stat::DistanceHist, r)[lh * s.seq_len + d] > a.at(Stat::DistanceAll)[d]) fail("distance_hist exceeds distance_all", r, lh);

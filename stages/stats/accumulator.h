@@ -33,6 +33,7 @@ enum class Stat : uint8_t {
   SameSentence,
   SentenceEligible,
   SameToken,
+  SameWord,
   InAttention,
   AnchorPairs,
   Noise,
@@ -46,13 +47,14 @@ enum class Stat : uint8_t {
   SameSentenceAll,
   SentenceEligibleAll,
   SameTokenAll,
+  SameWordAll,
   // attention, per rule: a folded sweep may give each rule its own threshold and separators
   HighAttentionAll,
   SeparatorMass,
   // attention on each separator token (rule-independent); a rule's SeparatorMass is the sum of its tokens'
   SeparatorMassByToken,
 };
-inline constexpr size_t kStatCount = 20;
+inline constexpr size_t kStatCount = 22;
 
 enum class StatShape : uint8_t { Scalar, T, L, LH, LHT, LHV, LHS };
 

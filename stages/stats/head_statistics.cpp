@@ -283,6 +283,21 @@ struct HeadKernel::Typed {
     }
   }
 
+  // Selected pairs inside one whitespace word. A word's tokens are consecutive, so only the
+  // positions after i that share its word are looked at (in the mask, or the list of pairs).
+  void count_same_word(HeadCounts& h, bool dense) {
+    const int32_t* w = s.word.data();
+    int64_t same = 0;
+    if (dense) {
+      for (int64_t i = 0; i + 1 < n; ++i)
+        if (w[i] >= 0)
+          for (int64_t j = i + 1; j < n && w[j] == w[i]; ++j) same += mask_row(i)[j - i - 1];
+    } else {
+      for (uint32_t p : k.pairs_) same += w[p >> 16] >= 0 && w[p >> 16] == w[p & 0xffff];
+    }
+    h[Stat::SameWord] = same;
+  }
+
   // in_attention of the dense mask: the high-attention pairs that are selected.
   int64_t in_attention_of_mask() const {
     int64_t hits = 0;
@@ -384,8 +399,10 @@ void HeadKernel::run(const SampleFacts& s, int64_t T, const VectorsRef& vectors,
           if (t.select(rules[size_t(r)], dense_only, h[Stat::HighPairs])) {
             t.count_mask(h, out.distance_hist.data() + r * T);
             h[Stat::InAttention] = t.in_attention_of_mask();
+            t.count_same_word(h, true);
           } else {
             t.count_pairs(h, out.distance_hist.data() + r * T, a, ceil_to<AF>(betas[b]));
+            t.count_same_word(h, false);
           }
           // The rule's share of what the head measures once: its threshold's high-attention
           // pairs, its separators' mass, and whether it selected anything.

@@ -88,6 +88,16 @@ const std::vector<Metric>& metrics() {
             .summary(13, 2).compare("repetition lift", 2)
             .heatmap({"repetition_lift", "Repeated-token pairs: rate / chance per head", "lift (chance rate {chance})",
                       "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs", 0, 2}),
+        Row("same_word_rate", "same-word %", rate<S::SameWord, S::HighPairs>).share_of(pairs).against("same_word_chance", "same_word_lift")
+            .summary(12, 1).compare("same-word %", 1)
+            .heatmap({"same_word", "Same-word % of high-similarity pairs per head", "% inside one word (chance {chance})",
+                      "Share of selected pairs whose tokens are pieces of one whitespace word, per layer and head; chance {chance}", 0, 2})
+            .line({"same_word_by_layer", "same-word %", "% of selected pairs",
+                   "Pairs inside one whitespace word per layer: their share of the selected pairs against chance (dashed), and the lift",
+                   "same word"}),
+        Row("same_word_chance", "chance same-word %", chance_rate<S::SameWordAll, S::ValidPairs>).share_of(valid).chance_line("same word", 5),
+        Row("same_word_lift", "word lift", lift<S::SameWord, S::HighPairs, S::SameWordAll, S::ValidPairs>).summary(10, 2)
+            .compare("same-word lift", 2),
         Row("in_attention_rate", "in-attn %", rate<S::InAttention, S::HighPairs>).share_of(pairs).against("in_attention_chance")
             .summary(11, 1).compare("in-attention %", 1)
             .line({"attention_and_noise_by_layer", "selected pairs that are high-attention", "%",

@@ -106,6 +106,12 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
     for (int64_t i = 0; i < n; ++i)
       if (!f.special[size_t(i)]) ++per_rank[size_t(f.rank[size_t(i)])];
     for (int64_t c : per_rank) *acc_.at(Stat::SameTokenAll) += c * (c - 1) / 2;
+    for (int64_t i = 0; i < n;) {  // a word's tokens are consecutive: c of them make c (c - 1) / 2 pairs
+      int64_t j = i + 1;
+      while (j < n && f.word[size_t(i)] >= 0 && f.word[size_t(j)] == f.word[size_t(i)]) ++j;
+      *acc_.at(Stat::SameWordAll) += (j - i) * (j - i - 1) / 2;
+      i = j;
+    }
     for (size_t i = 0; i < in_sentence.size();) {
       size_t j = i;
       while (j < in_sentence.size() && in_sentence[j] == in_sentence[i]) ++j;

@@ -138,6 +138,8 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
     add(Stat::SameSentence, sum_pairs(S & same_sentence_));
     add(Stat::SentenceEligible, sum_pairs(S & eligible_));
     add(Stat::SameToken, sum_pairs(S & same_token_));
+    const at::Tensor wi = word_.view({B_, 1, T_, 1}), wj = word_.view({B_, 1, 1, T_});
+    add(Stat::SameWord, sum_pairs(S & (wi >= 0) & (wi == wj)));
     add(Stat::InAttention, sum_pairs(S & high_attention[size_t(rule.beta)]));
     add(Stat::HighAttentionAll, sum_pairs(high_attention[size_t(rule.beta)]));
     if (S_ > 0) {
