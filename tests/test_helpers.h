@@ -38,6 +38,9 @@ struct TempDir {
 
 }  // namespace ctxsim::test
 
+// A message (an exception's what(), a log) holds `part`; on failure the whole message is shown.
+#define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)
+
 // Skips the test (label integration: it reads the real data) when setup has not fetched it.
 #define CTXSIM_REQUIRE_DATA()                                                                          \
   if (!::ctxsim::test::data_available())                                                               \

@@ -9,8 +9,6 @@
 #include "stages/base/error.h"
 #include "test_helpers.h"
 
-#define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)
-
 namespace ctxsim {
 namespace {
 

@@ -19,8 +19,6 @@
 namespace ctxsim {
 namespace {
 
-#define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)
-
 using Vec = std::vector<double>;
 
 // ------------------------------------------------------------ the plain reference --------

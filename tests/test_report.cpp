@@ -13,11 +13,11 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/summary.h"
-#include "stages/stats/metrics.h"
 #include "pipeline/store/hdf5.h"
 #include "stages/base/error.h"
 #include "stages/figures/render.h"
 #include "stages/model/random_checkpoint.h"
+#include "stages/stats/metrics.h"
 #include "test_helpers.h"
 
 namespace fs = std::filesystem;
@@ -217,24 +217,15 @@ TEST_F(Report, EveryViewOfTheMetricTableIsShown) {
   };
   for (const Metric& m : metrics()) {
     EXPECT_NE(csv_header.find(std::string(",") + m.name), std::string::npos) << m.name << " is not a column of collect.csv";
-    if (m.summary.width > 0) {
-      EXPECT_NE(header.find(m.header), std::string::npos) << m.name << " is not in summary's table: " << header;
-    }
+    if (m.summary.width > 0) { EXPECT_NE(header.find(m.header), std::string::npos) << m.name << " is not in summary's table: " << header; }
     if (m.compare.header) {
-      EXPECT_NE(compare_html.find(std::string("<th>") + m.compare.header + "</th>"), std::string::npos) << m.name << " not in compare's table";
+      EXPECT_NE(compare_html.find(std::string("<th>") + m.compare.header + "</th>"), std::string::npos)
+          << m.name << " not in compare's table";
     }
-    if (m.heatmap.stem) {
-      EXPECT_TRUE(in_index(m.heatmap.stem)) << m.name << "'s heatmap " << m.heatmap.stem << " is not in the report";
-    }
-    if (m.line.stem) {
-      EXPECT_TRUE(in_index(m.line.stem)) << m.name << "'s per-layer figure " << m.line.stem << " is not in the report";
-    }
-    if (m.chance) {
-      EXPECT_NO_THROW(metric(m.chance)) << m.name;
-    }
-    if (m.lift) {
-      EXPECT_NO_THROW(metric(m.lift)) << m.name;
-    }
+    if (m.heatmap.stem) { EXPECT_TRUE(in_index(m.heatmap.stem)) << m.name << "'s heatmap " << m.heatmap.stem << " is not in the report"; }
+    if (m.line.stem) { EXPECT_TRUE(in_index(m.line.stem)) << m.name << "'s per-layer figure " << m.line.stem << " is not in the report"; }
+    if (m.chance) { EXPECT_NO_THROW(metric(m.chance)) << m.name; }
+    if (m.lift) { EXPECT_NO_THROW(metric(m.lift)) << m.name; }
   }
 }
 

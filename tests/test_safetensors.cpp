@@ -15,8 +15,6 @@
 namespace ctxsim {
 namespace {
 
-#define EXPECT_HAS(msg, part) EXPECT_NE(std::string(msg).find(part), std::string::npos) << "message: " << (msg)
-
 // A raw file: 8-byte length, the header text as given, then `data` bytes.
 std::string raw_file(const test::TempDir& dir, const std::string& name, const std::string& header, size_t data_bytes,
                      int64_t length_override = -1) {

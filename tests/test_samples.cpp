@@ -191,16 +191,16 @@ void expect_same_samples(const SampleSet& a, const SampleSet& b) {
 }
 
 BertTokenizer small_tokenizer() {
-  return BertTokenizer(Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a", "##s",
-                                           ".", ",", "e", "中"}),
-                       TokenizerOptions{});
+  return BertTokenizer(
+      Vocab::from_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a", "##s", ".", ",", "e", "中"}),
+      TokenizerOptions{});
 }
 
 // Sentences that give no token: controls, a lone combining accent (stripped), a zero-width
 // space (format character, cleaned), U+FFFD; and some that do, ASCII or not.
 const std::vector<std::string> kEdgeSentences = {
-    "\x01\x7f", "\xcc\x81", " \xcc\x81 \xcc\x81", "\xe2\x80\x8b", "\xef\xbf\xbd", "\t", "a", "\xc3\xa9", "x\xcc\x81",
-    "[SEP]", "\xe4\xb8\xad", "\x01a", "\xcc\x81\xe2\x80\x8b,"};
+    "\x01\x7f",  "\xcc\x81", " \xcc\x81 \xcc\x81", "\xe2\x80\x8b", "\xef\xbf\xbd",         "\t", "a", "\xc3\xa9",
+    "x\xcc\x81", "[SEP]",    "\xe4\xb8\xad",       "\x01a",        "\xcc\x81\xe2\x80\x8b,"};
 
 TEST(LazyDraw, YieldsTokensAgreesWithTheTokenizer) {
   BertTokenizer tok = small_tokenizer();
@@ -269,8 +269,8 @@ TEST(BrownSamples, RealCorpusDefaultDraw) {
   EXPECT_EQ(index.sentences, 57340);
   EXPECT_EQ(index.dropped, tc.dropped_sentences);
   expect_same_samples(draw_samples(corpus, index, lazy, o, SpecialIds::from(tok.vocab())), s);
-  for (const auto& [T, stride, mode] : {std::tuple{64, 3, WindowMode::Sentences}, std::tuple{512, 1, WindowMode::Sentences},
-                                        std::tuple{128, 1, WindowMode::Documents}}) {
+  for (const auto& [T, stride, mode] :
+       {std::tuple{64, 3, WindowMode::Sentences}, std::tuple{512, 1, WindowMode::Sentences}, std::tuple{128, 1, WindowMode::Documents}}) {
     SampleOptions other = o;
     other.seq_len = T;
     other.stride_sentences = stride;

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "expect_accumulators.h"
 #include "stages/base/error.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/stats/analysis.h"
@@ -400,12 +401,12 @@ TEST_F(BrownTiny, MergingHalvesEqualsOnePass) {
   const Accumulator all = accumulate(an, 0, 64, 8);
   Accumulator a = accumulate(an, 0, 32, 8);
   a.merge(accumulate(an, 32, 64, 8));
-  EXPECT_TRUE(a == all);
+  EXPECT_SAME_ACCUMULATORS(a, all);
 }
 
 TEST_F(BrownTiny, BatchSizeDoesNotChangeIntegerAggregates) {
   const Analysis an(*model64_, opt_, false);
-  EXPECT_TRUE(accumulate(an, 0, 49, 1) == accumulate(an, 0, 49, 7));
+  EXPECT_SAME_ACCUMULATORS(accumulate(an, 0, 49, 1), accumulate(an, 0, 49, 7));
 }
 
 TEST_F(BrownTiny, SparseAndDensePathsAgree) {
@@ -415,7 +416,8 @@ TEST_F(BrownTiny, SparseAndDensePathsAgree) {
   dense.rules.push_back(rule(kRel, 0.999));
   StatisticsOptions sparse = dense;
   sparse.dense_only = false;
-  EXPECT_TRUE(accumulate(Analysis(*model64_, sparse, false), 0, 40, 8) == accumulate(Analysis(*model64_, dense, false), 0, 40, 8));
+  EXPECT_SAME_ACCUMULATORS(accumulate(Analysis(*model64_, sparse, false), 0, 40, 8),
+                           accumulate(Analysis(*model64_, dense, false), 0, 40, 8));
 }
 
 TEST_F(BrownTiny, ProjectedVectorsGiveSoundStatistics) {
@@ -574,12 +576,7 @@ TEST_F(BrownTiny, KernelsMatchAPlainImplementationOfTheSpecCountForCount) {
       stats.add_layer(o.layer, o.context, o.attention);
       reference_layer(opt, bs, o.layer, o.context.contiguous(), o.attention.contiguous(), ref);
     });
-    for (const auto& f : fast.fields()) {
-      const size_t n = f.size * size_t(f.per_rule() ? fast.shape().rules : 1);
-      const std::vector<int64_t> a(fast.buffer().begin() + long(f.offset), fast.buffer().begin() + long(f.offset + n));
-      const std::vector<int64_t> b(ref.buffer().begin() + long(f.offset), ref.buffer().begin() + long(f.offset + n));
-      EXPECT_EQ(a, b) << f.name();
-    }
+    EXPECT_SAME_ACCUMULATORS(fast, ref);
     EXPECT_GT(fast.at(Stat::HighPairs, 3)[0], 0);
     EXPECT_EQ(fast.at(Stat::HighPairs, 5)[0], 0);
   }
@@ -608,12 +605,7 @@ TEST_F(BrownTiny, TensorPathMatchesTheKernelsCountForCount) {
   }
   const int64_t* d = device_acc.data_ptr<int64_t>();
   for (size_t i = 0; i < tensors.buffer().size(); ++i) tensors.buffer()[i] += d[i];
-  for (const auto& f : kernels.fields()) {
-    const size_t n = f.size * size_t(f.per_rule() ? kernels.shape().rules : 1);
-    const std::vector<int64_t> x(kernels.buffer().begin() + long(f.offset), kernels.buffer().begin() + long(f.offset + n));
-    const std::vector<int64_t> y(tensors.buffer().begin() + long(f.offset), tensors.buffer().begin() + long(f.offset + n));
-    EXPECT_EQ(x, y) << f.name();
-  }
+  EXPECT_SAME_ACCUMULATORS(kernels, tensors);
   EXPECT_GT(kernels.at(Stat::HighPairs, 3)[0], 0);
   EXPECT_TRUE(check_invariants(tensors).empty());
   // The stored selection of an example: the same matrix from both paths.
@@ -643,7 +635,7 @@ TEST_F(BrownTiny, ThreadCountDoesNotChangeResults) {
   at::set_num_threads(2);
   const Accumulator two = accumulate(an, 0, 24, 8);
   at::set_num_threads(threads);
-  EXPECT_TRUE(one == two);
+  EXPECT_SAME_ACCUMULATORS(one, two);
 }
 
 // Random models tie massively in float32: every similarity equal. The counting path must still

@@ -12,12 +12,12 @@
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
 #include "pipeline/store/hdf5.h"
-#include "stages/stats/metrics.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/stats/metrics.h"
 
 namespace fs = std::filesystem;
 

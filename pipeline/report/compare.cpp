@@ -15,7 +15,6 @@
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/store/hdf5.h"
-#include "stages/stats/metrics.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
@@ -24,6 +23,7 @@
 #include "stages/base/files.h"
 #include "stages/figures/figure.h"
 #include "stages/figures/render.h"
+#include "stages/stats/metrics.h"
 
 namespace fs = std::filesystem;
 

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "stages/stats/metrics.h"
 #include "pipeline/store/store_reader.h"
+#include "stages/stats/metrics.h"
 
 namespace ctxsim::report {
 

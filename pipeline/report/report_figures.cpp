@@ -14,9 +14,9 @@
 #include <set>
 
 #include "pipeline/report/layer_figures.h"
-#include "stages/stats/metrics.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/stats/metrics.h"
 
 #include "stages/figures/render.h"
 #include "stages/stats/rollout.h"

@@ -184,27 +184,29 @@ SampleSet draw_windows(const std::vector<int32_t>& sentences_per_document, const
 }  // namespace
 
 SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SpecialIds& special) {
-  return draw_windows(sentence_counts(corpus), o, [&](const SampleSource& src, int32_t* tok, int16_t* sent, int16_t* word, int16_t& n_valid) {
-    return build_window(corpus.documents[size_t(src.document)], src.sentence, o.seq_len, special, tok, sent, word, n_valid);
-  });
+  return draw_windows(
+      sentence_counts(corpus), o, [&](const SampleSource& src, int32_t* tok, int16_t* sent, int16_t* word, int16_t& n_valid) {
+        return build_window(corpus.documents[size_t(src.document)], src.sentence, o.seq_len, special, tok, sent, word, n_valid);
+      });
 }
 
 SampleSet draw_samples(const Corpus& corpus, const SentenceIndex& index, BertTokenizer& tokenizer, const SampleOptions& o,
                        const SpecialIds& special) {
   CTXSIM_CHECK(index.kept.size() == corpus.documents.size(), "draw_samples: the sentence index is of another corpus");
   TokenizedDocument window;  // the window's sentences, tokenized until they fill it
-  return draw_windows(sentence_counts(index), o, [&](const SampleSource& src, int32_t* tok, int16_t* sent, int16_t* word, int16_t& n_valid) {
-    const auto& kept = index.kept[size_t(src.document)];
-    const auto& texts = corpus.documents[size_t(src.document)].sentences;
-    window.sentences.clear();
-    int64_t tokens = 0;
-    for (size_t k = size_t(src.sentence); k < kept.size() && tokens < o.seq_len - 2; ++k) {
-      Encoding e = tokenizer.encode(texts[size_t(kept[k])]);
-      tokens += static_cast<int64_t>(e.ids.size());
-      window.sentences.push_back(TokenizedSentence{std::move(e.ids), std::move(e.word_ids), e.num_words});
-    }
-    return build_window(window, 0, o.seq_len, special, tok, sent, word, n_valid);
-  });
+  return draw_windows(sentence_counts(index), o,
+                      [&](const SampleSource& src, int32_t* tok, int16_t* sent, int16_t* word, int16_t& n_valid) {
+                        const auto& kept = index.kept[size_t(src.document)];
+                        const auto& texts = corpus.documents[size_t(src.document)].sentences;
+                        window.sentences.clear();
+                        int64_t tokens = 0;
+                        for (size_t k = size_t(src.sentence); k < kept.size() && tokens < o.seq_len - 2; ++k) {
+                          Encoding e = tokenizer.encode(texts[size_t(kept[k])]);
+                          tokens += static_cast<int64_t>(e.ids.size());
+                          window.sentences.push_back(TokenizedSentence{std::move(e.ids), std::move(e.word_ids), e.num_words});
+                        }
+                        return build_window(window, 0, o.seq_len, special, tok, sent, word, n_valid);
+                      });
 }
 
 }  // namespace ctxsim
