@@ -50,7 +50,7 @@ case "$CASE" in
     contains "$out" "(2 array tasks)"
     wait_idle 240
     for p in "samples.seed=3" "samples.seed=4"; do
-      s=$("$CTXSIM" status "$TMP/out/seeds/$p/store.h5" 2>&1)
+      s=$("$CTXSIM" status "$TMP/out/seeds/$p/store.h5" 2>/dev/null)
       [[ $s == complete* ]] || fail "point $p: $s"
     done
     ls "$TMP"/out/seeds/ctxsim-*_0.log "$TMP"/out/seeds/ctxsim-*_1.log > /dev/null || fail "one log per point expected"

@@ -110,9 +110,9 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
     d.beta = h5::get_attr_double(h5::open_group(file, "stats/attention"), "attention_threshold");
   }
   std::vector<hsize_t> sdims;
-  d.tokens = read_checked<int32_t>(file, store, "samples/token_ids", H5T_NATIVE_INT32, {-1, T}, &sdims);
+  d.tokens = read_checked<int32_t>(file, store, "samples/token_ids", {-1, T}, &sdims);
   const long long N = (long long)sdims[0];
-  d.n_valid = read_checked<int16_t>(file, store, "samples/n_valid", H5T_NATIVE_INT16, {N});
+  d.n_valid = read_checked<int16_t>(file, store, "samples/n_valid", {N});
   // Validity is by position: a sample's first n_valid positions; it indexes every matrix.
   for (size_t i = 0; i < d.n_valid.size(); ++i)
     if (d.n_valid[i] < 0 || d.n_valid[i] > d.T)
@@ -120,7 +120,7 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
           store,
           "/samples/n_valid[" + std::to_string(i) + "] is " + std::to_string(d.n_valid[i]) + ", outside 0 … T = " + std::to_string(d.T),
           kDamagedStoreFix);
-  d.example_ids = read_checked<int64_t>(file, store, "examples/sample_ids", H5T_NATIVE_INT64, {-1}, &dims);
+  d.example_ids = read_checked<int64_t>(file, store, "examples/sample_ids", {-1}, &dims);
   const long long E = (long long)dims[0];
   for (auto id : d.example_ids)
     if (id < 0 || id >= N)
@@ -140,7 +140,7 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
                             want, [](hsize_t x) { return std::to_string(x); }, ",") +
                         "] (examples, " + (want.size() == 6 ? "rules, " : "") + "layers, heads, T, T)",
                     kDamagedStoreFix);
-      h5::check_readable(ds, std::string(name) == "examples/selected" ? H5T_NATIVE_UINT8 : h5::float16_type().get());
+      h5::check_readable(ds, std::string(name) == "examples/selected" ? h5::Element<uint8_t>::memory() : h5::float16_type().get());
     }
   }
   d.run = fs::path(store).parent_path().filename().string();
@@ -171,7 +171,7 @@ Example load_example(hid_t file, const StoreData& d, size_t e) {
   }
   x.attention = read_half_slice(file, "examples/attention", e);
   x.similarity = read_half_slice(file, "examples/similarity", e);
-  x.selected = read_slice<uint8_t>(file, "examples/selected", H5T_NATIVE_UINT8, e, d.rule_index);
+  x.selected = read_slice<uint8_t>(file, "examples/selected", h5::Element<uint8_t>::memory(), e, d.rule_index);
   return x;
 }
 

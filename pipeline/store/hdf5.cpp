@@ -65,6 +65,28 @@ void Id::reset() {
   id_ = -1;
 }
 
+Id open_parallel(const std::string& path, MPI_Comm comm, bool create) {
+  const Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+  CTXSIM_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
+  // All ranks make the same metadata calls, so the metadata cache may be flushed collectively.
+  CTXSIM_H5(H5Pset_all_coll_metadata_ops(fapl, true));
+  CTXSIM_H5(H5Pset_coll_metadata_write(fapl, true));
+  if (create) return Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose, ("create " + path).c_str());
+  return Id(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl), H5Fclose, ("open " + path).c_str());
+}
+
+Id collective_transfer() {
+  Id x(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
+  CTXSIM_H5(H5Pset_dxpl_mpio(x, H5FD_MPIO_COLLECTIVE));
+  return x;
+}
+
+Id independent_transfer() {
+  Id x(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
+  CTXSIM_H5(H5Pset_dxpl_mpio(x, H5FD_MPIO_INDEPENDENT));
+  return x;
+}
+
 Id float16_type() {
   Id t(H5Tcopy(H5T_IEEE_F32LE), H5Tclose, "H5Tcopy");
   CTXSIM_H5(H5Tset_fields(t, 15, 10, 5, 0, 10));

@@ -2,6 +2,7 @@
 // a ctxsim::Error carrying HDF5's own error stack. Parallel rules are in store.cpp.
 #pragma once
 #include <hdf5.h>
+#include <mpi.h>
 
 #include <cstdint>
 #include <string>
@@ -58,6 +59,15 @@ class Id {
 // main leaves without running exit handlers when this is true.
 bool file_close_failed();
 
+// A store file through MPI-IO on `comm`, created (truncating) or opened read-write, with the
+// parallel rules of store.cpp: every rank makes the same metadata calls, so metadata reads and
+// the cache's writes are collective. Collective. The one opener of the run's and the
+// segmentation's stores.
+Id open_parallel(const std::string& path, MPI_Comm comm, bool create);
+// Transfer properties of collective and of independent MPI-IO writes.
+Id collective_transfer();
+Id independent_transfer();
+
 // IEEE binary16 (HDF5 1.10 has no predefined one); h5py reads it as float16. Use it as both
 // file and memory type so that stored bits are not converted.
 Id float16_type();
@@ -106,6 +116,47 @@ Id fixed_string_type(size_t width);
 // `values` laid out for fixed_string_type(width): each NUL-padded (or cut) to width bytes.
 std::string pack_strings(const std::vector<std::string>& values, size_t width);
 
+// The HDF5 types of a C++ element type (HighFive's H5Easy): the little-endian type ctxsim stores
+// and the native type it reads and writes. The typed helpers below take the type from the data;
+// only float16 (IEEE binary16 bits in uint16_t, float16_type()) is spelled by hand.
+template <class T>
+struct Element;
+template <>
+struct Element<int16_t> {
+  static hid_t file() { return H5T_STD_I16LE; }
+  static hid_t memory() { return H5T_NATIVE_INT16; }
+};
+template <>
+struct Element<int32_t> {
+  static hid_t file() { return H5T_STD_I32LE; }
+  static hid_t memory() { return H5T_NATIVE_INT32; }
+};
+template <>
+struct Element<int64_t> {
+  static hid_t file() { return H5T_STD_I64LE; }
+  static hid_t memory() { return H5T_NATIVE_INT64; }
+};
+template <>
+struct Element<uint8_t> {
+  static hid_t file() { return H5T_STD_U8LE; }
+  static hid_t memory() { return H5T_NATIVE_UINT8; }
+};
+template <>
+struct Element<char> {  // bytes of text (the vocabulary)
+  static hid_t file() { return H5T_STD_U8LE; }
+  static hid_t memory() { return H5T_NATIVE_UINT8; }
+};
+template <>
+struct Element<float> {
+  static hid_t file() { return H5T_IEEE_F32LE; }
+  static hid_t memory() { return H5T_NATIVE_FLOAT; }
+};
+template <>
+struct Element<double> {
+  static hid_t file() { return H5T_IEEE_F64LE; }
+  static hid_t memory() { return H5T_NATIVE_DOUBLE; }
+};
+
 // A dataset of `type` and `dims`, chunked along the first dimension when chunk_rows > 0,
 // with a `description` attribute.
 Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const std::string& description,
@@ -121,5 +172,24 @@ void write_all(hid_t ds, hid_t mem_type, const void* data, hid_t dxpl = H5P_DEFA
 std::vector<hsize_t> dims_of(hid_t ds);
 template <class T>
 std::vector<T> read_all(hid_t parent, const std::string& name, hid_t mem_type);
+
+// The same, the element type from the C++ type.
+template <class T>
+Id create_dataset(hid_t parent, const std::string& name, const std::vector<hsize_t>& dims, const std::string& description,
+                  hsize_t chunk_rows = 0) {
+  return create_dataset(parent, name, Element<T>::file(), dims, description, chunk_rows);
+}
+template <class T>
+void write_slab(hid_t ds, const T* data, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count, hid_t dxpl = H5P_DEFAULT) {
+  write_slab(ds, Element<T>::memory(), data, start, count, dxpl);
+}
+template <class T>
+void write_none(hid_t ds, hid_t dxpl) {
+  write_none(ds, Element<T>::memory(), dxpl);
+}
+template <class T>
+std::vector<T> read_all(hid_t parent, const std::string& name) {
+  return read_all<T>(parent, name, Element<T>::memory());
+}
 
 }  // namespace ctxsim::h5

@@ -36,9 +36,9 @@ class Scales {
   void numbers(hid_t group, const std::string& name, hsize_t n, const std::string& description, std::vector<int64_t> values = {}) {
     if (values.empty())
       for (hsize_t i = 0; i < n; ++i) values.push_back(int64_t(i));
-    const h5::Id ds = make(group, name, H5T_STD_I64LE, n, description, name);
+    const h5::Id ds = make(group, name, h5::Element<int64_t>::file(), n, description, name);
     if (n == 0) return;  // no storage: MPI-IO refuses even an empty collective write
-    h5::write_slab(ds, H5T_NATIVE_INT64, values.data(), {0}, {writer_ ? n : 0}, dxpl_);
+    h5::write_slab(ds, values.data(), {0}, {writer_ ? n : 0}, dxpl_);
   }
   // A coordinate of strings of at most `width` bytes (UTF-8); values empty: written later.
   void strings(hid_t group, const std::string& name, hsize_t n, size_t width, const std::string& description,
@@ -52,7 +52,7 @@ class Scales {
   }
   // A dimension without values (netCDF: a dimension that is not a variable).
   void bare(hid_t group, const std::string& name, hsize_t n, const std::string& description) {
-    make(group, name, H5T_STD_U8LE, n, description, h5::dimension_without_values(n));
+    make(group, name, h5::Element<uint8_t>::file(), n, description, h5::dimension_without_values(n));
   }
   // Names the axes of group's dataset `name` by the group's scales `dims`, in order.
   static void attach(hid_t group, const std::string& name, const std::vector<std::string>& dims) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/store/store.h"
+#include "pipeline/store/store_layout.h"
 
 namespace ctxsim {
 

@@ -33,21 +33,8 @@ std::string utc_now() {
 }
 
 Store::Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, bool create)
-    : path_(path), layout_(layout), rank_(rank) {
-  const h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
-  CTXSIM_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-  // All ranks make the same metadata calls, so the metadata cache may be flushed collectively.
-  CTXSIM_H5(H5Pset_all_coll_metadata_ops(fapl, true));
-  CTXSIM_H5(H5Pset_coll_metadata_write(fapl, true));
-  if (create)
-    file_ = h5::Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose, ("create " + path).c_str());
-  else
-    file_ = h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl), H5Fclose, ("open " + path).c_str());
-  collective_ = h5::Id(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
-  CTXSIM_H5(H5Pset_dxpl_mpio(collective_, H5FD_MPIO_COLLECTIVE));
-  independent_ = h5::Id(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "H5Pcreate");
-  CTXSIM_H5(H5Pset_dxpl_mpio(independent_, H5FD_MPIO_INDEPENDENT));
-}
+    : path_(path), layout_(layout), rank_(rank), file_(h5::open_parallel(path, comm, create)), collective_(h5::collective_transfer()),
+      independent_(h5::independent_transfer()) {}
 
 Store Store::open(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout) {
   return Store(path, comm, rank, layout, false);
@@ -71,18 +58,19 @@ double free_bytes_at(const std::string& path) {
 
 void create_samples(hid_t file, hsize_t N, hsize_t T) {
   const h5::Id g = h5::create_group(file, "samples");
-  h5::create_dataset(g, "token_ids", H5T_STD_I32LE, {N, T}, "WordPiece ids of each sample, [CLS] … [SEP] then [PAD]", 1024);
-  h5::create_dataset(g, "sentence_ids", H5T_STD_I16LE, {N, T}, "sentence index within the sample; -1 for [CLS], [SEP], [PAD]", 1024);
-  h5::create_dataset(g, "word_ids", H5T_STD_I16LE, {N, T}, "whitespace word index within the sample; -1 for specials", 1024);
-  h5::create_dataset(g, "n_valid", H5T_STD_I16LE, {N}, "valid positions (the first n_valid are not [PAD])", 4096);
-  h5::create_dataset(g, "source", H5T_STD_I32LE, {N, 2}, "(document index, first sentence index) of the window", 4096);
-  h5::create_dataset(g, "candidate", H5T_STD_I64LE, {N}, "index of the window among all candidates (SPEC §1 draw)", 4096);
+  h5::create_dataset<int32_t>(g, "token_ids", {N, T}, "WordPiece ids of each sample, [CLS] … [SEP] then [PAD]", 1024);
+  h5::create_dataset<int16_t>(g, "sentence_ids", {N, T}, "sentence index within the sample; -1 for [CLS], [SEP], [PAD]", 1024);
+  h5::create_dataset<int16_t>(g, "word_ids", {N, T}, "whitespace word index within the sample; -1 for specials", 1024);
+  h5::create_dataset<int16_t>(g, "n_valid", {N}, "valid positions (the first n_valid are not [PAD])", 4096);
+  h5::create_dataset<int32_t>(g, "source", {N, 2}, "(document index, first sentence index) of the window", 4096);
+  h5::create_dataset<int64_t>(g, "candidate", {N}, "index of the window among all candidates (SPEC §1 draw)", 4096);
 }
 
 void create_per_sample(hid_t file, hsize_t R, hsize_t N, hsize_t L, hsize_t H) {
   const h5::Id g = h5::create_group(file, "per_sample");
   const hsize_t rows = std::max<hsize_t>(1, std::min<hsize_t>(N, 256));
-  const auto slab = [&](const char* name, hid_t type, const char* d) {
+  const auto slab = [&](const char* name, auto element, const char* d) {
+    const hid_t type = h5::Element<decltype(element)>::file();
     // Chunks cover [1, rows, L, H]: one work unit per rule writes whole chunks.
     const h5::Id space(H5Screate_simple(4, std::vector<hsize_t>{R, N, L, H}.data(), nullptr), H5Sclose, "H5Screate");
     const h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
@@ -94,20 +82,19 @@ void create_per_sample(hid_t file, hsize_t R, hsize_t N, hsize_t L, hsize_t H) {
     const h5::Id ds(H5Dcreate2(g, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose, name);
     h5::set_attr(ds, "description", std::string(d));
   };
-  slab("anchor_token", H5T_STD_I32LE, "[rule, sample, layer, head] anchor token id (-1: no selected pair)");
-  slab("anchor_share", H5T_IEEE_F32LE, "[rule, sample, layer, head] anchor endpoint count / (2 x selected pairs)");
-  slab("high_pairs", H5T_STD_I32LE, "[rule, sample, layer, head] selected pairs");
+  slab("anchor_token", int32_t{}, "[rule, sample, layer, head] anchor token id (-1: no selected pair)");
+  slab("anchor_share", float{}, "[rule, sample, layer, head] anchor endpoint count / (2 x selected pairs)");
+  slab("high_pairs", int32_t{}, "[rule, sample, layer, head] selected pairs");
 }
 
 void create_examples(hid_t file, hsize_t E, hsize_t R, hsize_t L, hsize_t H, hsize_t T) {
   const h5::Id g = h5::create_group(file, "examples");
-  h5::create_dataset(g, "sample_ids", H5T_STD_I64LE, {E}, "sample ids of the examples");
+  h5::create_dataset<int64_t>(g, "sample_ids", {E}, "sample ids of the examples");
   const h5::Id f16 = h5::float16_type();
   h5::create_dataset(g, "attention", f16, {E, L, H, T, T}, "[example, layer, head, i, j] attention A_ij (float16)", 1);
   h5::create_dataset(g, "similarity", f16, {E, L, H, T, T},
                      "[example, layer, head, i, j] context similarity C_ij, diagonal and [PAD] 0 (float16)", 1);
-  h5::create_dataset(g, "selected", H5T_STD_U8LE, {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected",
-                     1);
+  h5::create_dataset<uint8_t>(g, "selected", {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected", 1);
 }
 
 // /stats with a group per rule, the baselines and attention groups, and every statistic's
@@ -129,9 +116,9 @@ void create_stats(hid_t file, const StoreLayout& layout) {
     std::vector<hsize_t> d;
     for (auto x : f.dims) d.push_back(hsize_t(x));
     if (f.per_rule()) {
-      for (const auto& r : layout.rules) h5::create_dataset(h5::open_group(g, r.name()), f.name(), H5T_STD_I64LE, d, f.info->description);
+      for (const auto& r : layout.rules) h5::create_dataset<int64_t>(h5::open_group(g, r.name()), f.name(), d, f.info->description);
     } else {
-      h5::create_dataset(h5::open_group(g, "baseline"), f.name(), H5T_STD_I64LE, d, f.info->description);
+      h5::create_dataset<int64_t>(h5::open_group(g, "baseline"), f.name(), d, f.info->description);
     }
   }
 }
@@ -226,27 +213,27 @@ void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
   const h5::Id g = h5::open_group(file_, "samples");
   const bool me = rank_ == 0;
   const hsize_t N = hsize_t(s.size()), T = hsize_t(s.seq_len);
-  const auto put = [&](const char* n, hid_t type, const void* data, std::vector<hsize_t> count) {
+  const auto put = [&](const char* n, const auto* data, std::vector<hsize_t> count) {
     const h5::Id ds(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n);
     if (!me)
       for (auto& c : count) c = 0;
-    h5::write_slab(ds, type, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
+    h5::write_slab(ds, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
   };
-  put("token_ids", H5T_NATIVE_INT32, s.token_ids.data(), {N, T});
-  put("sentence_ids", H5T_NATIVE_INT16, s.sentence_ids.data(), {N, T});
-  put("word_ids", H5T_NATIVE_INT16, s.word_ids.data(), {N, T});
-  put("n_valid", H5T_NATIVE_INT16, s.n_valid.data(), {N});
+  put("token_ids", s.token_ids.data(), {N, T});
+  put("sentence_ids", s.sentence_ids.data(), {N, T});
+  put("word_ids", s.word_ids.data(), {N, T});
+  put("n_valid", s.n_valid.data(), {N});
   std::vector<int32_t> src;
   for (const auto& x : s.source) {
     src.push_back(x.document);
     src.push_back(x.sentence);
   }
-  put("source", H5T_NATIVE_INT32, src.data(), {N, 2});
-  put("candidate", H5T_NATIVE_INT64, s.candidate.data(), {N});
+  put("source", src.data(), {N, 2});
+  put("candidate", s.candidate.data(), {N});
   const h5::Id vg = h5::open_group(file_, "vocab");
-  const h5::Id ds = h5::create_dataset(vg, "text", H5T_STD_U8LE, {hsize_t(vocab_text.size())},
-                                       "the vocab.txt bytes (UTF-8, one token per line; the line number is the id)");
-  h5::write_slab(ds, H5T_NATIVE_UINT8, vocab_text.data(), {0}, {me ? hsize_t(vocab_text.size()) : 0}, collective_);
+  const h5::Id ds = h5::create_dataset<uint8_t>(vg, "text", {hsize_t(vocab_text.size())},
+                                                "the vocab.txt bytes (UTF-8, one token per line; the line number is the id)");
+  h5::write_slab(ds, vocab_text.data(), {0}, {me ? hsize_t(vocab_text.size()) : 0}, collective_);
 }
 
 void Store::write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token, const std::vector<float>& anchor_share,
@@ -255,13 +242,13 @@ void Store::write_per_sample(int64_t first, int64_t count, const std::vector<int
     const h5::Id g = h5::open_group(file_, "per_sample");
     const std::vector<hsize_t> start = {0, hsize_t(first), 0, 0};
     const std::vector<hsize_t> cnt = {hsize_t(layout_.rules.size()), hsize_t(count), hsize_t(layout_.layers), hsize_t(layout_.heads)};
-    const auto put = [&](const char* n, hid_t type, const void* data) {
+    const auto put = [&](const char* n, const auto* data) {
       const h5::Id ds(H5Dopen2(g, n, H5P_DEFAULT), H5Dclose, n);
-      h5::write_slab(ds, type, data, start, count == 0 ? std::vector<hsize_t>{0, 0, 0, 0} : cnt, collective_);
+      h5::write_slab(ds, data, start, count == 0 ? std::vector<hsize_t>{0, 0, 0, 0} : cnt, collective_);
     };
-    put("anchor_token", H5T_NATIVE_INT32, anchor_token.data());
-    put("anchor_share", H5T_NATIVE_FLOAT, anchor_share.data());
-    put("high_pairs", H5T_NATIVE_INT32, high_pairs.data());
+    put("anchor_token", anchor_token.data());
+    put("anchor_share", anchor_share.data());
+    put("high_pairs", high_pairs.data());
   });
 }
 
@@ -275,9 +262,9 @@ void Store::write_example(int64_t e, const std::vector<uint16_t>& attention, con
     const h5::Id f16 = h5::float16_type();
     h5::write_slab(open("attention"), f16, attention.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, independent_);
     h5::write_slab(open("similarity"), f16, similarity.data(), {hsize_t(e), 0, 0, 0, 0}, {1, L, H, T, T}, independent_);
-    h5::write_slab(open("selected"), H5T_NATIVE_UINT8, selected.data(), {hsize_t(e), 0, 0, 0, 0, 0}, {1, R, L, H, T, T}, independent_);
+    h5::write_slab(open("selected"), selected.data(), {hsize_t(e), 0, 0, 0, 0, 0}, {1, R, L, H, T, T}, independent_);
     const int64_t id = layout_.examples.at(size_t(e));
-    h5::write_slab(open("sample_ids"), H5T_NATIVE_INT64, &id, {hsize_t(e)}, {1}, independent_);
+    h5::write_slab(open("sample_ids"), &id, {hsize_t(e)}, {1}, independent_);
   });
 }
 
@@ -292,12 +279,12 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
       for (auto x : f.dims) count.push_back(rank_ == 0 ? hsize_t(x) : 0);
       if (count.empty()) {  // a scalar: the whole dataspace or nothing
         if (rank_ == 0)
-          CTXSIM_H5(H5Dwrite(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, collective_, data));
+          CTXSIM_H5(H5Dwrite(ds, h5::Element<int64_t>::memory(), H5S_ALL, H5S_ALL, collective_, data));
         else
-          h5::write_none(ds, H5T_NATIVE_INT64, collective_);
+          h5::write_none<int64_t>(ds, collective_);
         return;
       }
-      h5::write_slab(ds, H5T_NATIVE_INT64, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
+      h5::write_slab(ds, data, std::vector<hsize_t>(count.size(), 0), count, collective_);
     };
     for (const auto& f : acc.fields()) {
       if (f.per_rule()) {
@@ -334,7 +321,7 @@ void Store::finish(const std::string& finished, double seconds) {
 }
 
 std::vector<std::string> store_vocab(hid_t file) {
-  const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text", H5T_NATIVE_UINT8);
+  const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text");
   if (h5::has_attr(file, "vocab_sha256") && h5::get_attr_string(file, "vocab_sha256") != sha256_bytes(bytes.data(), bytes.size()))
     h5::damaged(
         file, "/vocab/text does not match the vocabulary's SHA-256 written with it (vocab_sha256): the file changed after ctxsim wrote it");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/store_layout.h"
 #include "stages/base/error.h"
 #include "stages/stats/accumulator.h"
 #include "stages/stats/selection.h"
@@ -25,17 +26,6 @@ namespace ctxsim {
 // whatever the version says (no downgrade by editing it).
 constexpr int64_t kStoreLayoutVersion = 3;
 inline int64_t store_schema_version() { return std::max(kStoreLayoutVersion, statistics_schema_version()); }
-
-struct StoreLayout {
-  int64_t samples = 0, seq_len = 0, layers = 0, heads = 0, vocab = 0;
-  std::vector<SelectionRule> rules;
-  std::vector<int64_t> examples;  // sample ids with full matrices
-  std::vector<StatField> fields;  // the accumulator's fields: their datasets exist from creation
-};
-
-// About how many bytes a store of this layout takes on disk (its datasets are allocated at
-// creation).
-double store_bytes(const StoreLayout& layout);
 
 // Root attributes written at creation (the rest, like finished and complete, at the end).
 struct StoreAttributes {

@@ -12,8 +12,8 @@
 
 namespace ctxsim {
 template <class T>
-std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, hid_t mem_type,
-                            const std::vector<long long>& shape, std::vector<hsize_t>* dims_out) {
+std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, const std::vector<long long>& shape,
+                            std::vector<hsize_t>* dims_out) {
   if (!h5::exists(file, path)) throw Error(store, "missing dataset /" + path, kDamagedStoreFix);
   const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
   const auto dims = h5::dims_of(ds);
@@ -28,15 +28,15 @@ std::vector<T> read_checked(hid_t file, const std::string& store, const std::str
   }
   if (dims_out) *dims_out = dims;
   const size_t parent = path.rfind('/');
-  if (parent == std::string::npos) return h5::read_all<T>(file, path, mem_type);
-  return h5::read_all<T>(h5::open_group(file, path.substr(0, parent)), path.substr(parent + 1), mem_type);
+  if (parent == std::string::npos) return h5::read_all<T>(file, path);
+  return h5::read_all<T>(h5::open_group(file, path.substr(0, parent)), path.substr(parent + 1));
 }
 
-template std::vector<int64_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&,
+template std::vector<int64_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
                                            std::vector<hsize_t>*);
-template std::vector<int32_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&,
+template std::vector<int32_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
                                            std::vector<hsize_t>*);
-template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, hid_t, const std::vector<long long>&,
+template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
                                            std::vector<hsize_t>*);
 
 size_t StoreStats::rule_index(const std::string& rule) const {
@@ -102,7 +102,7 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
       const std::string path = (f.per_rule() ? "stats/" + out.rules[size_t(r)] : std::string("stats/baseline")) + "/" + f.name();
       // A store older than a statistic lacks it (and its digest leaves it out): read as zeros.
       if (version < f.info->since) continue;
-      const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, H5T_NATIVE_INT64, want);
+      const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, want);
       std::copy(v.begin(), v.end(), out.acc.at(f.info->id, r));
     }
   }
