@@ -626,7 +626,7 @@ f.close()" || fail "crafting $1"
       read -r -a args <<< "$bad"
       one_error "" timeout 60 "$CTXSIM" bench-model "${args[@]}" --dtype float32 --batch 1
     done
-    one_error "exceeds the model's max_position_embeddings" "$CTXSIM" bench-model --preset bert-tiny --seq-len 1000 --dtype float32
+    one_error "exceed the model's max_position_embeddings" "$CTXSIM" bench-model --preset bert-tiny --seq-len 1000 --dtype float32
     out=$(timeout 120 "$CTXSIM" bench-model --preset bert-tiny --seq-len 16 --batch 1 --dtype float32 --threads 4096 --seconds 0.2 2>&1) \
       || fail "bench-model --threads 4096: $out"
     contains "$out" "warning: --threads=4096 is more than 4 per core"

@@ -208,10 +208,10 @@ f.close()" || fail "crafting $name"
     # Each job refuses the other's store, whether complete or not.
     "$CTXSIM" run configs/default.yaml model.path=models/brown-bert samples.num_samples=8 output.dir="$TMP/s" > "$TMP/o" 2> "$TMP/e" \
       && fail "run took a segmentation store for its own"
-    contains "$(cat "$TMP/e")" "holds a segmentation store ('ctxsim segment'), and this is 'ctxsim run'"
+    contains "$(cat "$TMP/e")" "holds the store of 'ctxsim segment', and this is 'ctxsim run'"
     "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 output.dir="$TMP/r" > "$TMP/o" 2> "$TMP/e" \
       && fail "segment took a run store for its own"
-    contains "$(cat "$TMP/e")" "holds a run's store ('ctxsim run'), and this is 'ctxsim segment'"
+    contains "$(cat "$TMP/e")" "holds the store of 'ctxsim run', and this is 'ctxsim segment'"
     # A model is every file that decides its outputs: a changed tokenizer_config.json is another model.
     cp -r models/brown-bert "$TMP/model"
     seg "$TMP/t" model.path="$TMP/model"

@@ -106,10 +106,8 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   // A real checkpoint (--model), or random weights in memory: speed does not depend on their values.
   const bool real = !a.model.empty();
   const BertConfig c = real ? BertConfig::load(a.model + "/config.json") : BertConfig::preset(a.preset);
-  if (a.seq_len > c.max_position_embeddings)
-    throw Error("--seq-len " + std::to_string(a.seq_len),
-                "exceeds the model's max_position_embeddings (" + std::to_string(c.max_position_embeddings) + ")",
-                "use at most " + std::to_string(c.max_position_embeddings));
+  if (const std::string problem = c.positions_problem(a.seq_len); !problem.empty())
+    throw Error("--seq-len " + std::to_string(a.seq_len), problem, "use at most " + std::to_string(c.max_position_embeddings));
   // A batch's attention maps (scores, probabilities, the statistics' copy) must fit in memory.
   const int64_t largest = *std::max_element(a.batches.begin(), a.batches.end());
   const double need = 3.0 * 8 * double(largest) * double(c.num_heads) * double(a.seq_len) * double(a.seq_len);
@@ -143,8 +141,8 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
           << "), so LibTorch would emulate it\n";
       continue;
     }
-    const TransformerEncoder m = real ? TransformerEncoder::load(a.model, parse_dtype(dt), nullptr, device)
-                                      : TransformerEncoder::from_tensors(c, tensors, parse_dtype(dt), device);
+    const TransformerEncoder m = real ? TransformerEncoder::load(a.model, parse_dtype(dt, "--dtype"), nullptr, device)
+                                      : TransformerEncoder::from_tensors(c, tensors, parse_dtype(dt, "--dtype"), device);
     for (int64_t B : a.batches) {
       const Rates r = time_batch(m, rules, B, a.seq_len, a.seconds);
       out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(24) << cell(r.plain) << std::setw(24) << cell(r.handed_out)

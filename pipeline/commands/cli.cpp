@@ -13,6 +13,7 @@
 #include "pipeline/report/compare.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
+#include "stages/base/limits.h"
 
 namespace ctxsim {
 namespace {
@@ -234,7 +235,7 @@ std::vector<Subcommand> model_commands(Args& a) {
              ->delimiter(',')
              ->check(CLI::IsMember({"float32", "bfloat16", "float64"}));
          s.add_option("--seq-len", a.bench.seq_len, "tokens per sample (at most the model's max_position_embeddings)")
-             ->check(whole_in(2, 65535))
+             ->check(whole_in(kSeqLen.lo, kSeqLen.hi))
              ->capture_default_str();
          s.add_option("--threads", a.bench.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores")
              ->check(whole_in(0, kMaxThreadsOption));

@@ -124,7 +124,7 @@ int cmd_model_info(const ModelInfoArgs& a, std::ostream& out) {
   if (a.dump.empty() != a.ids.empty())
     throw Error(a.dump.empty() ? "--ids" : "--dump-heads", "--dump-heads and --ids go together", "give both, or neither");
   LoadReport r;
-  const TransformerEncoder m = TransformerEncoder::load(a.dir, parse_dtype(a.dtype), &r);
+  const TransformerEncoder m = TransformerEncoder::load(a.dir, parse_dtype(a.dtype, "--dtype"), &r);
   const BertConfig& c = m.config();
   const FamilySpec& f = m.family();
   out << "model:       " << a.dir << "\n"

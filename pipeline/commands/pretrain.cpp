@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/commands/run_units.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
@@ -27,7 +28,6 @@
 #include "pipeline/job/dist/rounds.h"
 #include "pipeline/job/dist/signals.h"
 #include "pipeline/job/dist/work_units.h"
-#include "pipeline/job/durable/run_lock.h"
 #include "pipeline/job/durable/train_checkpoint.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
@@ -80,10 +80,10 @@ std::vector<StepRow> parse_history(const std::string& text, const std::string& p
 }
 
 // ---------------------------------------------------------------------- plan --------------
+// Pretraining's outputs and resume state, beside the shell's plan (which holds the lock).
 struct TrainPlan {
   Config config;
   std::string config_path, identity, checkpoint_path, model_out, init_out;
-  std::unique_ptr<RunLock> lock;              // rank 0 owns output.dir while training
   std::optional<TrainCheckpoint> checkpoint;  // rank 0, when resuming
   int64_t steps_done = 0;                     // every rank
 };
@@ -124,34 +124,30 @@ void check_training_config(const Config& c, int ranks) {
         "lower pretrain.warmup_steps (BERT warms up over about 1% to 10% of the steps)");
 }
 
-TrainPlan plan_training(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
+// On every rank, inside the shell's checks.
+TrainPlan train_plan(const JobPlan& job, int ranks) {
   TrainPlan p;
-  p.config_path = config_path;
-  on_every_rank(world, [&] {
-    Config& c = p.config;
-    c = load_config(config_path, overrides);
-    check_paths(c);
-    check_training_config(c, world.size());
-    p.identity = identity_yaml(c, JobKind::Pretrain);
-    p.checkpoint_path = train_checkpoint_path(c.output.dir);
-    p.model_out = c.pretrain.model_out.empty() ? (fs::path(c.output.dir) / "model").string() : c.pretrain.model_out;
-    p.init_out = c.pretrain.init_out.empty() ? (fs::path(c.output.dir) / "init").string() : c.pretrain.init_out;
-    if (same_path(p.model_out, p.init_out))
-      throw Error(c.where("pretrain.init_out"),
-                  "'" + p.init_out +
-                      "' is the folder of pretrain.model_out too: the step-0 weights and the "
-                      "trained ones would overwrite each other",
-                  "give pretrain.init_out and pretrain.model_out different folders (or leave both unset)");
-  });
+  const Config& c = p.config = job.config;
+  p.config_path = job.config_path;
+  check_training_config(c, ranks);
+  p.identity = job.identity;
+  p.checkpoint_path = train_checkpoint_path(c.output.dir);
+  p.model_out = c.pretrain.model_out.empty() ? (fs::path(c.output.dir) / "model").string() : c.pretrain.model_out;
+  p.init_out = c.pretrain.init_out.empty() ? (fs::path(c.output.dir) / "init").string() : c.pretrain.init_out;
+  if (same_path(p.model_out, p.init_out))
+    throw Error(c.where("pretrain.init_out"),
+                "'" + p.init_out +
+                    "' is the folder of pretrain.model_out too: the step-0 weights and the "
+                    "trained ones would overwrite each other",
+                "give pretrain.init_out and pretrain.model_out different folders (or leave both unset)");
   return p;
 }
 
-// Rank 0: the lock, then whether a checkpoint of this config is there to resume.
+// Rank 0, under the shell's lock: whether a checkpoint of this config is there to resume.
 void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
   on_every_rank(world, [&] {
     if (world.rank() != 0) return;
     const Config& c = p.config;
-    p.lock = std::make_unique<RunLock>(c.output.dir, c.where("output.dir"));
     if (c.output.overwrite) return;
     p.checkpoint = read_train_checkpoint(p.checkpoint_path);
     if (!p.checkpoint) return;
@@ -198,7 +194,7 @@ SampleSet windows_of(const Config& c, const TokenizedCorpus& corpus, DocumentSpl
   o.documents = {split, c.corpus.heldout_every};
   o.num_samples = count;
   o.seed = stream(c, kEvalMasks);
-  return build_samples(corpus, o, special);
+  return at_config_keys(c, [&] { return build_samples(corpus, o, special); });
 }
 
 TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
@@ -423,14 +419,21 @@ class TrainingSteps final : public UnitWork {
 
 }  // namespace
 
-int cmd_pretrain(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
-  const Stopwatch clock;
-  MpiSession::ensure();
-  MpiComm world(MPI_COMM_WORLD);
-  set_log_rank(world.rank(), world.size());
-  const StopSignals stop;
-  TrainPlan plan = plan_training(world, config_path, overrides);
+namespace {
+
+class PretrainJob : public Job {
+ public:
+  void check(const JobPlan& job, MpiComm& world) override { plan_ = train_plan(job, world.size()); }
+  int execute(MpiComm& world, JobPlan& job, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) override;
+
+ private:
+  TrainPlan plan_;
+};
+
+int PretrainJob::execute(MpiComm& world, JobPlan& job, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) {
+  TrainPlan& plan = plan_;
   const Config& c = plan.config;
+  const std::string& config_path = job.config_path;
   const int threads = configure_threads(c.runtime.threads, world.local_size());
   if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty()) log_info(note);
   log_info(version_string() + "; pretrain " + config_path + "; " + std::to_string(world.size()) + " rank(s) x " + std::to_string(threads) +
@@ -498,6 +501,13 @@ int cmd_pretrain(const std::string& config_path, const std::vector<std::string>&
     out << "held-out masked-LM loss " << history.back().heldout_loss << " (unigram baseline " << data.unigram_loss << "), accuracy "
         << 100 * history.back().heldout_accuracy << "% (unigram baseline " << 100 * data.unigram_accuracy << "%)\n";
   return kExitOk;
+}
+
+}  // namespace
+
+int cmd_pretrain(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
+  PretrainJob job;
+  return run_in_shell(JobKind::Pretrain, config_path, overrides, job, out);
 }
 
 }  // namespace ctxsim

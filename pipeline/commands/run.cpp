@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/commands/job_plan.h"
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/commands/run_units.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
@@ -39,46 +39,16 @@ namespace fs = std::filesystem;
 namespace ctxsim {
 namespace {
 
-std::string sha256_of(const std::string& s) { return sha256_bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
-
 // ------------------------------------------------------------------------ plan ------------
-// The config, where the run writes, and what to do with what is there: decided by rank 0, the
-// same for everyone.
-struct RunPlan {
-  enum Mode : int64_t { Create = 0, Resume = 1, AlreadyDone = 2 };
-  Config config;
-  std::string config_path, model_dir, identity, identity_hash, store_path, progress_path;
-  Mode mode = Create;
-  std::optional<Checkpoint> checkpoint;  // rank 0, when resuming
-  std::unique_ptr<RunLock> lock;         // rank 0: the run owns output.dir until it ends
-  at::Device device = at::kCPU;          // where this rank computes (runtime.device)
-};
-
-RunPlan plan_run(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
-  RunPlan p;
-  p.config_path = config_path;
-  on_every_rank(world, [&] {
-    Config& c = p.config;
-    c = load_config(config_path, overrides);
-    check_paths(c);
-    p.model_dir = model_dir(c);
-    if (p.model_dir.empty())
-      throw Error(c.where("model.path"), "a run needs a model",
-                  "set model.path to a Hugging Face BERT folder (scripts/setup.sh makes data/models/bert-base-seed0) or model.name");
-    p.device = compute_device(name_of(c.runtime.device), world.local_rank(), c.where("runtime.device"));
-    if (c.output.report && !figures_available())
-      throw Error(c.where("output.report"), "this ctxsim was built without figures (-DCTXSIM_FIGURES=OFF), so it cannot write the report",
-                  "set output.report=false (make the report elsewhere with 'ctxsim report'), or reconfigure with -DCTXSIM_FIGURES=ON");
-    // A dtype the CPU would only emulate stops the run here.
-    require_native_dtype(c.model.dtype, c.where("model.dtype"), p.device.is_cpu());
-    p.identity = identity_yaml(c);
-    p.identity_hash = sha256_of(p.identity);
-    p.store_path = (fs::path(c.output.dir) / "store.h5").string();
-    p.progress_path = checkpoint_path(p.store_path);
-  });
-  p.mode = RunPlan::Mode(
-      agree_store_mode(world, p.config, JobKind::Run, {p.store_path, p.progress_path, p.identity_hash}, p.lock, p.checkpoint));
-  return p;
+// What a run checks in its config beyond the shell's checks, and where this rank computes.
+at::Device run_device(const Config& c, MpiComm& world) {
+  const at::Device device = compute_device(name_of(c.runtime.device), world.local_rank(), c.where("runtime.device"));
+  if (c.output.report && !figures_available())
+    throw Error(c.where("output.report"), "this ctxsim was built without figures (-DCTXSIM_FIGURES=OFF), so it cannot write the report",
+                "set output.report=false (make the report elsewhere with 'ctxsim report'), or reconfigure with -DCTXSIM_FIGURES=ON");
+  // A dtype the CPU would only emulate stops the run here.
+  require_native_dtype(c.model.dtype, c.where("model.dtype"), device.is_cpu());
+  return device;
 }
 
 // --------------------------------------------------------------- the early load ------------
@@ -133,6 +103,7 @@ EarlyLoad start_early_load(const Config& c) {
 // ---------------------------------------------------------------------- inputs ------------
 struct RunInputs {
   int threads = 0;
+  at::Device device = at::kCPU;  // where this rank computes (runtime.device)
   PreparedSamples prepared;
   std::optional<BertTokenizer> tokenizer;
   std::optional<TransformerEncoder> model;
@@ -144,11 +115,7 @@ struct RunInputs {
 
 void check_inputs(const Config& c, RunInputs& in) {
   const BertConfig& mc = in.model->config();
-  if (c.samples.seq_len > mc.max_position_embeddings)
-    throw Error(c.where("samples.seq_len"),
-                std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
-                    std::to_string(mc.max_position_embeddings) + ")",
-                "lower samples.seq_len");
+  check_positions(c, mc.max_position_embeddings);
   check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
   for (int64_t e : c.statistics.examples) {
     if (e >= in.prepared.samples.size())
@@ -159,8 +126,9 @@ void check_inputs(const Config& c, RunInputs& in) {
   }
 }
 
-RunInputs load_inputs(MpiComm& world, const RunPlan& p, EarlyLoad early) {
+RunInputs load_inputs(MpiComm& world, const JobPlan& p, at::Device device, EarlyLoad early) {
   RunInputs in;
+  in.device = device;
   const Config& c = p.config;
   on_every_rank(world, [&] {
     if (fault_here("setup", world.rank()))
@@ -168,14 +136,14 @@ RunInputs load_inputs(MpiComm& world, const RunPlan& p, EarlyLoad early) {
     in.threads = configure_threads(c.runtime.threads, world.local_size());
     if (const std::string note = thread_cap_note(c.runtime.threads, in.threads, "runtime.threads"); !note.empty()) log_info(note);
     log_info(version_string() + "; config " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
-             std::to_string(in.threads) + " thread(s), " + device_name(p.device) + "; " + configure_compute_libraries().describe() +
+             std::to_string(in.threads) + " thread(s), " + device_name(device) + "; " + configure_compute_libraries().describe() +
              "; idle threads: " + openmp_wait_policy());
     // The weights load (and, for a new store, are hashed) while the corpus is read and the
     // samples drawn: the three are independent, and together they are most of the start-up.
     // They may have started before MPI (the early load).
-    const bool early_model = early.model.valid() && p.device.is_cpu() && early.model_dir == p.model_dir;
-    std::future<LoadedModel> loading = early_model ? std::move(early.model) : load_weights(p.model_dir, c.model.dtype, p.device);
-    if (p.mode == RunPlan::Create && world.rank() == 0)
+    const bool early_model = early.model.valid() && device.is_cpu() && early.model_dir == p.model_dir;
+    std::future<LoadedModel> loading = early_model ? std::move(early.model) : load_weights(p.model_dir, c.model.dtype, device);
+    if (p.mode == StoreMode::Create && world.rank() == 0)
       in.weights_sha256 = early_model && early.weights_sha256.valid() ? std::move(early.weights_sha256) : hash_weights(p.model_dir);
     in.tokenizer.emplace(make_tokenizer(c));
     in.prepared = prepare_samples(c, *in.tokenizer);
@@ -208,21 +176,20 @@ struct RunState {
   int64_t generation = 0;  // of the resume state last written
 };
 
-StoreAttributes store_attributes(MpiComm& world, const RunPlan& p, RunInputs& in, const std::string& vocab_path,
+StoreAttributes store_attributes(MpiComm& world, const JobPlan& p, RunInputs& in, const std::string& vocab_path,
                                  const std::string& vocab_text, const Communicator& reducer) {
   std::string model_sha256;  // rank 0 hashed the weights while the inputs loaded
   on_every_rank(world, [&] {
     if (world.rank() == 0) model_sha256 = in.weights_sha256.get();
   });
-  StoreAttributes a = job_attributes(world, p.config, JobKind::Run,
-                                     {p.config_path, p.identity, p.model_dir, model_sha256, vocab_path, vocab_text,
-                                      in.prepared.corpus_sha256, in.prepared.documents, in.threads});
+  StoreAttributes a =
+      job_attributes(world, p, {model_sha256, vocab_path, vocab_text, in.prepared.corpus_sha256, in.prepared.documents, in.threads});
   a.vector_kind = name_of(p.config.model.vector);
-  a.devices = std::to_string(world.size()) + " x " + (p.device.is_cpu() ? "cpu" : "cuda") + ", reductions over " + reducer.name();
+  a.devices = std::to_string(world.size()) + " x " + (in.device.is_cpu() ? "cpu" : "cuda") + ", reductions over " + reducer.name();
   return a;
 }
 
-RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& analysis, const Communicator& reducer) {
+RunState open_store(MpiComm& world, const JobPlan& p, RunInputs& in, const Analysis& analysis, const Communicator& reducer) {
   const Config& c = p.config;
   const SampleSet& samples = in.prepared.samples;
   const BertConfig& mc = in.model->config();
@@ -232,7 +199,7 @@ RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& a
   st.done.assign(st.units.size(), 0);
   const StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads,
                            mc.vocab_size,  c.selection,     in.examples,   st.acc.fields()};
-  if (p.mode == RunPlan::Resume) {
+  if (p.mode == StoreMode::Resume) {
     if (world.rank() == 0) {
       CTXSIM_CHECK(p.checkpoint->done.size() == st.units.size() && p.checkpoint->acc.size() == st.acc.buffer().size(),
                    "resume state does not match the plan");
@@ -260,7 +227,7 @@ RunState open_store(MpiComm& world, RunPlan& p, RunInputs& in, const Analysis& a
 
 // ---------------------------------------------------------------------- finish ------------
 // Invariants, the aggregates, timings and the complete flag; the resume state goes.
-void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunState& st, const RoundTimes& rounds, const AnalysisUnits& work,
+void finish_store(MpiComm& world, const JobPlan& p, const RunInputs& in, RunState& st, const RoundTimes& rounds, const AnalysisUnits& work,
                   const Stopwatch& clock, int64_t n_samples) {
   std::string bad;
   if (world.rank() == 0) {
@@ -297,39 +264,26 @@ void finish_store(MpiComm& world, const RunPlan& p, const RunInputs& in, RunStat
   log_info(work.batch_times().describe() + " (rank 0)");
 }
 
-// The report of a finished run (rank 0); its store is complete whatever happens here.
-void write_run_report(const RunPlan& p) { write_job_report(p.config, p.store_path); }
+// ------------------------------------------------------------------------- job ------------
+class RunJob : public Job {
+ public:
+  explicit RunJob(EarlyLoad early) : early_(std::move(early)) {}
+  void check(const JobPlan& plan, MpiComm& world) override { device_ = run_device(plan.config, world); }
+  int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) override;
 
-}  // namespace
+ private:
+  EarlyLoad early_;
+  at::Device device_ = at::kCPU;
+};
 
-namespace {
-
-int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out, EarlyLoad early) {
-  const Stopwatch clock;
-  MpiSession::ensure();
-  MpiComm world(MPI_COMM_WORLD);
-  set_log_rank(world.rank(), world.size());
-  const StopSignals stop;
-  RunPlan plan = plan_run(world, config_path, overrides);
-  const h5::FileScope scope(plan.store_path);  // HDF5's errors from here on name the store
-  if (plan.mode == RunPlan::AlreadyDone) {
-    if (world.rank() != 0) return kExitOk;
-    // A run killed while it wrote its report left the store complete and no page: make it now.
-    if (plan.config.output.report && !fs::exists(fs::path(plan.config.output.dir) / "report.html")) {
-      log_info(plan.store_path + " is already complete for this config, but its report is missing: writing it");
-      write_run_report(plan);
-    } else {
-      log_info(plan.store_path + " is already complete for this config; its summary:");
-    }
-    return print_summary(plan.store_path, SummaryOptions{}, out);
-  }
+int RunJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream&) {
   // GPU float32 matmuls: full precision unless model.tf32 (TF32 rounds inputs to a 10-bit mantissa).
   at::globalContext().setAllowTF32CuBLAS(plan.config.model.tf32);
   at::globalContext().setAllowTF32CuDNN(plan.config.model.tf32);
-  RunInputs in = load_inputs(world, plan, std::move(early));
+  RunInputs in = load_inputs(world, plan, device_, std::move(early_));
   // The large reductions: NCCL on GPU ranks of a build with it (CTXSIM_CUDA), else MPI.
   std::unique_ptr<Communicator> nccl;
-  on_every_rank(world, [&] { nccl = make_reduction_comm(world, plan.device.is_cuda()); });
+  on_every_rank(world, [&] { nccl = make_reduction_comm(world, device_.is_cuda()); });
   Communicator& reducer = nccl ? *nccl : static_cast<Communicator&>(world);
 
   const Analysis analysis(*in.model, in.options, plan.config.model.vector == HeadVector::Projected);
@@ -341,17 +295,12 @@ int run_job(const std::string& config_path, const std::vector<std::string>& over
   const RoundOptions options{plan.config.runtime.flush_units, plan.config.runtime.flush_seconds};
   const RoundTimes times = run_rounds(world, st.units, st.done, options, work, stop, progress);
   finish_store(world, plan, in, st, times, work, clock, samples.size());
-  if (world.rank() != 0) return kExitOk;
+  return kExitOk;  // the shell makes the report once the model and samples are freed
+}
 
-  if (plan.config.output.report) {
-    // The report reads the store: the model and the samples are done with (without a report,
-    // the process ends sooner than freeing them would take).
-    in.model.reset();
-    in.prepared = PreparedSamples{};
-    malloc_trim(0);
-    write_run_report(plan);
-  }
-  return print_summary(plan.store_path, SummaryOptions{}, out);
+int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out, EarlyLoad early) {
+  RunJob job(std::move(early));
+  return run_in_shell(JobKind::Run, config_path, overrides, job, out);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/commands/job_plan.h"
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/commands/run_units.h"
 #include "pipeline/commands/segment_inputs.h"
 #include "pipeline/job/config/inputs.h"
@@ -35,39 +35,15 @@ namespace ctxsim {
 namespace {
 
 // ------------------------------------------------------------------------ plan ------------
-struct SegmentPlan {
-  Config config;
-  std::string config_path, model_dir, identity, identity_hash, store_path, progress_path;
-  StoreMode mode = StoreMode::Create;
-  std::optional<Checkpoint> checkpoint;
-  std::unique_ptr<RunLock> lock;
-};
-
-SegmentPlan plan_segment(MpiComm& world, const std::string& config_path, const std::vector<std::string>& overrides) {
-  SegmentPlan p;
-  p.config_path = config_path;
-  on_every_rank(world, [&] {
-    Config& c = p.config;
-    c = load_config(config_path, overrides);
-    check_paths(c);
-    p.model_dir = model_dir(c);
-    if (p.model_dir.empty())
-      throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face BERT or DistilBERT folder");
-    require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
-    // What segment does not do is said, not skipped.
-    if (!c.sweep.empty())
-      throw Error(c.where("sweep"), "segment runs one configuration; a sweep: section is for 'ctxsim run' and 'ctxsim submit'",
-                  "remove the sweep: section and run each point with its overrides ('ctxsim sweep CONFIG' lists them)");
-    if (c.runtime.device == Device::Cuda)
-      throw Error(c.where("runtime.device"), "segment runs its model on the CPU (GPU ranks are for 'ctxsim run')",
-                  "set runtime.device=cpu (or auto)");
-    p.identity = identity_yaml(c, JobKind::Segment);
-    p.identity_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(p.identity.data()), p.identity.size());
-    p.store_path = (fs::path(c.output.dir) / "store.h5").string();
-    p.progress_path = checkpoint_path(p.store_path);
-  });
-  p.mode = agree_store_mode(world, p.config, JobKind::Segment, {p.store_path, p.progress_path, p.identity_hash}, p.lock, p.checkpoint);
-  return p;
+// What segment does not do is said, not skipped.
+void check_segment_config(const Config& c) {
+  require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
+  if (!c.sweep.empty())
+    throw Error(c.where("sweep"), "segment runs one configuration; a sweep: section is for 'ctxsim run' and 'ctxsim submit'",
+                "remove the sweep: section and run each point with its overrides ('ctxsim sweep CONFIG' lists them)");
+  if (c.runtime.device == Device::Cuda)
+    throw Error(c.where("runtime.device"), "segment runs its model on the CPU (GPU ranks are for 'ctxsim run')",
+                "set runtime.device=cpu (or auto)");
 }
 
 // ---------------------------------------------------------------------- inputs ------------
@@ -81,7 +57,7 @@ struct SegmentInputs {
   int32_t window = 0;
 };
 
-SegmentInputs load_segment_inputs(MpiComm& world, const SegmentPlan& p) {
+SegmentInputs load_segment_inputs(MpiComm& world, const JobPlan& p) {
   SegmentInputs in;
   const Config& c = p.config;
   on_every_rank(world, [&] {
@@ -127,16 +103,16 @@ std::vector<SegmentDocumentInfo> document_infos(const Benchmark& b) {
   return out;
 }
 
-StoreAttributes segment_attributes(MpiComm& world, const SegmentPlan& p, const SegmentInputs& in) {
+StoreAttributes segment_attributes(MpiComm& world, const JobPlan& p, const SegmentInputs& in) {
   const Config& c = p.config;
   std::string model_sha256;
   on_every_rank(world, [&] {
     if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
   });
   const std::string vocab = vocab_path(c);
-  StoreAttributes a = job_attributes(world, c, JobKind::Segment,
-                                     {p.config_path, p.identity, p.model_dir, model_sha256, vocab, read_file_bytes(vocab, kMaxVocabBytes),
-                                      in.text.corpus_sha256, int64_t(in.text.corpus.documents.size()), in.threads});
+  StoreAttributes a = job_attributes(world, p,
+                                     {model_sha256, vocab, read_file_bytes(vocab, kMaxVocabBytes), in.text.corpus_sha256,
+                                      int64_t(in.text.corpus.documents.size()), in.threads});
   a.vector_kind = "context";
   a.devices = std::to_string(world.size()) + " x cpu";
   return a;
@@ -198,24 +174,15 @@ class SegmentUnits final : public UnitWork {
 
 }  // namespace
 
-int cmd_segment(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
-  const Stopwatch clock;
-  MpiSession::ensure();
-  MpiComm world(MPI_COMM_WORLD);
-  set_log_rank(world.rank(), world.size());
-  const StopSignals stop;
-  SegmentPlan plan = plan_segment(world, config_path, overrides);
-  const h5::FileScope scope(plan.store_path);  // HDF5's errors from here on name the store
-  if (plan.mode == StoreMode::AlreadyDone) {
-    if (world.rank() != 0) return kExitOk;
-    if (plan.config.output.report && !fs::exists(fs::path(plan.config.output.dir) / "report.html")) {
-      log_info(plan.store_path + " is already complete for this config, but its report is missing: writing it");
-      write_job_report(plan.config, plan.store_path);
-    } else {
-      log_info(plan.store_path + " is already complete for this config; its summary:");
-    }
-    return print_summary(plan.store_path, SummaryOptions{}, out);
-  }
+namespace {
+
+class SegmentJob : public Job {
+ public:
+  void check(const JobPlan& plan, MpiComm&) override { check_segment_config(plan.config); }
+  int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) override;
+};
+
+int SegmentJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream&) {
   SegmentInputs in = load_segment_inputs(world, plan);
   const SegmentLayout layout = segment_layout(in);
   std::vector<WorkUnit> units = make_units(layout.documents, 1);
@@ -255,8 +222,14 @@ int cmd_segment(const std::string& config_path, const std::vector<std::string>& 
   timing << "done: " << layout.documents << " documents in " << clock.seconds() << " s on " << world.size() << " rank(s) (compute "
          << times.compute << " s on rank 0); wrote " << plan.store_path;
   log_info(timing.str());
-  if (plan.config.output.report) write_job_report(plan.config, plan.store_path);
-  return print_summary(plan.store_path, SummaryOptions{}, out);
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_segment(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
+  SegmentJob job;
+  return run_in_shell(JobKind::Segment, config_path, overrides, job, out);
 }
 
 }  // namespace ctxsim

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "pipeline/job/config/inputs.h"
 #include "stages/base/error.h"
 #include "stages/segment/encode.h"
 
@@ -101,11 +102,7 @@ segment::DocumentResult benchmark_document(const Config& c, const Benchmark& ben
 }
 
 int32_t segment_window(const Config& c, const BertConfig& model) {
-  if (c.samples.seq_len > model.max_position_embeddings)
-    throw Error(c.where("samples.seq_len"),
-                std::to_string(c.samples.seq_len) + " exceeds the model's max_position_embeddings (" +
-                    std::to_string(model.max_position_embeddings) + ")",
-                "lower samples.seq_len (the window segment encodes documents in)");
+  check_positions(c, model.max_position_embeddings);
   return int32_t(c.samples.seq_len);
 }
 

@@ -8,6 +8,7 @@
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/limits.h"
 #include "stages/stats/accumulator.h"
 
 namespace ctxsim {
@@ -48,7 +49,7 @@ size_t StoreStats::rule_index(const std::string& rule) const {
 namespace {
 
 // Extents a reader accepts before it allocates anything (far above any model or sample).
-constexpr int64_t kMaxLayersOrHeads = 4096, kMaxRules = 4096, kMaxSeparators = 4096, kMaxVocab = int64_t(1) << 24;
+constexpr int64_t kMaxLayersOrHeads = kLayersOrHeads.hi, kMaxRules = 4096, kMaxSeparators = 4096, kMaxVocab = int64_t(1) << 24;
 
 int64_t extent(hid_t file, const std::string& store, const std::string& path, size_t rank, size_t axis, int64_t lo, int64_t hi) {
   if (!h5::exists(file, path)) throw Error(store, "missing dataset /" + path, kDamagedStoreFix);
@@ -82,7 +83,7 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
   const std::string first = "stats/" + out.rules[0] + "/";
   StatsShape shape;
   shape.rules = int64_t(out.rules.size());
-  shape.seq_len = extent(file, store, "stats/baseline/distance_all", 1, 0, 2, 65535);
+  shape.seq_len = extent(file, store, "stats/baseline/distance_all", 1, 0, 2, kSeqLen.hi);
   shape.layers = extent(file, store, first + "high_pairs", 2, 0, 1, kMaxLayersOrHeads);
   shape.heads = extent(file, store, first + "high_pairs", 2, 1, 1, kMaxLayersOrHeads);
   // V is the model's vocab_size, which may exceed the vocabulary's lines (models pad it).

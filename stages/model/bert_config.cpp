@@ -5,6 +5,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/limits.h"
 
 namespace ctxsim {
 
@@ -89,16 +90,16 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
   return c;
 }
 
+std::string BertConfig::positions_problem(int64_t tokens) const { return ctxsim::positions_problem(tokens, max_position_embeddings); }
+
 void BertConfig::check(const std::string& where, const std::string& fix) const {
   const ConfigKeys& k = family_spec(family).keys;
   // Far above any BERT, far below what would exhaust memory before the weights are even read.
-  const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {{k.vocab, {vocab_size, int64_t(1) << 22}},
-                                                                        {k.hidden, {hidden_size, int64_t(1) << 16}},
-                                                                        {k.layers, {num_layers, 1024}},
-                                                                        {k.heads, {num_heads, 1024}},
-                                                                        {k.ffn, {intermediate_size, int64_t(1) << 18}},
-                                                                        {k.positions, {max_position_embeddings, int64_t(1) << 20}},
-                                                                        {k.type_vocab, {type_vocab_size, 1024}}};
+  const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {
+      {k.vocab, {vocab_size, int64_t(1) << 22}},      {k.hidden, {hidden_size, int64_t(1) << 16}},
+      {k.layers, {num_layers, kLayersOrHeads.hi}},    {k.heads, {num_heads, kLayersOrHeads.hi}},
+      {k.ffn, {intermediate_size, int64_t(1) << 18}}, {k.positions, {max_position_embeddings, int64_t(1) << 20}},
+      {k.type_vocab, {type_vocab_size, 1024}}};
   for (const auto& [key, v] : limits)
     if (key && (v.first < 1 || v.first > v.second))
       throw Error(where + key, std::to_string(v.first) + " is outside what ctxsim supports (1 to " + std::to_string(v.second) + ")", fix);

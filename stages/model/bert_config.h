@@ -36,6 +36,9 @@ struct BertConfig {
   // in the given family.
   static BertConfig preset(const std::string& name, Family family = Family::Bert);
   double flops_per_sample(int64_t seq_len) const;  // forward multiply-adds × 2
+  // "" when `tokens` positions fit max_position_embeddings, else what is wrong (the quantity:
+  // the caller names the key or option that asked for them).
+  std::string positions_problem(int64_t tokens) const;
 };
 
 // The encoder tensors (the pooler excluded) by their bare-model names in the config's family,

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "stages/base/error.h"
+#include "stages/base/limits.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/transformer_layer.h"
 #include "stages/text/pretraining_data.h"
@@ -110,9 +111,7 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   const BertConfig& c = config_;
   const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
   if (T > c.max_position_embeddings)
-    throw Error("samples.seq_len",
-                std::to_string(T) + " exceeds the model's max_position_embeddings (" + std::to_string(c.max_position_embeddings) + ")",
-                "lower samples.seq_len");
+    throw Error(kSeqLen.quantity, c.positions_problem(T), "use at most " + std::to_string(c.max_position_embeddings));
   const double eps = c.layer_norm_eps;
   // The encoder is transformer_layer.h's, through autograd: whole-batch kernels, dropout per sample.
   LayerMode mode;

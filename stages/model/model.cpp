@@ -19,6 +19,7 @@
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/limits.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
@@ -130,9 +131,9 @@ at::ScalarType torch_dtype(Precision p) {
   return at::kFloat;
 }
 
-at::ScalarType parse_dtype(const std::string& name) {
+at::ScalarType parse_dtype(const std::string& name, const std::string& where) {
   const auto p = parse_precision(name);
-  if (!p) throw Error("model.dtype", "'" + name + "' is not float32, bfloat16 or float64", "pick one of them");
+  if (!p) throw Error(where, "'" + name + "' is not float32, bfloat16 or float64", "pick one of them");
   return torch_dtype(*p);
 }
 
@@ -319,10 +320,7 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
   c10::InferenceMode guard;
   const int64_t T = ids.size(1);
   if (T > config_.max_position_embeddings)
-    throw Error(
-        "samples.seq_len",
-        std::to_string(T) + " exceeds the model's max_position_embeddings (" + std::to_string(config_.max_position_embeddings) + ")",
-        "lower samples.seq_len");
+    throw Error(kSeqLen.quantity, config_.positions_problem(T), "use at most " + std::to_string(config_.max_position_embeddings));
   const LayerMode mode{AttentionKernel::PerSample, nullptr};
   at::Tensor x = embed(embeddings_, ids, config_.layer_norm_eps);  // [B, T, hidden]
   const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel);

@@ -55,7 +55,7 @@ using BertModel = TransformerEncoder;
 
 // The LibTorch dtype of a precision; parse_dtype reads "float32" | "bfloat16" | "float64".
 at::ScalarType torch_dtype(Precision p);
-at::ScalarType parse_dtype(const std::string& name);
+at::ScalarType parse_dtype(const std::string& name, const std::string& where);  // where: the key or option
 
 // The device a rank computes on. choice "cpu"; "cuda": GPU local_rank % the visible count, and an
 // error naming `where` when this LibTorch has no CUDA or no GPU is visible; "auto": CUDA when both

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "stages/base/error.h"
+#include "stages/base/limits.h"
 #include "stages/stats/accumulator.h"
 #include "stages/stats/head_rows.h"
 
@@ -342,7 +343,8 @@ int64_t separator_mass(const A* att, int64_t T, int64_t n, const std::vector<int
 }  // namespace
 
 void HeadKernel::reserve(int64_t T) {
-  if (T > 0xffff) throw Error("samples.seq_len", std::to_string(T) + " is too long for the statistics", "use at most 65535");
+  if (T > kSeqLen.hi)
+    throw Error(kSeqLen.quantity, std::to_string(T) + " is too long for the statistics", "use at most " + std::to_string(kSeqLen.hi));
   mask_.resize(size_t(T * T));
   degree_.resize(size_t(T));
   count_.resize(size_t(T));

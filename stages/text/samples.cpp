@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "stages/base/error.h"
+#include "stages/base/limits.h"
 
 namespace ctxsim {
 
@@ -148,18 +149,21 @@ namespace {
 // by write(source, tokens, sentence ids, word ids, n_valid) → whether it cut a sentence.
 template <class WriteWindow>
 SampleSet draw_windows(const std::vector<int32_t>& sentences_per_document, const SampleOptions& o, WriteWindow&& write) {
-  if (o.seq_len < 3) throw Error("samples.seq_len", "must be at least 3 ([CLS], one token, [SEP])", "raise it");
-  if (o.seq_len > 32767) throw Error("samples.seq_len", "must be at most 32767", "lower it");
+  if (!kSeqLen.holds(o.seq_len))
+    throw Error(kSeqLen.quantity,
+                std::to_string(o.seq_len) + " is outside " + std::to_string(kSeqLen.lo) + " ([CLS], one token, [SEP]) to " +
+                    std::to_string(kSeqLen.hi),
+                "use a length in that range");
   const auto candidates = enumerate_candidates(sentences_per_document, o);
   if (candidates.empty()) {
     if (o.documents.split != DocumentSplit::All)
-      throw Error("corpus.split",
+      throw Error(kDocumentSplit,
                   std::string("no candidate windows: no document of the ") +
                       (o.documents.split == DocumentSplit::Heldout ? "held-out" : "training") + " split has text (corpus.heldout_every=" +
                       std::to_string(o.documents.heldout_every) + ", " + std::to_string(sentences_per_document.size()) + " documents)",
                   o.documents.heldout_every == 0 ? "set corpus.heldout_every (e.g. 10) or corpus.split=all"
                                                  : "lower corpus.heldout_every, or use a corpus with more documents");
-    throw Error("corpus", "no candidate windows: the corpus has no tokenizable sentence", "point corpus.path at a corpus with text");
+    throw Error(kCorpusText, "no candidate windows: the corpus has no tokenizable sentence", "point corpus.path at a corpus with text");
   }
   const auto drawn = draw_candidates(static_cast<int64_t>(candidates.size()), o.num_samples, o.seed);
   SampleSet set;

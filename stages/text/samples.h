@@ -44,6 +44,10 @@ struct DocumentFilter {
   bool keeps(int64_t document) const { return split == DocumentSplit::All || (split == DocumentSplit::Heldout) == heldout(document); }
 };
 
+// What the draw's errors name (the pipeline says which config key set it).
+inline constexpr const char* kDocumentSplit = "the document split";
+inline constexpr const char* kCorpusText = "the corpus's text";
+
 struct SampleOptions {
   int32_t seq_len = 128;  // T, tokens per sample including [CLS] and [SEP]
   WindowMode windows = WindowMode::Sentences;

@@ -27,7 +27,6 @@ namespace {
 [[noreturn]] void unknown_key(const std::string& where, const std::string& section, const std::string& key) {
   const std::string full = section.empty() ? key : section + "." + key;
   std::vector<std::string> siblings = section.empty() ? sections() : keys_of(section);
-  if (section == "selection") siblings = kRuleKeys;
   std::string guess = did_you_mean(key, siblings);
   if (!guess.empty())
     throw Error(where + ": " + full, "unknown key", "did you mean '" + (section.empty() ? "" : section + ".") + guess + "'?");
@@ -41,70 +40,6 @@ namespace {
               "the keys " + (section.empty() ? std::string("at the top level") : "of " + section) + " are: " + join(siblings));
 }
 
-SelectionRule parse_rule(const std::string& key, const YAML::Node& value, const std::string& where, const std::string& path) {
-  SelectionRule r;
-  if (key == "top_fraction") {
-    r.kind = SelectionRule::Kind::TopFraction;
-    r.value = parse_double(value, where, path, 0.0, 1.0, true, "0.01");
-  } else if (key == "relative_to_max") {
-    r.kind = SelectionRule::Kind::RelativeToMax;
-    r.value = parse_double(value, where, path, 0.0, 1.0, true, "0.9");
-  } else if (key == "absolute") {
-    r.kind = SelectionRule::Kind::Absolute;
-    r.value = parse_double(value, where, path, -std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(), false, "5.0");
-  } else {
-    unknown_key(where, "selection", key);
-  }
-  return r;
-}
-
-std::vector<SelectionRule> parse_selection(const YAML::Node& n, const std::string& file) {
-  const std::string where = location(file, n.Mark());
-  std::vector<YAML::Node> items;
-  if (n.IsMap()) {
-    items.push_back(n);
-  } else if (n.IsSequence() && n.size() > 0) {
-    for (const auto& item : n) items.push_back(item);
-  } else {
-    throw Error(where + ": selection", "expected a rule such as {top_fraction: 0.01} or a list of rules, got " + shown(n),
-                "write e.g. 'selection: [{top_fraction: 0.01}, {relative_to_max: 0.9}]'");
-  }
-  std::vector<SelectionRule> rules;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const auto& item = items[i];
-    const std::string iw = location(file, item.Mark());
-    const std::string path = n.IsMap() ? "selection" : "selection[" + std::to_string(i) + "]";
-    if (!item.IsMap() || item.size() == 0)
-      throw Error(iw + ": " + path, "each rule is one key: value pair (top_fraction, relative_to_max or absolute), got " + shown(item),
-                  "write one rule per list item, e.g. '- top_fraction: 0.01'");
-    // One selection key, optionally with the rule's own attention_threshold and separators.
-    std::optional<SelectionRule> rule;
-    double beta = std::nan("");
-    std::vector<std::string> seps;
-    for (const auto& kv : item) {
-      const std::string key = kv.first.Scalar();
-      const std::string vw = location(file, kv.second.Mark());
-      if (key == "attention_threshold") {
-        beta = parse_double(kv.second, vw, path + ".attention_threshold", 0.0, 1.0, false, "0.1");
-      } else if (key == "separators") {
-        if (!kv.second.IsSequence() || kv.second.size() == 0)
-          throw Error(vw + ": " + path + ".separators", "expected a list of tokens, got " + shown(kv.second), "write e.g. [\".\", \",\"]");
-        for (size_t i = 0; i < kv.second.size(); ++i) seps.push_back(parse_string(kv.second[i], vw, path + ".separators", {}));
-      } else {
-        if (rule)
-          throw Error(iw + ": " + path, "a rule has one selection key, got '" + rule->key() + "' and '" + key + "'",
-                      "write one rule per list item");
-        rule = parse_rule(key, kv.second, vw, path + "." + key);
-      }
-    }
-    if (!rule) throw Error(iw + ": " + path, "no selection key (top_fraction, relative_to_max or absolute)", "add one");
-    rule->attention_threshold = beta;
-    rule->separators = seps;
-    rules.push_back(*rule);
-  }
-  return rules;
-}
-
 void check_duplicates(const YAML::Node& map, const std::string& file, const std::string& section);
 
 std::string flow_text(const YAML::Node& n) {
@@ -116,11 +51,8 @@ std::string flow_text(const YAML::Node& n) {
 // Checks one sweep value by setting it on a scratch config: the same errors as the config.
 void check_sweep_value(const std::string& key, const YAML::Node& value, const std::string& where) {
   Config scratch;
-  if (key.compare(0, 10, "selection.") == 0) {
-    parse_rule(key.substr(10), value, where, key);
-    return;
-  }
-  const Field* f = find_field(key);
+  std::string sub;
+  const Field* f = field_of_key(key, &sub);
   if (!f) {
     const std::string guess = did_you_mean(key, config_keys());
     throw Error(where + ": sweep." + key, "unknown key",
@@ -128,7 +60,10 @@ void check_sweep_value(const std::string& key, const YAML::Node& value, const st
   }
   if (key == "output.dir")
     throw Error(where + ": sweep.output.dir", "cannot be swept", "each point writes under output.dir/<sweep>/<point>");
-  f->set(scratch, value, where);
+  if (!sub.empty())
+    f->set_sub(scratch, sub, value, where);
+  else
+    f->set(scratch, value, where, where);
 }
 
 SweepAxis parse_axis(const std::vector<std::pair<std::string, YAML::Node>>& entries, const std::string& file, const std::string& where) {
@@ -138,7 +73,7 @@ SweepAxis parse_axis(const std::vector<std::pair<std::string, YAML::Node>>& entr
     const std::string lw = location(file, list.Mark());
     if (!list.IsSequence() || list.size() == 0)
       throw Error(lw + ": sweep." + key, "expected a non-empty list of values, got " + shown(list), "write e.g. " + key + ": [a, b]");
-    if (key.compare(0, 10, "selection.") != 0 && !find_field(key)) check_sweep_value(key, list[0], lw);  // unknown key message
+    if (!field_of_key(key)) check_sweep_value(key, list[0], lw);  // unknown key message
     std::vector<std::string> texts;
     for (size_t i = 0; i < list.size(); ++i) {
       check_sweep_value(key, list[i], location(file, list[i].Mark()) + ": sweep." + key + "[" + std::to_string(i) + "]");
@@ -199,9 +134,10 @@ void apply_document(Config& c, const YAML::Node& root, const std::string& file) 
     const std::string where = location(file, kv.first.Mark());
     if (std::find(sections().begin(), sections().end(), section) == sections().end()) unknown_key(where, "", section);
     c.file_sections.push_back(section);
-    if (section == "selection") {
-      c.selection = parse_selection(kv.second, file);
-      c.origin["selection"] = location(file, kv.second.Mark());
+    if (const Field* f = find_field(section)) {  // a section that is one key (selection)
+      const std::string vwhere = location(file, kv.second.Mark());
+      f->set(c, kv.second, file, vwhere);
+      c.origin[f->path] = vwhere;
       continue;
     }
     if (section == "sweep") {
@@ -219,7 +155,7 @@ void apply_document(Config& c, const YAML::Node& root, const std::string& file) 
       const Field* f = find_field(section + "." + key);
       if (!f) unknown_key(location(file, entry.first.Mark()), section, key);
       const std::string vwhere = location(file, entry.second.Mark());
-      f->set(c, entry.second, vwhere);
+      f->set(c, entry.second, file, vwhere);
       c.origin[f->path] = vwhere;
     }
   }
@@ -234,25 +170,18 @@ void apply_override(Config& c, const std::string& text) {
   try {
     value = YAML::Load(text.substr(eq + 1));
   } catch (const YAML::Exception& e) { throw Error(where, "the value is not valid YAML: " + e.msg, "quote it, e.g. key='value'"); }
-  if (key == "selection") {
-    c.selection = parse_selection(value, where);
-    c.origin["selection"] = "command line";
-    return;
-  }
-  if (key.compare(0, 10, "selection.") == 0) {
-    const std::string rule = key.substr(10);
-    c.selection = {parse_rule(rule, value, where, key)};
-    c.origin["selection"] = "command line";
-    return;
-  }
-  const Field* f = find_field(key);
+  std::string sub;
+  const Field* f = field_of_key(key, &sub);
   if (!f) {
     std::vector<std::string> all = config_keys();
     const std::string guess = did_you_mean(key, all);
     throw Error(where + ": " + key, "unknown key",
                 guess.empty() ? "run 'ctxsim validate CONFIG' to see every key" : "did you mean '" + guess + "'?");
   }
-  f->set(c, value, where);
+  if (!sub.empty())
+    f->set_sub(c, sub, value, where);  // selection.top_fraction=0.05: that one rule
+  else
+    f->set(c, value, where, where);
   c.origin[f->path] = "command line";
 }
 
@@ -294,7 +223,6 @@ std::string identity_yaml(Config c, JobKind kind) {
   const Config defaults;
   for (const auto& f : schema())
     if (!f.identifies(kind)) f.copy(defaults, c);
-  if (kind != JobKind::Run) c.selection = defaults.selection;
   // The segment section came after run and pretrain stores existed: their identity stays the
   // text it was (a key the stored text lacks compares as its default, identity_differences).
   return to_yaml(c, false, kind == JobKind::Segment ? std::string() : "segment");
@@ -320,8 +248,8 @@ std::vector<std::string> identity_differences(const std::string& stored, const C
   for (const auto& section : sections()) {
     if (section == "sweep") continue;
     const YAML::Node sa = a[section], sb = at(b, section);  // a: non-const, so a missing section is a null node
-    if (section == "selection") {
-      if (kind == JobKind::Run) compare(section, sa.IsDefined() ? sa : at(defaults, section), sb);
+    if (const Field* f = find_field(section)) {             // a section that is one key
+      if (f->identifies(kind)) compare(section, sa.IsDefined() ? sa : at(defaults, section), sb);
       continue;
     }
     for (const auto& key : keys_of(section)) {
@@ -335,8 +263,10 @@ std::vector<std::string> identity_differences(const std::string& stored, const C
 
 std::vector<std::string> config_keys() {
   std::vector<std::string> out;
-  for (const auto& f : schema()) out.push_back(f.path);
-  for (const auto& k : kRuleKeys) out.push_back("selection." + k);
+  for (const auto& f : schema()) {
+    out.push_back(f.path);
+    for (const auto& sub : f.subkeys) out.push_back(f.path + "." + sub);
+  }
   return out;
 }
 
@@ -466,20 +396,9 @@ std::string to_yaml(const Config& c, bool with_comments, const std::string& omit
   for (const auto& section : sections()) {
     if (section == "sweep" || section == omit) continue;  // a sweep describes several runs, not one run's settings
     e << YAML::Key << section << YAML::Value;
-    if (section == "selection") {
-      e << YAML::BeginSeq;
-      for (const auto& r : c.selection) {
-        e << YAML::Flow << YAML::BeginMap << YAML::Key << r.key() << YAML::Value << r.value;
-        if (!std::isnan(r.attention_threshold)) e << YAML::Key << "attention_threshold" << YAML::Value << r.attention_threshold;
-        if (!r.separators.empty()) {
-          e << YAML::Key << "separators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-          for (const auto& sep : r.separators) e << YAML::DoubleQuoted << sep;
-          e << YAML::EndSeq;
-        }
-        e << YAML::EndMap;
-      }
-      e << YAML::EndSeq;
-      if (with_comments) e << YAML::Comment("SPEC §3 rules, all evaluated on one forward pass");
+    if (const Field* f = find_field(section)) {  // a section that is one key
+      f->emit(c, e);
+      if (with_comments) e << YAML::Comment(f->help);
       continue;
     }
     e << YAML::BeginMap;

@@ -1,14 +1,17 @@
 #include "pipeline/job/config/config_schema.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/limits.h"
 
 namespace ctxsim {
 
@@ -174,313 +177,278 @@ std::function<void(const Config&, Config&)> copier(Ref<T> ref) {
   return [=](const Config& from, Config& to) { ref(to) = cref(ref, from); };
 }
 
-Field int_field(std::string path, Ref<int64_t> ref, int64_t lo, int64_t hi, std::string help) {
-  const std::string example = std::to_string(ref(*std::make_unique<Config>()));
-  return {path, std::move(help),
-          [=](Config& c, const YAML::Node& n, const std::string& w) { ref(c) = parse_int(n, w, path, lo, hi, example); },
-          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref)};
+// A row: its jobs (R | P | S, and Steer), path, help, and how it is read, written and copied.
+Field row(uint8_t jobs, std::string path, std::string help,
+          std::function<void(Config&, const YAML::Node&, const std::string& file, const std::string& where)> set,
+          std::function<void(const Config&, YAML::Emitter&)> emit, std::function<void(const Config&, Config&)> copy) {
+  Field f;
+  f.path = std::move(path);
+  f.help = std::move(help);
+  f.set = std::move(set);
+  f.emit = std::move(emit);
+  f.copy = std::move(copy);
+  f.used_by = jobs & (Field::kByRun | Field::kByPretrain | Field::kBySegment);
+  f.determines_results = !(jobs & Field::kSteers);
+  return f;
 }
 
-Field double_field(std::string path, Ref<double> ref, double lo, double hi, bool lo_open, std::string help) {
+Field int_field(uint8_t jobs, std::string path, Ref<int64_t> ref, int64_t lo, int64_t hi, std::string help) {
+  const std::string example = std::to_string(ref(*std::make_unique<Config>()));
+  return row(
+      jobs, path, std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string&, const std::string& w) { ref(c) = parse_int(n, w, path, lo, hi, example); },
+      [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref));
+}
+
+Field double_field(uint8_t jobs, std::string path, Ref<double> ref, double lo, double hi, bool lo_open, std::string help) {
   std::ostringstream ex;
   ex << ref(*std::make_unique<Config>());
   const std::string example = ex.str();
-  return {path, std::move(help),
-          [=](Config& c, const YAML::Node& n, const std::string& w) { ref(c) = parse_double(n, w, path, lo, hi, lo_open, example); },
-          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref)};
+  return row(
+      jobs, path, std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string&, const std::string& w) {
+        ref(c) = parse_double(n, w, path, lo, hi, lo_open, example);
+      },
+      [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref));
 }
 
-Field bool_field(std::string path, Ref<bool> ref, std::string help) {
-  return {path, std::move(help), [=](Config& c, const YAML::Node& n, const std::string& w) { ref(c) = parse_bool(n, w, path); },
-          [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref)};
+Field bool_field(uint8_t jobs, std::string path, Ref<bool> ref, std::string help) {
+  return row(
+      jobs, path, std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string&, const std::string& w) { ref(c) = parse_bool(n, w, path); },
+      [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref));
 }
 
-Field string_field(std::string path, Ref<std::string> ref, std::vector<std::string> choices, std::string help) {
-  return {path, std::move(help), [=](Config& c, const YAML::Node& n, const std::string& w) { ref(c) = parse_string(n, w, path, choices); },
-          [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << cref(ref, c); }, copier(ref)};
+Field string_field(uint8_t jobs, std::string path, Ref<std::string> ref, std::vector<std::string> choices, std::string help) {
+  return row(
+      jobs, path, std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string&, const std::string& w) { ref(c) = parse_string(n, w, path, choices); },
+      [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << cref(ref, c); }, copier(ref));
 }
 
 // A choice key, read and written by the names of choices_of<E>().
 template <class E>
-Field enum_field(std::string path, Ref<E> ref, std::string help) {
+Field enum_field(uint8_t jobs, std::string path, Ref<E> ref, std::string help) {
   std::vector<std::string> names;
   for (const auto& [name, value] : choices_of<E>()) names.push_back(name);
-  return {path, std::move(help),
-          [=](Config& c, const YAML::Node& n, const std::string& w) {
-            const std::string s = parse_string(n, w, path, names);
-            for (const auto& [name, value] : choices_of<E>())
-              if (name == s) ref(c) = value;
-          },
-          [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << name_of(cref(ref, c)); }, copier(ref)};
+  return row(
+      jobs, path, std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string&, const std::string& w) {
+        const std::string s = parse_string(n, w, path, names);
+        for (const auto& [name, value] : choices_of<E>())
+          if (name == s) ref(c) = value;
+      },
+      [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << name_of(cref(ref, c)); }, copier(ref));
 }
 
 template <class T, class ParseItem>
-Field list_field(std::string path, Ref<std::vector<T>> ref, std::string item_kind, ParseItem parse_item, std::string help) {
-  return {path, std::move(help),
-          [=](Config& c, const YAML::Node& n, const std::string& w) {
-            if (!n.IsSequence())
-              throw Error(w + ": " + path, "expected a list of " + item_kind + ", got " + shown(n),
-                          "write it as [a, b, …] or as one '- item' per line");
-            std::vector<T> out;
-            for (size_t i = 0; i < n.size(); ++i)
-              out.push_back(parse_item(n[i], location(w.substr(0, w.find(':')), n[i].Mark()), path + "[" + std::to_string(i) + "]"));
-            ref(c) = std::move(out);
-          },
-          [=](const Config& c, YAML::Emitter& e) {
-            e << YAML::Flow << YAML::BeginSeq;
-            for (const auto& v : cref(ref, c)) e << v;
-            e << YAML::EndSeq;
-          },
-          copier(ref)};
+Field list_field(uint8_t jobs, std::string path, Ref<std::vector<T>> ref, std::string item_kind, ParseItem parse_item, std::string help) {
+  return row(
+      jobs, path, std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string& file, const std::string& w) {
+        if (!n.IsSequence())
+          throw Error(w + ": " + path, "expected a list of " + item_kind + ", got " + shown(n),
+                      "write it as [a, b, …] or as one '- item' per line");
+        std::vector<T> out;
+        for (size_t i = 0; i < n.size(); ++i)
+          out.push_back(parse_item(n[i], location(file, n[i].Mark()), path + "[" + std::to_string(i) + "]"));
+        ref(c) = std::move(out);
+      },
+      [=](const Config& c, YAML::Emitter& e) {
+        e << YAML::Flow << YAML::BeginSeq;
+        for (const auto& v : cref(ref, c)) e << v;
+        e << YAML::EndSeq;
+      },
+      copier(ref));
+}
+
+std::string parse_separator(const YAML::Node& n, const std::string& w, const std::string& k) {
+  const std::string s = parse_string(n, w, k, {});
+  if (s.empty()) throw Error(w + ": " + k, "a separator token cannot be empty", "remove it");
+  return s;
+}
+
+int64_t parse_sample_id(const YAML::Node& n, const std::string& w, const std::string& k) { return parse_int(n, w, k, 0, kMaxCount, "0"); }
+
+// ---------------------------------------------------------------- the selection key -------
+// selection: one rule ({top_fraction: 0.01}) or a list of them, each with its own optional
+// attention_threshold and separators; selection.<rule>=value on the command line is one rule.
+const std::vector<std::string> kRuleKeys = {"top_fraction", "relative_to_max", "absolute"};
+
+SelectionRule parse_rule(const std::string& key, const YAML::Node& value, const std::string& where, const std::string& path) {
+  SelectionRule r;
+  if (key == "top_fraction") {
+    r.kind = SelectionRule::Kind::TopFraction;
+    r.value = parse_double(value, where, path, 0.0, 1.0, true, "0.01");
+  } else if (key == "relative_to_max") {
+    r.kind = SelectionRule::Kind::RelativeToMax;
+    r.value = parse_double(value, where, path, 0.0, 1.0, true, "0.9");
+  } else if (key == "absolute") {
+    r.kind = SelectionRule::Kind::Absolute;
+    r.value = parse_double(value, where, path, -std::numeric_limits<double>::max(), std::numeric_limits<double>::infinity(), false, "5.0");
+  } else {
+    const std::string guess = did_you_mean(key, kRuleKeys);
+    throw Error(where + ": selection." + key, "unknown key",
+                guess.empty() ? "the keys of selection are: " + join(kRuleKeys) : "did you mean 'selection." + guess + "'?");
+  }
+  return r;
+}
+
+std::vector<SelectionRule> parse_selection(const YAML::Node& n, const std::string& file, const std::string& where) {
+  std::vector<YAML::Node> items;
+  if (n.IsMap()) {
+    items.push_back(n);
+  } else if (n.IsSequence() && n.size() > 0) {
+    for (const auto& item : n) items.push_back(item);
+  } else {
+    throw Error(where + ": selection", "expected a rule such as {top_fraction: 0.01} or a list of rules, got " + shown(n),
+                "write e.g. 'selection: [{top_fraction: 0.01}, {relative_to_max: 0.9}]'");
+  }
+  std::vector<SelectionRule> rules;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& item = items[i];
+    const std::string iw = location(file, item.Mark());
+    const std::string path = n.IsMap() ? "selection" : "selection[" + std::to_string(i) + "]";
+    if (!item.IsMap() || item.size() == 0)
+      throw Error(iw + ": " + path, "each rule is one key: value pair (top_fraction, relative_to_max or absolute), got " + shown(item),
+                  "write one rule per list item, e.g. '- top_fraction: 0.01'");
+    // One selection key, optionally with the rule's own attention_threshold and separators.
+    std::optional<SelectionRule> rule;
+    double beta = std::nan("");
+    std::vector<std::string> seps;
+    for (const auto& kv : item) {
+      const std::string key = kv.first.Scalar();
+      const std::string vw = location(file, kv.second.Mark());
+      if (key == "attention_threshold") {
+        beta = parse_double(kv.second, vw, path + ".attention_threshold", 0.0, 1.0, false, "0.1");
+      } else if (key == "separators") {
+        if (!kv.second.IsSequence() || kv.second.size() == 0)
+          throw Error(vw + ": " + path + ".separators", "expected a list of tokens, got " + shown(kv.second), "write e.g. [\".\", \",\"]");
+        for (size_t i = 0; i < kv.second.size(); ++i) seps.push_back(parse_string(kv.second[i], vw, path + ".separators", {}));
+      } else {
+        if (rule)
+          throw Error(iw + ": " + path, "a rule has one selection key, got '" + rule->key() + "' and '" + key + "'",
+                      "write one rule per list item");
+        rule = parse_rule(key, kv.second, vw, path + "." + key);
+      }
+    }
+    if (!rule) throw Error(iw + ": " + path, "no selection key (top_fraction, relative_to_max or absolute)", "add one");
+    rule->attention_threshold = beta;
+    rule->separators = seps;
+    rules.push_back(*rule);
+  }
+  return rules;
+}
+
+void emit_selection(const std::vector<SelectionRule>& rules, YAML::Emitter& e) {
+  e << YAML::BeginSeq;
+  for (const auto& r : rules) {
+    e << YAML::Flow << YAML::BeginMap << YAML::Key << r.key() << YAML::Value << r.value;
+    if (!std::isnan(r.attention_threshold)) e << YAML::Key << "attention_threshold" << YAML::Value << r.attention_threshold;
+    if (!r.separators.empty()) {
+      e << YAML::Key << "separators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& sep : r.separators) e << YAML::DoubleQuoted << sep;
+      e << YAML::EndSeq;
+    }
+    e << YAML::EndMap;
+  }
+  e << YAML::EndSeq;
+}
+
+Field selection_field(uint8_t jobs, std::string path, Ref<std::vector<SelectionRule>> ref, std::string help) {
+  Field f = row(
+      jobs, std::move(path), std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string& file, const std::string& w) { ref(c) = parse_selection(n, file, w); },
+      [=](const Config& c, YAML::Emitter& e) { emit_selection(cref(ref, c), e); }, copier(ref));
+  f.subkeys = kRuleKeys;
+  f.set_sub = [=](Config& c, const std::string& rule, const YAML::Node& n, const std::string& w) {
+    ref(c) = {parse_rule(rule, n, w, "selection." + rule)};
+  };
+  return f;
 }
 
 }  // namespace
 
-// The table of every config key, one row each (key, default, range, help): long as a table is.
+// The jobs that read a key (R run, P pretrain, S segment), and Steer for a key that steers how a
+// job goes but not its results (no part of a store's identity).
+constexpr uint8_t R = Field::kByRun, P = Field::kByPretrain, S = Field::kBySegment, Steer = Field::kSteers;
+#define KEY(member) \
+  [](Config & c) -> auto& { return c.member; }
+
+// The table of every config key, one line each: jobs, key, member, range or choices, meaning.
+// The defaults are Config's member initialisers; the ranges of quantities the stages bound are
+// their named limits (stages/base/limits.h).
 const std::vector<Field>& schema() {
-  static const std::vector<Field> fields = [] {
-    std::vector<Field> f;
-    f.push_back(enum_field<CorpusFormat>(
-                    "corpus.format", [](Config& c) -> CorpusFormat& { return c.corpus.format; },
-                    "brown (one sentence per line, word/tag) | text | jsonl")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(string_field(
-                    "corpus.path", [](Config& c) -> std::string& { return c.corpus.path; }, {},
-                    "corpus folder or file, relative to the working directory")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(string_field(
-                    "corpus.text_field", [](Config& c) -> std::string& { return c.corpus.text_field; }, {},
-                    "jsonl: the member holding each document's text")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(enum_field<InvalidUtf8>(
-                    "corpus.invalid_utf8", [](Config& c) -> InvalidUtf8& { return c.corpus.invalid_utf8; },
-                    "error | replace (invalid bytes become U+FFFD)")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(int_field(
-                    "corpus.max_documents", [](Config& c) -> int64_t& { return c.corpus.max_documents; }, 0, kMaxCount,
-                    "0 = all documents, else the first N in corpus order")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(int_field(
-                    "corpus.heldout_every", [](Config& c) -> int64_t& { return c.corpus.heldout_every; }, 0, kMaxCount,
-                    "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(enum_field<DocumentSplit>(
-                    "corpus.split", [](Config& c) -> DocumentSplit& { return c.corpus.split; },
-                    "run: samples from all documents | the train split | the heldout split")
-                    .also_segment());
-    f.push_back(int_field(
-                    "samples.seq_len", [](Config& c) -> int64_t& { return c.samples.seq_len; }, 3, 8192,
-                    "T: tokens per sample including [CLS] and [SEP]")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(enum_field<WindowMode>(
-                    "samples.windows", [](Config& c) -> WindowMode& { return c.samples.windows; },
-                    "sentences: a window at every stride-th sentence start | documents: one per document")
-                    .also_pretrain());
-    f.push_back(int_field(
-                    "samples.stride_sentences", [](Config& c) -> int64_t& { return c.samples.stride_sentences; }, 1, kMaxCount,
-                    "sentences mode: a window starts every N sentences")
-                    .also_pretrain());
-    f.push_back(int_field(
-        "samples.num_samples", [](Config& c) -> int64_t& { return c.samples.num_samples; }, 1, kMaxCount,
-        "windows drawn with the seeded shuffle (all when fewer exist)"));
-    f.push_back(int_field(
-        "samples.seed", [](Config& c) -> int64_t& { return c.samples.seed; }, 0, std::numeric_limits<int64_t>::max(),
-        "SplitMix64 seed of the draw"));
-    f.push_back(string_field(
-                    "model.path", [](Config& c) -> std::string& { return c.model.path; }, {},
-                    "Hugging Face BERT folder: config.json, model.safetensors, vocab.txt")
-                    .also_segment());
-    f.push_back(string_field(
-                    "model.name", [](Config& c) -> std::string& { return c.model.name; }, {},
-                    "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)")
-                    .also_segment());
-    f.push_back(string_field(
-                    "model.vocab", [](Config& c) -> std::string& { return c.model.vocab; }, {},
-                    "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(enum_field<LowerCase>(
-                    "model.do_lower_case", [](Config& c) -> LowerCase& { return c.model.do_lower_case; },
-                    "auto = tokenizer_config.json, else true (uncased)")
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(
-        enum_field<Precision>(
-            "model.dtype", [](Config& c) -> Precision& { return c.model.dtype; }, "compute dtype; float64 for count-for-count checks")
-            .also_segment());
-    f.push_back(enum_field<HeadVector>(
-        "model.vector", [](Config& c) -> HeadVector& { return c.model.vector; },
-        "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"));
-    f.push_back(bool_field(
-        "model.tf32", [](Config& c) -> bool& { return c.model.tf32; },
-        "GPU ranks: float32 matmuls in TF32 (10-bit mantissa, faster, moves near-tied pairs); false = full float32"));
-    f.push_back(double_field(
-        "statistics.attention_threshold", [](Config& c) -> double& { return c.statistics.attention_threshold; }, 0.0, 1.0, false,
-        "beta: a pair is high-attention when max(A_ij, A_ji) >= beta"));
-    f.push_back(list_field<std::string>(
-        "statistics.separators", [](Config& c) -> std::vector<std::string>& { return c.statistics.separators; }, "tokens",
-        [](const YAML::Node& n, const std::string& w, const std::string& k) {
-          const std::string s = parse_string(n, w, k, {});
-          if (s.empty()) throw Error(w + ": " + k, "a separator token cannot be empty", "remove it");
-          return s;
-        },
-        "tokens whose attention mass is measured (vocabulary spellings)"));
-    f.push_back(list_field<int64_t>(
-        "statistics.examples", [](Config& c) -> std::vector<int64_t>& { return c.statistics.examples; }, "sample ids",
-        [](const YAML::Node& n, const std::string& w, const std::string& k) { return parse_int(n, w, k, 0, kMaxCount, "0"); },
-        "sample ids whose full attention and similarity matrices are stored"));
-    f.push_back(int_field(
-        "statistics.top_anchors", [](Config& c) -> int64_t& { return c.statistics.top_anchors; }, 1, 1000,
-        "anchors listed per head in summaries and reports"));
-    // pretrain: read by `ctxsim pretrain` only.
-    const auto pretrain = [&](Field field) { f.push_back(field.only_pretrain()); };
-    pretrain(int_field(
-        "pretrain.layers", [](Config& c) -> int64_t& { return c.pretrain.layers; }, 1, 64, "encoder layers"));
-    pretrain(int_field(
-        "pretrain.hidden", [](Config& c) -> int64_t& { return c.pretrain.hidden; }, 8, 4096, "hidden size"));
-    pretrain(int_field(
-        "pretrain.heads", [](Config& c) -> int64_t& { return c.pretrain.heads; }, 1, 256, "attention heads (they divide the hidden size)"));
-    pretrain(int_field(
-        "pretrain.intermediate", [](Config& c) -> int64_t& { return c.pretrain.intermediate; }, 8, 65536, "feed-forward size"));
-    pretrain(int_field(
-        "pretrain.steps", [](Config& c) -> int64_t& { return c.pretrain.steps; }, 1, 100'000'000, "optimizer steps"));
-    pretrain(int_field(
-        "pretrain.batch_size", [](Config& c) -> int64_t& { return c.pretrain.batch_size; }, 1, 65536,
-        "samples per step over all ranks together (the rank count does not change it)"));
-    pretrain(double_field(
-        "pretrain.learning_rate", [](Config& c) -> double& { return c.pretrain.learning_rate; }, 0.0, 1.0, true,
-        "AdamW peak learning rate, reached after the warmup"));
-    pretrain(int_field(
-        "pretrain.warmup_steps", [](Config& c) -> int64_t& { return c.pretrain.warmup_steps; }, 0, 100'000'000,
-        "linear warmup from 0, then linear decay to 0 at the last step"));
-    pretrain(double_field(
-        "pretrain.weight_decay", [](Config& c) -> double& { return c.pretrain.weight_decay; }, 0.0, 1.0, false,
-        "AdamW decoupled weight decay (not on biases and LayerNorm)"));
-    pretrain(double_field(
-        "pretrain.clip_norm", [](Config& c) -> double& { return c.pretrain.clip_norm; }, 0.0, 1e6, false,
-        "clip the global gradient norm to this; 0 = no clipping"));
-    pretrain(double_field(
-        "pretrain.dropout", [](Config& c) -> double& { return c.pretrain.dropout; }, 0.0, 0.9, false,
-        "dropout of hidden states and attention probabilities (BERT: 0.1)"));
-    pretrain(double_field(
-        "pretrain.mask_fraction", [](Config& c) -> double& { return c.pretrain.mask_fraction; }, 0.0, 1.0, true,
-        "share of a sample's non-special tokens predicted: 80% [MASK], 10% random, 10% unchanged"));
-    pretrain(int_field(
-        "pretrain.seed", [](Config& c) -> int64_t& { return c.pretrain.seed; }, 0, std::numeric_limits<int64_t>::max(),
-        "seeds the initial weights, the sample order, the masks and dropout"));
-    pretrain(int_field(
-        "pretrain.checkpoint_steps", [](Config& c) -> int64_t& { return c.pretrain.checkpoint_steps; }, 1, 100'000'000,
-        "a durable checkpoint every N steps (or runtime.flush_seconds), and on SIGTERM/SIGINT"));
-    pretrain(int_field(
-        "pretrain.eval_steps", [](Config& c) -> int64_t& { return c.pretrain.eval_steps; }, 1, 100'000'000,
-        "held-out loss and accuracy every N steps"));
-    pretrain(int_field(
-        "pretrain.eval_samples", [](Config& c) -> int64_t& { return c.pretrain.eval_samples; }, 1, 1'000'000,
-        "held-out samples evaluated, each with fixed masks"));
-    pretrain(enum_field<SaveDtype>(
-        "pretrain.save_dtype", [](Config& c) -> SaveDtype& { return c.pretrain.save_dtype; },
-        "dtype of the exported Hugging Face weights: float32 | float16"));
-    pretrain(string_field(
-                 "pretrain.model_out", [](Config& c) -> std::string& { return c.pretrain.model_out; }, {},
-                 "folder of the trained model (Hugging Face layout); empty = <output.dir>/model")
-                 .steering());
-    pretrain(string_field(
-                 "pretrain.init_out", [](Config& c) -> std::string& { return c.pretrain.init_out; }, {},
-                 "folder of the step-0 weights (Hugging Face layout); empty = <output.dir>/init")
-                 .steering());
-    // segment: read by `ctxsim segment` only.
-    const auto segment = [&](Field field) { f.push_back(field.only_segment()); };
-    segment(int_field(
-        "segment.documents", [](Config& c) -> int64_t& { return c.segment.documents; }, 0, 100000,
-        "test documents per subset; 0 = Choi's counts (400 of 3-11, 100 each of 3-5, 6-8, 9-11)"));
-    segment(int_field(
-        "segment.dev_documents", [](Config& c) -> int64_t& { return c.segment.dev_documents; }, 1, 100000,
-        "documents of 3-11 (another seed) on which the summary chooses each model method's best layer"));
-    segment(int_field(
-        "segment.seed", [](Config& c) -> int64_t& { return c.segment.seed; }, 0, std::numeric_limits<int64_t>::max(),
-        "seeds the draw of the test documents"));
-    segment(int_field(
-        "segment.block_window", [](Config& c) -> int64_t& { return c.segment.block_window; }, 1, 1000,
-        "sentences per block on each side of a gap (TextTiling and the depth-score methods)"));
-    segment(int_field(
-        "segment.smoothing", [](Config& c) -> int64_t& { return c.segment.smoothing; }, 0, 1000,
-        "gap scores averaged over +-N neighbouring gaps before the depth scores; 0 = none"));
-    segment(int_field(
-        "segment.c99_mask", [](Config& c) -> int64_t& { return c.segment.c99_mask; }, 1, 101, "side of C99's rank mask, odd (Choi: 11)"));
-    segment(int_field(
-        "segment.attention_layers", [](Config& c) -> int64_t& { return c.segment.attention_layers; }, 1, 1000,
-        "the final layers whose attention across gaps the attention-final method averages"));
-    segment(string_field(
-        "segment.method", [](Config& c) -> std::string& { return c.segment.method; }, {"heads-c99", "heads-depth", "attention"},
-        "what `segment --text` uses: heads-c99 | heads-depth | attention (of segment.layer)"));
-    segment(int_field(
-        "segment.layer", [](Config& c) -> int64_t& { return c.segment.layer; }, -1, 1000,
-        "the layer `segment --text` uses; -1 = the model's last"));
-    f.push_back(string_field(
-                    "output.dir", [](Config& c) -> std::string& { return c.output.dir; }, {},
-                    "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what")
-                    .steering()
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(bool_field(
-                    "output.overwrite", [](Config& c) -> bool& { return c.output.overwrite; },
-                    "replace an existing store (or checkpoint) made with a different config")
-                    .steering()
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(bool_field(
-                    "output.report", [](Config& c) -> bool& { return c.output.report; }, "write the report when the run ends")
-                    .steering()
-                    .also_segment());
-    f.push_back(int_field(
-                    "output.report_max_bytes", [](Config& c) -> int64_t& { return c.output.report_max_bytes; }, 1 << 20, int64_t(1) << 40,
-                    "size budget of report.html; large examples are block-pooled to fit")
-                    .steering());
-    f.push_back(int_field(
-                    "runtime.threads", [](Config& c) -> int64_t& { return c.runtime.threads; }, 0, 4096,
-                    "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores")
-                    .steering()
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(int_field(
-                    "runtime.batch_size", [](Config& c) -> int64_t& { return c.runtime.batch_size; }, 1, 65536, "samples per forward pass")
-                    .also_segment());
-    f.push_back(int_field(
-                    "runtime.unit_size", [](Config& c) -> int64_t& { return c.runtime.unit_size; }, 1, kMaxCount,
-                    "samples per work unit (the resume granularity; independent of the rank count)")
-                    .also_segment());
-    f.push_back(enum_field<Device>(
-                    "runtime.device", [](Config& c) -> Device& { return c.runtime.device; },
-                    "auto = the local GPU when built with CUDA and one is visible, else CPU")
-                    .steering());
-    f.push_back(double_field(
-                    "runtime.progress_seconds", [](Config& c) -> double& { return c.runtime.progress_seconds; }, 0.0, 1e6, true,
-                    "seconds between progress lines when not on a terminal")
-                    .steering()
-                    .also_pretrain()
-                    .also_segment());
-    f.push_back(int_field(
-                    "runtime.flush_units", [](Config& c) -> int64_t& { return c.runtime.flush_units; }, 1, kMaxCount,
-                    "make progress durable (resume state) every N completed work units")
-                    .steering()
-                    .also_segment());
-    f.push_back(double_field(
-                    "runtime.flush_seconds", [](Config& c) -> double& { return c.runtime.flush_seconds; }, 0.0, 1e7, true,
-                    "… or every N seconds, whichever comes first")
-                    .steering()
-                    .also_pretrain()
-                    .also_segment());
-    return f;
-  }();
+  static const std::vector<Field> fields = {
+      // clang-format off
+      enum_field<CorpusFormat>(R|P|S, "corpus.format", KEY(corpus.format), "brown (one sentence per line, word/tag) | text | jsonl"),
+      string_field(R|P|S, "corpus.path", KEY(corpus.path), {}, "corpus folder or file, relative to the working directory"),
+      string_field(R|P|S, "corpus.text_field", KEY(corpus.text_field), {}, "jsonl: the member holding each document's text"),
+      enum_field<InvalidUtf8>(R|P|S, "corpus.invalid_utf8", KEY(corpus.invalid_utf8), "error | replace (invalid bytes become U+FFFD)"),
+      int_field(R|P|S, "corpus.max_documents", KEY(corpus.max_documents), 0, kMaxCount, "0 = all documents, else the first N in corpus order"),
+      int_field(R|P|S, "corpus.heldout_every", KEY(corpus.heldout_every), 0, kMaxCount, "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none"),
+      enum_field<DocumentSplit>(R|S, "corpus.split", KEY(corpus.split), "run: samples from all documents | the train split | the heldout split"),
+      int_field(R|P|S, "samples.seq_len", KEY(samples.seq_len), kSeqLen.lo, kSeqLen.hi, "T: tokens per sample including [CLS] and [SEP]"),
+      enum_field<WindowMode>(R|P, "samples.windows", KEY(samples.windows), "sentences: a window at every stride-th sentence start | documents: one per document"),
+      int_field(R|P, "samples.stride_sentences", KEY(samples.stride_sentences), 1, kMaxCount, "sentences mode: a window starts every N sentences"),
+      int_field(R, "samples.num_samples", KEY(samples.num_samples), 1, kMaxCount, "windows drawn with the seeded shuffle (all when fewer exist)"),
+      int_field(R, "samples.seed", KEY(samples.seed), 0, kMaxSeed, "SplitMix64 seed of the draw"),
+      string_field(R|S, "model.path", KEY(model.path), {}, "Hugging Face BERT folder: config.json, model.safetensors, vocab.txt"),
+      string_field(R|S, "model.name", KEY(model.name), {}, "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)"),
+      string_field(R|P|S, "model.vocab", KEY(model.vocab), {}, "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)"),
+      enum_field<LowerCase>(R|P|S, "model.do_lower_case", KEY(model.do_lower_case), "auto = tokenizer_config.json, else true (uncased)"),
+      enum_field<Precision>(R|S, "model.dtype", KEY(model.dtype), "compute dtype; float64 for count-for-count checks"),
+      enum_field<HeadVector>(R, "model.vector", KEY(model.vector), "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"),
+      bool_field(R, "model.tf32", KEY(model.tf32), "GPU ranks: float32 matmuls in TF32 (10-bit mantissa, faster, moves near-tied pairs); false = full float32"),
+      selection_field(R, "selection", KEY(selection), "SPEC §3 rules, all evaluated on one forward pass"),
+      double_field(R, "statistics.attention_threshold", KEY(statistics.attention_threshold), 0.0, 1.0, false, "beta: a pair is high-attention when max(A_ij, A_ji) >= beta"),
+      list_field<std::string>(R, "statistics.separators", KEY(statistics.separators), "tokens", parse_separator, "tokens whose attention mass is measured (vocabulary spellings)"),
+      list_field<int64_t>(R, "statistics.examples", KEY(statistics.examples), "sample ids", parse_sample_id, "sample ids whose full attention and similarity matrices are stored"),
+      int_field(R, "statistics.top_anchors", KEY(statistics.top_anchors), 1, 1000, "anchors listed per head in summaries and reports"),
+      int_field(P, "pretrain.layers", KEY(pretrain.layers), 1, 64, "encoder layers"),
+      int_field(P, "pretrain.hidden", KEY(pretrain.hidden), 8, 4096, "hidden size"),
+      int_field(P, "pretrain.heads", KEY(pretrain.heads), 1, 256, "attention heads (they divide the hidden size)"),
+      int_field(P, "pretrain.intermediate", KEY(pretrain.intermediate), 8, 65536, "feed-forward size"),
+      int_field(P, "pretrain.steps", KEY(pretrain.steps), 1, kMaxSteps, "optimizer steps"),
+      int_field(P, "pretrain.batch_size", KEY(pretrain.batch_size), 1, 65536, "samples per step over all ranks together (the rank count does not change it)"),
+      double_field(P, "pretrain.learning_rate", KEY(pretrain.learning_rate), 0.0, 1.0, true, "AdamW peak learning rate, reached after the warmup"),
+      int_field(P, "pretrain.warmup_steps", KEY(pretrain.warmup_steps), 0, kMaxSteps, "linear warmup from 0, then linear decay to 0 at the last step"),
+      double_field(P, "pretrain.weight_decay", KEY(pretrain.weight_decay), 0.0, 1.0, false, "AdamW decoupled weight decay (not on biases and LayerNorm)"),
+      double_field(P, "pretrain.clip_norm", KEY(pretrain.clip_norm), 0.0, 1e6, false, "clip the global gradient norm to this; 0 = no clipping"),
+      double_field(P, "pretrain.dropout", KEY(pretrain.dropout), 0.0, 0.9, false, "dropout of hidden states and attention probabilities (BERT: 0.1)"),
+      double_field(P, "pretrain.mask_fraction", KEY(pretrain.mask_fraction), 0.0, 1.0, true, "share of a sample's non-special tokens predicted: 80% [MASK], 10% random, 10% unchanged"),
+      int_field(P, "pretrain.seed", KEY(pretrain.seed), 0, kMaxSeed, "seeds the initial weights, the sample order, the masks and dropout"),
+      int_field(P, "pretrain.checkpoint_steps", KEY(pretrain.checkpoint_steps), 1, kMaxSteps, "a durable checkpoint every N steps (or runtime.flush_seconds), and on SIGTERM/SIGINT"),
+      int_field(P, "pretrain.eval_steps", KEY(pretrain.eval_steps), 1, kMaxSteps, "held-out loss and accuracy every N steps"),
+      int_field(P, "pretrain.eval_samples", KEY(pretrain.eval_samples), 1, 1'000'000, "held-out samples evaluated, each with fixed masks"),
+      enum_field<SaveDtype>(P, "pretrain.save_dtype", KEY(pretrain.save_dtype), "dtype of the exported Hugging Face weights: float32 | float16"),
+      string_field(P|Steer, "pretrain.model_out", KEY(pretrain.model_out), {}, "folder of the trained model (Hugging Face layout); empty = <output.dir>/model"),
+      string_field(P|Steer, "pretrain.init_out", KEY(pretrain.init_out), {}, "folder of the step-0 weights (Hugging Face layout); empty = <output.dir>/init"),
+      int_field(S, "segment.documents", KEY(segment.documents), 0, 100000, "test documents per subset; 0 = Choi's counts (400 of 3-11, 100 each of 3-5, 6-8, 9-11)"),
+      int_field(S, "segment.dev_documents", KEY(segment.dev_documents), 1, 100000, "documents of 3-11 (another seed) on which the summary chooses each model method's best layer"),
+      int_field(S, "segment.seed", KEY(segment.seed), 0, kMaxSeed, "seeds the draw of the test documents"),
+      int_field(S, "segment.block_window", KEY(segment.block_window), 1, 1000, "sentences per block on each side of a gap (TextTiling and the depth-score methods)"),
+      int_field(S, "segment.smoothing", KEY(segment.smoothing), 0, 1000, "gap scores averaged over +-N neighbouring gaps before the depth scores; 0 = none"),
+      int_field(S, "segment.c99_mask", KEY(segment.c99_mask), 1, 101, "side of C99's rank mask, odd (Choi: 11)"),
+      int_field(S, "segment.attention_layers", KEY(segment.attention_layers), 1, 1000, "the final layers whose attention across gaps the attention-final method averages"),
+      string_field(S, "segment.method", KEY(segment.method), {"heads-c99", "heads-depth", "attention"}, "what `segment --text` uses: heads-c99 | heads-depth | attention (of segment.layer)"),
+      int_field(S, "segment.layer", KEY(segment.layer), -1, 1000, "the layer `segment --text` uses; -1 = the model's last"),
+      string_field(R|P|S|Steer, "output.dir", KEY(output.dir), {}, "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what"),
+      bool_field(R|P|S|Steer, "output.overwrite", KEY(output.overwrite), "replace an existing store (or checkpoint) made with a different config"),
+      bool_field(R|S|Steer, "output.report", KEY(output.report), "write the report when the run ends"),
+      int_field(R|Steer, "output.report_max_bytes", KEY(output.report_max_bytes), 1 << 20, int64_t(1) << 40, "size budget of report.html; large examples are block-pooled to fit"),
+      int_field(R|P|S|Steer, "runtime.threads", KEY(runtime.threads), 0, 4096, "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores"),
+      int_field(R|S, "runtime.batch_size", KEY(runtime.batch_size), 1, 65536, "samples per forward pass"),
+      int_field(R|S, "runtime.unit_size", KEY(runtime.unit_size), 1, kMaxCount, "samples per work unit (the resume granularity; independent of the rank count)"),
+      enum_field<Device>(R|Steer, "runtime.device", KEY(runtime.device), "auto = the local GPU when built with CUDA and one is visible, else CPU"),
+      double_field(R|P|S|Steer, "runtime.progress_seconds", KEY(runtime.progress_seconds), 0.0, 1e6, true, "seconds between progress lines when not on a terminal"),
+      int_field(R|S|Steer, "runtime.flush_units", KEY(runtime.flush_units), 1, kMaxCount, "make progress durable (resume state) every N completed work units"),
+      double_field(R|P|S|Steer, "runtime.flush_seconds", KEY(runtime.flush_seconds), 0.0, 1e7, true, "… or every N seconds, whichever comes first"),
+      // clang-format on
+  };
   return fields;
 }
+#undef KEY
 
 const std::vector<std::string>& sections() {
   static const std::vector<std::string> s = {"corpus",   "samples", "model",  "selection", "statistics",
@@ -488,15 +456,25 @@ const std::vector<std::string>& sections() {
   return s;
 }
 
-const std::vector<std::string> kRuleKeys = {"top_fraction", "relative_to_max", "absolute"};
-
 const Field* find_field(const std::string& path) {
   for (const auto& f : schema())
     if (f.path == path) return &f;
   return nullptr;
 }
 
+const Field* field_of_key(const std::string& key, std::string* sub) {
+  if (sub) sub->clear();
+  if (const Field* f = find_field(key)) return f;
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos) return nullptr;
+  const Field* f = find_field(key.substr(0, dot));
+  if (!f || std::find(f->subkeys.begin(), f->subkeys.end(), key.substr(dot + 1)) == f->subkeys.end()) return nullptr;
+  if (sub) *sub = key.substr(dot + 1);
+  return f;
+}
+
 std::vector<std::string> keys_of(const std::string& section) {
+  if (const Field* f = find_field(section)) return f->subkeys;  // a section that is one key
   std::vector<std::string> out;
   for (const auto& f : schema())
     if (f.path.compare(0, section.size() + 1, section + ".") == 0) out.push_back(f.path.substr(section.size() + 1));

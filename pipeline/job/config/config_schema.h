@@ -18,35 +18,21 @@ namespace ctxsim {
 // One key: its path, help, how it is read, written and copied, and whether it determines a run's
 // results (the identity of a store) or only steers how the run goes. The defaults are Config's
 // own member initialisers.
+// A key is "section.key", or a whole section ("selection": a list of rules), which may take
+// "section.sub=value" overrides for its `subkeys`.
 struct Field {
+  static constexpr uint8_t kByRun = 1, kByPretrain = 2, kBySegment = 4, kSteers = 8;
   std::string path;  // "samples.seq_len"
   std::string help;  // meaning, units, sentinels: the comment in the effective config
-  std::function<void(Config&, const YAML::Node&, const std::string& where)> set;
+  // The value at `where` (file:line:col, or the command line) of `file` (positions of list items).
+  std::function<void(Config&, const YAML::Node&, const std::string& file, const std::string& where)> set;
   std::function<void(const Config&, YAML::Emitter&)> emit;
   std::function<void(const Config& from, Config& to)> copy;
   bool determines_results = true;
-  uint8_t used_by = kByRun;  // which jobs read the key (a bit per JobKind)
-  static constexpr uint8_t kByRun = 1, kByPretrain = 2, kBySegment = 4;
-  Field& steering() {
-    determines_results = false;
-    return *this;
-  }
-  Field& also_pretrain() {
-    used_by |= kByPretrain;
-    return *this;
-  }
-  Field& only_pretrain() {
-    used_by = kByPretrain;
-    return *this;
-  }
-  Field& also_segment() {
-    used_by |= kBySegment;
-    return *this;
-  }
-  Field& only_segment() {
-    used_by = kBySegment;
-    return *this;
-  }
+  uint8_t used_by = kByRun;          // which jobs read the key (a bit per JobKind)
+  std::vector<std::string> subkeys;  // a section key's "path.sub" overrides and sweep axes
+  std::function<void(Config&, const std::string& sub, const YAML::Node&, const std::string& where)> set_sub;
+  bool is_section() const { return path.find('.') == std::string::npos; }
   bool used_by_job(JobKind kind) const {
     return used_by & (kind == JobKind::Run ? kByRun : kind == JobKind::Pretrain ? kByPretrain : kBySegment);
   }
@@ -56,10 +42,12 @@ struct Field {
 
 // Every key of the sections corpus … runtime, in the order of the effective config.
 const std::vector<Field>& schema();
-const Field* find_field(const std::string& path);              // nullptr for an unknown path
+const Field* find_field(const std::string& path);  // nullptr for an unknown path
+// The field of a key: "section.key", a section key, or "section.sub" of a section key's subkeys
+// (`sub` gets "sub", else ""); nullptr for an unknown key.
+const Field* field_of_key(const std::string& key, std::string* sub = nullptr);
 const std::vector<std::string>& sections();                    // corpus, samples, …, sweep
 std::vector<std::string> keys_of(const std::string& section);  // "seq_len", … of a section
-extern const std::vector<std::string> kRuleKeys;               // top_fraction, relative_to_max, absolute
 
 // The names and values of a choice key's enum.
 template <class E>
@@ -67,6 +55,8 @@ const std::vector<std::pair<std::string, E>>& choices_of();
 
 // YAML values read with errors that name where (file:line:col), the key and the fix.
 constexpr int64_t kMaxCount = 1'000'000'000;  // the bound of counts (samples, documents, units, ids)
+constexpr int64_t kMaxSteps = 100'000'000;    // optimizer steps, and counts of steps
+constexpr int64_t kMaxSeed = std::numeric_limits<int64_t>::max();
 std::string location(const std::string& file, const YAML::Mark& mark);
 std::string shown(const YAML::Node& n);  // 'abc', a list, a mapping, nothing
 int64_t parse_int(const YAML::Node& n, const std::string& where, const std::string& key, int64_t lo, int64_t hi,

@@ -8,6 +8,7 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/limits.h"
 
 namespace fs = std::filesystem;
 
@@ -180,6 +181,20 @@ TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer
   return t;
 }
 
+void check_positions(const Config& c, int64_t max_positions) {
+  if (const std::string problem = positions_problem(c.samples.seq_len, max_positions); !problem.empty())
+    throw Error(c.where("samples.seq_len"), problem, "lower samples.seq_len to at most " + std::to_string(max_positions));
+}
+
+void rethrow_at_key(const Config& c, const Error& e) {
+  // The quantities the stages name, and the key that sets each.
+  static const std::pair<std::string, const char*> keys[] = {
+      {kSeqLen.quantity, "samples.seq_len"}, {kDocumentSplit, "corpus.split"}, {kCorpusText, "corpus.path"}};
+  for (const auto& [quantity, key] : keys)
+    if (e.where() == quantity) throw Error(c.where(key), e.problem(), e.fix());
+  throw;
+}
+
 PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, CorpusTokens tokens) {
   PreparedSamples p;
   const SampleOptions options = sample_options(config);
@@ -192,7 +207,7 @@ PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, 
     p.sentences = tokenized.num_sentences;
     p.corpus_tokens = tokenized.num_tokens;
     p.dropped_sentences = tokenized.dropped_sentences;
-    p.samples = build_samples(tokenized, options, special);
+    p.samples = at_config_keys(config, [&] { return build_samples(tokenized, options, special); });
   } else {
     const Corpus corpus = read_config_corpus(config, tokenizer.vocab());
     const SentenceIndex index = index_sentences(corpus, tokenizer);
@@ -200,7 +215,7 @@ PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, 
     p.documents = static_cast<int64_t>(corpus.documents.size());
     p.sentences = index.sentences;
     p.dropped_sentences = index.dropped;
-    p.samples = draw_samples(corpus, index, tokenizer, options, special);
+    p.samples = at_config_keys(config, [&] { return draw_samples(corpus, index, tokenizer, options, special); });
   }
   if (p.samples.shortfall() > 0)
     log_info("samples.num_samples=" + std::to_string(config.samples.num_samples) + " but the corpus has only " +

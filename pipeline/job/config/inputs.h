@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pipeline/job/config/config.h"
+#include "stages/base/error.h"
 #include "stages/stats/statistics_options.h"
 #include "stages/text/corpus.h"
 #include "stages/text/samples.h"
@@ -45,6 +46,21 @@ BertTokenizer make_tokenizer(const Config& config);
 // Every id the tokenizer can give indexes the model's embedding table: a vocabulary longer than
 // the model's vocab_size is refused, naming model.vocab (run, segment, segment --text).
 void check_vocab_fits(const Config& config, const Vocab& vocab, int64_t model_vocab_size);
+
+// A model's max_position_embeddings hold samples.seq_len tokens (run, segment), else an Error
+// naming the key.
+void check_positions(const Config& config, int64_t max_position_embeddings);
+
+// A stage's Error that names a quantity (kSeqLen.quantity, kDocumentSplit, …) rethrown naming
+// the config key that set it, and where in the config it was set; any other error as it is.
+[[noreturn]] void rethrow_at_key(const Config& config, const Error& e);
+// `f()`, its stage errors named by their keys.
+template <class F>
+auto at_config_keys(const Config& config, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) { rethrow_at_key(config, e); }
+}
 
 CorpusOptions corpus_options(const Config& config);
 SampleOptions sample_options(const Config& config);

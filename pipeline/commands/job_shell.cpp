@@ -1,0 +1,191 @@
+#include "pipeline/commands/job_shell.h"
+
+#include <malloc.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "ctxsim_revision.h"
+#include "pipeline/commands/commands.h"
+#include "pipeline/commands/summary.h"
+#include "stages/base/cpu_features.h"
+#include "stages/base/digest.h"
+
+#include "pipeline/job/config/inputs.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/log.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/store/store.h"
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+
+// The job table. prune joins it as a row and a Job.
+const JobRow& job_row(JobKind kind) {
+  static const JobRow rows[] = {
+      {JobKind::Run, "run", true, true,
+       "set model.path to a Hugging Face BERT or DistilBERT folder (scripts/setup.sh makes data/models/bert-base-seed0), or model.name"},
+      {JobKind::Segment, "segment", true, true, "set model.path to a Hugging Face BERT or DistilBERT folder, or model.name"},
+      {JobKind::Pretrain, "pretrain", false, false, ""},
+  };
+  for (const JobRow& r : rows)
+    if (r.kind == kind) return r;
+  CTXSIM_CHECK(false, "a job kind without a row in the job table");
+  return rows[0];
+}
+
+namespace {
+
+// Rank 0, under the lock: what to do with what output.dir holds.
+StoreMode decide(JobPlan& t) {
+  const Config& c = t.config;
+  const JobKind kind = t.kind;
+  std::optional<Checkpoint>& checkpoint = t.checkpoint;
+  if (c.output.overwrite) return StoreMode::Create;
+  const StoreInfo existing = inspect_store(t.store_path);
+  if (!existing.exists()) return StoreMode::Create;
+  if (existing.kind == StoreInfo::Kind::NotAStore)
+    throw Error(c.where("output.dir"), t.store_path + " exists and is not a ctxsim store: " + existing.what,
+                "move it away, choose another output.dir, or set output.overwrite=true to replace it");
+  // A store of the other job in this folder is not this job's to resume, finish or answer for.
+  const std::string job = job_row(kind).name;
+  if (existing.job != job)
+    throw Error(c.where("output.dir"), t.store_path + " holds the store of 'ctxsim " + existing.job + "', and this is 'ctxsim " + job + "'",
+                "choose another output.dir, or set output.overwrite=true to replace it");
+  const std::vector<std::string> differences = identity_differences(existing.config_yaml, c, kind);
+  if (!differences.empty())
+    throw Error(c.where("output.dir"), t.store_path + " holds a run with a different config: " + join(differences, "; "),
+                "choose another output.dir, or set output.overwrite=true to replace it");
+  // The same config over other inputs (new weights under the same model.path, an edited corpus)
+  // is another run: resuming would mix the two, and a complete store would answer for the old.
+  const std::vector<std::string> changed = changed_inputs(
+      {existing.model_sha256, existing.model_config_sha256, existing.vocab_sha256, existing.corpus_sha256}, input_digests(c), c);
+  if (!changed.empty())
+    throw Error(c.where("output.dir"), t.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
+                "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
+  if (existing.complete) return StoreMode::AlreadyDone;
+  checkpoint = read_checkpoint(t.progress_path);  // an unreadable or damaged one stops the job here
+  if (!checkpoint) {
+    log_info(t.store_path + " stopped before its first durable point (no resume state beside it): starting it over");
+    return StoreMode::Create;
+  }
+  if (checkpoint->identity != t.identity_hash) {
+    log_info(t.progress_path + " is the resume state of another config (an older ctxsim?): starting the run over");
+    checkpoint.reset();
+    return StoreMode::Create;
+  }
+  return StoreMode::Resume;
+}
+
+// Collective: the config and its checks, then rank 0 takes the lock and decides; every rank
+// gets the mode.
+JobPlan plan_job(MpiComm& world, JobKind kind, const std::string& config_path, const std::vector<std::string>& overrides, Job& job) {
+  const JobRow& row = job_row(kind);
+  JobPlan p;
+  p.kind = kind;
+  p.config_path = config_path;
+  on_every_rank(world, [&] {
+    Config& c = p.config;
+    c = load_config(config_path, overrides);
+    check_paths(c);
+    if (row.needs_model) {
+      p.model_dir = model_dir(c);
+      if (p.model_dir.empty()) throw Error(c.where("model.path"), std::string("'ctxsim ") + row.name + "' needs a model", row.model_fix);
+    }
+    p.identity = identity_yaml(c, kind);
+    p.identity_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(p.identity.data()), p.identity.size());
+    if (row.writes_store) {
+      p.store_path = (fs::path(c.output.dir) / "store.h5").string();
+      p.progress_path = checkpoint_path(p.store_path);
+    }
+    job.check(p, world);  // the plan so far (identity, paths) is the job's to read
+  });
+  int64_t mode = int64_t(StoreMode::Create);
+  on_every_rank(world, [&] {
+    if (world.rank() != 0) return;
+    p.lock = std::make_unique<RunLock>(p.config.output.dir, p.config.where("output.dir"));
+    if (row.writes_store) mode = int64_t(decide(p));
+  });
+  world.broadcast(&mode, sizeof mode, 0);
+  p.mode = StoreMode(mode);
+  return p;
+}
+
+// Rank 0, a store's job done: its report when output.report asks for one, then its summary.
+int end_of_store_job(const JobPlan& plan, bool already_done, std::ostream& out) {
+  const Config& c = plan.config;
+  const bool report = c.output.report && (!already_done || !fs::exists(fs::path(c.output.dir) / "report.html"));
+  if (already_done)
+    // A job killed while it wrote its report left the store complete and no page: make it now.
+    log_info(plan.store_path + " is already complete for this config" +
+             (report ? ", but its report is missing: writing it" : "; its summary:"));
+  if (report) {
+    malloc_trim(0);  // what the job freed (its model, its samples) goes back before the report
+    write_job_report(c, plan.store_path);
+  }
+  return print_summary(plan.store_path, SummaryOptions{}, out);
+}
+
+}  // namespace
+
+int run_in_shell(JobKind kind, const std::string& config_path, const std::vector<std::string>& overrides, Job& job, std::ostream& out) {
+  const Stopwatch clock;
+  MpiSession::ensure();
+  MpiComm world(MPI_COMM_WORLD);
+  set_log_rank(world.rank(), world.size());
+  const StopSignals stop;
+  JobPlan plan = plan_job(world, kind, config_path, overrides, job);
+  const h5::FileScope scope(plan.store_path);  // HDF5's errors from here on name the store
+  if (plan.mode == StoreMode::AlreadyDone) return world.rank() == 0 ? end_of_store_job(plan, true, out) : kExitOk;
+  const int rc = job.execute(world, plan, stop, clock, out);
+  if (rc != kExitOk || world.rank() != 0 || !job_row(kind).writes_store) return rc;
+  return end_of_store_job(plan, false, out);
+}
+
+void write_job_report(const Config& c, const std::string& store_path) {
+  std::ostringstream report_line;
+  ReportArgs args;
+  args.max_bytes = c.output.report_max_bytes;
+  try {
+    cmd_report(store_path, args, report_line);
+  } catch (const Error& e) {
+    // The job's results are safe: say so, and how to get the report without rerunning.
+    throw Error(e.where(), "the job finished and its store is complete, but the report failed: " + e.problem(),
+                (e.fix().empty() ? std::string() : e.fix() + "; then ") + "ctxsim report " + store_path + " makes it without rerunning");
+  }
+  log_info(report_line.str().substr(0, report_line.str().find('\n')));
+}
+
+StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFacts& f) {
+  CTXSIM_CHECK(job_row(plan.kind).writes_store, "a store is a run's or a segmentation's");
+  const Config& c = plan.config;
+  StoreAttributes a;
+  a.kind = job_row(plan.kind).name;
+  // Rank 0's, as the weights' digest: attributes are written collectively, with one value.
+  std::string config_digest;
+  on_every_rank(world, [&] {
+    if (world.rank() == 0 && !plan.model_dir.empty()) config_digest = model_config_sha256(plan.model_dir);
+  });
+  a.model_config_sha256 = broadcast_string(world, config_digest);
+  a.model_sha256 = broadcast_string(world, f.model_sha256);
+  a.config_yaml = plan.identity;
+  a.config_path = plan.config_path;
+  a.model_path = plan.model_dir;
+  a.vocab_path = f.vocab_path;
+  a.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(f.vocab_text.data()), f.vocab_text.size());
+  a.corpus_sha256 = f.corpus_sha256;
+  a.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(f.corpus_documents) + " documents)";
+  a.version = version_string();
+  a.git_revision = CTXSIM_GIT_REVISION;
+  a.started = utc_now();
+  a.dtype = name_of(c.model.dtype);
+  a.ranks = world.size();
+  a.threads = f.threads;
+  a.isa = configure_compute_libraries().describe() + " (rank 0)";
+  return a;
+}
+
+}  // namespace ctxsim

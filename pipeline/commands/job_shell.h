@@ -1,0 +1,82 @@
+// The one shell around every job (run, segment, pretrain; prune next): MPI and the log's rank,
+// the stop signals, the config and its checks, the lock on output.dir, the decision between new
+// output, a resume and nothing to do, HDF5's errors naming the store, and the end of a store's
+// job (its report and summary). A job is what differs: its checks, its units and its output,
+// written as a `Job`, and a row of the job table.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "pipeline/job/config/config.h"
+#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/signals.h"
+#include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/job/durable/run_lock.h"
+#include "pipeline/store/store.h"
+#include "stages/base/stopwatch.h"
+
+namespace ctxsim {
+
+// A job kind as a row: what the shell does for it.
+struct JobRow {
+  JobKind kind;
+  const char* name;       // the subcommand, and the store's `kind` attribute when it writes one
+  bool writes_store;      // output.dir/store.h5 with resume state beside it; else the job keeps its own (pretrain)
+  bool needs_model;       // model.path or model.name must name a checkpoint
+  const char* model_fix;  // the fix when it names none
+};
+const JobRow& job_row(JobKind kind);
+
+enum class StoreMode : int64_t { Create = 0, Resume = 1, AlreadyDone = 2 };
+
+// What the shell decided, the same on every rank (the lock and the resume state on rank 0).
+struct JobPlan {
+  JobKind kind = JobKind::Run;
+  Config config;
+  std::string config_path, model_dir, identity, identity_hash;
+  std::string store_path, progress_path;  // jobs that write a store
+  StoreMode mode = StoreMode::Create;
+  std::optional<Checkpoint> checkpoint;  // rank 0, resuming a store
+  std::unique_ptr<RunLock> lock;         // rank 0: the job owns output.dir until it ends
+};
+
+// What a job brings to the shell.
+class Job {
+ public:
+  virtual ~Job() = default;
+  // On every rank once the config has loaded (inside on_every_rank: an Error stops every rank
+  // with one message): what this job refuses, naming the key, and what it derives from the config.
+  virtual void check(const JobPlan& plan, MpiComm& world) {
+    (void)plan;
+    (void)world;
+  }
+  // The job, when it is not already done: its inputs, output and rounds (run_rounds with `stop`).
+  // Returns the exit code. A job that writes a store leaves it complete, and the shell then makes
+  // the report (output.report) and prints the summary on rank 0, once this call's memory is freed.
+  virtual int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) = 0;
+};
+
+// The whole command: MPI, plan, then nothing to do (a complete store: its missing report made,
+// its summary printed), or the job.
+int run_in_shell(JobKind kind, const std::string& config_path, const std::vector<std::string>& overrides, Job& job, std::ostream& out);
+
+// The report of a finished job's store (output.report), into the store's folder. Its failure is
+// an Error that says the store is complete and how to make the report without rerunning.
+void write_job_report(const Config& c, const std::string& store_path);
+
+// What a job knows when it creates its store, for the root attributes every store has.
+struct JobFacts {
+  std::string model_sha256;  // rank 0's (hashed there while the inputs load); other ranks pass ""
+  std::string vocab_path, vocab_text, corpus_sha256;
+  int64_t corpus_documents = 0;
+  int threads = 1;
+};
+// Collective (attributes are written collectively): the root attributes shared by run and
+// segment stores, rank 0's weights digest on every rank; the caller adds vector and devices.
+StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFacts& facts);
+
+}  // namespace ctxsim
