@@ -20,14 +20,13 @@ while [ $# -gt 0 ]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer store segment_store)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer bpe bpe_files store segment_store)
 say() { echo "[fuzz] $*"; }
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 
 command -v clang++ > /dev/null || { echo "[fuzz] clang++ is missing: scripts/setup.sh installs it" >&2; exit 1; }
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  cmake -S tests/fuzz -B "$BUILD" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-fi
+# Configured every time (quick when nothing changed): a target added since the last run is known.
+cmake -S tests/fuzz -B "$BUILD" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 say "building ${TARGETS[*]} in $BUILD"
 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]/#/fuzz_}" > "$BUILD/build.log" 2>&1 || { tail -40 "$BUILD/build.log"; exit 1; }
 
@@ -58,7 +57,25 @@ PY
     config_json) cp data/models/bert-base-seed0/config.json "$dir/" 2> /dev/null || echo '{"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}' > "$dir/config.json" ;;
     yaml_config) for f in configs/*.yaml configs/sweeps/*.yaml; do cp "$f" "$dir/$(basename "$(dirname "$f")")_$(basename "$f")"; done ;;
     brown) for f in ca01 cf13 cj42 cr09; do [ -f "data/brown/$f" ] && head -c 16384 "data/brown/$f" > "$dir/$f"; done ;;
-    text_corpus|tokenizer) for f in README.md docs/*.md; do head -c 16384 "$f" > "$dir/$(basename "$f")"; done ;;
+    text_corpus|tokenizer|bpe) for f in README.md docs/*.md; do head -c 16384 "$f" > "$dir/$(basename "$f")"; done ;;
+    bpe_files)  # a small vocab.json NUL merges.txt pair and a tokenizer.json, from GPT-2's files
+      /usr/bin/python3 - "$dir" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+vocab = json.load(open("data/vocab/gpt2/vocab.json", encoding="utf-8"))
+merges = open("data/vocab/gpt2/merges.txt", encoding="utf-8").read().split("\n")[:301]
+small = {t: i for t, i in vocab.items() if i < 256}
+for line in merges[1:]:
+    if line:
+        a, b = line.split(" ")
+        for t in (a, b, a + b):
+            small.setdefault(t, len(small))
+v = json.dumps(small, ensure_ascii=False).encode()
+open(os.path.join(out, "pair"), "wb").write(v + b"\0" + "\n".join(merges).encode() + b"\n")
+tj = {"model": {"type": "BPE", "vocab": small, "merges": merges[1:101]}, "pre_tokenizer": {"type": "ByteLevel"}}
+open(os.path.join(out, "tokenizer.json"), "wb").write(json.dumps(tj, ensure_ascii=False).encode())
+PY
+      ;;
     store)  # a real store to edit (tests/fuzz/fuzz_store.cpp), and a few edit scripts
       local m=$BUILD/store-template
       rm -rf "$m"

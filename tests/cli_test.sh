@@ -43,6 +43,19 @@ case "$CASE" in
     [ "$out" = "hello" ] || fail "tokens: $out"
     printf 'bad \xff\n' | "$CTXSIM" tokenize --vocab data/vocab/bert-base-uncased.txt 2>"$TMP/err" && fail "invalid UTF-8 accepted"
     contains "$(cat "$TMP/err")" "stdin:1: invalid UTF-8"
+    # GPT-2's byte-level BPE from its folder, as --vocab or as a model folder's tokenizer.
+    if [ -f data/vocab/gpt2/merges.txt ]; then
+      out=$(printf "Hello world, it's\n" | "$CTXSIM" tokenize --vocab data/vocab/gpt2) || fail "gpt2 exit $?"
+      [ "$out" = "15496 995 11 340 338" ] || fail "gpt2 ids: $out"
+      cp -r data/vocab/gpt2 "$TMP/gpt2-model"
+      out=$(printf ' naïve\n' | "$CTXSIM" tokenize --model "$TMP/gpt2-model" --tokens) || fail "--model exit $?"
+      [ "$out" = "ĠnaÃ¯ve" ] || fail "gpt2 tokens: $out"
+      sed -i 1d "$TMP/gpt2-model/merges.txt"
+      echo x | "$CTXSIM" tokenize --model "$TMP/gpt2-model" 2>"$TMP/err" && fail "merges without #version accepted"
+      contains "$(cat "$TMP/err")" "gpt2-model/merges.txt:1: a merges file starts with its '#version: 0.2' line"
+    fi
+    echo x | "$CTXSIM" tokenize 2>"$TMP/err" && fail "no tokenizer accepted"
+    contains "$(cat "$TMP/err")" "no tokenizer given"
     ;;
   version_and_help)
     out=$("$CTXSIM" --version) || fail "--version"

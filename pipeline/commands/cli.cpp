@@ -21,6 +21,7 @@ namespace {
 // Every subcommand's arguments, in one place the table's options bind to.
 struct Args {
   std::string config, vocab, store, dir, out, dtype = "float32";
+  std::vector<std::string> tokenizers;
   std::vector<std::string> overrides, heads, stores;
   int64_t show = 3, sweep_index = -1, ranks = 1, batches = 2, segments = 0;
   std::string text;
@@ -78,13 +79,15 @@ std::vector<Subcommand> config_commands(Args& a) {
          s.add_option("--show", a.show, "how many samples to print")->check(whole_in(0, 1000000));
        },
        [&] { return cmd_samples(a.config, a.overrides, a.show, std::cout); }},
-      {"tokenize", "stdin lines → WordPiece ids (no [CLS]/[SEP]), one line each",
+      {"tokenize", "stdin lines → token ids (WordPiece or byte-level BPE; no special tokens), one line each",
        [&](CLI::App& s) {
-         s.add_option("--vocab", a.vocab, "vocab.txt")->required();
-         s.add_flag("--cased", a.cased, "keep case and accents (cased vocabularies)");
+         auto* vocab = s.add_option("--vocab", a.vocab, "vocab.txt, tokenizer.json, or a folder with vocab.json + merges.txt");
+         auto* model = s.add_option("--model", a.dir, "a model folder: its tokenizer, whatever the family");
+         vocab->excludes(model);
+         s.add_flag("--cased", a.cased, "WordPiece: keep case and accents (cased vocabularies)");
          s.add_flag("--tokens", a.tokens, "print token strings instead of ids");
        },
-       [&] { return cmd_tokenize(a.vocab, a.cased, a.tokens, std::cin, std::cout); }},
+       [&] { return cmd_tokenize(a.vocab, a.dir, a.cased, a.tokens, std::cin, std::cout); }},
       {"run", "run the job a config describes (every point of a sweep, or one)",
        [&](CLI::App& s) {
          with_config(s, a);
@@ -132,12 +135,13 @@ std::vector<Subcommand> config_commands(Args& a) {
          s.add_option("--logs", a.submit.logs_dir, "folder for the job script and logs");
        },
        [&] { return cmd_submit(a.config, a.overrides, a.submit, std::cout); }},
-      {"bench-tokenizer", "time tokenizing the config's whole corpus (one thread)",
+      {"bench-tokenizer", "time tokenizing the config's whole corpus (one thread), with its tokenizer and others",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--repeat", a.repeat, "rounds")->check(CLI::PositiveNumber);
+         s.add_option("--tokenizer", a.tokenizers, "another tokenizer to time (as tokenize --vocab takes it, e.g. data/vocab/gpt2)");
        },
-       [&] { return cmd_bench_tokenizer(a.config, a.overrides, a.repeat, std::cout); }},
+       [&] { return cmd_bench_tokenizer(a.config, a.overrides, a.repeat, a.tokenizers, std::cout); }},
   };
 }
 

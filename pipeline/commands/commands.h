@@ -21,7 +21,10 @@ std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab)
 
 int cmd_validate(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
 int cmd_samples(const std::string& config, const std::vector<std::string>& overrides, int64_t show, std::ostream& out);
-int cmd_tokenize(const std::string& vocab, bool cased, bool tokens, std::istream& in, std::ostream& out);
+// stdin lines → ids (or token strings) with the tokenizer of `vocab` (a vocab.txt, a
+// tokenizer.json, a folder with vocab.json + merges.txt) or of the model folder `model`; no
+// special tokens, no prefix space.
+int cmd_tokenize(const std::string& vocab, const std::string& model, bool cased, bool tokens, std::istream& in, std::ostream& out);
 // Runs the config; a sweep config runs point sweep_index, or every point in turn when it is -1.
 int cmd_run(const std::string& config, const std::vector<std::string>& overrides, int64_t sweep_index, std::ostream& out);
 // Masked-LM pretraining across the MPI ranks (commands/pretrain.cpp): a Hugging Face model
@@ -71,7 +74,10 @@ int cmd_collect(const std::string& sweep_dir, const std::string& out_csv, std::o
 int cmd_sweep(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
 // Where a run stands: complete, or units done according to its resume state.
 int cmd_status(const std::string& store, std::ostream& out);
-int cmd_bench_tokenizer(const std::string& config, const std::vector<std::string>& overrides, int repeat, std::ostream& out);
+// Tokenizing the config's corpus, with the config's tokenizer and each of `others` (paths as
+// tokenize --vocab takes them).
+int cmd_bench_tokenizer(const std::string& config, const std::vector<std::string>& overrides, int repeat,
+                        const std::vector<std::string>& others, std::ostream& out);
 
 }  // namespace ctxsim
 

