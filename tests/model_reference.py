@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # An independent float64 reference for the per-head quantities of SPEC §2 (the context vectors
-# o_i = sum_j A_ij v_j before the output projection, and the attention maps A) of BERT and
-# DistilBERT checkpoints in Hugging Face's layout. Written from the semantics of transformers'
-# modeling_bert.py (BertModel, eager attention) and modeling_distilbert.py (DistilBertModel), not
+# o_i = sum_j A_ij v_j before the output projection, and the attention maps A) of BERT, DistilBERT
+# and RoBERTa checkpoints in Hugging Face's layout. Written from the semantics of transformers'
+# modeling_bert.py (BertModel, eager attention), modeling_distilbert.py (DistilBertModel) and
+# modeling_roberta.py (RobertaModel: BERT's layers; positions from create_position_ids_from_input_ids), not
 # from ctxsim's C++: its own safetensors parser, its own key names, HF's order of operations
 # (BERT: scores / sqrt(d) + (1 - mask) * finfo.min; DistilBERT: q / sqrt(d) before q k^T and
 # masked_fill(finfo.min)). Needs only Debian's python3-torch and numpy.
@@ -74,7 +75,7 @@ def read_model(folder):
 def shape_of(cfg):
     """(family, layers, hidden, heads, ffn, activation, eps) from config.json's own keys."""
     family = cfg.get("model_type", "bert")
-    if family == "bert":
+    if family in ("bert", "roberta"):
         return family, cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"], cfg["intermediate_size"], \
             cfg.get("hidden_act", "gelu"), cfg.get("layer_norm_eps", 1e-12)
     if family == "distilbert":  # DistilBERT's LayerNorms are nn.LayerNorm(dim, eps=1e-12)
@@ -88,7 +89,7 @@ def expected_layout(cfg):
     family, L, D, _, Fd, _, _ = shape_of(cfg)
     V, P = cfg["vocab_size"], cfg.get("max_position_embeddings", 512)
     out = {}
-    if family == "bert":
+    if family in ("bert", "roberta"):  # RobertaModel's state dict has BertModel's names
         out.update({"embeddings.word_embeddings.weight": [V, D], "embeddings.position_embeddings.weight": [P, D],
                     "embeddings.token_type_embeddings.weight": [cfg.get("type_vocab_size", 2), D],
                     "embeddings.LayerNorm.weight": [D], "embeddings.LayerNorm.bias": [D],
@@ -121,15 +122,28 @@ def activation(name):
     return {"gelu": F.gelu, "relu": F.relu, "gelu_new": lambda x: F.gelu(x, approximate="tanh")}[name]
 
 
+def create_position_ids_from_input_ids(input_ids, padding_idx):
+    """modeling_roberta.py's: non-padding tokens numbered from padding_idx + 1, padding at padding_idx."""
+    mask = input_ids.ne(padding_idx).int()
+    incremental_indices = torch.cumsum(mask, dim=1).type_as(mask) * mask
+    return incremental_indices.long() + padding_idx
+
+
 def bert_heads(cfg, w, ids, valid):
-    """HF BertModel in float64: per layer (context [B,H,T,d], attention [B,H,T,T])."""
-    w = {k[len("bert."):] if k.startswith("bert.") else k: v.to(torch.float64) for k, v in w.items()}
+    """HF BertModel (or RobertaModel) in float64: per layer (context [B,H,T,d], attention [B,H,T,T])."""
+    family = shape_of(cfg)[0]
+    prefix = family + "."
+    w = {k[len(prefix):] if k.startswith(prefix) else k: v.to(torch.float64) for k, v in w.items()}
     _, L, D, H, _, act, eps = shape_of(cfg)
     B, T = ids.shape
     d = D // H
     e = "embeddings."
     x = w[e + "word_embeddings.weight"][ids] + w[e + "token_type_embeddings.weight"][torch.zeros_like(ids)]
-    x = x + w[e + "position_embeddings.weight"][torch.arange(T)].unsqueeze(0)
+    if family == "roberta":
+        positions = create_position_ids_from_input_ids(ids, cfg.get("pad_token_id", 1))
+    else:
+        positions = torch.arange(T).unsqueeze(0).expand(B, T)
+    x = x + w[e + "position_embeddings.weight"][positions]
     x = F.layer_norm(x, (D,), w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"], eps)
     extended = (1.0 - valid[:, None, None, :].to(torch.float64)) * torch.finfo(torch.float64).min
     split = lambda t: t.view(B, T, H, d).permute(0, 2, 1, 3)
@@ -230,7 +244,7 @@ def cmd_check(args):
               f"({B}, {L}, {H}, {T}, {D // H}) and ({B}, {L}, {H}, {T}, {T}) float64")
         return 1
     valid = torch.arange(T).view(1, T) < n_valid.view(B, 1)
-    reference = (bert_heads if family == "bert" else distilbert_heads)(cfg, tensors, ids, valid)
+    reference = (distilbert_heads if family == "distilbert" else bert_heads)(cfg, tensors, ids, valid)
     worst_c = worst_a = 0.0
     for b in range(B):
         for l, (ctx, att) in enumerate(reference):

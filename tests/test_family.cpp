@@ -79,7 +79,7 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
     BertConfig::parse(R"({"model_type": "gpt2", "n_embd": 768})", "m/config.json");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_HAS(e.what(), "m/config.json: model_type: 'gpt2' is not a model family ctxsim reads (it reads bert, distilbert)");
+    EXPECT_HAS(e.what(), "m/config.json: model_type: 'gpt2' is not a model family ctxsim reads (it reads bert, distilbert, roberta)");
     EXPECT_HAS(e.what(), "; fix: ");
   }
   try {
@@ -201,6 +201,56 @@ TEST(DistilBert, IsBertsLayerUnderOtherNames) {
     EXPECT_EQ(i, seen.size());
     EXPECT_TRUE(at::equal(d.forward(kIds, kValid), b.forward(kIds, kValid)));
   }
+}
+
+// RoBERTa is BERT's layer under "roberta.", with one token type and positions after the padding
+// id: the same weights under BERT's names, BERT's position table being RoBERTa's from row
+// pad + 1, give bit-identical outputs on ids without the padding id.
+TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
+  test::TempDir tmp;
+  BertConfig rc = tiny(Family::Roberta);
+  rc.max_position_embeddings = 16 + 2;
+  EXPECT_EQ(rc.pad_position, 1);
+  EXPECT_EQ(rc.type_vocab_size, 1);
+  write_random_checkpoint(rc, 9, small_vocab(tmp), (tmp.path / "r").string());
+  const BertConfig loaded = BertConfig::load((tmp.path / "r/config.json").string());
+  EXPECT_EQ(loaded.family, Family::Roberta);
+  EXPECT_EQ(loaded.pad_position, 1);
+  EXPECT_EQ(loaded.max_tokens(), 16);
+  EXPECT_HAS(loaded.positions_problem(17), "17 tokens per sample exceed the 16 positions the model gives tokens");
+  EXPECT_TRUE(loaded.positions_problem(16).empty());
+  std::map<std::string, TensorData> bert = file_tensors((tmp.path / "r/model.safetensors").string());
+  EXPECT_EQ(bert.count("encoder.layer.0.attention.self.query.weight"), 1u);  // RobertaModel: the bare names
+  TensorData& pos = bert.at("embeddings.position_embeddings.weight");
+  pos.shape = {16, 32};
+  pos.bytes.erase(pos.bytes.begin(), pos.bytes.begin() + 2 * 32 * 4);  // rows 2 … 17 become 0 … 15
+  BertConfig bc = loaded;
+  bc.family = Family::Bert;
+  bc.pad_position = -1;
+  bc.max_position_embeddings = 16;
+  const std::string bert_dir = write_folder(tmp, "b", bc.to_json(), bert);
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const TransformerEncoder r = TransformerEncoder::load((tmp.path / "r").string(), dtype);
+    const TransformerEncoder b = TransformerEncoder::load(bert_dir, dtype);
+    EXPECT_TRUE(at::equal(r.forward(kIds, kValid), b.forward(kIds, kValid)));  // kIds holds no 1
+  }
+  // With the padding id in a row: its tokens take position 1, the others count on without them.
+  const TransformerEncoder r = TransformerEncoder::load((tmp.path / "r").string(), at::kDouble);
+  const at::Tensor ids = at::tensor({5, 6, 1, 7}, at::kLong).view({1, 4});
+  const at::Tensor shifted = at::tensor({5, 6, 7, 9}, at::kLong).view({1, 4});  // 9: any id, its position checked apart
+  const at::Tensor all = at::ones({1, 4}, at::kBool);
+  std::vector<at::Tensor> a, c;
+  r.forward(ids, all, {}, [&](const LayerOutputs& o) { a.push_back(o.input.clone()); });
+  r.forward(shifted, all, {}, [&](const LayerOutputs& o) { c.push_back(o.input.clone()); });
+  // Layer 0's input is the embedding: tokens 0, 1 at positions 2, 3 in both; token 3 (id 7) at 4
+  // after the padding id, and at 4 too when it is the third token without one.
+  EXPECT_TRUE(at::equal(a[0][0][0], c[0][0][0]));
+  EXPECT_TRUE(at::equal(a[0][0][1], c[0][0][1]));
+  EXPECT_TRUE(at::equal(a[0][0][3], c[0][0][2]));
+  const FamilySpec& f = family_spec(Family::Roberta);
+  EXPECT_EQ(canonical_tensor_name(f, "roberta.encoder.layer.0.output.dense.bias"), "encoder.layer.0.output.dense.bias");
+  EXPECT_EQ(canonical_tensor_name(f, "lm_head.dense.weight"), "");
+  EXPECT_EQ(canonical_tensor_name(f, "roberta.embeddings.token_type_ids"), "");
 }
 
 // The inference kernel (per sample, scale and mask folded into the GEMM) and the training kernel

@@ -107,7 +107,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const bool real = !a.model.empty();
   const BertConfig c = real ? BertConfig::load(a.model + "/config.json") : BertConfig::preset(a.preset);
   if (const std::string problem = c.positions_problem(a.seq_len); !problem.empty())
-    throw Error("--seq-len " + std::to_string(a.seq_len), problem, "use at most " + std::to_string(c.max_position_embeddings));
+    throw Error("--seq-len " + std::to_string(a.seq_len), problem, "use at most " + std::to_string(c.max_tokens()));
   // A batch's attention maps (scores, probabilities, the statistics' copy) must fit in memory.
   const int64_t largest = *std::max_element(a.batches.begin(), a.batches.end());
   const double need = 3.0 * 8 * double(largest) * double(c.num_heads) * double(a.seq_len) * double(a.seq_len);

@@ -33,7 +33,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   const FamilySpec& f = family_spec(c.family);
   out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads
       << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;
-  if (c.family != Family::Bert) out << ", " << f.display << " layout (" << f.mlm_class << ")";
+  if (c.family != Family::Bert) out << ", " << f.display << " layout (" << (f.init_writes_mlm ? f.mlm_class : f.model_class) << ")";
   out << "\n";
   return 0;
 }
@@ -89,11 +89,7 @@ void dump_heads(const Encoder& m, const std::vector<std::string>& samples, const
     rows.push_back(parse_ids(s, c.vocab_size));
     T = std::max(T, int64_t(rows.back().size()));
   }
-  if (T > c.max_position_embeddings)
-    throw Error(
-        "--ids",
-        "a sample of " + std::to_string(T) + " tokens exceeds max_position_embeddings (" + std::to_string(c.max_position_embeddings) + ")",
-        "give shorter samples");
+  if (const std::string problem = c.positions_problem(T); !problem.empty()) throw Error("--ids", problem, "give shorter samples");
   const int64_t B = int64_t(rows.size());
   at::Tensor ids = at::zeros({B, T}, at::kLong), n_valid = at::zeros({B}, at::kLong);
   for (int64_t b = 0; b < B; ++b) {

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/commands/segment_inputs.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
@@ -90,6 +91,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   require_native_dtype(c.model.dtype, c.where("model.dtype"));
   const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
   const BertConfig& mc = model.config();
+  require_wordpiece_family(c, mc);
   const int threads = configure_threads(c.runtime.threads, 1);
   if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty())
     std::cerr << "ctxsim: " << note << "\n";

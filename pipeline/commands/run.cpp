@@ -115,7 +115,8 @@ struct RunInputs {
 
 void check_inputs(const Config& c, RunInputs& in) {
   const BertConfig& mc = in.model->config();
-  check_positions(c, mc.max_position_embeddings);
+  require_wordpiece_family(c, mc);
+  check_positions(c, mc.max_tokens());
   check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
   for (int64_t e : c.statistics.examples) {
     if (e >= in.prepared.samples.size())

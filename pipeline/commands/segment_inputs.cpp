@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/job/config/inputs.h"
 #include "stages/base/error.h"
 #include "stages/segment/encode.h"
@@ -102,7 +103,8 @@ segment::DocumentResult benchmark_document(const Config& c, const Benchmark& ben
 }
 
 int32_t segment_window(const Config& c, const BertConfig& model) {
-  check_positions(c, model.max_position_embeddings);
+  require_wordpiece_family(c, model);
+  check_positions(c, model.max_tokens());
   return int32_t(c.samples.seq_len);
 }
 

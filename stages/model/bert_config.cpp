@@ -60,6 +60,14 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
     if (!(c.layer_norm_eps > 0 && c.layer_norm_eps < 1))
       throw Error(path + ": " + k.eps, "expected a small positive number, got " + it->dump(), kFixConfig);
   }
+  if (f.pad_key) {
+    c.pad_position = 1;  // RobertaConfig's default
+    if (auto it = j.find(f.pad_key); it != j.end()) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() >= c.max_position_embeddings - 1)
+        throw Error(path + ": " + f.pad_key, "expected a padding id below max_position_embeddings - 1, got " + it->dump(), kFixConfig);
+      c.pad_position = it->get<int64_t>();
+    }
+  }
   if (auto it = j.find(k.activation); it != j.end()) {
     if (!it->is_string()) throw Error(path + ": " + k.activation, "expected a string", kFixConfig);
     c.hidden_act = it->get<std::string>();
@@ -90,7 +98,12 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
   return c;
 }
 
-std::string BertConfig::positions_problem(int64_t tokens) const { return ctxsim::positions_problem(tokens, max_position_embeddings); }
+std::string BertConfig::positions_problem(int64_t tokens) const {
+  if (pad_position < 0 || tokens <= max_tokens()) return ctxsim::positions_problem(tokens, max_position_embeddings);
+  return std::to_string(tokens) + " " + kSeqLen.quantity + " exceed the " + std::to_string(max_tokens()) +
+         " positions the model gives tokens (max_position_embeddings " + std::to_string(max_position_embeddings) + ", of which " +
+         std::to_string(pad_position + 1) + " come before the first token)";
+}
 
 void BertConfig::check(const std::string& where, const std::string& fix) const {
   const ConfigKeys& k = family_spec(family).keys;
@@ -132,8 +145,10 @@ std::string BertConfig::to_json(const std::string& architecture, double dropout)
     j["vocab_size"] = vocab_size;
     return j.dump(2) + "\n";
   }
+  // BertConfig's keys (RobertaConfig adds its padding, start and end ids), sorted.
   j["architectures"] = {architecture.empty() ? f.model_class : architecture};
   j["attention_probs_dropout_prob"] = dropout;
+  if (pad_position >= 0) j["bos_token_id"] = 0, j["eos_token_id"] = 2;
   j["hidden_act"] = hidden_act;
   j["hidden_dropout_prob"] = dropout;
   j["hidden_size"] = hidden_size;
@@ -141,10 +156,10 @@ std::string BertConfig::to_json(const std::string& architecture, double dropout)
   j["intermediate_size"] = intermediate_size;
   j["layer_norm_eps"] = layer_norm_eps;
   j["max_position_embeddings"] = max_position_embeddings;
-  j["model_type"] = "bert";
+  j["model_type"] = f.model_type;
   j["num_attention_heads"] = num_heads;
   j["num_hidden_layers"] = num_layers;
-  j["pad_token_id"] = 0;
+  j["pad_token_id"] = pad_position >= 0 ? pad_position : 0;
   j["position_embedding_type"] = "absolute";
   j["type_vocab_size"] = type_vocab_size;
   j["vocab_size"] = vocab_size;
@@ -154,8 +169,14 @@ std::string BertConfig::to_json(const std::string& architecture, double dropout)
 BertConfig BertConfig::preset(const std::string& name, Family family) {
   BertConfig c;
   c.family = family;
-  if (family != Family::Bert) c.type_vocab_size = 0;
-  if (name == "bert-base") return c;
+  const FamilySpec& f = family_spec(family);
+  c.type_vocab_size = f.token_type ? (f.pad_key ? 1 : 2) : 0;  // RoBERTa: one token type
+  if (f.pad_key) {                                             // roberta-base's: positions 2 … 513, LayerNorm epsilon 1e-5
+    c.pad_position = 1;
+    c.max_position_embeddings = 514;
+    c.layer_norm_eps = 1e-5;
+  }
+  if (name == "bert-base" || name == "roberta-base") return c;
   if (name == "distilbert-base") {
     c.num_layers = 6;
     return c;
@@ -167,14 +188,14 @@ BertConfig BertConfig::preset(const std::string& name, Family family) {
     c.intermediate_size = 1024;
     return c;
   }
-  if (name == "bert-tiny") {
+  if (name == "bert-tiny" || name == "roberta-tiny") {
     c.num_layers = 2;
     c.hidden_size = 128;
     c.num_heads = 2;
     c.intermediate_size = 512;
     return c;
   }
-  throw Error("--preset " + name, "unknown preset", "use bert-base, distilbert-base, bert-mini or bert-tiny");
+  throw Error("--preset " + name, "unknown preset", "use bert-base, distilbert-base, bert-mini, bert-tiny, roberta-base or roberta-tiny");
 }
 
 double BertConfig::flops_per_sample(int64_t T) const {

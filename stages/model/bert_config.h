@@ -22,6 +22,10 @@ struct BertConfig {
   int64_t type_vocab_size = 2;  // 0 for a family without token-type embeddings
   double layer_norm_eps = 1e-12;
   std::string hidden_act = "gelu";  // hidden_act | activation: gelu (erf) | relu | gelu_new (tanh)
+  int64_t pad_position = -1;        // RoBERTa: pad_token_id, where positions start (FamilySpec::pad_key); -1: none
+  // The tokens a sample can hold: max_position_embeddings, less the positions before the first
+  // (RoBERTa's 0 … pad_token_id).
+  int64_t max_tokens() const { return pad_position < 0 ? max_position_embeddings : max_position_embeddings - pad_position - 1; }
   int64_t head_dim() const { return hidden_size / num_heads; }
 
   static BertConfig load(const std::string& config_json);                     // throws naming file and key
@@ -38,7 +42,7 @@ struct BertConfig {
   double flops_per_sample(int64_t seq_len) const;  // forward multiply-adds × 2
   // "" when `tokens` positions fit max_position_embeddings, else what is wrong (the quantity:
   // the caller names the key or option that asked for them).
-  std::string positions_problem(int64_t tokens) const;
+  std::string positions_problem(int64_t tokens) const;  // against max_tokens()
 };
 
 // The encoder tensors (the pooler excluded) by their bare-model names in the config's family,

@@ -9,7 +9,7 @@
 
 namespace ctxsim {
 
-enum class Family { Bert, DistilBert };
+enum class Family { Bert, DistilBert, Roberta };
 
 // Where a layer's two LayerNorms sit. BERT and DistilBERT normalise after each residual add
 // (post-LN); a pre-LN family (GPT-2, …) would add `Pre` here and in transformer_layer.cpp.
@@ -61,6 +61,14 @@ struct FamilySpec {
   // Training only: BERT drops out W_O's output before the residual add, DistilBERT does not.
   bool dropout_after_attention_output;
   NormPlacement norm;
+  // Positions: nullptr, numbered 0, 1, …; else the config key of the padding id p (RoBERTa's
+  // pad_token_id, default 1), and a token's position is p + its index among the non-padding
+  // tokens (p for padding), as Hugging Face's create_position_ids_from_input_ids.
+  const char* pad_key = nullptr;
+  // What `init-model` writes: the masked-LM class (its head too) rather than the bare model.
+  bool init_writes_mlm = false;
+  // Its tokenizer: WordPiece with [CLS] … [SEP] samples, or byte-level BPE (SPEC §7).
+  bool byte_level_bpe = false;
 };
 
 const FamilySpec& family_spec(Family f);

@@ -110,8 +110,7 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   const auto W = [&](const std::string& name) -> const at::Tensor& { return weights[index_.at(name)]; };
   const BertConfig& c = config_;
   const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
-  if (T > c.max_position_embeddings)
-    throw Error(kSeqLen.quantity, c.positions_problem(T), "use at most " + std::to_string(c.max_position_embeddings));
+  if (T > c.max_tokens()) throw Error(kSeqLen.quantity, c.positions_problem(T), "use at most " + std::to_string(c.max_tokens()));
   const double eps = c.layer_norm_eps;
   // The encoder is transformer_layer.h's, through autograd: whole-batch kernels, dropout per sample.
   LayerMode mode;

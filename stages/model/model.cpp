@@ -305,6 +305,7 @@ TransformerEncoder TransformerEncoder::from_tensors(const BertConfig& config, st
     return v;
   };
   m.embeddings_ = gather_embeddings(f, get);
+  m.embeddings_.pad_position = config.pad_position;
   for (int64_t l = 0; l < config.num_layers; ++l) m.layers_.push_back(gather_layer(f, l, get, stacked_rows));
   return m;
 }
@@ -319,8 +320,8 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
                                        const LayerCallback& on_layer) const {
   c10::InferenceMode guard;
   const int64_t T = ids.size(1);
-  if (T > config_.max_position_embeddings)
-    throw Error(kSeqLen.quantity, config_.positions_problem(T), "use at most " + std::to_string(config_.max_position_embeddings));
+  if (T > config_.max_tokens())
+    throw Error(kSeqLen.quantity, config_.positions_problem(T), "use at most " + std::to_string(config_.max_tokens()));
   const LayerMode mode{AttentionKernel::PerSample, nullptr};
   at::Tensor x = embed(embeddings_, ids, config_.layer_norm_eps);  // [B, T, hidden]
   const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel);

@@ -53,14 +53,14 @@ std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& co
   auto shapes = encoder_tensor_shapes(config);
   for (auto& kv : pooler_shapes(config)) shapes.insert(kv);
   std::map<std::string, TensorData> out;
-  if (config.family == Family::Bert) {  // BertModel: the bare names
+  const FamilySpec& f = family_spec(config.family);
+  if (!f.init_writes_mlm) {  // BertModel, RobertaModel: the bare names
     for (const auto& [name, shape] : shapes) out.emplace(name, initial_tensor(name, shape, seed));
     return out;
   }
   // DistilBertForMaskedLM: the encoder under its prefix, and the MLM head (vocab_projector's
   // weight is tied to the word embeddings, so the file does not hold it).
-  const FamilySpec& f = family_spec(config.family);
-  CTXSIM_CHECK(config.family == Family::DistilBert, "random_checkpoint_weights: a family without a checkpoint layout");
+  CTXSIM_CHECK(config.family == Family::DistilBert, "random_checkpoint_weights: a masked-LM layout without its head's shapes");
   for (const auto& [name, shape] : shapes) out.emplace(f.model_prefix + name, initial_tensor(name, shape, seed));
   const int64_t H = config.hidden_size;
   const std::map<std::string, std::vector<int64_t>> head = {{"vocab_transform.weight", {H, H}},
@@ -84,9 +84,8 @@ void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string
   make_folder(out_dir, "--out");
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_checkpoint_weights(config, seed),
                     {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
-  atomic_write(
-      (fs::path(out_dir) / "config.json").string(),
-      config.to_json(config.family == Family::Bert ? family_spec(config.family).model_class : family_spec(config.family).mlm_class));
+  const FamilySpec& f = family_spec(config.family);
+  atomic_write((fs::path(out_dir) / "config.json").string(), config.to_json(f.init_writes_mlm ? f.mlm_class : f.model_class));
   atomic_write((fs::path(out_dir) / "vocab.txt").string(), vocab);
 }
 

@@ -48,7 +48,13 @@ KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions
 
 at::Tensor embed(const EmbeddingWeights& w, const at::Tensor& ids, double eps, const DropoutFn& dropout) {
   const int64_t T = ids.size(1), hidden = w.word.size(1);
-  at::Tensor x = at::embedding(w.word, ids) + w.position.slice(0, 0, T).unsqueeze(0);
+  at::Tensor x = at::embedding(w.word, ids);
+  if (w.pad_position < 0) {
+    x = x + w.position.slice(0, 0, T).unsqueeze(0);
+  } else {  // Hugging Face's create_position_ids_from_input_ids
+    const at::Tensor kept = ids.ne(w.pad_position).to(at::kLong);
+    x = x + at::embedding(w.position, at::cumsum(kept, 1) * kept + w.pad_position);
+  }
   if (w.token_type.defined()) x = x + w.token_type[0];
   x = at::layer_norm(x, {hidden}, w.norm_w, w.norm_b, eps);
   return dropout ? dropout(x, 0) : x;

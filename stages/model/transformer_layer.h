@@ -26,6 +26,7 @@ struct EmbeddingWeights {
   at::Tensor position;        // [max_positions, hidden]
   at::Tensor token_type;      // [type_vocab, hidden]; undefined for a family without token types
   at::Tensor norm_w, norm_b;  // [hidden]
+  int64_t pad_position = -1;  // BertConfig::pad_position: positions from the padding id (RoBERTa); -1: 0, 1, …
 };
 
 // One layer's weights by role (HF Linear layout: [out, in]).
@@ -80,6 +81,8 @@ struct KeyMask {
 KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel);
 
 // ids [B, T] int64 → LayerNorm(word + position + token type 0) [B, T, hidden], then dropout site 0.
+// Positions 0 … T-1, or with pad_position p (RoBERTa) p + 1 + the token's index among the
+// non-padding ids of its row, and p on padding ids.
 at::Tensor embed(const EmbeddingWeights& w, const at::Tensor& ids, double eps, const DropoutFn& dropout = nullptr);
 
 // What the attention block computed, for the caller that hands it out.
