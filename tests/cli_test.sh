@@ -312,7 +312,7 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
   encoder_reference)
     # ctxsim's float64 per-head context vectors and attention maps (model-info --dump-heads) against
     # an independent float64 reference (tests/model_reference.py, written from transformers'
-    # modeling_bert.py, modeling_distilbert.py and modeling_roberta.py), for every family the same
+    # modeling_bert.py, modeling_distilbert.py, modeling_roberta.py and modeling_gpt2.py), for every family the same
     # way: seeded random checkpoints in Hugging Face's exact layout, perturbed so that every bias and
     # LayerNorm is non-trivial and attention is peaked, three samples of different lengths (so [PAD]
     # keys are masked; id 1 in one is RoBERTa's padding id, whose position is 1); d = 60/4 = 15, so
@@ -321,7 +321,7 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     # anywhere, an epsilon of 1e-5 instead of 1e-12 or a misplaced bias shows at 1e-7 or far above:
     # the float32 forward, checked the same way, must fail.
     { printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n'; for i in $(seq 0 94); do echo "tok$i"; done; } > "$TMP/vocab.txt"
-    for family in bert distilbert roberta; do
+    for family in bert distilbert roberta gpt2; do
       "$CTXSIM" init-model --family $family --preset bert-tiny --layers 3 --hidden 60 --heads 4 --ffn 96 --positions 32 --seed 11 \
         --vocab "$TMP/vocab.txt" --out "$TMP/$family" > /dev/null || fail "init-model --family $family"
       out=$(/usr/bin/python3 tests/model_reference.py layout "$TMP/$family" 2>&1) || fail "$family layout: $out"
@@ -341,15 +341,15 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     contains "$(cat "$TMP/err")" "--dump-heads and --ids go together"
     "$CTXSIM" model-info "$TMP/bert" --dump-heads "$TMP/x" --ids 2,100 2> "$TMP/err" && fail "an id outside the vocabulary accepted"
     contains "$(cat "$TMP/err")" "'100' is not a token id of this model (0 to 99)"
-    sed -i 's/"model_type": "distilbert"/"model_type": "gpt2"/' "$TMP/distilbert/config.json"
-    "$CTXSIM" model-info "$TMP/distilbert" 2> "$TMP/err" && fail "model_type gpt2 accepted"
-    contains "$(cat "$TMP/err")" "config.json: model_type: 'gpt2' is not a model family ctxsim reads (it reads bert, distilbert, roberta)"
+    sed -i 's/"model_type": "distilbert"/"model_type": "llama"/' "$TMP/distilbert/config.json"
+    "$CTXSIM" model-info "$TMP/distilbert" 2> "$TMP/err" && fail "model_type llama accepted"
+    contains "$(cat "$TMP/err")" "config.json: model_type: 'llama' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2)"
     # A RoBERTa loads, but the analysis does not frame its byte-level BPE samples yet: said, not run with BERT's frame.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/roberta" samples.num_samples=4 samples.seq_len=16 output.report=false \
       output.dir="$TMP/rrun" 2> "$TMP/err" && fail "run with a RoBERTa accepted"
     contains "$(cat "$TMP/err")" "a RoBERTa model (model_type roberta) loads, but its samples are byte-level BPE"
-    "$CTXSIM" init-model --family gpt2 --vocab "$TMP/vocab.txt" --out "$TMP/g" 2> "$TMP/err" && fail "--family gpt2 accepted"
-    contains "$(cat "$TMP/err")" "--family: 'gpt2' is not a model family ctxsim reads; fix: use one of bert, distilbert, roberta"
+    "$CTXSIM" init-model --family llama --vocab "$TMP/vocab.txt" --out "$TMP/g" 2> "$TMP/err" && fail "--family llama accepted"
+    contains "$(cat "$TMP/err")" "--family: 'llama' is not a model family ctxsim reads; fix: use one of bert, distilbert, roberta, gpt2"
     ;;
   distilbert_run)
     # A seeded random DistilBERT through the whole job: a store whose layers and heads are the

@@ -3,7 +3,9 @@
 # o_i = sum_j A_ij v_j before the output projection, and the attention maps A) of BERT, DistilBERT
 # and RoBERTa checkpoints in Hugging Face's layout. Written from the semantics of transformers'
 # modeling_bert.py (BertModel, eager attention), modeling_distilbert.py (DistilBertModel) and
-# modeling_roberta.py (RobertaModel: BERT's layers; positions from create_position_ids_from_input_ids), not
+# modeling_roberta.py (RobertaModel: BERT's layers; positions from create_position_ids_from_input_ids)
+# and modeling_gpt2.py (GPT2Model, eager attention: Conv1D x @ W + b, pre-LN blocks, the causal
+# mask by torch.where(causal, w, finfo.min) then the padding mask added), not
 # from ctxsim's C++: its own safetensors parser, its own key names, HF's order of operations
 # (BERT: scores / sqrt(d) + (1 - mask) * finfo.min; DistilBERT: q / sqrt(d) before q k^T and
 # masked_fill(finfo.min)). Needs only Debian's python3-torch and numpy.
@@ -78,6 +80,9 @@ def shape_of(cfg):
     if family in ("bert", "roberta"):
         return family, cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"], cfg["intermediate_size"], \
             cfg.get("hidden_act", "gelu"), cfg.get("layer_norm_eps", 1e-12)
+    if family == "gpt2":  # GPT2Config: n_inner None means 4 * n_embd
+        return family, cfg["n_layer"], cfg["n_embd"], cfg["n_head"], cfg.get("n_inner") or 4 * cfg["n_embd"], \
+            cfg.get("activation_function", "gelu_new"), cfg.get("layer_norm_epsilon", 1e-5)
     if family == "distilbert":  # DistilBERT's LayerNorms are nn.LayerNorm(dim, eps=1e-12)
         return family, cfg["n_layers"], cfg["dim"], cfg["n_heads"], cfg["hidden_dim"], cfg.get("activation", "gelu"), 1e-12
     raise SystemExit(f"unsupported model_type {family}")
@@ -102,6 +107,18 @@ def expected_layout(cfg):
                 out[p + m + ".weight"], out[p + m + ".bias"] = [D], [D]
             out[p + "intermediate.dense.weight"], out[p + "intermediate.dense.bias"] = [Fd, D], [Fd]
             out[p + "output.dense.weight"], out[p + "output.dense.bias"] = [D, Fd], [D]
+        return out
+    if family == "gpt2":  # GPT2Model: Conv1D weights are [in, out]
+        P = cfg.get("n_positions", 1024)
+        out.update({"wte.weight": [V, D], "wpe.weight": [P, D], "ln_f.weight": [D], "ln_f.bias": [D]})
+        for i in range(L):
+            p = f"h.{i}."
+            for m in ("ln_1", "ln_2"):
+                out[p + m + ".weight"], out[p + m + ".bias"] = [D], [D]
+            out[p + "attn.c_attn.weight"], out[p + "attn.c_attn.bias"] = [D, 3 * D], [3 * D]
+            out[p + "attn.c_proj.weight"], out[p + "attn.c_proj.bias"] = [D, D], [D]
+            out[p + "mlp.c_fc.weight"], out[p + "mlp.c_fc.bias"] = [D, Fd], [Fd]
+            out[p + "mlp.c_proj.weight"], out[p + "mlp.c_proj.bias"] = [Fd, D], [D]
         return out
     e = "distilbert.embeddings."
     out.update({e + "word_embeddings.weight": [V, D], e + "position_embeddings.weight": [P, D], e + "LayerNorm.weight": [D],
@@ -193,6 +210,34 @@ def distilbert_heads(cfg, w, ids, valid):
     return layers
 
 
+def gpt2_heads(cfg, w, ids, valid):
+    """HF GPT2Model in float64: per layer (context [B,H,T,d], attention [B,H,T,T])."""
+    w = {k[len("transformer."):] if k.startswith("transformer.") else k: v.to(torch.float64) for k, v in w.items()}
+    _, L, D, H, _, act, eps = shape_of(cfg)
+    B, T = ids.shape
+    d = D // H
+    conv1d = lambda x, m: torch.addmm(w[m + ".bias"], x.reshape(-1, x.shape[-1]), w[m + ".weight"]).view(*x.shape[:-1], -1)
+    x = w["wte.weight"][ids] + w["wpe.weight"][torch.arange(T)].unsqueeze(0)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool)).view(1, 1, T, T)
+    attention_mask = (1.0 - valid[:, None, None, :].to(torch.float64)) * torch.finfo(torch.float64).min
+    split = lambda t: t.view(B, T, H, d).permute(0, 2, 1, 3)
+    layers = []
+    for i in range(L):
+        p = f"h.{i}."
+        h = F.layer_norm(x, (D,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        q, k, v = conv1d(h, p + "attn.c_attn").split(D, dim=2)
+        q, k, v = split(q), split(k), split(v)
+        weights = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)  # scale_attn_weights
+        weights = torch.where(causal, weights, torch.tensor(torch.finfo(weights.dtype).min, dtype=weights.dtype))
+        weights = torch.softmax(weights + attention_mask, dim=-1)
+        ctx = torch.matmul(weights, v)
+        layers.append((ctx, weights))
+        x = x + conv1d(ctx.permute(0, 2, 1, 3).reshape(B, T, D), p + "attn.c_proj")
+        h = F.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        x = x + conv1d(activation(act)(conv1d(h, p + "mlp.c_fc")), p + "mlp.c_proj")
+    return layers
+
+
 # ---------------------------------------------------------------- commands
 
 def cmd_layout(args):
@@ -215,11 +260,15 @@ def cmd_perturb(args):
     out, k = {}, 0
     for name in sorted(tensors):
         t = tensors[name].to(torch.float64).clone().reshape(-1)
-        if name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name:
+        if name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name or name.split(".")[-2].startswith("ln_"):
             t += 0.1 * torch.sin(torch.arange(k, k + t.numel(), dtype=torch.float64))
             k += t.numel()
         elif any(m + ".weight" in name for m in ("self.query", "self.key", "q_lin", "k_lin")):
             t *= 8
+        elif name.endswith("attn.c_attn.weight"):  # GPT-2's [in, 3 out]: the query and key columns
+            t = t.reshape(tensors[name].shape)
+            t[:, : 2 * (t.shape[1] // 3)] *= 8
+            t = t.reshape(-1)
         out[name] = t.reshape(tensors[name].shape)
     write_safetensors(os.path.join(args.out, "model.safetensors"), out)
     for f in ("config.json", "vocab.txt"):
@@ -244,7 +293,7 @@ def cmd_check(args):
               f"({B}, {L}, {H}, {T}, {D // H}) and ({B}, {L}, {H}, {T}, {T}) float64")
         return 1
     valid = torch.arange(T).view(1, T) < n_valid.view(B, 1)
-    reference = (distilbert_heads if family == "distilbert" else bert_heads)(cfg, tensors, ids, valid)
+    reference = {"distilbert": distilbert_heads, "gpt2": gpt2_heads}.get(family, bert_heads)(cfg, tensors, ids, valid)
     worst_c = worst_a = 0.0
     for b in range(B):
         for l, (ctx, att) in enumerate(reference):

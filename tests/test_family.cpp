@@ -76,10 +76,11 @@ TEST(Families, ConfigJsonInEachFamilysKeys) {
 
 TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
   try {
-    BertConfig::parse(R"({"model_type": "gpt2", "n_embd": 768})", "m/config.json");
+    BertConfig::parse(R"({"model_type": "llama", "hidden_size": 768})", "m/config.json");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_HAS(e.what(), "m/config.json: model_type: 'gpt2' is not a model family ctxsim reads (it reads bert, distilbert, roberta)");
+    EXPECT_HAS(e.what(),
+               "m/config.json: model_type: 'llama' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2)");
     EXPECT_HAS(e.what(), "; fix: ");
   }
   try {
@@ -90,7 +91,7 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
     BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "dim": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})", "c.json");
     FAIL();
   } catch (const Error& e) { EXPECT_HAS(e.what(), "c.json: n_heads: dim 9 is not divisible by 2 heads"); }
-  EXPECT_THROW(parse_family("gpt2", "--family"), Error);
+  EXPECT_THROW(parse_family("llama", "--family"), Error);
   EXPECT_EQ(parse_family("distilbert", "--family"), Family::DistilBert);
 }
 
@@ -251,6 +252,37 @@ TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
   EXPECT_EQ(canonical_tensor_name(f, "roberta.encoder.layer.0.output.dense.bias"), "encoder.layer.0.output.dense.bias");
   EXPECT_EQ(canonical_tensor_name(f, "lm_head.dense.weight"), "");
   EXPECT_EQ(canonical_tensor_name(f, "roberta.embeddings.token_type_ids"), "");
+}
+
+// GPT-2: its names (Conv1D weights, the fused c_attn, per-layer buffers skipped), n_inner null as
+// 4 x n_embd, and causal attention: no weight on a later key, so a prefix's context vectors do not
+// depend on what follows it. (Its float64 agreement with modeling_gpt2.py: cli.encoder_reference.)
+TEST(Gpt2, NamesConfigAndCausalAttention) {
+  const FamilySpec& f = family_spec(Family::Gpt2);
+  EXPECT_EQ(canonical_tensor_name(f, "transformer.h.0.attn.c_attn.weight"), "h.0.attn.c_attn.weight");
+  EXPECT_EQ(canonical_tensor_name(f, "transformer.h.11.attn.bias"), "");  // the causal-mask buffer
+  EXPECT_EQ(canonical_tensor_name(f, "h.3.attn.masked_bias"), "");
+  EXPECT_EQ(canonical_tensor_name(f, "h.3.attn.c_proj.bias"), "h.3.attn.c_proj.bias");
+  EXPECT_EQ(canonical_tensor_name(f, "lm_head.weight"), "");
+  const BertConfig parsed = BertConfig::parse(
+      R"({"model_type": "gpt2", "vocab_size": 64, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_inner": null, "n_positions": 16})", "c.json");
+  EXPECT_EQ(parsed.intermediate_size, 128);
+  EXPECT_EQ(parsed.hidden_act, "gelu_new");
+  EXPECT_EQ(parsed.layer_norm_eps, 1e-5);
+  EXPECT_EQ(encoder_tensor_shapes(parsed).at("h.1.attn.c_attn.weight"), (std::vector<int64_t>{32, 96}));  // Conv1D: [in, out]
+  test::TempDir tmp;
+  write_random_checkpoint(tiny(Family::Gpt2), 4, small_vocab(tmp), (tmp.path / "g").string());
+  const TransformerEncoder m = TransformerEncoder::load((tmp.path / "g").string(), at::kDouble);
+  const at::Tensor ids = at::tensor({2, 10, 11, 30, 12, 13, 3, 9}, at::kLong).view({1, 8});
+  const at::Tensor prefix = ids.slice(1, 0, 5);
+  std::vector<at::Tensor> full, part;
+  m.forward(ids, at::ones({1, 8}, at::kBool), {}, [&](const LayerOutputs& o) {
+    EXPECT_EQ(o.attention.triu(1).abs().max().item<double>(), 0.0) << "layer " << o.layer;
+    full.push_back(o.context.slice(2, 0, 5).clone());
+  });
+  m.forward(prefix, at::ones({1, 5}, at::kBool), {}, [&](const LayerOutputs& o) { part.push_back(o.context.clone()); });
+  ASSERT_EQ(full.size(), part.size());
+  for (size_t l = 0; l < full.size(); ++l) EXPECT_LT((full[l] - part[l]).abs().max().item<double>(), 1e-12) << "layer " << l;
 }
 
 // The inference kernel (per sample, scale and mask folded into the GEMM) and the training kernel

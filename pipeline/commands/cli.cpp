@@ -195,13 +195,14 @@ std::vector<Subcommand> store_commands(Args& a) {
 
 std::vector<Subcommand> model_commands(Args& a) {
   return {
-      {"init-model", "write a seeded random BERT, DistilBERT or RoBERTa checkpoint in the Hugging Face format",
+      {"init-model", "write a seeded random BERT, DistilBERT, RoBERTa or GPT-2 checkpoint in the Hugging Face format",
        [&](CLI::App& s) {
          s.add_option("--family", a.init.family,
-                      "bert (BertModel layout) | distilbert (DistilBertForMaskedLM layout) | roberta (RobertaModel layout)")
+                      "bert (BertModel layout) | distilbert (DistilBertForMaskedLM layout) | roberta (RobertaModel layout) | gpt2 "
+                      "(GPT2Model layout)")
              ->capture_default_str();
          s.add_option("--preset", a.init.preset,
-                      "bert-base | distilbert-base | bert-mini | bert-tiny | roberta-base | roberta-tiny (a shape)")
+                      "bert-base | distilbert-base | bert-mini | bert-tiny | roberta-base | roberta-tiny | gpt2 | gpt2-tiny (a shape)")
              ->capture_default_str();
          const std::tuple<const char*, int64_t*, const char*> overrides[] = {{"--layers", &a.init.layers, "layer count"},
                                                                              {"--hidden", &a.init.hidden, "hidden size"},

@@ -46,7 +46,10 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
   get_int(k.hidden, c.hidden_size, true);
   get_int(k.layers, c.num_layers, true);
   get_int(k.heads, c.num_heads, true);
-  get_int(k.ffn, c.intermediate_size, true);
+  if (f.ffn_null_is_4x && (!j.contains(k.ffn) || j[k.ffn].is_null()))
+    c.intermediate_size = 4 * c.hidden_size;  // GPT2Config's n_inner: None
+  else
+    get_int(k.ffn, c.intermediate_size, true);
   get_int(k.positions, c.max_position_embeddings, false);
   c.type_vocab_size = 0;
   if (k.type_vocab) {
@@ -68,6 +71,7 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
       c.pad_position = it->get<int64_t>();
     }
   }
+  c.hidden_act = f.default_activation;
   if (auto it = j.find(k.activation); it != j.end()) {
     if (!it->is_string()) throw Error(path + ": " + k.activation, "expected a string", kFixConfig);
     c.hidden_act = it->get<std::string>();
@@ -125,6 +129,26 @@ void BertConfig::check(const std::string& where, const std::string& fix) const {
 std::string BertConfig::to_json(const std::string& architecture, double dropout) const {
   const FamilySpec& f = family_spec(family);
   nlohmann::ordered_json j;
+  if (family == Family::Gpt2) {  // transformers' GPT2Config, keys in its sorted order
+    j["activation_function"] = hidden_act;
+    j["architectures"] = {architecture.empty() ? f.model_class : architecture};
+    j["attn_pdrop"] = dropout;
+    j["bos_token_id"] = vocab_size - 1;
+    j["embd_pdrop"] = dropout;
+    j["eos_token_id"] = vocab_size - 1;
+    j["initializer_range"] = 0.02;
+    j["layer_norm_epsilon"] = layer_norm_eps;
+    j["model_type"] = "gpt2";
+    j["n_embd"] = hidden_size;
+    j["n_head"] = num_heads;
+    j["n_inner"] = intermediate_size;
+    j["n_layer"] = num_layers;
+    j["n_positions"] = max_position_embeddings;
+    j["resid_pdrop"] = dropout;
+    j["scale_attn_weights"] = true;
+    j["vocab_size"] = vocab_size;
+    return j.dump(2) + "\n";
+  }
   if (family == Family::DistilBert) {  // transformers' DistilBertConfig, keys in its sorted order
     j["activation"] = hidden_act;
     j["architectures"] = {architecture.empty() ? f.model_class : architecture};
@@ -171,12 +195,18 @@ BertConfig BertConfig::preset(const std::string& name, Family family) {
   c.family = family;
   const FamilySpec& f = family_spec(family);
   c.type_vocab_size = f.token_type ? (f.pad_key ? 1 : 2) : 0;  // RoBERTa: one token type
-  if (f.pad_key) {                                             // roberta-base's: positions 2 … 513, LayerNorm epsilon 1e-5
+  if (f.causal) {                                              // gpt2's: 1024 positions, gelu_new, LayerNorm epsilon 1e-5
+    c.max_position_embeddings = 1024;
+    c.hidden_act = "gelu_new";
+    c.layer_norm_eps = 1e-5;
+    c.vocab_size = 50257;
+  }
+  if (f.pad_key) {  // roberta-base's: positions 2 … 513, LayerNorm epsilon 1e-5
     c.pad_position = 1;
     c.max_position_embeddings = 514;
     c.layer_norm_eps = 1e-5;
   }
-  if (name == "bert-base" || name == "roberta-base") return c;
+  if (name == "bert-base" || name == "roberta-base" || name == "gpt2") return c;
   if (name == "distilbert-base") {
     c.num_layers = 6;
     return c;
@@ -188,14 +218,15 @@ BertConfig BertConfig::preset(const std::string& name, Family family) {
     c.intermediate_size = 1024;
     return c;
   }
-  if (name == "bert-tiny" || name == "roberta-tiny") {
+  if (name == "bert-tiny" || name == "roberta-tiny" || name == "gpt2-tiny") {
     c.num_layers = 2;
     c.hidden_size = 128;
     c.num_heads = 2;
     c.intermediate_size = 512;
     return c;
   }
-  throw Error("--preset " + name, "unknown preset", "use bert-base, distilbert-base, bert-mini, bert-tiny, roberta-base or roberta-tiny");
+  throw Error("--preset " + name, "unknown preset",
+              "use bert-base, distilbert-base, bert-mini, bert-tiny, roberta-base, roberta-tiny, gpt2 or gpt2-tiny");
 }
 
 double BertConfig::flops_per_sample(int64_t T) const {
@@ -209,24 +240,31 @@ std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const BertConf
   const int64_t H = c.hidden_size, F = c.intermediate_size;
   const auto name = [](const std::string& base, const char* kind) { return base + "." + kind; };
   std::map<std::string, std::vector<int64_t>> s;
+  // A Linear weight [out, in] as the file holds it: transposed for Conv1D ([in, out]).
+  const auto linear = [&](int64_t out, int64_t in) { return f.conv1d ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in}; };
   s[name(f.word, "weight")] = {c.vocab_size, H};
   s[name(f.position, "weight")] = {c.max_position_embeddings, H};
   if (f.token_type) s[name(f.token_type, "weight")] = {c.type_vocab_size, H};
-  s[name(f.embed_norm, "weight")] = {H};
-  s[name(f.embed_norm, "bias")] = {H};
+  for (const char* norm : {f.embed_norm, f.final_norm})
+    if (norm) s[name(norm, "weight")] = {H}, s[name(norm, "bias")] = {H};
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = f.layer_prefix + std::to_string(l) + ".";
+    if (f.qkv) {
+      s[name(p + f.qkv, "weight")] = linear(3 * H, H);
+      s[name(p + f.qkv, "bias")] = {3 * H};
+    }
     for (const char* m : {f.query, f.key, f.value, f.attn_out}) {
-      s[name(p + m, "weight")] = {H, H};
+      if (!m) continue;
+      s[name(p + m, "weight")] = linear(H, H);
       s[name(p + m, "bias")] = {H};
     }
     for (const char* norm : {f.attn_norm, f.ffn_norm}) {
       s[name(p + norm, "weight")] = {H};
       s[name(p + norm, "bias")] = {H};
     }
-    s[name(p + f.ffn_in, "weight")] = {F, H};
+    s[name(p + f.ffn_in, "weight")] = linear(F, H);
     s[name(p + f.ffn_in, "bias")] = {F};
-    s[name(p + f.ffn_out, "weight")] = {H, F};
+    s[name(p + f.ffn_out, "weight")] = linear(H, F);
     s[name(p + f.ffn_out, "bias")] = {H};
   }
   return s;

@@ -103,6 +103,45 @@ const FamilySpec kFamilies[] = {
      "pad_token_id",
      false,
      true},
+    // GPT-2: modeling_gpt2.py (GPT2Model, GPT2LMHeadModel): Conv1D weights, one fused c_attn,
+    // pre-LN blocks and ln_f, causal attention, learned positions from 0, no token types.
+    {Family::Gpt2,
+     "gpt2",
+     "GPT-2",
+     "GPT2Model",
+     "GPT2LMHeadModel",
+     "GPT2Model or GPT2LMHeadModel",
+     "transformer.",
+     {"lm_head."},
+     {},
+     {"vocab_size", "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "activation_function", "layer_norm_epsilon", nullptr},
+     1e-5,
+     "wte",
+     "wpe",
+     nullptr,
+     nullptr,
+     "h.",
+     nullptr,
+     nullptr,
+     nullptr,
+     "attn.c_proj",
+     "ln_1",
+     "mlp.c_fc",
+     "mlp.c_proj",
+     "ln_2",
+     nullptr,
+     true,
+     NormPlacement::Pre,
+     nullptr,
+     false,
+     true,
+     "attn.c_attn",
+     true,
+     "ln_f",
+     {"attn.bias", "attn.masked_bias"},
+     true,
+     true,
+     "gelu_new"},
 };
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -147,6 +186,13 @@ std::string canonical_tensor_name(const FamilySpec& f, const std::string& key) {
     if (starts_with(k, head)) return "";
   for (const auto& buffer : f.buffers)
     if (k == buffer) return "";
+  // A per-layer buffer: <layer_prefix>N.<name> (GPT-2's causal-mask attn.bias).
+  if (!f.layer_buffers.empty() && starts_with(k, f.layer_prefix)) {
+    const size_t dot = k.find('.', std::string(f.layer_prefix).size());
+    if (dot != std::string::npos)
+      for (const auto& buffer : f.layer_buffers)
+        if (k.compare(dot + 1, std::string::npos, buffer) == 0) return "";
+  }
   if (ends_with(k, "LayerNorm.gamma"))
     k = k.substr(0, k.size() - 5) + "weight";
   else if (ends_with(k, "LayerNorm.beta"))

@@ -9,11 +9,11 @@
 
 namespace ctxsim {
 
-enum class Family { Bert, DistilBert, Roberta };
+enum class Family { Bert, DistilBert, Roberta, Gpt2 };
 
-// Where a layer's two LayerNorms sit. BERT and DistilBERT normalise after each residual add
-// (post-LN); a pre-LN family (GPT-2, …) would add `Pre` here and in transformer_layer.cpp.
-enum class NormPlacement { Post };
+// Where a layer's two LayerNorms sit: after each residual add (post-LN: BERT, DistilBERT,
+// RoBERTa), or on each block's input, the residual add after (pre-LN: GPT-2, with a final one).
+enum class NormPlacement { Post, Pre };
 
 // The config.json keys of one family; nullptr: the family has no such key.
 struct ConfigKeys {
@@ -69,6 +69,17 @@ struct FamilySpec {
   bool init_writes_mlm = false;
   // Its tokenizer: WordPiece with [CLS] … [SEP] samples, or byte-level BPE (SPEC §7).
   bool byte_level_bpe = false;
+  // GPT-2's layout: one fused projection [W_q | W_k | W_v] (`qkv`; query, key and value are then
+  // nullptr), weights stored as Conv1D ([in, out], the transpose of a Linear), a final LayerNorm
+  // after the last layer, per-layer buffers skipped (names within a layer), causal attention, and
+  // an intermediate size that config.json may leave null (then 4 x hidden).
+  const char* qkv = nullptr;
+  bool conv1d = false;
+  const char* final_norm = nullptr;
+  std::vector<std::string> layer_buffers = {};
+  bool causal = false;
+  bool ffn_null_is_4x = false;
+  const char* default_activation = "gelu";  // when config.json names none (GPT2Config: gelu_new)
 };
 
 const FamilySpec& family_spec(Family f);

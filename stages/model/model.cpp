@@ -176,8 +176,10 @@ namespace {
 // weights are not copied a second time.
 class QkvBlocks {
  public:
-  QkvBlocks(const FamilySpec& f, int64_t hidden)
-      : parts_{{std::string(f.query) + ".", 0}, {std::string(f.key) + ".", 1}, {std::string(f.value) + ".", 2}}, hidden_(hidden) {}
+  QkvBlocks(const FamilySpec& f, int64_t hidden) : hidden_(hidden) {
+    if (f.qkv) return;  // fused in the file already (GPT-2's c_attn)
+    parts_ = {{std::string(f.query) + ".", 0}, {std::string(f.key) + ".", 1}, {std::string(f.value) + ".", 2}};
+  }
   // The slot of a canonical name in its block; undefined when it is not a query, key or value.
   at::Tensor slot(const std::string& name, at::ScalarType file_dtype) {
     for (const auto& [part, index] : parts_) {
@@ -324,7 +326,7 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
     throw Error(kSeqLen.quantity, config_.positions_problem(T), "use at most " + std::to_string(config_.max_tokens()));
   const LayerMode mode{AttentionKernel::PerSample, nullptr};
   at::Tensor x = embed(embeddings_, ids, config_.layer_norm_eps);  // [B, T, hidden]
-  const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel);
+  const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel, options_.causal);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const LayerWeights& L = layers_[size_t(l)];
     AttentionTrace trace;
@@ -342,6 +344,8 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
     if (l + 1 == config_.num_layers && !request.final_hidden) return {};  // its feed-forward block feeds nothing
     x = feed_forward_block(L, attention_output, options_, mode, l);
   }
+  if (embeddings_.final_norm_w.defined())  // GPT-2's ln_f
+    x = at::layer_norm(x, {config_.hidden_size}, embeddings_.final_norm_w, embeddings_.final_norm_b, config_.layer_norm_eps);
   return x;
 }
 

@@ -31,7 +31,7 @@ void fill_normal(float* out, int64_t n, double stddev, uint64_t seed) {
 
 }  // namespace
 
-TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed) {
+TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed, double stddev) {
   TensorData t;
   t.dtype = DType::F32;
   t.shape = shape;
@@ -39,12 +39,13 @@ TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& s
   for (auto d : shape) n *= d;
   t.bytes.assign(static_cast<size_t>(n) * 4, 0);
   auto* f = reinterpret_cast<float*>(t.bytes.data());
-  const bool is_norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos;
+  const bool is_norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos ||
+                       name.find("ln_") != std::string::npos;  // GPT-2's ln_1, ln_2, ln_f
   const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
   if (is_norm && !is_bias) {
     for (int64_t i = 0; i < n; ++i) f[i] = 1.0f;
   } else if (!is_bias) {
-    fill_normal(f, n, 0.02, seed ^ fnv1a(name));
+    fill_normal(f, n, stddev, seed ^ fnv1a(name));
   }
   return t;
 }
@@ -54,8 +55,12 @@ std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& co
   for (auto& kv : pooler_shapes(config)) shapes.insert(kv);
   std::map<std::string, TensorData> out;
   const FamilySpec& f = family_spec(config.family);
-  if (!f.init_writes_mlm) {  // BertModel, RobertaModel: the bare names
-    for (const auto& [name, shape] : shapes) out.emplace(name, initial_tensor(name, shape, seed));
+  if (!f.init_writes_mlm) {  // BertModel, RobertaModel, GPT2Model: the bare names
+    for (const auto& [name, shape] : shapes) {
+      // GPT-2's _init_weights: the projections into the residual stream (c_proj) get 0.02 / sqrt(2 layers).
+      const bool residual = f.conv1d && name.size() > 13 && name.compare(name.size() - 13, 13, "c_proj.weight") == 0;
+      out.emplace(name, initial_tensor(name, shape, seed, residual ? 0.02 / std::sqrt(2.0 * double(config.num_layers)) : 0.02));
+    }
     return out;
   }
   // DistilBertForMaskedLM: the encoder under its prefix, and the MLM head (vocab_projector's

@@ -14,9 +14,9 @@
 namespace ctxsim {
 
 // The initial value of one tensor, as F32: weights N(0, 0.02) (embeddings included), biases 0,
-// LayerNorm weight 1 and bias 0, judged by its name (`LayerNorm` or `layer_norm`). The values
+// LayerNorm weight 1 and bias 0, judged by its name (`LayerNorm`, `layer_norm`, GPT-2's `ln_`). The values
 // come from a SplitMix64 stream of (seed, name) alone.
-TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed);
+TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed, double stddev = 0.02);
 
 // Every tensor of the family's checkpoint by its name in the file (see the header). Each tensor
 // has its own SplitMix64 stream derived from (seed, its bare-model name), so the values of a

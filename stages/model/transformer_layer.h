@@ -22,11 +22,12 @@ at::Tensor activate(const at::Tensor& x, Activation a);
 
 // The embedding tables, by role.
 struct EmbeddingWeights {
-  at::Tensor word;            // [vocab, hidden]
-  at::Tensor position;        // [max_positions, hidden]
-  at::Tensor token_type;      // [type_vocab, hidden]; undefined for a family without token types
-  at::Tensor norm_w, norm_b;  // [hidden]
-  int64_t pad_position = -1;  // BertConfig::pad_position: positions from the padding id (RoBERTa); -1: 0, 1, …
+  at::Tensor word;                        // [vocab, hidden]
+  at::Tensor position;                    // [max_positions, hidden]
+  at::Tensor token_type;                  // [type_vocab, hidden]; undefined for a family without token types
+  at::Tensor norm_w, norm_b;              // [hidden]; undefined: no LayerNorm on the embeddings (GPT-2)
+  at::Tensor final_norm_w, final_norm_b;  // [hidden]: after the last layer (GPT-2's ln_f); undefined: none
+  int64_t pad_position = -1;              // BertConfig::pad_position: positions from the padding id (RoBERTa); -1: 0, 1, …
 };
 
 // One layer's weights by role (HF Linear layout: [out, in]).
@@ -45,7 +46,7 @@ struct LayerOptions {
   double eps = 1e-12;  // LayerNorm epsilon
   Activation activation = Activation::Gelu;
   NormPlacement norm = NormPlacement::Post;
-  bool causal = false;                         // room for decoder families: not implemented (checked false)
+  bool causal = false;                         // decoder families: A_ij = 0 for j > i (GPT-2)
   bool dropout_after_attention_output = true;  // training: BERT yes, DistilBERT no
 };
 LayerOptions layer_options(const BertConfig& c);
@@ -72,13 +73,14 @@ struct LayerMode {
 // The dtype's lowest finite value: the additive mask of [PAD] keys (HF's finfo.min).
 double mask_lowest(at::ScalarType dtype);
 
-// The additive key mask: 0 on valid keys, mask_lowest on [PAD] keys.
+// The additive key mask: 0 on valid keys, mask_lowest on [PAD] keys, and for a causal family on
+// the keys after the query too.
 struct KeyMask {
-  at::Tensor additive;                 // [B, 1, 1, T]
+  at::Tensor additive;                 // [B, 1, 1, T], or [B, 1, T, T] when causal
   std::vector<at::Tensor> per_sample;  // [H, T, T] expanded views of it (the PerSample kernel's)
 };
 // valid [B, T] bool; options: the activations' dtype and device.
-KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel);
+KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel, bool causal = false);
 
 // ids [B, T] int64 → LayerNorm(word + position + token type 0) [B, T, hidden], then dropout site 0.
 // Positions 0 … T-1, or with pad_position p (RoBERTa) p + 1 + the token's index among the
@@ -91,10 +93,12 @@ struct AttentionTrace {
   at::Tensor attention;  // [B, H, T, T]  A_ij (after dropout when training)
 };
 
-// x [B, T, hidden] → LayerNorm(x + W_O concat(heads) + b_O) [B, T, hidden] (post-LN).
+// x [B, T, hidden] → LayerNorm(x + W_O concat(heads) + b_O) [B, T, hidden] (post-LN), or
+// x + W_O concat(heads of LayerNorm(x)) + b_O (pre-LN).
 at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const KeyMask& mask, const LayerOptions& o, const LayerMode& mode,
                            int64_t layer, AttentionTrace* trace = nullptr);
-// h [B, T, hidden] → LayerNorm(h + W_2 act(W_1 h + b_1) + b_2) [B, T, hidden] (post-LN).
+// h [B, T, hidden] → LayerNorm(h + W_2 act(W_1 h + b_1) + b_2) [B, T, hidden] (post-LN), or
+// h + W_2 act(W_1 LayerNorm(h) + b_1) + b_2 (pre-LN).
 at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const LayerOptions& o, const LayerMode& mode, int64_t layer);
 
 // The weights by role from a family's names: get(name) returns the tensor of a bare-model name
