@@ -101,8 +101,9 @@ int cmd_model_info(const ModelInfoArgs& args, std::ostream& out);
 
 struct BenchModelArgs {
   std::string preset = "bert-base";
-  std::string model;  // a Hugging Face folder instead of the preset's random weights
-  int64_t rules = 3;  // selection rules of (c): 1, 3 or 7
+  std::string family = "bert";  // the preset's family (its layer: post- or pre-LN, causal or not)
+  std::string model;            // a Hugging Face folder instead of the preset's random weights
+  int64_t rules = 3;            // selection rules of (c): 1, 3 or 7
   std::vector<int64_t> batches = {1, 8, 32};
   std::vector<std::string> dtypes = {"float32", "bfloat16"};
   int64_t seq_len = 128;
