@@ -9,6 +9,7 @@
 #include "pipeline/job/config/inputs.h"
 #include "stages/base/error.h"
 #include "stages/base/stopwatch.h"
+#include "stages/text/bpe.h"
 #include "stages/text/corpus.h"
 #include "stages/text/tokenizer_files.h"
 #include "stages/text/utf8.h"
@@ -136,7 +137,7 @@ int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>&
   for (const std::string& path : others) {
     for (int r = 0; r < repeat; ++r) {
       const std::unique_ptr<Tokenizer> t = open_tokenizer(path, TokenizerOptions{});
-      const bool prefix = std::string(t->kind()) == "byte-level BPE";
+      const bool prefix = dynamic_cast<const BpeTokenizer*>(t.get()) != nullptr;
       Encoding e;
       std::string text;
       int64_t tokens = 0;

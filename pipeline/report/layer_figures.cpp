@@ -10,12 +10,6 @@ namespace {
 
 const Rgb kChance{0, 0, 0}, kGrey{120, 120, 120};
 
-std::vector<double> layer_axis(int64_t L) {
-  std::vector<double> x;
-  for (int64_t l = 0; l < L; ++l) x.push_back(double(l));
-  return x;
-}
-
 // One run's value of `m` per layer, as shown (a share in percent).
 std::vector<double> per_layer(const LayerRun& r, const Metric& m) {
   std::vector<double> y;
@@ -39,11 +33,11 @@ void add_chance(PlotSpec& p, const std::vector<LayerRun>& runs, const Metric& ch
   for (const auto& y : ys) shared = shared && same_values(y, ys.front());
   if (shared) {
     p.series.push_back(
-        {runs.size() == 1 ? "chance (all valid pairs)" : "chance", layer_axis(int64_t(ys.front().size())), ys.front(), kChance, true});
+        {runs.size() == 1 ? "chance (all valid pairs)" : "chance", index_axis(int64_t(ys.front().size())), ys.front(), kChance, true});
     return;
   }
   for (size_t i = 0; i < runs.size(); ++i)
-    p.series.push_back({"chance (" + runs[i].name + ")", layer_axis(int64_t(ys[i].size())), ys[i], runs[i].colour, true});
+    p.series.push_back({"chance (" + runs[i].name + ")", index_axis(int64_t(ys[i].size())), ys[i], runs[i].colour, true});
 }
 
 PlotSpec layer_panel(const std::string& title, const std::string& y_label) {
@@ -94,15 +88,15 @@ std::vector<Entry> layer_figures(const std::vector<LayerRun>& runs, const std::s
     auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.stem == m.line.stem; });
     if (g == groups.end()) g = groups.insert(groups.end(), Group{m.line.stem, m.line.caption, m.line.figure, {}});
     PlotSpec p = layer_panel(m.line.title, m.line.y_label);
-    for (const auto& r : runs) p.series.push_back({r.name, layer_axis(int64_t(r.layers->size())), per_layer(r, m), r.colour});
+    for (const auto& r : runs) p.series.push_back({r.name, index_axis(int64_t(r.layers->size())), per_layer(r, m), r.colour});
     if (m.chance) add_chance(p, runs, metric(m.chance));
     g->panels.push_back(p);
     if (m.lift) {
       PlotSpec q = layer_panel(m.line.lift_title, "rate / chance");
       const Metric& lift = metric(m.lift);
-      for (const auto& r : runs) q.series.push_back({r.name, layer_axis(int64_t(r.layers->size())), per_layer(r, lift), r.colour});
+      for (const auto& r : runs) q.series.push_back({r.name, index_axis(int64_t(r.layers->size())), per_layer(r, lift), r.colour});
       const int64_t L = int64_t(runs.front().layers->size());
-      q.series.push_back({"no lift (1)", layer_axis(L), std::vector<double>(size_t(L), 1.0), kGrey, true});
+      q.series.push_back({"no lift (1)", index_axis(L), std::vector<double>(size_t(L), 1.0), kGrey, true});
       g->panels.push_back(q);
     }
   }
@@ -125,7 +119,7 @@ std::vector<Entry> layer_figures(const std::vector<LayerRun>& runs, const std::s
         const auto it = std::find(own.begin(), own.end(), t);
         if (it == own.end()) continue;
         const int64_t L = int64_t(r.layers->size());
-        Series s{r.name, layer_axis(L), {}, r.colour};
+        Series s{r.name, index_axis(L), {}, r.colour};
         for (int64_t l = 0; l < L; ++l) s.y.push_back(r.base->separator_token_attention(l, -1, size_t(it - own.begin())));
         p.series.push_back(s);
       }

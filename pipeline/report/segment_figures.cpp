@@ -17,12 +17,6 @@ namespace {
 
 const Rgb kGrey{120, 120, 120}, kBlack{0, 0, 0};
 
-std::vector<double> axis(int64_t n) {
-  std::vector<double> x;
-  for (int64_t i = 0; i < n; ++i) x.push_back(double(i));
-  return x;
-}
-
 size_t first_test_subset(const SegmentTable& t) { return t.first_test(); }
 
 // Document 0's sentence similarity at the layer whose heads-c99 segments best on dev, with the
@@ -75,13 +69,13 @@ Entry pk_by_layer_figure(const std::vector<SegmentRun>& runs) {
     PlotSpec p;
     p.title = method, p.x_label = "layer", p.y_label = "Pk (%) on " + t0.subsets[s], p.y_lo = 0, p.legend = panels.empty();
     for (const auto& run : runs) {
-      Series line{run.label, axis(L), {}, run.colour};
+      Series line{run.label, index_axis(L), {}, run.colour};
       for (int64_t l = 0; l < L; ++l) line.y.push_back(100 * run.table.pk_of("layer" + std::to_string(l) + "/" + method, s));
       p.series.push_back(line);
     }
     for (const auto& [name, colour] :
          {std::pair{"c99/given", Rgb{31, 119, 180}}, {"texttiling/given", Rgb{44, 160, 44}}, {"random/given", kGrey}})
-      p.series.push_back(Series{std::string(name) + " (" + runs.front().label + ")", axis(L),
+      p.series.push_back(Series{std::string(name) + " (" + runs.front().label + ")", index_axis(L),
                                 std::vector<double>(size_t(L), 100 * t0.pk_of(name, s)), colour, true});
     panels.push_back(p);
   }

@@ -3,6 +3,7 @@
 // line and bar charts in panels (small multiples), and the layout of every plot area so that
 // tests and tools can find a cell's pixels. No LibTorch, MPI or HDF5 here.
 #pragma once
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -52,6 +53,13 @@ struct Series {
   bool dashed = false;
   bool bars = false;
 };
+
+// The x values 0, 1, …, n-1 of a series over an index (layers, gaps).
+inline std::vector<double> index_axis(int64_t n) {
+  std::vector<double> x;
+  for (int64_t i = 0; i < n; ++i) x.push_back(double(i));
+  return x;
+}
 
 struct PlotSpec {
   std::string title;
