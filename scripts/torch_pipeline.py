@@ -36,14 +36,25 @@ except ImportError:
     yaml = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# Each family's special tokens (SPEC §7): never a repeated token.
+SPECIALS = {"bert": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], "roberta": ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+            "gpt2": ["<|endoftext|>"]}
+# What a family's checkpoint names differently: the encoder's prefix in task-head files, and the
+# task heads and buffers that are not the encoder's.
+# The sample frame's tokens by role (begin, end, pad; GPT-2 has no end token): BERT's spellings
+# [CLS] [SEP] [PAD] name them in a separator list of any family.
+FRAME = {"bert": ("[CLS]", "[SEP]", "[PAD]"), "roberta": ("<s>", "</s>", "<pad>"), "gpt2": ("<|endoftext|>", None, "<|endoftext|>")}
+BYTE_LEVEL = {"roberta", "gpt2"}
+PREFIX = {"bert": "bert.", "roberta": "roberta.", "gpt2": "transformer."}
+SKIP = {"bert": ("cls.", "pooler."), "roberta": ("lm_head.", "pooler."), "gpt2": ("lm_head.",)}
 FIXED_POINT_SCALE = 2.0 ** 32
 
 
 # ---------------------------------------------------------------- checkpoint and forward
 
 def load_checkpoint(folder, dtype):
-    """config.json + model.safetensors -> (config dict, {HF BertModel name: tensor})."""
+    """config.json + model.safetensors -> (config dict, {bare model name: tensor}) for BERT,
+    RoBERTa (RobertaModel's names) and GPT-2 (GPT2Model's)."""
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     with open(os.path.join(folder, "model.safetensors"), "rb") as f:
@@ -56,9 +67,11 @@ def load_checkpoint(folder, dtype):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        if name.startswith("bert."):
-            name = name[len("bert."):]
-        if name.startswith("cls.") or name.startswith("pooler."):
+        family = cfg.get("model_type", "bert")
+        if name.startswith(PREFIX[family]):
+            name = name[len(PREFIX[family]):]
+        if name.startswith(SKIP[family]) or name.endswith((".attn.bias", ".attn.masked_bias")) or "position_ids" in name \
+                or "token_type_ids" in name:
             continue
         name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
         start, end = info["data_offsets"]
@@ -80,8 +93,11 @@ def activation(name):
 
 
 def forward(cfg, w, ids, valid, per_layer=None):
-    """Plain BERT encoder. ids, valid: [B, T]. per_layer(l, A [B,H,T,T], ctx [B,H,T,d]) is called
+    """The model's forward: a plain BERT encoder (RoBERTa: its positions), or GPT-2's decoder.
+    ids, valid: [B, T]. per_layer(l, A [B,H,T,T], ctx [B,H,T,d], W_O [D, D] as nn.Linear) is called
     for each layer with the attention map and the head context vectors (before W_O)."""
+    if cfg.get("model_type") == "gpt2":
+        return gpt2_forward(cfg, w, ids, valid, per_layer)
     B, T = ids.shape
     H = cfg["num_attention_heads"]
     D = cfg["hidden_size"]
@@ -89,7 +105,13 @@ def forward(cfg, w, ids, valid, per_layer=None):
     eps = cfg.get("layer_norm_eps", 1e-12)
     act = activation(cfg.get("hidden_act", "gelu"))
     e = "embeddings."
-    x = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][:T] + w[e + "token_type_embeddings.weight"][0]
+    if cfg.get("model_type") == "roberta":  # positions count the non-padding tokens from padding_idx + 1
+        pad = cfg.get("pad_token_id", 1)
+        keep = (ids != pad).long()
+        positions = torch.cumsum(keep, dim=1) * keep + pad
+    else:
+        positions = torch.arange(T).view(1, T)
+    x = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][positions] + w[e + "token_type_embeddings.weight"][0]
     x = F.layer_norm(x, (D,), w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"], eps)
     mask = torch.zeros(B, 1, 1, T, dtype=x.dtype)
     mask.masked_fill_(~valid.view(B, 1, 1, T), torch.finfo(x.dtype).min)
@@ -102,13 +124,41 @@ def forward(cfg, w, ids, valid, per_layer=None):
         A = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d) + mask, dim=-1)
         ctx = A @ v
         if per_layer is not None:
-            per_layer(l, A, ctx)
+            per_layer(l, A, ctx, w[p + "attention.output.dense.weight"])
         a = F.linear(ctx.transpose(1, 2).reshape(B, T, D), w[p + "attention.output.dense.weight"], w[p + "attention.output.dense.bias"])
         x = F.layer_norm(a + x, (D,), w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], eps)
         hmid = act(F.linear(x, w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"]))
         o = F.linear(hmid, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
         x = F.layer_norm(o + x, (D,), w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)
     return x
+
+
+def gpt2_forward(cfg, w, ids, valid, per_layer=None):
+    """GPT-2 (SPEC §7): learned positions from 0, pre-LayerNorm blocks, Conv1D weights ([in, out]:
+    x @ W + b), one fused c_attn, causal attention (no key after the query) over the valid keys,
+    gelu_new, a final ln_f."""
+    B, T = ids.shape
+    H, D = cfg["n_head"], cfg["n_embd"]
+    d = D // H
+    eps = cfg.get("layer_norm_epsilon", 1e-5)
+    act = activation(cfg.get("activation_function", "gelu_new"))
+    x = w["wte.weight"][ids] + w["wpe.weight"][:T]
+    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool)).view(1, 1, T, T) & valid.view(B, 1, 1, T)
+    floor = torch.finfo(x.dtype).min
+    for l in range(cfg["n_layer"]):
+        p = f"h.{l}."
+        h = F.layer_norm(x, (D,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        qkv = h @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+        heads = lambda t: t.view(B, T, H, d).transpose(1, 2)
+        q, k, v = (heads(t) for t in qkv.split(D, dim=-1))
+        A = torch.softmax((q @ k.transpose(-1, -2) / math.sqrt(d)).masked_fill(~allowed, floor), dim=-1)
+        ctx = A @ v
+        if per_layer is not None:
+            per_layer(l, A, ctx, w[p + "attn.c_proj.weight"].t())
+        x = x + ctx.transpose(1, 2).reshape(B, T, D) @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+        h = F.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        x = x + act(h @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]) @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+    return F.layer_norm(x, (D,), w["ln_f.weight"], w["ln_f.bias"], eps)
 
 
 # ---------------------------------------------------------------- statistics (SPEC §3-4)
@@ -307,7 +357,8 @@ def main():
     print(f"cpu: {cpu_model()}")
     print(f"torch {torch.__version__}, BLAS {os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}"
           f" (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}), threads {torch.get_num_threads()}")
-    print(f"model {model}: {cfg['num_hidden_layers']} layers, {cfg['num_attention_heads']} heads, hidden {cfg['hidden_size']};"
+    shape = [cfg.get(k, cfg.get(alt)) for k, alt in (("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"), ("hidden_size", "n_embd"))]
+    print(f"model {model} ({cfg.get('model_type', 'bert')}): {shape[0]} layers, {shape[1]} heads, hidden {shape[2]};"
           f" dtype {args.dtype}, batch {args.batch}, T={T}")
 
     if args.forward_only:  # full-length samples: every position valid
@@ -332,12 +383,19 @@ def main():
     for i, t in enumerate(vocab):
         name_to_id.setdefault(t, i)
     sep_names = [s for s in store["stats/attention"].attrs["separator_tokens"].decode().split("\n") if s]
-    rules = [(name, kind, value, beta, [sep_names.index(s) for s in seps if s])
+    def spellings(name):  # a configured separator -> the tokens it names (SPEC §7)
+        if name not in name_to_id and name in FRAME["bert"]:
+            role = FRAME[family][FRAME["bert"].index(name)]
+            return [role] if role else []
+        spaced = "\u0120" + name  # byte-level BPE: a token after a space ("Ġ,")
+        return [name] + ([spaced] if family in BYTE_LEVEL and not name.startswith("\u0120") and spaced in name_to_id else [])
+    family = cfg.get("model_type", "bert")
+    rules = [(name, kind, value, beta, [sep_names.index(t) for s in seps if s for t in spellings(s)])
              for name, kind, value, beta, seps in read_rules(store)]
     vector = store.attrs["vector"].decode() if "vector" in store.attrs else "context"
-    L, H = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    L, H = cfg.get("num_hidden_layers", cfg.get("n_layer")), cfg.get("num_attention_heads", cfg.get("n_head"))
     stats = Stats(rules, L, H, T, cfg["vocab_size"], N, [name_to_id[s] for s in sep_names],
-                  [name_to_id[s] for s in SPECIALS if s in name_to_id], vector)
+                  [name_to_id[s] for s in SPECIALS[family] if s in name_to_id], vector)
     sid = torch.from_numpy(store["samples/sentence_ids"][...].astype(np.int64))
 
     t0 = time.perf_counter()
@@ -346,8 +404,7 @@ def main():
             x, s, n = ids[first:first + args.batch], sid[first:first + args.batch], nv[first:first + args.batch]
             stats.begin_batch(first, x, s, n)
             valid = torch.arange(T).view(1, T) < n.view(-1, 1)
-            per_layer = lambda l, A, ctx: stats.layer(l, A, ctx, w.get(f"encoder.layer.{l}.attention.output.dense.weight"))
-            forward(cfg, w, x, valid, per_layer)
+            forward(cfg, w, x, valid, stats.layer)
     t_loop = time.perf_counter() - t0
     t_all = time.perf_counter() - T_START
     print(f"compute loop: {N} samples in {t_loop:.2f} s = {N / t_loop:.2f} samples/s")

@@ -9,6 +9,19 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL [$CASE]: $*"; exit 1; }
 contains() { grep -qF -- "$2" <<< "$1" || fail "expected '$2' in: $1"; }
+small_bpe() {  # small_bpe DIR: the smallest byte-level BPE (vocab.json of GPT-2's 256 byte tokens, no merges)
+  mkdir -p "$1"
+  /usr/bin/python3 - "$1" <<'PY'
+import json, os, sys
+printable = [b for b in range(256) if ord("!") <= b <= ord("~") or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
+spell, extra = {}, 0
+for b in range(256):
+    spell[b] = chr(b) if b in printable else chr(256 + extra)
+    extra += b not in printable
+json.dump({spell[b]: b for b in range(256)}, open(os.path.join(sys.argv[1], "vocab.json"), "w"), ensure_ascii=False)
+open(os.path.join(sys.argv[1], "merges.txt"), "w").write("#version: 0.2\n")
+PY
+}
 
 case "$CASE" in
   samples_default)
@@ -321,9 +334,12 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     # anywhere, an epsilon of 1e-5 instead of 1e-12 or a misplaced bias shows at 1e-7 or far above:
     # the float32 forward, checked the same way, must fail.
     { printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n'; for i in $(seq 0 94); do echo "tok$i"; done; } > "$TMP/vocab.txt"
+    small_bpe "$TMP/bpe"  # GPT-2 and RoBERTa: one token per byte (RoBERTa's init puts <s> <pad> </s> <unk> first)
     for family in bert distilbert roberta gpt2; do
+      vocab="$TMP/vocab.txt"
+      [ $family = roberta ] || [ $family = gpt2 ] && vocab="$TMP/bpe"
       "$CTXSIM" init-model --family $family --preset bert-tiny --layers 3 --hidden 60 --heads 4 --ffn 96 --positions 32 --seed 11 \
-        --vocab "$TMP/vocab.txt" --out "$TMP/$family" > /dev/null || fail "init-model --family $family"
+        --vocab "$vocab" --out "$TMP/$family" > /dev/null || fail "init-model --family $family"
       out=$(/usr/bin/python3 tests/model_reference.py layout "$TMP/$family" 2>&1) || fail "$family layout: $out"
       /usr/bin/python3 tests/model_reference.py perturb "$TMP/$family" "$TMP/$family-p" || fail "perturb $family"
       info=$("$CTXSIM" model-info "$TMP/$family-p" --dtype float64 --dump-heads "$TMP/$family-dump" --ids 2,10,11,12,13,3 \
@@ -344,10 +360,13 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     sed -i 's/"model_type": "distilbert"/"model_type": "llama"/' "$TMP/distilbert/config.json"
     "$CTXSIM" model-info "$TMP/distilbert" 2> "$TMP/err" && fail "model_type llama accepted"
     contains "$(cat "$TMP/err")" "config.json: model_type: 'llama' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2)"
-    # A RoBERTa loads, but the analysis does not frame its byte-level BPE samples yet: said, not run with BERT's frame.
-    "$CTXSIM" run configs/default.yaml model.path="$TMP/roberta" samples.num_samples=4 samples.seq_len=16 output.report=false \
-      output.dir="$TMP/rrun" 2> "$TMP/err" && fail "run with a RoBERTa accepted"
-    contains "$(cat "$TMP/err")" "a RoBERTa model (model_type roberta) loads, but its samples are byte-level BPE"
+    # A model and a tokenizer of different kinds are refused before anything runs, naming the key.
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/roberta" model.vocab="$TMP/vocab.txt" samples.num_samples=4 samples.seq_len=16 \
+      output.report=false output.dir="$TMP/rrun" 2> "$TMP/err" && fail "a RoBERTa with a WordPiece vocab.txt accepted"
+    contains "$(cat "$TMP/err")" "model.vocab: the model is RoBERTa, whose tokenizer is byte-level BPE, but $TMP/vocab.txt is a WordPiece vocab.txt"
+    [ ! -e "$TMP/rrun/store.h5" ] || fail "a refused run left a store"
+    "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --vocab "$TMP/vocab.txt" --out "$TMP/g2" 2> "$TMP/err" && fail "GPT-2 with vocab.txt"
+    contains "$(cat "$TMP/err")" "vocab.txt: is a WordPiece vocabulary, but a GPT-2 model's tokenizer is byte-level BPE"
     "$CTXSIM" init-model --family llama --vocab "$TMP/vocab.txt" --out "$TMP/g" 2> "$TMP/err" && fail "--family llama accepted"
     contains "$(cat "$TMP/err")" "--family: 'llama' is not a model family ctxsim reads; fix: use one of bert, distilbert, roberta, gpt2"
     ;;
@@ -380,6 +399,65 @@ PY
     "$CTXSIM" report "$TMP/out/store.h5" > "$TMP/report.out" 2>&1 || fail "report: $(cat "$TMP/report.out")"
     [ -s "$TMP/out/report.html" ] || fail "no report.html"
     grep -q "<svg" "$TMP/out/figures/example1_L2H0_attention.svg" || fail "no attention figure of the last layer"
+    ;;
+  family_runs)
+    # GPT-2 (causal) and RoBERTa from GPT-2's tokenizer files through the whole job (SPEC §7): the
+    # samples in each family's frame, a float64 store that the independent PyTorch implementation
+    # (scripts/torch_pipeline.py, with its own GPT-2 and RoBERTa forwards) matches count for count,
+    # under three rules (one with its own separators, [SEP] naming the family's end token), the
+    # family and causal attention in the store, summary and report, and compare of the two.
+    [ -f data/vocab/gpt2/merges.txt ] || { echo "skip: no data/vocab/gpt2 (scripts/setup.sh)"; exit 77; }
+    "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --seed 3 --vocab data/vocab/gpt2 --out "$TMP/gpt2" > /dev/null || fail "init gpt2"
+    "$CTXSIM" init-model --family roberta --preset roberta-tiny --seed 3 --vocab data/vocab/gpt2 --out "$TMP/roberta" > /dev/null \
+      || fail "init roberta"
+    out=$("$CTXSIM" samples configs/default.yaml model.path="$TMP/gpt2" samples.num_samples=5 samples.seq_len=24 --show 1) || fail "samples"
+    contains "$out" "<|endoftext|> | s0: "
+    contains "$(grep -A1 '^sample 0' <<< "$out")" "24 valid tokens"
+    out=$("$CTXSIM" samples configs/default.yaml model.path="$TMP/roberta" samples.num_samples=5 samples.seq_len=24 --show 1) || fail "samples"
+    contains "$out" "<s> | s0: "
+    contains "$out" " | </s>"
+    for family in gpt2 roberta; do
+      "$CTXSIM" run configs/default.yaml model.path="$TMP/$family" model.dtype=float64 samples.num_samples=24 runtime.batch_size=5 \
+        statistics.examples=[0] output.report=false output.dir="$TMP/s-$family" \
+        'selection=[{top_fraction: 0.02}, {relative_to_max: 0.9, attention_threshold: 0.3}, {absolute: 2.5, separators: [".", "the", "[SEP]"]}]' \
+        > "$TMP/$family.out" 2> "$TMP/$family.err" || fail "run $family: $(cat "$TMP/$family.err")"
+      out=$(/usr/bin/python3 scripts/torch_pipeline.py --store "$TMP/s-$family/store.h5" --model "$TMP/$family" --dtype float64 --batch 7 \
+            --threads 1 --check 2>&1) || fail "$family: the PyTorch implementation disagrees: $(grep -v ': equal$' <<< "$out")"
+      contains "$out" "check: all equal"
+      [ "$(grep -c ': equal$' <<< "$out")" -ge 40 ] || fail "too few datasets compared: $out"
+      /usr/bin/python3 - "$TMP/s-$family/store.h5" $family > "$TMP/py" 2>&1 <<'PY' || fail "$family store: $(cat "$TMP/py")"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+family = sys.argv[2]
+assert f.attrs["model_family"].decode() == family, f.attrs["model_family"]
+assert f.attrs["causal"] == (family == "gpt2")
+ids, nv = f["samples/token_ids"][...], f["samples/n_valid"][...]
+vocab = f["vocab/text"][...].tobytes().decode().split("\n")
+begin, end, pad = {"gpt2": ("<|endoftext|>", None, "<|endoftext|>"), "roberta": ("<s>", "</s>", "<pad>")}[family]
+assert all(vocab[t] == begin for t in ids[:, 0])
+for row, n in zip(ids, nv):
+    if end:
+        assert vocab[row[n - 1]] == end
+    assert all(vocab[t] == pad for t in row[n:])
+tokens = f["stats/attention"].attrs["separator_tokens"].decode().split("\n")
+assert tokens == [".", "\u0120.", ",", "\u0120,"] + (["</s>"] if end else []) + ["the", "\u0120the"], tokens
+print("store ok")
+PY
+      out=$("$CTXSIM" summary "$TMP/s-$family/store.h5") || fail "summary $family"
+      [ $family = gpt2 ] && contains "$out" "; GPT-2, causal attention"
+      [ $family = roberta ] && contains "$out" "; RoBERTa, bidirectional attention"
+    done
+    contains "$(cat "$TMP/gpt2.err")" "note: [SEP] is left out of the separators: GPT-2 samples have no such token"
+    grep -qF "[SEP] is left out" "$TMP/roberta.err" && fail "RoBERTa's [SEP] is its </s>"
+    "$CTXSIM" report "$TMP/s-gpt2/store.h5" > /dev/null 2>&1 || fail "report"
+    contains "$(cat "$TMP/s-gpt2/report.html")" "GPT-2, causal attention"
+    contains "$(cat "$TMP/s-gpt2/report.html")" "CAUSAL=true"
+    contains "$(cat "$TMP/s-gpt2/figures/example0_L1H0_attention.svg")" "key after query: causal attention has none"
+    "$CTXSIM" report "$TMP/s-roberta/store.h5" > /dev/null 2>&1 || fail "report roberta"
+    contains "$(cat "$TMP/s-roberta/report.html")" "CAUSAL=false"
+    grep -q "causal attention has none" "$TMP/s-roberta/figures/example0_L1H0_attention.svg" && fail "RoBERTa drawn causal"
+    "$CTXSIM" compare "$TMP/s-gpt2/store.h5" "$TMP/s-roberta/store.h5" --out "$TMP/cmp" > /dev/null 2> "$TMP/err" || fail "compare: $(cat "$TMP/err")"
+    contains "$(cat "$TMP/cmp/compare.html")" "GPT-2, causal attention"
     ;;
   *) fail "unknown case" ;;
 esac

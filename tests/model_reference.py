@@ -271,8 +271,9 @@ def cmd_perturb(args):
             t = t.reshape(-1)
         out[name] = t.reshape(tensors[name].shape)
     write_safetensors(os.path.join(args.out, "model.safetensors"), out)
-    for f in ("config.json", "vocab.txt"):
-        shutil.copy(os.path.join(args.model, f), os.path.join(args.out, f))
+    for f in ("config.json", "vocab.txt", "vocab.json", "merges.txt"):  # the tokenizer files the family has
+        if os.path.exists(os.path.join(args.model, f)):
+            shutil.copy(os.path.join(args.model, f), os.path.join(args.out, f))
     return 0
 
 

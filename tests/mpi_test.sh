@@ -119,6 +119,26 @@ case "$CASE" in
       [ "$(grep -c 'error:' "$TMP/err")" -eq 1 ] || fail "printed more than once: $(cat "$TMP/err")"
     fi
     ;;
+  gpt2_ranks_resume)
+    # SPEC §5 for a causal decoder in its own frame (SPEC §7): a GPT-2 store is the same on 1 and 3
+    # ranks, and after a SIGKILL on 2 ranks and a resume on 3.
+    [ -f data/vocab/gpt2/merges.txt ] || { echo "skip: no data/vocab/gpt2 (scripts/setup.sh)"; exit 77; }
+    "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --seed 4 --vocab data/vocab/gpt2 --out "$TMP/g" > /dev/null || fail "init gpt2"
+    G=(model.path="$TMP/g")
+    run 1 "$TMP/r1" "${G[@]}" || fail "run on 1 rank: $(tail -3 "$TMP/r1.log")"
+    run 3 "$TMP/r3" "${G[@]}" || fail "run on 3 ranks: $(tail -3 "$TMP/r3.log")"
+    contains "$(cat "$TMP/r1.log")" "(gpt2, 2 layers, 2 heads, float64)"
+    compare "$TMP/r1" "$TMP/r3"
+    CTXSIM_UNIT_DELAY_MS=400 setsid $MPI -n 2 "$CTXSIM" run "${ARGS[@]}" "${G[@]}" output.dir="$TMP/k" > "$TMP/k1.log" 2>&1 &
+    BG=$!
+    wait_units "$TMP/k/store.h5" 4
+    kill_job "$BG"; BG=""
+    run 3 "$TMP/k" "${G[@]}" || fail "resume: $(tail -3 "$TMP/k.log")"
+    contains "$(cat "$TMP/k.log")" "resuming"
+    compare "$TMP/r1" "$TMP/k"
+    [ "$(/usr/bin/python3 -c 'import sys, h5py; f = h5py.File(sys.argv[1]); print(f.attrs["model_family"].decode(), f.attrs["causal"])' \
+        "$TMP/k/store.h5")" = "gpt2 1" ] || fail "the store does not name GPT-2's causal attention"
+    ;;
   *) fail "unknown case" ;;
 esac
 echo "ok [$CASE]"

@@ -3,6 +3,7 @@
 // and (label integration) GPT-2's real files: known ids, and every Brown sentence's tokens spell
 // its bytes back. The exact ids on 12,000 lines against two npm encoders: tests/bpe_test.sh.
 #include "stages/text/bpe.h"
+#include "stages/text/frame.h"
 
 #include <gtest/gtest.h>
 
@@ -167,6 +168,22 @@ TEST_F(Gpt2Files, KnownIds) {
   EXPECT_EQ(t->encode("Hello world").ids, (std::vector<int32_t>{15496, 995}));
   EXPECT_EQ(t->encode(" the").ids, (std::vector<int32_t>{262}));
   EXPECT_EQ(t->tokens(t->encode("Hello world, it's").ids), (std::vector<std::string>{"Hello", "Ġworld", ",", "Ġit", "'s"}));
+}
+
+// A window's sentence is " " + text (SPEC §7): its first word is a word like any other, and decode
+// gives the text back (a character cut between tokens becomes U+FFFD, not invalid UTF-8).
+TEST_F(Gpt2Files, SampleFrameTokenizesWithAPrefixSpace) {
+  auto t = open_tokenizer(kGpt2, {});
+  const SampleFrame frame{50256, -1, 50256, true, {50256}};
+  const Encoding e = frame.encode(*t, "Hello world, it's");
+  EXPECT_EQ(e.ids, (std::vector<int32_t>{18435, 995, 11, 340, 338}));
+  EXPECT_EQ(e.word_ids, (std::vector<int32_t>{0, 1, 1, 2, 2}));
+  EXPECT_EQ(e.num_words, 3);
+  EXPECT_EQ(t->decode(e.ids.data(), e.ids.size()), " Hello world, it's");
+  const std::vector<int32_t> emoji = t->encode("\xF0\x9F\x98\x80").ids;  // one character, several byte tokens
+  ASSERT_GT(emoji.size(), 1u);
+  EXPECT_EQ(t->decode(emoji.data(), emoji.size()), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(t->decode(emoji.data(), 1), "\xEF\xBF\xBD");
 }
 
 // Every Brown sentence's tokens, mapped back through the byte table, spell its bytes.

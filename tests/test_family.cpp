@@ -11,7 +11,11 @@
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/safetensors.h"
 #include "stages/model/transformer_layer.h"
+#include "stages/text/bpe.h"
+#include "stages/text/utf8.h"
 #include "test_helpers.h"
+
+#include <nlohmann/json.hpp>
 
 namespace ctxsim {
 namespace {
@@ -20,6 +24,19 @@ std::string small_vocab(const test::TempDir& dir) {
   std::string v = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
   for (int i = 0; i < 59; ++i) v += "tok" + std::to_string(i) + "\n";
   return dir.write("vocab.txt", v);
+}
+
+// The smallest byte-level BPE: one token per byte (GPT-2's spelling), no merges.
+std::string small_bpe(const test::TempDir& dir) {
+  std::string json = "{";
+  for (int b = 0; b < 256; ++b) {
+    std::string token;
+    utf8::append(token, byte_to_unicode(uint8_t(b)));
+    json += (b ? "," : "") + nlohmann::json(token).dump() + ":" + std::to_string(b);
+  }
+  dir.write("bpe/vocab.json", json + "}");
+  dir.write("bpe/merges.txt", "#version: 0.2\n");
+  return (dir.path / "bpe").string();
 }
 
 BertConfig tiny(Family family) {
@@ -213,9 +230,13 @@ TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
   rc.max_position_embeddings = 16 + 2;
   EXPECT_EQ(rc.pad_position, 1);
   EXPECT_EQ(rc.type_vocab_size, 1);
-  write_random_checkpoint(rc, 9, small_vocab(tmp), (tmp.path / "r").string());
+  write_random_checkpoint(rc, 9, small_bpe(tmp), (tmp.path / "r").string());
   const BertConfig loaded = BertConfig::load((tmp.path / "r/config.json").string());
   EXPECT_EQ(loaded.family, Family::Roberta);
+  EXPECT_EQ(loaded.vocab_size, 256 + 5);  // <s> <pad> </s> <unk>, the bytes, <mask>
+  const auto files = BpeModel::load((tmp.path / "r/vocab.json").string(), (tmp.path / "r/merges.txt").string());
+  EXPECT_EQ(files->vocab.id("<pad>"), 1);
+  EXPECT_EQ(files->vocab.id("<mask>"), 260);
   EXPECT_EQ(loaded.pad_position, 1);
   EXPECT_EQ(loaded.max_tokens(), 16);
   EXPECT_HAS(loaded.positions_problem(17), "17 tokens per sample exceed the 16 positions the model gives tokens");
@@ -271,7 +292,10 @@ TEST(Gpt2, NamesConfigAndCausalAttention) {
   EXPECT_EQ(parsed.layer_norm_eps, 1e-5);
   EXPECT_EQ(encoder_tensor_shapes(parsed).at("h.1.attn.c_attn.weight"), (std::vector<int64_t>{32, 96}));  // Conv1D: [in, out]
   test::TempDir tmp;
-  write_random_checkpoint(tiny(Family::Gpt2), 4, small_vocab(tmp), (tmp.path / "g").string());
+  write_random_checkpoint(tiny(Family::Gpt2), 4, small_bpe(tmp), (tmp.path / "g").string());
+  // GPT-2's files gain <|endoftext|> (id 256); a RoBERTa's, its specials (test above).
+  EXPECT_EQ(BertConfig::load((tmp.path / "g/config.json").string()).vocab_size, 257);
+  EXPECT_EQ(BpeModel::load((tmp.path / "g/vocab.json").string(), (tmp.path / "g/merges.txt").string())->vocab.id("<|endoftext|>"), 256);
   const TransformerEncoder m = TransformerEncoder::load((tmp.path / "g").string(), at::kDouble);
   const at::Tensor ids = at::tensor({2, 10, 11, 30, 12, 13, 3, 9}, at::kLong).view({1, 8});
   const at::Tensor prefix = ids.slice(1, 0, 5);

@@ -178,7 +178,9 @@ TEST(Rollout, HandComputedTwoLayers) {
   EXPECT_DOUBLE_EQ(r[1], 0.25);
   EXPECT_DOUBLE_EQ(r[2], 0.5);
   EXPECT_DOUBLE_EQ(r[3], 0.5);
-  EXPECT_EQ(cls_relevance(r, 2), (std::vector<double>{0.75, 0.25}));
+  EXPECT_EQ(rollout_row(r, 2, 0), (std::vector<double>{0.75, 0.25}));
+  const std::vector<double> last = rollout_row(r, 2, 1);
+  EXPECT_EQ(last, (std::vector<double>(r.begin() + 2, r.end())));
 }
 
 TEST(Rollout, HeadsAreAveragedAndPaddingIgnored) {

@@ -60,7 +60,8 @@ TokenizedDocument make_doc(const std::vector<int>& lengths, int first_sentence_i
   return d;
 }
 
-const SpecialIds kSpecial{101, 102, 0};
+const SampleFrame kSpecial{101, 102, 0, false, {}};
+const SampleFrame kWordPiece{};  // tokenizing: no prefix space (the ids are not used)
 
 struct Row {
   std::vector<int32_t> tok;
@@ -69,13 +70,61 @@ struct Row {
   bool truncated = false;
 };
 
-Row window(const TokenizedDocument& d, int first, int T) {
+Row window(const TokenizedDocument& d, int first, int T, const SampleFrame& frame = kSpecial) {
   Row r;
   r.tok.resize(T);
   r.sent.resize(T);
   r.word.resize(T);
-  r.truncated = build_window(d, first, T, kSpecial, r.tok.data(), r.sent.data(), r.word.data(), r.n_valid);
+  r.truncated = build_window(d, first, T, frame, r.tok.data(), r.sent.data(), r.word.data(), r.n_valid);
   return r;
+}
+
+// SPEC §7's frames: GPT-2's `<|endoftext|> w…` padded with <|endoftext|> (invalid), room T-1;
+// RoBERTa's `<s> w… </s> <pad>…`, room T-2.
+const SampleFrame kGpt2Frame{50256, -1, 50256, true, {50256}};
+const SampleFrame kRobertaFrame{0, 2, 1, true, {0, 1, 2, 3, 50261}};
+
+TEST(Window, DecoderFrameHasNoEndToken) {
+  // T=9 leaves 8 tokens after <|endoftext|>: sentence 0 (3) and 1 (4) whole, sentence 2 cut to 1.
+  Row r = window(make_doc({3, 4, 5}), 0, 9, kGpt2Frame);
+  EXPECT_EQ(r.tok, (std::vector<int32_t>{50256, 10, 11, 12, 1010, 1011, 1012, 1013, 2010}));
+  EXPECT_EQ(r.sent, (std::vector<int16_t>{-1, 0, 0, 0, 1, 1, 1, 1, 2}));
+  EXPECT_EQ(r.n_valid, 9);
+  EXPECT_TRUE(r.truncated);
+  // The document's end: the padding repeats <|endoftext|>, and only the words are valid after it.
+  r = window(make_doc({3, 2}), 0, 9, kGpt2Frame);
+  EXPECT_EQ(r.tok, (std::vector<int32_t>{50256, 10, 11, 12, 1010, 1011, 50256, 50256, 50256}));
+  EXPECT_EQ(r.sent, (std::vector<int16_t>{-1, 0, 0, 0, 1, 1, -1, -1, -1}));
+  EXPECT_EQ(r.word, (std::vector<int16_t>{-1, 0, 0, 1, 2, 2, -1, -1, -1}));
+  EXPECT_EQ(r.n_valid, 6);
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(kGpt2Frame.room(128), 127);
+  EXPECT_EQ(kRobertaFrame.room(128), 126);
+}
+
+TEST(Window, RobertaFrame) {
+  const Row r = window(make_doc({3, 2}), 0, 9, kRobertaFrame);
+  EXPECT_EQ(r.tok, (std::vector<int32_t>{0, 10, 11, 12, 1010, 1011, 2, 1, 1}));
+  EXPECT_EQ(r.sent, (std::vector<int16_t>{-1, 0, 0, 0, 1, 1, -1, -1, -1}));
+  EXPECT_EQ(r.n_valid, 7);
+}
+
+TEST(Frame, ResolvedFromTheVocabularyWithClearErrors) {
+  const Vocab v = Vocab::from_tokens({"<s>", "<pad>", "</s>", "<unk>", "hello", "<mask>"});
+  const SampleFrame f = SampleFrame::resolve({"<s>", "</s>", "<pad>", {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}}, v, true, "RoBERTa");
+  EXPECT_EQ(f.begin, 0);
+  EXPECT_EQ(f.end, 2);
+  EXPECT_EQ(f.pad, 1);
+  EXPECT_EQ(f.specials, (std::vector<int32_t>{0, 1, 2, 3, 5}));
+  EXPECT_TRUE(f.is_special(5));
+  EXPECT_FALSE(f.is_special(4));
+  try {
+    SampleFrame::resolve({"<|endoftext|>", nullptr, "<|endoftext|>", {"<|endoftext|>"}}, v, true, "GPT-2");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("it lacks <|endoftext|>, the token that starts every GPT-2 sample"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Window, WholeSentencesThenCutAndPadding) {
@@ -204,13 +253,13 @@ const std::vector<std::string> kEdgeSentences = {
 
 TEST(LazyDraw, YieldsTokensAgreesWithTheTokenizer) {
   BertTokenizer tok = small_tokenizer();
-  for (const std::string& s : kEdgeSentences) EXPECT_EQ(yields_tokens(s, tok), !tok.encode(s).ids.empty()) << "'" << s << "'";
-  EXPECT_FALSE(yields_tokens("\xcc\x81", tok));
-  EXPECT_FALSE(yields_tokens("\x01\x7f", tok));
-  EXPECT_TRUE(yields_tokens("\xc3\xa9", tok));  // é: the accent goes, e stays
+  for (const std::string& s : kEdgeSentences) EXPECT_EQ(yields_tokens(s, tok, kWordPiece), !tok.encode(s).ids.empty()) << "'" << s << "'";
+  EXPECT_FALSE(yields_tokens("\xcc\x81", tok, kWordPiece));
+  EXPECT_FALSE(yields_tokens("\x01\x7f", tok, kWordPiece));
+  EXPECT_TRUE(yields_tokens("\xc3\xa9", tok, kWordPiece));  // é: the accent goes, e stays
   for (int c = 1; c < 128; ++c) {
     const std::string s(1, static_cast<char>(c));
-    EXPECT_EQ(yields_tokens(s, tok), !tok.encode(s).ids.empty()) << "byte " << c;
+    EXPECT_EQ(yields_tokens(s, tok, kWordPiece), !tok.encode(s).ids.empty()) << "byte " << c;
   }
 }
 
@@ -223,8 +272,8 @@ TEST(LazyDraw, SameSamplesAsTokenizingTheWholeCorpus) {
   doc({"cat", "\xef\xbf\xbd", "mat", "sat .", "on", "a", "the"});
   doc({"\xe4\xb8\xad\xe4\xb8\xad \xc3\xa9t\xc3\xa9 on the mat"});
   BertTokenizer whole = small_tokenizer(), lazy = small_tokenizer();
-  const TokenizedCorpus tokenized = tokenize_corpus(corpus, whole);
-  const SentenceIndex index = index_sentences(corpus, lazy);
+  const TokenizedCorpus tokenized = tokenize_corpus(corpus, whole, kWordPiece);
+  const SentenceIndex index = index_sentences(corpus, lazy, kWordPiece);
   EXPECT_EQ(index.sentences, tokenized.num_sentences);
   EXPECT_EQ(index.dropped, tokenized.dropped_sentences);
   ASSERT_EQ(index.kept.size(), 5u);
@@ -249,7 +298,7 @@ TEST(LazyDraw, SameSamplesAsTokenizingTheWholeCorpus) {
   // The same errors: no candidate at all.
   Corpus empty;
   empty.documents.push_back(Document{"d", {"\x01"}});
-  EXPECT_THROW(draw_samples(empty, index_sentences(empty, lazy), lazy, SampleOptions{}, kSpecial), Error);
+  EXPECT_THROW(draw_samples(empty, index_sentences(empty, lazy, kWordPiece), lazy, SampleOptions{}, kSpecial), Error);
 }
 
 TEST(BrownSamples, RealCorpusDefaultDraw) {
@@ -258,17 +307,17 @@ TEST(BrownSamples, RealCorpusDefaultDraw) {
   co.path = test::kBrownPath;
   const Corpus corpus = read_corpus(co);
   BertTokenizer tok(Vocab::load(test::kVocabPath), TokenizerOptions{});
-  const TokenizedCorpus tc = tokenize_corpus(corpus, tok);
+  const TokenizedCorpus tc = tokenize_corpus(corpus, tok, SampleFrame::wordpiece(tok.vocab()));
   EXPECT_EQ(tc.num_sentences, 57340);
   SampleOptions o;
   o.num_samples = 2000;
-  const SampleSet s = build_samples(tc, o, SpecialIds::from(tok.vocab()));
+  const SampleSet s = build_samples(tc, o, SampleFrame::wordpiece(tok.vocab()));
   // The run's draw, which tokenizes only the windows it takes, gives the same samples.
   BertTokenizer lazy(Vocab::load(test::kVocabPath), TokenizerOptions{});
-  const SentenceIndex index = index_sentences(corpus, lazy);
+  const SentenceIndex index = index_sentences(corpus, lazy, kWordPiece);
   EXPECT_EQ(index.sentences, 57340);
   EXPECT_EQ(index.dropped, tc.dropped_sentences);
-  expect_same_samples(draw_samples(corpus, index, lazy, o, SpecialIds::from(tok.vocab())), s);
+  expect_same_samples(draw_samples(corpus, index, lazy, o, SampleFrame::wordpiece(tok.vocab())), s);
   for (const auto& [T, stride, mode] :
        {std::tuple{64, 3, WindowMode::Sentences}, std::tuple{512, 1, WindowMode::Sentences}, std::tuple{128, 1, WindowMode::Documents}}) {
     SampleOptions other = o;
@@ -276,8 +325,8 @@ TEST(BrownSamples, RealCorpusDefaultDraw) {
     other.stride_sentences = stride;
     other.windows = mode;
     other.seed = 7;
-    expect_same_samples(draw_samples(corpus, index, lazy, other, SpecialIds::from(tok.vocab())),
-                        build_samples(tc, other, SpecialIds::from(tok.vocab())));
+    expect_same_samples(draw_samples(corpus, index, lazy, other, SampleFrame::wordpiece(tok.vocab())),
+                        build_samples(tc, other, SampleFrame::wordpiece(tok.vocab())));
   }
   ASSERT_EQ(s.size(), 2000);
   EXPECT_EQ(s.num_candidates, 57340);

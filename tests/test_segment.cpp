@@ -567,7 +567,7 @@ TEST(Encode, EachSentencePooledFromItsHomeWindowOnly) {
   for (const auto& s : sentences) lengths.push_back(int32_t(s.size()));
   const WindowPlan plan = plan_windows(lengths, 10);
   ASSERT_GE(plan.windows.size(), 3u);
-  const EncodedDocument e = encode_document(model, sentences, 10, 2, 3, 0, 2);  // batch 2: windows across batches
+  const EncodedDocument e = encode_document(model, sentences, 10, SampleFrame{2, 3, 0, false, {}}, 2);  // batch 2: windows across batches
   ASSERT_EQ(e.S, 8);
   // Encode one window alone and pool a sentence's tokens there.
   const auto pooled_in = [&](size_t w, int32_t s, int64_t layer, int64_t head) {

@@ -349,7 +349,8 @@ class BrownTiny : public ::testing::Test {
     SampleOptions so;
     so.num_samples = 200;
     so.seed = 5;
-    samples_ = new SampleSet(build_samples(tokenize_corpus(read_corpus(co), tok), so, SpecialIds::from(tok.vocab())));
+    samples_ = new SampleSet(
+        build_samples(tokenize_corpus(read_corpus(co), tok, SampleFrame::wordpiece(tok.vocab())), so, SampleFrame::wordpiece(tok.vocab())));
     opt_.rules = {rule(kTop, 0.01), rule(kRel, 0.9), rule(kAbs, 0.0)};
     opt_.separator_ids = {1012, 1010, 102};
     opt_.special_ids = {0, 100, 101, 102, 103};

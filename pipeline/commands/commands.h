@@ -17,7 +17,7 @@ namespace ctxsim {
 std::string version_string();  // "ctxsim 0.1.0 (git abc123)"
 
 // A sample as text: "[CLS] | s0: the jury said … | s1: … | [SEP]" with word pieces joined.
-std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab);
+std::string describe_sample(const SampleSet& set, int64_t n, const Tokenizer& tokenizer);
 
 int cmd_validate(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
 int cmd_samples(const std::string& config, const std::vector<std::string>& overrides, int64_t show, std::ostream& out);

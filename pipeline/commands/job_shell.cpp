@@ -145,16 +145,6 @@ int run_in_shell(JobKind kind, const std::string& config_path, const std::vector
   return end_of_store_job(plan, false, out);
 }
 
-void require_wordpiece_family(const Config& c, const BertConfig& model) {
-  const FamilySpec& f = family_spec(model.family);
-  if (!f.byte_level_bpe) return;
-  throw Error(c.where(c.model.path.empty() ? "model.name" : "model.path"),
-              std::string("a ") + f.display + " model (model_type " + f.model_type +
-                  ") loads, but its samples are byte-level BPE framed by its own special tokens (SPEC §7), which this ctxsim "
-                  "does not build yet",
-              "analyse a BERT or DistilBERT model; 'ctxsim model-info' loads and describes this one");
-}
-
 void write_job_report(const Config& c, const std::string& store_path) {
   std::ostringstream report_line;
   ReportArgs args;

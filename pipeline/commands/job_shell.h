@@ -69,10 +69,6 @@ int run_in_shell(JobKind kind, const std::string& config_path, const std::vector
 // an Error that says the store is complete and how to make the report without rerunning.
 void write_job_report(const Config& c, const std::string& store_path);
 
-// The analysis frames samples as WordPiece [CLS] … [SEP]: a family whose tokenizer is byte-level
-// BPE (RoBERTa) loads, but its samples are not built yet; an Error naming model.path.
-void require_wordpiece_family(const Config& c, const BertConfig& model);
-
 // What a job knows when it creates its store, for the root attributes every store has.
 struct JobFacts {
   std::string model_sha256;  // rank 0's (hashed there while the inputs load); other ranks pass ""

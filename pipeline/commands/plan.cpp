@@ -46,7 +46,7 @@ int plan_segment_job(const std::string& path, const Config& c, int64_t ranks, in
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
   require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
-  BertTokenizer tokenizer = make_tokenizer(c);
+  JobTokenizer tokenizer = make_tokenizer(c);
   const TokenizedInputs text = read_and_tokenize(c, tokenizer);
   const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
   const int32_t window = segment_window(c, model.config());
@@ -59,10 +59,10 @@ int plan_segment_job(const std::string& path, const Config& c, int64_t ranks, in
   layout.layers = model.config().num_layers, layout.heads = model.config().num_heads;
   layout.methods = segment::method_names(layout.layers);
   layout.example_sentences = bench.documents.empty() ? 0 : bench.documents[0].total_sentences;
-  const segment::MethodOptions options = segment_method_options(c, tokenizer.vocab());
+  const segment::MethodOptions options = segment_method_options(c, tokenizer);
   const int64_t n = std::max<int64_t>(1, std::min<int64_t>(calibration, layout.documents));
   const Stopwatch clock;
-  for (int64_t d = 0; d < n; ++d) benchmark_document(c, bench, text.corpus, size_t(d), model, tokenizer.vocab(), options, window);
+  for (int64_t d = 0; d < n; ++d) benchmark_document(c, bench, text.corpus, size_t(d), model, tokenizer.frame, options, window);
   const double per_document = clock.seconds() / double(n);
   const double eta = double(layout.documents) * per_document / double(ranks) * 1.15 + 60;
   out << "plan for " << path << " (a segmentation job: ctxsim segment) on " << ranks << " rank(s) x " << threads << " thread(s)\n"
@@ -85,13 +85,12 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   if (is_segment_config(c)) return plan_segment_job(path, c, ranks, batches, out);
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
-  BertTokenizer tokenizer = make_tokenizer(c);
+  JobTokenizer tokenizer = make_tokenizer(c);
   const PreparedSamples prepared = prepare_samples(c, tokenizer);
   const SampleSet& s = prepared.samples;
   require_native_dtype(c.model.dtype, c.where("model.dtype"));
   const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
   const BertConfig& mc = model.config();
-  require_wordpiece_family(c, mc);
   const int threads = configure_threads(c.runtime.threads, 1);
   if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty())
     std::cerr << "ctxsim: " << note << "\n";
@@ -112,7 +111,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const double store = double(N * T) * 8 + double(N) * 24 + double(R * N * L * H) * 12 + acc_bytes + double(E * L * H * T * T) * (4 + R);
 
   // Calibration: the first batches of real samples through forward + statistics.
-  const Analysis analysis(model, statistics_options(c, tokenizer.vocab()), c.model.vector == HeadVector::Projected);
+  const Analysis analysis(model, statistics_options(c, tokenizer), c.model.vector == HeadVector::Projected);
   Accumulator acc(analysis.shape(T));
   const int64_t runs = std::max<int64_t>(1, std::min<int64_t>(batches, (N + B - 1) / B));
   double secs = 0;

@@ -179,7 +179,7 @@ void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
 
 // ---------------------------------------------------------------------- data --------------
 struct TrainData {
-  std::optional<BertTokenizer> tokenizer;
+  std::optional<JobTokenizer> tokenizer;
   std::string vocab_text;
   SampleSet train, eval;
   std::vector<int32_t> eval_input, eval_labels;  // [E, T] fixed masks
@@ -189,12 +189,12 @@ struct TrainData {
   BertConfig model;
 };
 
-SampleSet windows_of(const Config& c, const TokenizedCorpus& corpus, DocumentSplit split, int64_t count, const SpecialIds& special) {
+SampleSet windows_of(const Config& c, const TokenizedCorpus& corpus, DocumentSplit split, int64_t count, const SampleFrame& frame) {
   SampleOptions o = sample_options(c);
   o.documents = {split, c.corpus.heldout_every};
   o.num_samples = count;
   o.seed = stream(c, kEvalMasks);
-  return at_config_keys(c, [&] { return build_samples(corpus, o, special); });
+  return at_config_keys(c, [&] { return build_samples(corpus, o, frame); });
 }
 
 TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
@@ -208,9 +208,9 @@ TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
     d.vocab_text = read_file_bytes(c.model.vocab, kMaxVocabBytes);
     d.model = model_shape(c, vocab.size());
     const TokenizedInputs inputs = read_and_tokenize(c, *d.tokenizer);
-    const SpecialIds special = SpecialIds::from(vocab);
-    d.train = windows_of(c, inputs.corpus, DocumentSplit::Train, std::numeric_limits<int64_t>::max(), special);  // all
-    d.eval = windows_of(c, inputs.corpus, DocumentSplit::Heldout, c.pretrain.eval_samples, special);
+    const SampleFrame& frame = d.tokenizer->frame;
+    d.train = windows_of(c, inputs.corpus, DocumentSplit::Train, std::numeric_limits<int64_t>::max(), frame);  // all
+    d.eval = windows_of(c, inputs.corpus, DocumentSplit::Heldout, c.pretrain.eval_samples, frame);
     d.masks = MaskSpec{c.pretrain.mask_fraction, vocab.mask_id(), vocab.size(), vocab.special_ids()};
     // The unigram model of the training documents' text.
     std::vector<int64_t> counts(size_t(vocab.size()), 0);
@@ -246,7 +246,8 @@ void export_model(const std::string& dir, const MlmModel& model, const TrainData
   atomic_write((fs::path(dir) / "config.json").string(), model.config().to_json("BertForMaskedLM", c.pretrain.dropout));
   atomic_write((fs::path(dir) / "vocab.txt").string(), d.vocab_text);
   nlohmann::ordered_json t;
-  t["do_lower_case"] = d.tokenizer->options().lower_case;
+  // Pretraining trains a BERT: make_tokenizer refused any vocabulary but a WordPiece vocab.txt.
+  t["do_lower_case"] = dynamic_cast<const BertTokenizer&>(**d.tokenizer).options().lower_case;
   t["model_max_length"] = model.config().max_position_embeddings;
   t["tokenizer_class"] = "BertTokenizer";
   atomic_write((fs::path(dir) / "tokenizer_config.json").string(), t.dump(2) + "\n");

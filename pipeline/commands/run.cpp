@@ -105,7 +105,7 @@ struct RunInputs {
   int threads = 0;
   at::Device device = at::kCPU;  // where this rank computes (runtime.device)
   PreparedSamples prepared;
-  std::optional<BertTokenizer> tokenizer;
+  std::optional<JobTokenizer> tokenizer;
   std::optional<TransformerEncoder> model;
   LoadReport report;
   std::future<std::string> weights_sha256;  // rank 0 of a new store
@@ -115,7 +115,6 @@ struct RunInputs {
 
 void check_inputs(const Config& c, RunInputs& in) {
   const BertConfig& mc = in.model->config();
-  require_wordpiece_family(c, mc);
   check_positions(c, mc.max_tokens());
   check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
   for (int64_t e : c.statistics.examples) {
@@ -152,7 +151,7 @@ RunInputs load_inputs(MpiComm& world, const JobPlan& p, at::Device device, Early
     in.model.emplace(std::move(loaded.model));
     in.report = std::move(loaded.report);
     check_inputs(c, in);
-    in.options = statistics_options(c, in.tokenizer->vocab());
+    in.options = statistics_options(c, *in.tokenizer);
   });
   // What the set-up freed (the corpus text and its tokenization, load buffers) goes back to the
   // system before the long part: glibc keeps freed memory under our trim threshold (main.cpp).
@@ -186,6 +185,9 @@ StoreAttributes store_attributes(MpiComm& world, const JobPlan& p, RunInputs& in
   StoreAttributes a =
       job_attributes(world, p, {model_sha256, vocab_path, vocab_text, in.prepared.corpus_sha256, in.prepared.documents, in.threads});
   a.vector_kind = name_of(p.config.model.vector);
+  const FamilySpec& family = family_spec(in.model->config().family);
+  a.family = family.model_type;
+  a.causal = family.causal;
   a.devices = std::to_string(world.size()) + " x " + (in.device.is_cpu() ? "cpu" : "cuda") + ", reductions over " + reducer.name();
   return a;
 }
@@ -215,7 +217,7 @@ RunState open_store(MpiComm& world, const JobPlan& p, RunInputs& in, const Analy
     return st;
   }
   const std::string vocab_path = ctxsim::vocab_path(c);
-  const std::string vocab_text = read_file_bytes(vocab_path, kMaxVocabBytes);
+  const std::string vocab_text = ctxsim::vocab_text(c);
   const StoreAttributes attrs = store_attributes(world, p, in, vocab_path, vocab_text, reducer);
   on_every_rank(world, [&] {
     if (world.rank() != 0) return;

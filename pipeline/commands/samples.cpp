@@ -15,25 +15,8 @@
 #include "stages/text/utf8.h"
 
 namespace ctxsim {
-namespace {
 
-std::string join_pieces(const Vocab& vocab, const int32_t* ids, size_t n) {
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    const std::string_view t = vocab.token(ids[i]);
-    if (t.size() > 2 && t[0] == '#' && t[1] == '#' && !s.empty()) {
-      s.append(t.substr(2));
-    } else {
-      if (!s.empty()) s.push_back(' ');
-      s.append(t);
-    }
-  }
-  return s;
-}
-
-}  // namespace
-
-std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab) {
+std::string describe_sample(const SampleSet& set, int64_t n, const Tokenizer& tokenizer) {
   const size_t T = static_cast<size_t>(set.seq_len);
   const int32_t* tok = &set.token_ids[static_cast<size_t>(n) * T];
   const int16_t* sent = &set.sentence_ids[static_cast<size_t>(n) * T];
@@ -44,26 +27,27 @@ std::string describe_sample(const SampleSet& set, int64_t n, const Vocab& vocab)
     size_t j = i + 1;
     while (j < valid && sent[j] == sent[i]) ++j;
     if (sent[i] < 0) {
-      s << (i ? " | " : "") << join_pieces(vocab, tok + i, j - i);
+      s << (i ? " | " : "") << tokenizer.decode(tok + i, j - i);
     } else {
-      s << " | s" << sent[i] << ": " << join_pieces(vocab, tok + i, j - i);
+      const std::string text = tokenizer.decode(tok + i, j - i);
+      s << " | s" << sent[i] << ": " << (text.rfind(' ', 0) == 0 ? text.substr(1) : text);  // BPE's prefix space (SPEC §7)
     }
     i = j;
   }
-  if (valid < T) s << " | " << (T - valid) << " x [PAD]";
+  if (valid < T) s << " | " << (T - valid) << " x " << tokenizer.vocab().token(tok[valid]) << " (padding)";
   return s.str();
 }
 
 int cmd_samples(const std::string& path, const std::vector<std::string>& overrides, int64_t show, std::ostream& out) {
   const Config c = load_config(path, overrides);
   check_paths(c);
-  BertTokenizer tokenizer = make_tokenizer(c);
+  JobTokenizer tokenizer = make_tokenizer(c);
   const PreparedSamples p = prepare_samples(c, tokenizer, CorpusTokens::Counted);
   const SampleSet& s = p.samples;
   const int64_t shown = std::min<int64_t>(show, s.size());
   for (int64_t n = 0; n < shown; ++n) {
     out << "sample " << n << "  (document " << s.source[n].document << ", sentence " << s.source[n].sentence << ", candidate "
-        << s.candidate[n] << ", " << s.n_valid[n] << " valid tokens)\n  " << describe_sample(s, n, tokenizer.vocab()) << "\n";
+        << s.candidate[n] << ", " << s.n_valid[n] << " valid tokens)\n  " << describe_sample(s, n, *tokenizer) << "\n";
   }
   out << "documents:           " << p.documents << "\n"
       << "sentences:           " << p.sentences << "\n"
@@ -112,7 +96,7 @@ int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>&
                         const std::vector<std::string>& others, std::ostream& out) {
   const Config c = load_config(path, overrides);
   check_paths(c);
-  BertTokenizer tokenizer = make_tokenizer(c);
+  JobTokenizer tokenizer = make_tokenizer(c);
   Stopwatch clock;
   const Corpus corpus = read_corpus(corpus_options(c));
   const double read_s = clock.seconds();
@@ -128,10 +112,10 @@ int cmd_bench_tokenizer(const std::string& path, const std::vector<std::string>&
   };
   for (int r = 0; r < repeat; ++r) {
     // A fresh tokenizer each round: the first round pays for the word-piece cache, like a real run.
-    BertTokenizer fresh = make_tokenizer(c);
+    JobTokenizer fresh = make_tokenizer(c);
     clock.restart();
-    const TokenizedCorpus tc = tokenize_corpus(corpus, fresh);
-    report("config's WordPiece", r, tc.num_tokens, clock.seconds());
+    const TokenizedCorpus tc = tokenize_corpus(corpus, *fresh, fresh.frame);
+    report(std::string("config's ") + fresh->kind(), r, tc.num_tokens, clock.seconds());
   }
   // Each other tokenizer over the same sentences, each as " " + text for a byte-level BPE (SPEC §7).
   for (const std::string& path : others) {

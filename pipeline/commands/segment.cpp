@@ -49,7 +49,7 @@ void check_segment_config(const Config& c) {
 // ---------------------------------------------------------------------- inputs ------------
 struct SegmentInputs {
   int threads = 0;
-  std::optional<BertTokenizer> tokenizer;
+  std::optional<JobTokenizer> tokenizer;
   TokenizedInputs text;
   std::optional<TransformerEncoder> model;
   Benchmark bench;
@@ -71,8 +71,9 @@ SegmentInputs load_segment_inputs(MpiComm& world, const JobPlan& p) {
     in.window = segment_window(c, in.model->config());
     check_vocab_fits(c, in.tokenizer->vocab(), in.model->config().vocab_size);
     in.bench = make_benchmark(c, in.text.corpus);
-    if (const std::string note = cut_sentences_note(c, in.bench, in.text.corpus, in.window); !note.empty()) log_info(note);
-    in.options = segment_method_options(c, in.tokenizer->vocab());
+    if (const std::string note = cut_sentences_note(c, in.bench, in.text.corpus, in.window, in.tokenizer->frame); !note.empty())
+      log_info(note);
+    in.options = segment_method_options(c, *in.tokenizer);
   });
   return in;
 }
@@ -110,10 +111,11 @@ StoreAttributes segment_attributes(MpiComm& world, const JobPlan& p, const Segme
     if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
   });
   const std::string vocab = vocab_path(c);
-  StoreAttributes a = job_attributes(world, p,
-                                     {model_sha256, vocab, read_file_bytes(vocab, kMaxVocabBytes), in.text.corpus_sha256,
-                                      int64_t(in.text.corpus.documents.size()), in.threads});
+  StoreAttributes a = job_attributes(
+      world, p, {model_sha256, vocab, vocab_text(c), in.text.corpus_sha256, int64_t(in.text.corpus.documents.size()), in.threads});
   a.vector_kind = "context";
+  a.family = in.tokenizer->family->model_type;
+  a.causal = in.tokenizer->family->causal;
   a.devices = std::to_string(world.size()) + " x cpu";
   return a;
 }
@@ -144,7 +146,7 @@ class SegmentUnits final : public UnitWork {
     unit_delay_for_tests();
     const size_t d = size_t(unit.first);
     segment::EncodedDocument e;
-    const segment::DocumentResult r = benchmark_document(config_, in_.bench, in_.text.corpus, d, *in_.model, in_.tokenizer->vocab(),
+    const segment::DocumentResult r = benchmark_document(config_, in_.bench, in_.text.corpus, d, *in_.model, in_.tokenizer->frame,
                                                          in_.options, in_.window, d == 0 ? &e : nullptr);
     result_ = lay_out(r, layout_);
     if (d == 0)

@@ -10,7 +10,7 @@
 
 namespace ctxsim {
 
-std::vector<int32_t> segment_stop_ids(const Vocab& vocab) {
+std::vector<int32_t> segment_stop_ids(const JobTokenizer& tokenizer) {
   // Function words of English (a short list in the spirit of the SMART list TextTiling and C99
   // used): whole-word WordPiece tokens of bert-base-uncased.
   static const char* const kFunctionWords[] = {
@@ -21,11 +21,16 @@ std::vector<int32_t> segment_stop_ids(const Vocab& vocab) {
       "the", "their", "them",  "then", "there", "these", "they",   "this",  "those", "to",   "up",   "upon", "us",    "very", "was",
       "we",  "were",  "what",  "when", "where", "which", "while",  "who",   "whom",  "why",  "will", "with", "would", "you",  "your",
       "s",   "t",     "mr",    "mrs",  "may",   "must",  "should", "being", "each",  "just", "many", "much", "own",   "same"};
-  std::vector<int32_t> stop = vocab.special_ids();
+  const Vocab& vocab = tokenizer.vocab();
+  // Byte-level BPE spells a word's leading space as U+0120 ("Ġ").
+  const std::string space = tokenizer.family->byte_level_bpe ? "\xC4\xA0" : "";
+  std::vector<int32_t> stop = tokenizer.frame.specials;
   for (const char* w : kFunctionWords)
-    if (const int32_t id = vocab.id(w); id >= 0) stop.push_back(id);
+    for (const std::string& spelled : {std::string(w), space + w})
+      if (const int32_t id = vocab.id(spelled); id >= 0) stop.push_back(id);
   for (int32_t id = 0; id < vocab.size(); ++id) {
-    const std::string_view t = vocab.token(id);
+    std::string_view t = vocab.token(id);
+    if (!space.empty() && t.substr(0, space.size()) == space) t.remove_prefix(space.size());
     if (std::none_of(t.begin(), t.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || (ch & 0x80); }))
       stop.push_back(id);
   }
@@ -34,13 +39,13 @@ std::vector<int32_t> segment_stop_ids(const Vocab& vocab) {
   return stop;
 }
 
-segment::MethodOptions segment_method_options(const Config& c, const Vocab& vocab) {
+segment::MethodOptions segment_method_options(const Config& c, const JobTokenizer& tokenizer) {
   segment::MethodOptions o;
   o.block.window = int32_t(c.segment.block_window);
   o.block.smoothing_radius = int32_t(c.segment.smoothing);
   o.c99.rank_mask = int32_t(c.segment.c99_mask);
   o.attention_layers = int32_t(c.segment.attention_layers);
-  o.stop_ids = segment_stop_ids(vocab);
+  o.stop_ids = segment_stop_ids(tokenizer);
   return o;
 }
 
@@ -77,25 +82,27 @@ Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus) {
   return b;
 }
 
-std::string cut_sentences_note(const Config& c, const Benchmark& bench, const TokenizedCorpus& corpus, int32_t window) {
+std::string cut_sentences_note(const Config& c, const Benchmark& bench, const TokenizedCorpus& corpus, int32_t window,
+                               const SampleFrame& frame) {
+  const int32_t room = frame.room(window);
   int64_t cut = 0, total = 0;
   for (size_t d = 0; d < bench.documents.size(); ++d)
     for (const auto& s : bench.sentences(corpus, d)) {
       ++total;
-      cut += int64_t(s.size()) > int64_t(window) - 2;
+      cut += int64_t(s.size()) > int64_t(room);
     }
   if (cut == 0) return "";
   return "note: " + std::to_string(cut) + " of the benchmark's " + std::to_string(total) + " sentences are longer than the window's " +
-         std::to_string(window - 2) + " tokens (" + c.where("samples.seq_len") +
-         " minus [CLS] and [SEP]) and are cut to it: the model does not see their tails (raise samples.seq_len up to the model's "
+         std::to_string(room) + " tokens (" + c.where("samples.seq_len") + " minus the frame's " + std::to_string(window - room) +
+         ") and are cut to it: the model does not see their tails (raise samples.seq_len up to the model's "
          "positions to see them whole)";
 }
 
 segment::DocumentResult benchmark_document(const Config& c, const Benchmark& bench, const TokenizedCorpus& corpus, size_t d,
-                                           const Encoder& model, const Vocab& v, const segment::MethodOptions& options, int32_t window,
-                                           segment::EncodedDocument* encoded) {
+                                           const Encoder& model, const SampleFrame& frame, const segment::MethodOptions& options,
+                                           int32_t window, segment::EncodedDocument* encoded) {
   const auto sentences = bench.sentences(corpus, d);
-  segment::EncodedDocument e = segment::encode_document(model, sentences, window, v.cls_id(), v.sep_id(), v.pad_id(), c.runtime.batch_size);
+  segment::EncodedDocument e = segment::encode_document(model, sentences, window, frame, c.runtime.batch_size);
   const uint64_t seed = segment::choi_subset_seed(uint64_t(c.segment.seed) ^ 0x5e9e17ULL, d);
   segment::DocumentResult r = segment::segment_document(sentences, e, bench.documents[d].boundaries, options, seed);
   if (encoded) *encoded = std::move(e);
@@ -103,7 +110,6 @@ segment::DocumentResult benchmark_document(const Config& c, const Benchmark& ben
 }
 
 int32_t segment_window(const Config& c, const BertConfig& model) {
-  require_wordpiece_family(c, model);
   check_positions(c, model.max_tokens());
   return int32_t(c.samples.seq_len);
 }

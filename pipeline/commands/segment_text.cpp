@@ -57,18 +57,19 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
   require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
   configure_threads(c.runtime.threads);
   configure_compute_libraries();
-  BertTokenizer tokenizer = make_tokenizer(c);
+  JobTokenizer tokenizer = make_tokenizer(c);
   const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
   const int32_t T = segment_window(c, model.config());
   check_vocab_fits(c, tokenizer.vocab(), model.config().vocab_size);
   std::vector<segment::TokenIds> sentences;
   for (size_t i = 0; i < lines.size(); ++i) {
-    sentences.push_back(tokenizer.encode(lines[i]).ids);
+    sentences.push_back(tokenizer.frame.encode(*tokenizer, lines[i]).ids);
     if (sentences.back().empty()) sentences.back().push_back(tokenizer.vocab().unk_id());  // a line of characters BERT drops
-    if (int64_t(sentences.back().size()) > T - 2)
+    if (int64_t(sentences.back().size()) > tokenizer.frame.room(T))
       throw Error(text_path + ":" + std::to_string(i + 1),
                   "this sentence has " + std::to_string(sentences.back().size()) + " tokens, more than the window's " +
-                      std::to_string(T - 2) + " (samples.seq_len minus [CLS] and [SEP])",
+                      std::to_string(tokenizer.frame.room(T)) + " (samples.seq_len minus the frame's " +
+                      std::to_string(T - tokenizer.frame.room(T)) + ")",
                   "split the line into shorter sentences, or raise samples.seq_len up to the model's positions");
   }
   const int64_t L = model.config().num_layers;
@@ -76,10 +77,8 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
   if (layer >= L)
     throw Error(c.where("segment.layer"), std::to_string(layer) + " but the model has " + std::to_string(L) + " layers",
                 "use 0 to " + std::to_string(L - 1) + ", or -1 for the last");
-  const Vocab& v = tokenizer.vocab();
-  const segment::EncodedDocument e =
-      segment::encode_document(model, sentences, T, v.cls_id(), v.sep_id(), v.pad_id(), c.runtime.batch_size);
-  const segment::MethodOptions o = segment_method_options(c, v);
+  const segment::EncodedDocument e = segment::encode_document(model, sentences, T, tokenizer.frame, c.runtime.batch_size);
+  const segment::MethodOptions o = segment_method_options(c, tokenizer);
   const int32_t n = int32_t(sentences.size());
   const int32_t count = segments > 0 ? int32_t(segments - 1) : segment::kEstimate;
   segment::Boundaries b;

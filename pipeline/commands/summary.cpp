@@ -59,7 +59,7 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
       out << "ctxsim summary of " << path << "\n"
           << "  " << samples << " samples of T=" << T << ", model " << h5::get_attr_string(file, "model_path") << " ("
           << h5::get_attr_string(file, "dtype") << ", " << h5::get_attr_string(file, "vector") << " vectors), " << L << " layers x " << H
-          << " heads\n"
+          << " heads; " << read_store_model(file, path).describe() << "\n"
           << "  chance (all valid pairs): ";
       for (size_t k = 0; k < chances.size(); ++k)
         out << (k ? ", " : "") << chances[k]->chance_label << " " << metric_text(*chances[k], Counts{}, base, 1) << "%";

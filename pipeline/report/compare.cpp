@@ -83,7 +83,7 @@ std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const C
                   "compare stores that share a rule, or pick one they all have with --rule");
     r.base = baseline_of(stats);
     r.stats = rule_stats_of(stats, stats.rule_index(rule));
-    r.model = h5::get_attr_string(file, "model_path");
+    r.model = h5::get_attr_string(file, "model_path") + " (" + read_store_model(file, r.path).describe() + ")";
     r.dtype = h5::get_attr_string(file, "dtype");
     const std::string config = h5::get_attr_string(file, "config");
     r.windows = config_value(config, "samples", "windows");

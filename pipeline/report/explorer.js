@@ -1,5 +1,6 @@
 // The explorer of report.html (embedded into the page by `ctxsim report`; see report.cpp).
-// The page defines before this script: L, H (layers, heads), LUT (256 x [viridis rgb, diverging
+// The page defines before this script: L, H (layers, heads), CAUSAL (a decoder's attention: no
+// query attends to a later key), LUT (256 x [viridis rgb, diverging
 // rgb]) and EX, one object per stored example:
 //   {sample, n (tokens), m (cells a side after pooling), block (pooling), tokens[],
 //    attMax, rolloutMax,                     colour scales of the byte-quantised matrices
@@ -61,6 +62,26 @@ function paint(ctx, v, m, div, x0, y0, cell) {
   ctx.drawImage(off, x0, y0, m * cell, m * cell);
 }
 
+// A causal model's attention has no entry above the diagonal (key after query): those cells are
+// hatched grey, so that they do not read as low attention. A block on the diagonal stays (it
+// pools both).
+function maskCausal(ctx, q, m, x0, y0, cell) {
+  if (!CAUSAL || q === 'similarity') return;
+  for (let i = 0; i < m; i++) {
+    ctx.fillStyle = '#d9d9d9';
+    ctx.fillRect(x0 + (i + 1) * cell, y0 + i * cell, (m - i - 1) * cell, cell);
+    if (cell < 4) continue;
+    ctx.strokeStyle = '#bbb';
+    ctx.lineWidth = 1;
+    for (let j = i + 1; j < m; j++) {
+      ctx.beginPath();
+      ctx.moveTo(x0 + j * cell, y0 + (i + 1) * cell);
+      ctx.lineTo(x0 + (j + 1) * cell, y0 + i * cell);
+      ctx.stroke();
+    }
+  }
+}
+
 function value(ex, q, t, k) {
   if (q === 'similarity') return ex.simLo[k] + t * (ex.simHi[k] - ex.simLo[k]);
   return q === 'rollout' ? t * ex.rolloutMax : t * ex.attMax;
@@ -82,6 +103,7 @@ function draw() {
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, c.width, c.height);
   paint(ctx, v, m, diverging(ex, q, k), MARGIN, MARGIN, cell);
+  maskCausal(ctx, q, m, MARGIN, MARGIN, cell);
   if (q !== 'rollout') {
     const sel = $('ovSel').checked ? bytes(ex.selected[k]) : null;
     const ha = $('ovAtt').checked ? bytes(ex.highAttention[k]) : null;
@@ -125,9 +147,10 @@ function draw() {
       : 'dark 0 to yellow ' + (q === 'rollout' ? ex.rolloutMax : ex.attMax).toPrecision(3);
   $('note').textContent = (ex.block > 1 ? 'Block-pooled ' + ex.block + 'x' + ex.block + ' (mean) to fit the view and the size budget. ' : '') +
     'Sample ' + ex.sample + ', ' + ex.n + ' tokens; colour ' + scale + '; ' +
-    (q === 'rollout' ? 'rollout over all layers (layer/head do not apply).' : 'layer ' + l + ', head ' + h + '.');
+    (q === 'rollout' ? 'rollout over all layers (layer/head do not apply).' : 'layer ' + l + ', head ' + h + '.') +
+    (CAUSAL && q !== 'similarity' ? ' Grey: keys after the query, which causal attention cannot see (not low attention).' : '');
   $('view').dataset.state = [ex.sample, q, l, h].join('/');
-  bars(q === 'rollout' ? 0 : null);
+  bars(q === 'rollout' ? (CAUSAL ? m - 1 : 0) : null);  // a causal model's last token sees every other
   thumbs();
 }
 
@@ -137,7 +160,7 @@ function bars(row) {
   const c = $('bars'), ctx = c.getContext('2d');
   const v = data(ex, 'rollout', 0), m = ex.m;
   if (row === null && cur && cur.barRow !== undefined) row = cur.barRow;
-  if (row === null || row === undefined) row = 0;
+  if (row === null || row === undefined) row = CAUSAL ? m - 1 : 0;
   const w = Math.max(2, Math.floor(900 / m));
   c.width = m * w + 60;
   c.height = 160;
@@ -179,6 +202,7 @@ function thumbs() {
       c.height = ex.m;
       c.title = 'layer ' + l + ' head ' + h;
       paint(c.getContext('2d'), data(ex, q, l * H + h), ex.m, diverging(ex, q, l * H + h), 0, 0, 1);
+      maskCausal(c.getContext('2d'), q, ex.m, 0, 0, 1);
       c.addEventListener('click', () => {
         $('layer').value = l;
         $('head').value = h;

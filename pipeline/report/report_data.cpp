@@ -145,8 +145,9 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
   }
   d.run = fs::path(store).parent_path().filename().string();
   if (d.run.empty()) d.run = store;
-  d.run = "run " + d.run + " · model " + fs::path(h5::get_attr_string(file, "model_path")).filename().string() + " · " + d.rule + " · " +
-          std::to_string(d.base.samples()) + " samples";
+  d.model = read_store_model(file, store);
+  d.run = "run " + d.run + " · model " + fs::path(h5::get_attr_string(file, "model_path")).filename().string() + " (" + d.model.describe() +
+          ") · " + d.rule + " · " + std::to_string(d.base.samples()) + " samples";
   return d;
 }
 

@@ -31,6 +31,7 @@ std::string content_security_policy(const std::vector<std::string>& scripts);
 // Everything the report shows, read and checked up front.
 struct StoreData {
   std::string store, run, rule;
+  StoreModel model;  // family and causal attention (SPEC §7)
   int L = 0, H = 0, T = 0, R = 0, rule_index = 0;
   double beta = 0.1;
   Baseline base;

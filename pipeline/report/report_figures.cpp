@@ -129,6 +129,9 @@ void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
   top_anchor_figure(a);
 }
 
+// A causal model's attention above the diagonal: no value, not low attention.
+constexpr const char* kCausalMask = "key after query: causal attention has none (not low attention)";
+
 void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,
                      const std::vector<std::pair<int, int>>& heads, std::vector<Entry>& figures) {
   const int n = x.n, block = legible_block(n), m = (n + block - 1) / block;
@@ -149,6 +152,7 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
                            cells_of(high_attention(a, n, d.beta), n, block)}};
     hm.values = pooled(a, n, block), hm.lo = 0, hm.bar_label = "attention weight";
     hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end())));
+    if (d.model.causal) hm.masked_upper = kCausalMask;
     figures.push_back({stem + "_attention",
                        "Attention map of " + sample + ", " + lh + ", with the selected pairs and the high-attention pairs (upper triangle)",
                        heatmap_figure(hm, "Attention, " + sample + ", " + lh, d.run + pool_note)});
@@ -156,6 +160,7 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
     const ValueScale scale = similarity_scale(sim, n);
     hm.values = pooled(sim, n, block);
     hm.lo = scale.lo, hm.hi = scale.hi, hm.map = scale.map, hm.x_label = "token j", hm.y_label = "token i";
+    hm.masked_upper.clear();  // o_i · o_j is defined for every pair, causal or not (SPEC §7)
     hm.bar_label = "o_i · o_j, " + scale.describe();
     // Outlines that stand out on the map: black on the pale diverging centre, white on viridis.
     hm.overlays[0].colour = scale.map == ColourMap::Diverging ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
@@ -168,20 +173,24 @@ void example_figures(const StoreData& d, const Example& x, size_t e, const std::
   hm.y_label = "position i after the last layer";
   hm.values = pooled(std::vector<float>(roll.begin(), roll.end()), n, block), hm.lo = 0, hm.bar_label = "rollout weight";
   hm.hi = std::max(1e-9, double(*std::max_element(hm.values.begin(), hm.values.end())));
+  if (d.model.causal) hm.masked_upper = kCausalMask;
   figures.push_back(
       {"example" + std::to_string(e) + "_rollout",
        "Attention rollout of " + sample + " (Abnar & Zuidema: heads averaged, identity added, rows renormalised, layers multiplied)",
        heatmap_figure(hm, "Attention rollout, " + sample, d.run + pool_note)});
+  // An encoder's [CLS] sees every token; a causal model's first token sees only itself, its last all.
+  const int row = d.model.causal ? n - 1 : 0;
+  const std::string who = d.model.causal ? "the last token (rollout row " + std::to_string(row) + ")" : "[CLS] (rollout row 0)";
   PlotSpec p;
-  p.title = "relevance of each input token for [CLS] (rollout row 0)", p.y_label = "rollout weight", p.x_label = "input token", p.y_lo = 0,
+  p.title = "relevance of each input token for " + who, p.y_label = "rollout weight", p.x_label = "input token", p.y_lo = 0,
   p.legend = false;
   p.x_ticks = x.labels;
   Series bars{"relevance", range(0, n), {}, kBlue, false, true};
-  const auto rel = cls_relevance(roll, n);
+  const auto rel = rollout_row(roll, n, row);
   bars.y.assign(rel.begin(), rel.end());
   p.series = {bars};
   figures.push_back({"example" + std::to_string(e) + "_relevance",
-                     "Per-token relevance of " + sample + " for the [CLS] position: row 0 of the attention rollout",
+                     "Per-token relevance of " + sample + " for " + who + " of the attention rollout",
                      plot_figure({p}, 1, std::clamp(7.0 * n, 360.0, 1400.0), 200, "Rollout relevance, " + sample, d.run)});
 }
 

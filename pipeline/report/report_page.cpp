@@ -151,8 +151,8 @@ std::string report_page(hid_t file, const StoreData& d, const std::vector<Entry>
          << ".png\">PNG</a></figcaption></figure>\n";
   anchor_table(d, html);
   html << "</table>\n<h2 id=\"summary\">Summary</h2><pre>" << xml_escape(summary) << "</pre>\n<script>";
-  const std::string script_head =
-      "\nconst L=" + std::to_string(d.L) + ",H=" + std::to_string(d.H) + ";const LUT=[" + colour_table() + "];\nconst EX=[";
+  const std::string script_head = "\nconst L=" + std::to_string(d.L) + ",H=" + std::to_string(d.H) +
+                                  ",CAUSAL=" + (d.model.causal ? "true" : "false") + ";const LUT=[" + colour_table() + "];\nconst EX=[";
   // The explorer's data gets what the page and its figures leave of the budget, shared
   // equally by the examples (each pooled coarser until it fits).
   const size_t E = d.example_ids.size();

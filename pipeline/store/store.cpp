@@ -145,6 +145,8 @@ void write_root_attributes(hid_t file, const StoreAttributes& a) {
   for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
   h5::set_attr(file, "finished", std::string());
   h5::set_attr(file, "vector", a.vector_kind);
+  h5::set_attr(file, "model_family", a.family);
+  h5::set_attr(file, "causal", int64_t{a.causal});
   h5::set_attr(file, "dtype", a.dtype);
   h5::set_attr(file, "ranks", a.ranks);
   h5::set_attr(file, "threads_per_rank", a.threads);

@@ -32,6 +32,8 @@ struct StoreAttributes {
   std::string kind;  // the job: "run" | "segment"
   std::string config_yaml, config_path, model_path, model_sha256, model_config_sha256, vocab_path, vocab_sha256;
   std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype, devices, isa;
+  std::string family = "bert";  // the model's config.json model_type (SPEC §7)
+  bool causal = false;          // its attention: causal (a decoder) or bidirectional
   int64_t ranks = 1, threads = 1;
 };
 

@@ -9,6 +9,7 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
+#include "stages/model/family.h"
 #include "stages/stats/accumulator.h"
 
 namespace ctxsim {
@@ -67,6 +68,23 @@ int64_t extent(hid_t file, const std::string& store, const std::string& path, si
 }
 
 }  // namespace
+
+std::string StoreModel::describe() const { return display + (causal ? ", causal attention" : ", bidirectional attention"); }
+
+StoreModel read_store_model(hid_t file, const std::string& store) {
+  StoreModel m;
+  if (!h5::has_attr(file, "model_family")) return m;
+  m.family = h5::get_attr_string(file, "model_family");
+  const FamilySpec* f = family_by_model_type(m.family);
+  if (!f)
+    throw Error(store, "its model_family attribute names no model family ctxsim reads (" + supported_model_types() + ")", kDamagedStoreFix);
+  m.display = f->display;
+  const int64_t causal = h5::get_attr_int(file, "causal");
+  if (causal != 0 && causal != 1)
+    throw Error(store, "its causal attribute is " + std::to_string(causal) + ", not 0 or 1", kDamagedStoreFix);
+  m.causal = causal == 1;
+  return m;
+}
 
 StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_tokens) {
   StoreStats out;

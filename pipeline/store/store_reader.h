@@ -23,6 +23,17 @@ inline const std::string& token_text(const std::vector<std::string>& vocab, int6
   return id >= 0 && id < int64_t(vocab.size()) ? vocab[size_t(id)] : unknown;
 }
 
+// The model a store measured (SPEC §7): its family (config.json's model_type) and whether its
+// attention is causal. Stores written before ctxsim recorded them are BERT's. A family ctxsim does
+// not know, or a causal flag other than 0 or 1, is a damaged store (an Error naming `store`).
+struct StoreModel {
+  std::string family = "bert";
+  std::string display = "BERT";
+  bool causal = false;
+  std::string describe() const;  // "GPT-2, causal attention"
+};
+StoreModel read_store_model(hid_t file, const std::string& store);
+
 // A store's /stats read back into the accumulator it was written from (kStatSchema: every
 // field of every rule), each dataset's type and shape checked against the store's own R, L, H,
 // T, V and S before anything is allocated, then its SHA-256 against the stats_sha256 written

@@ -130,13 +130,16 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& m, const std::string& title, con
   double legend_w = 0;
   for (const auto& o : m.overlays) legend_w = std::max(legend_w, 22 + text_width(o.name, 11));
   const double right = 14 + 14 + 48 + (m.bar_label.empty() ? 0 : 16);
-  const double bottom = k.col_h + 8 + (m.x_label.empty() ? 0 : 20) + (m.overlays.empty() ? 0 : 18.0 * double(m.overlays.size())) + 10;
+  const double legend_lines = double(m.overlays.size()) + (m.masked_upper.empty() ? 0 : 1);
+  const double bottom = k.col_h + 8 + (m.x_label.empty() ? 0 : 20) + 18.0 * legend_lines + 10;
   k.W =
       int(std::ceil(std::max({k.left + k.pw + right, text_width(title, 15) + 24, text_width(subtitle, 11) + 24, k.left + legend_w + 10})));
   k.H = int(std::ceil(k.top + k.ph + bottom));
   k.span = m.hi > m.lo ? m.hi - m.lo : 1.0;
   return k;
 }
+
+constexpr const char* kMaskedGrey = "#d9d9d9";
 
 // The cells (one raster or a rect each), their text, and the overlays on them.
 void heatmap_cells(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
@@ -162,6 +165,9 @@ void heatmap_cells(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
                t_norm > 0.6 && m.map == ColourMap::Viridis ? "" : " fill=\"white\"");
       }
   }
+  if (!m.masked_upper.empty())
+    for (int r = 0; r + 1 < m.rows && r + 1 < m.cols; ++r)
+      g.rect(left + (r + 1) * cell, top + r * cell, (m.cols - r - 1) * cell, cell, kMaskedGrey);
   for (const auto& o : m.overlays)
     for (const auto& [r, c] : o.cells) {
       if (o.shape == Overlay::Shape::Outline)
@@ -208,6 +214,10 @@ void heatmap_frame(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
       g.s << "<circle cx=\"" << num(left + 5) << "\" cy=\"" << num(ly - 4) << "\" r=\"4\" fill=\"" << hex(o.colour) << "\"/>\n";
     g.text(left + 16, ly, o.name, 11);
     ly += 18;
+  }
+  if (!m.masked_upper.empty()) {
+    g.rect(left, ly - 9, 10, 10, kMaskedGrey, " stroke=\"#999\" stroke-width=\"0.6\"");
+    g.text(left + 16, ly, m.masked_upper, 11);
   }
 }
 

@@ -44,6 +44,9 @@ struct HeatmapSpec {
   std::vector<std::string> cell_text;  // optional text inside each cell (tables of tokens)
   std::vector<Overlay> overlays;
   double cell = 0;  // pixels per cell; 0: chosen from the size
+  // Non-empty: the cells above the diagonal (column > row) hold no value (a causal model's
+  // attention) and are drawn grey, with this text in the legend.
+  std::string masked_upper;
 };
 
 struct Series {

@@ -86,9 +86,10 @@ const std::vector<FamilySpec>& families() {
     roberta.buffers = {"embeddings.position_ids", "embeddings.token_type_ids"};
     roberta.pad_key = "pad_token_id";
     roberta.byte_level_bpe = true;
+    roberta.frame = {"<s>", "</s>", "<pad>", {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}};
     // GPT-2: modeling_gpt2.py (GPT2Model, GPT2LMHeadModel): Conv1D weights, one fused c_attn,
     // pre-LN blocks and ln_f, causal attention, learned positions from 0, no token types.
-    const FamilySpec gpt2 = {
+    FamilySpec gpt2 = {
         Family::Gpt2,
         "gpt2",
         "GPT-2",
@@ -126,6 +127,7 @@ const std::vector<FamilySpec>& families() {
         true,
         true,
         "gelu_new"};
+    gpt2.frame = {"<|endoftext|>", nullptr, "<|endoftext|>", {"<|endoftext|>"}};  // no end token; padding is invalid
     return std::vector<FamilySpec>{bert, distilbert, roberta, gpt2};
   }();
   return rows;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "stages/text/frame.h"
+
 namespace ctxsim {
 
 enum class Family { Bert, DistilBert, Roberta, Gpt2 };
@@ -80,6 +82,8 @@ struct FamilySpec {
   bool causal = false;
   bool ffn_null_is_4x = false;
   const char* default_activation = "gelu";  // when config.json names none (GPT2Config: gelu_new)
+  // Its samples' frame and special tokens (SPEC §7): [CLS] … [SEP] [PAD]… unless the row says.
+  FrameTokens frame = wordpiece_frame_tokens();
 };
 
 const FamilySpec& family_spec(Family f);

@@ -8,9 +8,72 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/random.h"
+#include "stages/model/family.h"
+#include "stages/text/bpe.h"
+#include "stages/text/tokenizer_files.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace ctxsim {
 namespace {
+
+// A random checkpoint's tokenizer files (name → bytes) and vocabulary size, from --vocab.
+struct TokenizerOut {
+  std::vector<std::pair<std::string, std::string>> files;
+  int64_t size = 0;
+};
+
+TokenizerOut wordpiece_files(const std::string& path) {
+  const std::string vocab = read_file_bytes(path, kMaxVocabBytes, "the vocabulary",
+                                            "give --vocab a vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
+  int64_t lines = 0;
+  for (char c : vocab) lines += c == '\n';
+  if (!vocab.empty() && vocab.back() != '\n') ++lines;
+  if (lines == 0) throw Error(path, "the vocabulary is empty", "give a WordPiece vocab.txt");
+  return {{{"vocab.txt", vocab}}, lines};
+}
+
+// vocab.json + merges.txt of a byte-level BPE, written from the files read (a tokenizer.json's
+// too). A RoBERTa made from GPT-2's files gets RoBERTa's specials: <s> <pad> </s> <unk> first (so
+// that pad_token_id 1 is <pad>, as in every RoBERTa, and positions start after it), GPT-2's tokens
+// after them, <mask> last; a GPT-2 gets <|endoftext|> if its files lack it.
+TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const TokenizerFiles& files) {
+  const auto model = files.merges.empty() ? BpeModel::load_tokenizer_json(files.vocab) : BpeModel::load(files.vocab, files.merges);
+  const Vocab& v = model->vocab;
+  std::vector<std::string> tokens;
+  const bool roberta_specials = f.family == Family::Roberta && v.id("<s>") < 0;
+  if (roberta_specials) tokens = {"<s>", "<pad>", "</s>", "<unk>"};
+  for (int32_t id = 0; id < v.size(); ++id) tokens.emplace_back(v.token(id));
+  if (roberta_specials) tokens.emplace_back("<mask>");
+  if (f.family == Family::Gpt2 && v.id("<|endoftext|>") < 0) tokens.emplace_back("<|endoftext|>");
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (j.contains(tokens[i])) throw Error(path, "the token '" + tokens[i] + "' is there twice", "give the tokenizer files unchanged");
+    j[tokens[i]] = i;
+  }
+  // Every token the family's samples need is there now, or the files are not the family's.
+  SampleFrame::resolve(f.frame, Vocab::from_tokens(tokens), true, f.display);
+  std::vector<std::pair<int32_t, uint64_t>> ranked;  // (rank, left << 32 | right)
+  for (const auto& [pair, merged] : model->merges) ranked.emplace_back(merged.first, pair);
+  std::sort(ranked.begin(), ranked.end());
+  std::string merges = "#version: 0.2\n";
+  for (const auto& [rank, pair] : ranked)
+    ((merges += v.token(int32_t(pair >> 32))) += ' ') += std::string(v.token(int32_t(pair & 0xffffffffu))) + "\n";
+  return {{{"vocab.json", j.dump() + "\n"}, {"merges.txt", merges}}, int64_t(tokens.size())};
+}
+
+TokenizerOut tokenizer_files_for(const FamilySpec& f, const std::string& path) {
+  const TokenizerFiles files = find_tokenizer_files(path);
+  const bool bpe = files.kind == TokenizerKind::ByteLevelBpe;
+  if (bpe != f.byte_level_bpe)
+    throw Error(path,
+                std::string("is ") + (bpe ? "a byte-level BPE tokenizer" : "a WordPiece vocabulary") + ", but a " + f.display +
+                    " model's tokenizer is " + (f.byte_level_bpe ? "byte-level BPE" : "WordPiece"),
+                "give --vocab a vocab.txt for BERT and DistilBERT (data/vocab/bert-base-uncased.txt), a folder with vocab.json and "
+                "merges.txt (data/vocab/gpt2) or a tokenizer.json for GPT-2 and RoBERTa");
+  return bpe ? bpe_files(f, path, files) : wordpiece_files(files.vocab);
+}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xCBF29CE484222325ull;
@@ -79,19 +142,14 @@ std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& co
 
 void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir) {
   namespace fs = std::filesystem;
-  const std::string vocab = read_file_bytes(vocab_path, kMaxVocabBytes, "the vocabulary",
-                                            "give --vocab a vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
-  int64_t lines = 0;
-  for (char c : vocab) lines += c == '\n';
-  if (!vocab.empty() && vocab.back() != '\n') ++lines;
-  if (lines == 0) throw Error(vocab_path, "the vocabulary is empty", "give a WordPiece vocab.txt");
-  config.vocab_size = lines;
+  const FamilySpec& f = family_spec(config.family);
+  const TokenizerOut tokenizer = tokenizer_files_for(f, vocab_path);
+  config.vocab_size = tokenizer.size;
   make_folder(out_dir, "--out");
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_checkpoint_weights(config, seed),
                     {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
-  const FamilySpec& f = family_spec(config.family);
   atomic_write((fs::path(out_dir) / "config.json").string(), config.to_json(f.init_writes_mlm ? f.mlm_class : f.model_class));
-  atomic_write((fs::path(out_dir) / "vocab.txt").string(), vocab);
+  for (const auto& [name, bytes] : tokenizer.files) atomic_write((fs::path(out_dir) / name).string(), bytes);
 }
 
 }  // namespace ctxsim

@@ -69,12 +69,12 @@ std::vector<double> EncodedDocument::similarity(int64_t l, int64_t h) const {
   return sim;
 }
 
-EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::vector<int32_t>>& sentences, int32_t T, int32_t cls_id,
-                                int32_t sep_id, int32_t pad_id, int64_t batch) {
+EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::vector<int32_t>>& sentences, int32_t T,
+                                const SampleFrame& frame, int64_t batch) {
   c10::InferenceMode guard;
   std::vector<int32_t> tokens;
   for (const auto& s : sentences) tokens.push_back(int32_t(s.size()));
-  const WindowPlan plan = plan_windows(tokens, T);
+  const WindowPlan plan = plan_windows(tokens, T, T - frame.room(T));
   const std::vector<GapPlace> gaps = place_gaps(plan, tokens);
   EncodedDocument out;
   const BertConfig& c = encoder.config();
@@ -85,17 +85,17 @@ EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::v
   const int64_t W = int64_t(plan.windows.size());
   for (int64_t w0 = 0; w0 < W; w0 += batch) {
     const int64_t B = std::min(batch, W - w0);
-    at::Tensor ids = at::full({B, T}, int64_t(pad_id), at::kLong);
+    at::Tensor ids = at::full({B, T}, int64_t(frame.pad), at::kLong);
     at::Tensor valid = at::zeros({B, T}, at::kBool);
     for (int64_t b = 0; b < B; ++b) {
       const SentenceWindow& w = plan.windows[size_t(w0 + b)];
       int64_t at = 0;
-      ids[b][at++] = cls_id;
+      ids[b][at++] = frame.begin;
       for (int32_t s = w.first; s < w.first + w.count; ++s) {
         const int32_t take = std::min<int32_t>(tokens[size_t(s)], w.tokens - int32_t(at - 1));  // cut only when it alone is too long
         for (int32_t q = 0; q < take; ++q) ids[b][at++] = sentences[size_t(s)][size_t(q)];
       }
-      ids[b][at++] = sep_id;
+      if (frame.end >= 0) ids[b][at++] = frame.end;
       valid[b].slice(0, 0, at).fill_(true);
     }
     encoder.forward(ids.to(encoder.device()), valid.to(encoder.device()), LayerRequest{false, false}, [&](const LayerOutputs& o) {

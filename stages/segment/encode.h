@@ -9,6 +9,7 @@
 
 #include "stages/model/encoder.h"
 #include "stages/segment/windows.h"
+#include "stages/text/frame.h"
 
 namespace ctxsim::segment {
 
@@ -22,12 +23,13 @@ struct EncodedDocument {
   std::vector<double> similarity(int64_t l, int64_t h) const;
 };
 
-// sentences: WordPiece ids (without [CLS]/[SEP]); T: window length (at most the model's positions);
+// sentences: token ids (without the frame's); T: window length (at most the model's positions);
+// frame: the family's begin, end (if any) and pad tokens around each window;
 // batch: windows per forward. Cross attention of gap g: in the window holding both sentences
 // where the gap is most central, the mean over the heads of the attention mass the tokens of each
 // side put on the other's tokens (mean over query tokens, both directions averaged); a gap that
 // no window holds whole (only after a lone over-long sentence) gets the mean of the others.
-EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::vector<int32_t>>& sentences, int32_t T, int32_t cls_id,
-                                int32_t sep_id, int32_t pad_id, int64_t batch);
+EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::vector<int32_t>>& sentences, int32_t T,
+                                const SampleFrame& frame, int64_t batch);
 
 }  // namespace ctxsim::segment

@@ -6,9 +6,9 @@
 
 namespace ctxsim::segment {
 
-WindowPlan plan_windows(const std::vector<int32_t>& tokens, int32_t T) {
-  CTXSIM_CHECK(T >= 3, "plan_windows: T < 3");
-  const int32_t S = int32_t(tokens.size()), room = T - 2;
+WindowPlan plan_windows(const std::vector<int32_t>& tokens, int32_t T, int32_t frame_tokens) {
+  CTXSIM_CHECK(T >= 3 && (frame_tokens == 1 || frame_tokens == 2), "plan_windows: T < 3, or a frame of other than 1 or 2 tokens");
+  const int32_t S = int32_t(tokens.size()), room = T - frame_tokens;
   WindowPlan p;
   for (int32_t t : tokens) {
     CTXSIM_CHECK(t >= 1, "plan_windows: a sentence without tokens");

@@ -31,7 +31,9 @@ struct WindowPlan {
   int32_t cut_sentences = 0;    // sentences longer than T - 2 tokens
 };
 
-// sentence_tokens: WordPiece tokens per sentence (each >= 1); T >= 3.
-WindowPlan plan_windows(const std::vector<int32_t>& sentence_tokens, int32_t T);
+// sentence_tokens: tokens per sentence (each >= 1); T >= 3. frame_tokens: the window's own tokens
+// (2: [CLS] and [SEP]; 1 for a family without an end token, GPT-2's), so that sentences fit in
+// T - frame_tokens (what the comments above call T-2).
+WindowPlan plan_windows(const std::vector<int32_t>& sentence_tokens, int32_t T, int32_t frame_tokens = 2);
 
 }  // namespace ctxsim::segment

@@ -41,8 +41,9 @@ std::vector<double> attention_rollout(const std::vector<float>& a, int L, int H,
   return r;
 }
 
-std::vector<double> cls_relevance(const std::vector<double>& rollout, int n) {
-  return std::vector<double>(rollout.begin(), rollout.begin() + n);
+std::vector<double> rollout_row(const std::vector<double>& rollout, int n, int row) {
+  CTXSIM_CHECK(row >= 0 && row < n && rollout.size() == size_t(n) * size_t(n), "rollout_row: a row of the rollout");
+  return std::vector<double>(rollout.begin() + ptrdiff_t(row) * n, rollout.begin() + ptrdiff_t(row + 1) * n);
 }
 
 }  // namespace ctxsim

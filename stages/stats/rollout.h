@@ -11,7 +11,8 @@ namespace ctxsim {
 // Â_l = rownorm(mean_h A_l + I).
 std::vector<double> attention_rollout(const std::vector<float>& attention, int layers, int heads, int seq_len, int n_valid);
 
-// Relevance of each token for the [CLS] position: row 0 of the rollout.
-std::vector<double> cls_relevance(const std::vector<double>& rollout, int n_valid);
+// Relevance of each token for position `row`: that row of the rollout (an encoder's [CLS] is
+// row 0; a causal model's last token, the only one that sees them all, is row n_valid - 1).
+std::vector<double> rollout_row(const std::vector<double>& rollout, int n_valid, int row);
 
 }  // namespace ctxsim

@@ -268,4 +268,25 @@ std::vector<std::string> BpeTokenizer::tokens(const std::vector<int32_t>& ids) c
   return out;
 }
 
+std::string BpeTokenizer::decode(const int32_t* ids, size_t n) const {
+  static const auto to_byte = [] {
+    std::unordered_map<char32_t, uint8_t> m;
+    for (int b = 0; b < 256; ++b) m.emplace(byte_to_unicode(uint8_t(b)), uint8_t(b));
+    return m;
+  }();
+  std::string bytes;
+  for (size_t k = 0; k < n; ++k) {
+    const std::string_view t = model_->vocab.token(ids[k]);
+    for (size_t i = 0; i < t.size();) {
+      const size_t at = i;
+      const auto it = to_byte.find(utf8::next(t, i));
+      if (it != to_byte.end())
+        bytes += char(it->second);
+      else
+        bytes.append(t.substr(at, i - at));  // an added token's own characters (<s>, <|endoftext|> are ASCII)
+    }
+  }
+  return utf8::replace_invalid(bytes);
+}
+
 }  // namespace ctxsim

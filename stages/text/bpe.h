@@ -53,7 +53,9 @@ class BpeTokenizer final : public Tokenizer {
   void encode(std::string_view text, Encoding& out) override;
   using Tokenizer::encode;
   std::vector<std::string> tokens(const std::vector<int32_t>& ids) const override;
+  std::string decode(const int32_t* ids, size_t n) const override;
   int32_t vocab_size() const override { return model_->vocab.size(); }
+  const Vocab& vocab() const override { return model_->vocab; }
   const char* kind() const override { return "byte-level BPE"; }
   const BpeModel& model() const { return *model_; }
 

@@ -8,7 +8,7 @@
 
 namespace ctxsim {
 
-TokenizedCorpus tokenize_corpus(const Corpus& corpus, BertTokenizer& tokenizer) {
+TokenizedCorpus tokenize_corpus(const Corpus& corpus, Tokenizer& tokenizer, const SampleFrame& frame) {
   TokenizedCorpus out;
   out.documents.resize(corpus.documents.size());
   Encoding enc;
@@ -17,7 +17,7 @@ TokenizedCorpus tokenize_corpus(const Corpus& corpus, BertTokenizer& tokenizer) 
       enc.ids.clear();
       enc.word_ids.clear();
       enc.num_words = 0;
-      tokenizer.encode(text, enc);
+      frame.encode(tokenizer, text, enc);
       if (enc.ids.empty()) {
         ++out.dropped_sentences;
         continue;
@@ -66,19 +66,19 @@ std::vector<SampleSource> enumerate_candidates(const TokenizedCorpus& corpus, co
   return enumerate_candidates(sentence_counts(corpus), o);
 }
 
-bool yields_tokens(std::string_view text, BertTokenizer& tokenizer) {
+bool yields_tokens(std::string_view text, Tokenizer& tokenizer, const SampleFrame& frame) {
   for (char c : text)
     if (c > ' ' && c < 0x7f) return true;
-  return !tokenizer.encode(text).ids.empty();
+  return !frame.encode(tokenizer, text).ids.empty();
 }
 
-SentenceIndex index_sentences(const Corpus& corpus, BertTokenizer& tokenizer) {
+SentenceIndex index_sentences(const Corpus& corpus, Tokenizer& tokenizer, const SampleFrame& frame) {
   SentenceIndex index;
   index.kept.resize(corpus.documents.size());
   for (size_t d = 0; d < corpus.documents.size(); ++d) {
     const auto& sentences = corpus.documents[d].sentences;
     for (size_t s = 0; s < sentences.size(); ++s) {
-      if (yields_tokens(sentences[s], tokenizer))
+      if (yields_tokens(sentences[s], tokenizer, frame))
         index.kept[d].push_back(static_cast<int32_t>(s));
       else
         ++index.dropped;
@@ -88,18 +88,11 @@ SentenceIndex index_sentences(const Corpus& corpus, BertTokenizer& tokenizer) {
   return index;
 }
 
-SpecialIds SpecialIds::from(const Vocab& vocab) {
-  SpecialIds s{vocab.cls_id(), vocab.sep_id(), vocab.pad_id()};
-  if (s.cls < 0 || s.sep < 0 || s.pad < 0)
-    throw Error("vocabulary", "it lacks one of [CLS], [SEP], [PAD], which every sample needs", "use a BERT vocab.txt");
-  return s;
-}
-
-bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t seq_len, const SpecialIds& special, int32_t* tok,
+bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t seq_len, const SampleFrame& frame, int32_t* tok,
                   int16_t* sent, int16_t* word, int16_t& n_valid) {
-  const int32_t room_total = seq_len - 2;
+  const int32_t room_total = frame.room(seq_len);
   int32_t pos = 0;
-  tok[pos] = special.cls;
+  tok[pos] = frame.begin;
   sent[pos] = -1;
   word[pos] = -1;
   ++pos;
@@ -124,13 +117,15 @@ bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t 
     }
     word_base += sentence.num_words;
   }
-  tok[pos] = special.sep;
-  sent[pos] = -1;
-  word[pos] = -1;
-  ++pos;
+  if (frame.end >= 0) {
+    tok[pos] = frame.end;
+    sent[pos] = -1;
+    word[pos] = -1;
+    ++pos;
+  }
   n_valid = static_cast<int16_t>(pos);
   for (; pos < seq_len; ++pos) {
-    tok[pos] = special.pad;
+    tok[pos] = frame.pad;
     sent[pos] = -1;
     word[pos] = -1;
   }
@@ -187,15 +182,15 @@ SampleSet draw_windows(const std::vector<int32_t>& sentences_per_document, const
 
 }  // namespace
 
-SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SpecialIds& special) {
+SampleSet build_samples(const TokenizedCorpus& corpus, const SampleOptions& o, const SampleFrame& frame) {
   return draw_windows(
       sentence_counts(corpus), o, [&](const SampleSource& src, int32_t* tok, int16_t* sent, int16_t* word, int16_t& n_valid) {
-        return build_window(corpus.documents[size_t(src.document)], src.sentence, o.seq_len, special, tok, sent, word, n_valid);
+        return build_window(corpus.documents[size_t(src.document)], src.sentence, o.seq_len, frame, tok, sent, word, n_valid);
       });
 }
 
-SampleSet draw_samples(const Corpus& corpus, const SentenceIndex& index, BertTokenizer& tokenizer, const SampleOptions& o,
-                       const SpecialIds& special) {
+SampleSet draw_samples(const Corpus& corpus, const SentenceIndex& index, Tokenizer& tokenizer, const SampleOptions& o,
+                       const SampleFrame& frame) {
   CTXSIM_CHECK(index.kept.size() == corpus.documents.size(), "draw_samples: the sentence index is of another corpus");
   TokenizedDocument window;  // the window's sentences, tokenized until they fill it
   return draw_windows(sentence_counts(index), o,
@@ -204,12 +199,12 @@ SampleSet draw_samples(const Corpus& corpus, const SentenceIndex& index, BertTok
                         const auto& texts = corpus.documents[size_t(src.document)].sentences;
                         window.sentences.clear();
                         int64_t tokens = 0;
-                        for (size_t k = size_t(src.sentence); k < kept.size() && tokens < o.seq_len - 2; ++k) {
-                          Encoding e = tokenizer.encode(texts[size_t(kept[k])]);
+                        for (size_t k = size_t(src.sentence); k < kept.size() && tokens < frame.room(o.seq_len); ++k) {
+                          Encoding e = frame.encode(tokenizer, texts[size_t(kept[k])]);
                           tokens += static_cast<int64_t>(e.ids.size());
                           window.sentences.push_back(TokenizedSentence{std::move(e.ids), std::move(e.word_ids), e.num_words});
                         }
-                        return build_window(window, 0, o.seq_len, special, tok, sent, word, n_valid);
+                        return build_window(window, 0, o.seq_len, frame, tok, sent, word, n_valid);
                       });
 }
 

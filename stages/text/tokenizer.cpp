@@ -363,4 +363,18 @@ std::vector<std::string> BertTokenizer::basic_tokenize(std::string_view text) {
   return words;
 }
 
+std::string BertTokenizer::decode(const int32_t* ids, size_t n) const {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view t = vocab_.token(ids[i]);
+    if (t.size() > 2 && t[0] == '#' && t[1] == '#' && !s.empty()) {
+      s.append(t.substr(2));
+    } else {
+      if (!s.empty()) s.push_back(' ');
+      s.append(t);
+    }
+  }
+  return s;
+}
+
 }  // namespace ctxsim

@@ -75,21 +75,26 @@ class Tokenizer {
     return e;
   }
   virtual std::vector<std::string> tokens(const std::vector<int32_t>& ids) const = 0;
+  // The text of n ids for people to read: WordPiece's pieces joined at ## (words spaced), a
+  // byte-level BPE's bytes (invalid UTF-8 of a cut character replaced by U+FFFD).
+  virtual std::string decode(const int32_t* ids, size_t n) const = 0;
   virtual int32_t vocab_size() const = 0;
-  virtual const char* kind() const = 0;  // "WordPiece", "byte-level BPE"
+  virtual const Vocab& vocab() const = 0;  // the tokens by id, as the vocabulary file spells them
+  virtual const char* kind() const = 0;    // "WordPiece", "byte-level BPE"
 };
 
 // Not thread-safe (it caches word pieces): use one instance per thread.
 class BertTokenizer final : public Tokenizer {
  public:
   BertTokenizer(Vocab vocab, TokenizerOptions options);
-  const Vocab& vocab() const { return vocab_; }
+  const Vocab& vocab() const override { return vocab_; }
   const TokenizerOptions& options() const { return options_; }
 
   // `text` must be valid UTF-8.
   void encode(std::string_view text, Encoding& out) override;  // appends to out
   using Tokenizer::encode;
   std::vector<std::string> tokens(const std::vector<int32_t>& ids) const override;
+  std::string decode(const int32_t* ids, size_t n) const override;
   int32_t vocab_size() const override { return vocab_.size(); }
   const char* kind() const override { return "WordPiece"; }
 

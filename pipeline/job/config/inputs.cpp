@@ -9,6 +9,9 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
+#include "stages/model/bert_config.h"
+#include "stages/text/bpe.h"
+#include "stages/text/tokenizer_files.h"
 
 namespace fs = std::filesystem;
 
@@ -57,16 +60,64 @@ std::string model_dir(const Config& c) {
   return {};
 }
 
-std::string vocab_path(const Config& c) { return c.model.vocab.empty() ? (fs::path(model_dir(c)) / "vocab.txt").string() : c.model.vocab; }
+std::string vocab_path(const Config& c) {
+  if (!c.model.vocab.empty()) return c.model.vocab;
+  const std::string dir = model_dir(c);
+  const fs::path txt = fs::path(dir) / "vocab.txt";
+  std::error_code ec;
+  if (dir.empty() || fs::exists(txt, ec)) return txt.string();
+  return dir;
+}
+
+namespace {
+
+// The tokenizer files of the config, an Error naming model.vocab when there are none.
+TokenizerFiles config_tokenizer_files(const Config& c) {
+  try {
+    return find_tokenizer_files(vocab_path(c));
+  } catch (const Error& e) {
+    if (!c.model.vocab.empty()) throw Error(c.where("model.vocab"), e.problem(), e.fix());
+    throw Error(c.where("model.vocab"), "no tokenizer in the model folder " + model_dir(c) + " (" + e.problem() + ")",
+                "add the model's vocab.txt (or vocab.json + merges.txt) there, or set model.vocab");
+  }
+}
+
+std::shared_ptr<const BpeModel> load_bpe(const TokenizerFiles& f) {
+  return f.merges.empty() ? BpeModel::load_tokenizer_json(f.vocab) : BpeModel::load(f.vocab, f.merges);
+}
+
+std::string joined_tokens(const Vocab& v) {
+  std::string text;
+  for (int32_t id = 0; id < v.size(); ++id) (text += v.token(id)) += '\n';
+  return text;
+}
+
+}  // namespace
+
+std::string vocab_text(const Config& c) {
+  const TokenizerFiles f = config_tokenizer_files(c);
+  if (f.kind == TokenizerKind::WordPiece) return read_file_bytes(f.vocab, kMaxVocabBytes, "the vocabulary", "check model.vocab");
+  return joined_tokens(load_bpe(f)->vocab);
+}
 
 std::string model_config_sha256(const std::string& dir) {
   std::string text;
-  for (const char* name : {"config.json", "tokenizer_config.json"}) {
+  const auto add = [&](const char* name, bool absent_too) {
     const fs::path p = fs::path(dir) / name;
     std::error_code ec;
-    const std::string bytes = fs::exists(p, ec) ? read_file_bytes(p.string(), kMaxJsonBytes, name, "check the model folder") : "(absent)";
+    const bool there = fs::exists(p, ec);
+    if (!there && !absent_too) return;
+    const std::string bytes = there ? read_file_bytes(p.string(), kMaxJsonBytes, name, "check the model folder") : "(absent)";
     text += std::string(name) + "\n" + std::to_string(bytes.size()) + "\n" + bytes + "\n";
-  }
+  };
+  add("config.json", true);
+  add("tokenizer_config.json", true);
+  // A byte-level BPE folder's merges (never in a WordPiece folder, whose digest stays as it was).
+  std::error_code ec;
+  if (fs::exists(fs::path(dir) / "merges.txt", ec))
+    add("merges.txt", false);
+  else if (!fs::exists(fs::path(dir) / "vocab.txt", ec))
+    add("tokenizer.json", false);
   return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
@@ -77,7 +128,7 @@ InputDigests input_digests(const Config& c) {
     d.model = sha256_file((fs::path(dir) / "model.safetensors").string());
     d.model_config = model_config_sha256(dir);
   }
-  const std::string vocab = read_file_bytes(vocab_path(c), kMaxVocabBytes, "the vocabulary", "check model.vocab");
+  const std::string vocab = vocab_text(c);
   d.vocab = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size());
   d.corpus = read_corpus(corpus_options(c)).sha256;
   return d;
@@ -95,18 +146,40 @@ std::vector<std::string> changed_inputs(const InputDigests& recorded, const Inpu
   return changed;
 }
 
-BertTokenizer make_tokenizer(const Config& c) {
+const FamilySpec& model_family(const Config& c) {
   const std::string dir = model_dir(c);
-  const std::string vocab_path = ctxsim::vocab_path(c);
-  if (c.model.vocab.empty() && !fs::exists(vocab_path))
-    throw Error(c.where("model.vocab"), "no vocab.txt in the model folder " + dir, "add the model's vocab.txt there or set model.vocab");
-  TokenizerOptions options;
-  if (c.model.do_lower_case == LowerCase::Auto) {
-    options = dir.empty() ? TokenizerOptions{} : read_tokenizer_options(dir, true);
+  const fs::path config = fs::path(dir) / "config.json";
+  std::error_code ec;
+  if (dir.empty() || !fs::exists(config, ec)) return family_spec(Family::Bert);
+  return family_spec(BertConfig::load(config.string()).family);
+}
+
+JobTokenizer make_tokenizer(const Config& c) {
+  const std::string dir = model_dir(c);
+  const TokenizerFiles files = config_tokenizer_files(c);
+  JobTokenizer t;
+  t.family = &model_family(c);
+  if ((files.kind == TokenizerKind::ByteLevelBpe) != t.family->byte_level_bpe)
+    throw Error(c.where("model.vocab"),
+                std::string("the model is ") + t.family->display + ", whose tokenizer is " +
+                    (t.family->byte_level_bpe ? "byte-level BPE" : "WordPiece") + ", but " + vocab_path(c) + " is " +
+                    (files.kind == TokenizerKind::ByteLevelBpe ? "byte-level BPE" : "a WordPiece vocab.txt"),
+                "give the tokenizer files that belong to the model (its own folder's, or set model.vocab to them)");
+  if (files.kind == TokenizerKind::WordPiece) {
+    TokenizerOptions options;
+    if (c.model.do_lower_case == LowerCase::Auto) {
+      options = dir.empty() ? TokenizerOptions{} : read_tokenizer_options(dir, true);
+    } else {
+      options.lower_case = options.strip_accents = c.model.do_lower_case == LowerCase::True;
+    }
+    t.tokenizer = std::make_unique<BertTokenizer>(Vocab::load(files.vocab), options);
   } else {
-    options.lower_case = options.strip_accents = c.model.do_lower_case == LowerCase::True;
+    t.tokenizer = std::make_unique<BpeTokenizer>(load_bpe(files));
   }
-  return BertTokenizer(Vocab::load(vocab_path), options);
+  try {
+    t.frame = SampleFrame::resolve(t.family->frame, t.vocab(), t.family->byte_level_bpe, t.family->display);
+  } catch (const Error& e) { throw Error(c.where("model.vocab") + ": " + vocab_path(c), e.problem(), e.fix()); }
+  return t;
 }
 
 void check_vocab_fits(const Config& c, const Vocab& vocab, int64_t model_vocab_size) {
@@ -143,9 +216,9 @@ namespace {
 // Special tokens written literally in the corpus's text ("[SEP]", "<s>"): they keep their ids, as
 // Hugging Face's tokenizers do (SPEC §1), which the user should know once per corpus. Validity is
 // by position, so a literal [PAD] is never taken for padding.
-std::string literal_specials_note(const Corpus& corpus, const Vocab& vocab) {
+std::string literal_specials_note(const Corpus& corpus, const JobTokenizer& tokenizer) {
   std::vector<std::pair<std::string, int64_t>> counts;
-  for (int32_t id : vocab.special_ids()) counts.emplace_back(std::string(vocab.token(id)), 0);
+  for (int32_t id : tokenizer.frame.specials) counts.emplace_back(std::string(tokenizer.vocab().token(id)), 0);
   std::string first;
   for (const auto& d : corpus.documents)
     for (size_t s = 0; s < d.sentences.size(); ++s)
@@ -158,26 +231,29 @@ std::string literal_specials_note(const Corpus& corpus, const Vocab& vocab) {
   for (const auto& [token, n] : counts)
     if (n > 0) found += (found.empty() ? "" : ", ") + token + " x" + std::to_string(n);
   if (found.empty()) return "";
+  if (tokenizer.family->byte_level_bpe)
+    return "the text holds special tokens written out (" + found + "; the first in " + first +
+           "): byte-level BPE tokenizes them as text, as GPT-2's reference encoder does (Hugging Face's gives their ids)";
   return "the text holds special tokens written out (" + found + "; the first in " + first +
          "): they keep their ids, as Hugging Face's tokenizer gives them, and a literal [PAD] is not padding";
 }
 
 // The config's corpus, its notes said in the log.
-Corpus read_config_corpus(const Config& config, const Vocab& vocab) {
+Corpus read_config_corpus(const Config& config, const JobTokenizer& tokenizer) {
   Corpus corpus = read_corpus(corpus_options(config));
   if (const std::string notes = corpus.notes.describe(); !notes.empty()) log_info("corpus " + config.corpus.path + ": " + notes);
-  if (const std::string note = literal_specials_note(corpus, vocab); !note.empty())
+  if (const std::string note = literal_specials_note(corpus, tokenizer); !note.empty())
     log_info("warning: corpus " + config.corpus.path + ": " + note);
   return corpus;
 }
 
 }  // namespace
 
-TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer) {
+TokenizedInputs read_and_tokenize(const Config& config, JobTokenizer& tokenizer) {
   TokenizedInputs t;
-  const Corpus corpus = read_config_corpus(config, tokenizer.vocab());
+  const Corpus corpus = read_config_corpus(config, tokenizer);
   t.corpus_sha256 = corpus.sha256;
-  t.corpus = tokenize_corpus(corpus, tokenizer);
+  t.corpus = tokenize_corpus(corpus, *tokenizer, tokenizer.frame);
   return t;
 }
 
@@ -195,10 +271,10 @@ void rethrow_at_key(const Config& c, const Error& e) {
   throw;
 }
 
-PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, CorpusTokens tokens) {
+PreparedSamples prepare_samples(const Config& config, JobTokenizer& tokenizer, CorpusTokens tokens) {
   PreparedSamples p;
   const SampleOptions options = sample_options(config);
-  const SpecialIds special = SpecialIds::from(tokenizer.vocab());
+  const SampleFrame& frame = tokenizer.frame;
   if (tokens == CorpusTokens::Counted) {
     const TokenizedInputs inputs = read_and_tokenize(config, tokenizer);
     const TokenizedCorpus& tokenized = inputs.corpus;
@@ -207,15 +283,15 @@ PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, 
     p.sentences = tokenized.num_sentences;
     p.corpus_tokens = tokenized.num_tokens;
     p.dropped_sentences = tokenized.dropped_sentences;
-    p.samples = at_config_keys(config, [&] { return build_samples(tokenized, options, special); });
+    p.samples = at_config_keys(config, [&] { return build_samples(tokenized, options, frame); });
   } else {
-    const Corpus corpus = read_config_corpus(config, tokenizer.vocab());
-    const SentenceIndex index = index_sentences(corpus, tokenizer);
+    const Corpus corpus = read_config_corpus(config, tokenizer);
+    const SentenceIndex index = index_sentences(corpus, *tokenizer, frame);
     p.corpus_sha256 = corpus.sha256;
     p.documents = static_cast<int64_t>(corpus.documents.size());
     p.sentences = index.sentences;
     p.dropped_sentences = index.dropped;
-    p.samples = at_config_keys(config, [&] { return draw_samples(corpus, index, tokenizer, options, special); });
+    p.samples = at_config_keys(config, [&] { return draw_samples(corpus, index, *tokenizer, options, frame); });
   }
   if (p.samples.shortfall() > 0)
     log_info("samples.num_samples=" + std::to_string(config.samples.num_samples) + " but the corpus has only " +
@@ -224,25 +300,45 @@ PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, 
   return p;
 }
 
-StatisticsOptions statistics_options(const Config& c, const Vocab& vocab) {
+StatisticsOptions statistics_options(const Config& c, const JobTokenizer& tokenizer) {
   StatisticsOptions opt;
   opt.rules = c.selection;
   opt.attention_threshold = c.statistics.attention_threshold;
+  const Vocab& vocab = tokenizer.vocab();
+  const SampleFrame& frame = tokenizer.frame;
+  // BERT's spellings of the frame's roles, which name the family's own tokens in any family.
+  const std::pair<const char*, int32_t> roles[] = {{"[CLS]", frame.begin}, {"[SEP]", frame.end}, {"[PAD]", frame.pad}};
+  std::vector<std::string> left_out;
+  const std::string space = tokenizer.family->byte_level_bpe ? "\xC4\xA0" : "";
   const auto separator_ids = [&](const std::vector<std::string>& tokens, const std::string& key) {
     std::vector<int64_t> ids;
     for (const auto& s : tokens) {
-      const int32_t id = vocab.id(s);
+      int32_t id = vocab.id(s);
+      bool role = false;
+      for (const auto& [name, role_id] : roles)
+        if (id < 0 && s == name) id = role_id, role = true;
+      if (role && id < 0) {
+        if (std::find(left_out.begin(), left_out.end(), s) == left_out.end()) left_out.push_back(s);
+        continue;
+      }
       if (id < 0)
         throw Error(c.where(key), "'" + s + "' is not a token of the vocabulary",
-                    "list separators as they are spelled in vocab.txt, e.g. \".\" \",\" \"[SEP]\"");
+                    "list separators as they are spelled in the vocabulary, e.g. \".\" \",\" \"[SEP]\"");
       ids.push_back(id);
+      // Byte-level BPE spells a token after a space with U+0120 ("Ġ,"): "," names both.
+      if (const int32_t spaced = vocab.id(space + s); !role && !space.empty() && s.rfind(space, 0) != 0 && spaced >= 0)
+        ids.push_back(spaced);
     }
+    if (ids.empty() && !tokens.empty())
+      throw Error(c.where(key), "none of its separators is a token of a " + std::string(tokenizer.family->display) + " sample",
+                  "list separators as they are spelled in the vocabulary, e.g. \".\" \",\"");
     return ids;
   };
   opt.separator_ids = separator_ids(c.statistics.separators, "statistics.separators");
   for (const auto& r : c.selection) opt.rule_separator_ids.push_back(separator_ids(r.separators, "selection"));
-  const std::vector<int32_t> special = vocab.special_ids();
-  opt.special_ids.assign(special.begin(), special.end());
+  for (const auto& s : left_out)
+    log_info("note: " + s + " is left out of the separators: " + tokenizer.family->display + " samples have no such token (SPEC §7)");
+  opt.special_ids.assign(frame.specials.begin(), frame.specials.end());
   return opt;
 }
 

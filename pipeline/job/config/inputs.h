@@ -4,8 +4,11 @@
 #pragma once
 #include <string>
 
+#include <memory>
 #include "pipeline/job/config/config.h"
+
 #include "stages/base/error.h"
+#include "stages/model/family.h"
 #include "stages/stats/statistics_options.h"
 #include "stages/text/corpus.h"
 #include "stages/text/samples.h"
@@ -21,8 +24,12 @@ std::string resolve_hf_cache(const std::string& name);
 // model.path, else the cache folder of model.name, else "" (only model.vocab given).
 std::string model_dir(const Config& config);
 
-// model.vocab, else <model dir>/vocab.txt.
+// model.vocab, else <model dir>/vocab.txt, else the model folder (a byte-level BPE's vocab.json +
+// merges.txt, or its tokenizer.json).
 std::string vocab_path(const Config& config);
+// The vocabulary as a store keeps it (/vocab/text) and its digest covers it: a vocab.txt as it is,
+// a byte-level BPE's tokens one per line in id order (their vocab.json spelling).
+std::string vocab_text(const Config& config);
 
 // The SHA-256 of what a run's results depend on besides its config: the model's weights, its
 // vocabulary and the corpus files it reads (the store records them; a resume or a rerun
@@ -33,15 +40,29 @@ struct InputDigests {
 InputDigests input_digests(const Config& config);
 // The SHA-256 of the files besides the weights that decide a model's outputs: config.json
 // (activation, epsilon, shapes, …) and tokenizer_config.json (do_lower_case), each named, so that
-// a moved or removed file changes it too.
+// a moved or removed file changes it too; and a byte-level BPE folder's merges (merges.txt, or the
+// tokenizer.json it is read from), which the stored vocabulary does not hold.
 std::string model_config_sha256(const std::string& model_dir);
 // What changed between recorded and current digests, one phrase each ("the model's weights
 // (<dir>/model.safetensors)"); a digest not recorded (a store of an older ctxsim) is not compared.
 std::vector<std::string> changed_inputs(const InputDigests& recorded, const InputDigests& now, const Config& config);
 
-// The tokenizer of a run: model.vocab (else <model dir>/vocab.txt) and do_lower_case
-// (config, else tokenizer_config.json, else true).
-BertTokenizer make_tokenizer(const Config& config);
+// The model family of the config's model folder (its config.json's model_type), BERT without one.
+const FamilySpec& model_family(const Config& config);
+
+// The tokenizer of a job and its samples' frame in the model's family (SPEC §7): vocab_path's
+// files (WordPiece with do_lower_case from the config, else tokenizer_config.json, else true; or
+// byte-level BPE), the family's special tokens looked up in them. A tokenizer of another kind than
+// the family's (a RoBERTa folder with a vocab.txt) is an Error naming model.vocab.
+struct JobTokenizer {
+  std::unique_ptr<Tokenizer> tokenizer;
+  SampleFrame frame;
+  const FamilySpec* family = nullptr;
+  const Vocab& vocab() const { return tokenizer->vocab(); }
+  Tokenizer& operator*() const { return *tokenizer; }
+  Tokenizer* operator->() const { return tokenizer.get(); }
+};
+JobTokenizer make_tokenizer(const Config& config);
 
 // Every id the tokenizer can give indexes the model's embedding table: a vocabulary longer than
 // the model's vocab_size is refused, naming model.vocab (run, segment, segment --text).
@@ -70,7 +91,7 @@ struct TokenizedInputs {
   TokenizedCorpus corpus;
   std::string corpus_sha256;  // Corpus::sha256
 };
-TokenizedInputs read_and_tokenize(const Config& config, BertTokenizer& tokenizer);
+TokenizedInputs read_and_tokenize(const Config& config, JobTokenizer& tokenizer);
 
 // How much of the corpus prepare_samples tokenizes: only the sentences the drawn windows take (a
 // run: its start-up does not grow with the corpus), or all of it, to count the corpus's tokens.
@@ -83,11 +104,14 @@ struct PreparedSamples {
   std::string corpus_sha256;  // Corpus::sha256
   int64_t documents = 0, sentences = 0, corpus_tokens = -1, dropped_sentences = 0;
 };
-PreparedSamples prepare_samples(const Config& config, BertTokenizer& tokenizer, CorpusTokens tokens = CorpusTokens::DrawnOnly);
+PreparedSamples prepare_samples(const Config& config, JobTokenizer& tokenizer, CorpusTokens tokens = CorpusTokens::DrawnOnly);
 
-// Rules, thresholds, separator ids (global and per rule) and special ids, shared by `run` and the
-// calibration of `plan` so that both measure the same arithmetic. Throws, naming the key, when a
-// separator is not a token of the vocabulary.
-StatisticsOptions statistics_options(const Config& config, const Vocab& vocab);
+// Rules, thresholds, separator ids (global and per rule) and the frame's special ids, shared by
+// `run` and the calibration of `plan` so that both measure the same arithmetic. Separators are
+// spelled as the vocabulary spells them; [CLS], [SEP] and [PAD] name the frame's own tokens in
+// every family (RoBERTa's <s>, </s>, <pad>), and [SEP] is left out, said once, for a family without
+// an end token (GPT-2). In a byte-level BPE, "," names both "," and "Ġ," (after a space). Throws,
+// naming the key, when a separator is not a token of the vocabulary.
+StatisticsOptions statistics_options(const Config& config, const JobTokenizer& tokenizer);
 
 }  // namespace ctxsim
