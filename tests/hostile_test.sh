@@ -96,6 +96,35 @@ case "$CASE" in
     one_error "$TMP/no_cls.txt: the vocabulary lacks [CLS] (" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" model.vocab="$TMP/no_cls.txt" output.dir="$TMP/o1"
     [ ! -e "$TMP/o1" ] || fail "a refused run left $TMP/o1"
     ;;
+  family_files)  # issue 33: a family's files that do not belong together, each one error naming the file
+    [ -f data/vocab/gpt2/merges.txt ] || { echo "skip: no data/vocab/gpt2 (scripts/setup.sh)"; exit 77; }
+    tiny_model "$TMP/bert"
+    "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --vocab data/vocab/gpt2 --out "$TMP/g" > /dev/null || fail "init gpt2"
+    # GPT-2's config.json over BERT's tensors: the family the tensors look like is named.
+    cp -r "$TMP/g" "$TMP/mix"
+    cp "$TMP/bert/model.safetensors" "$TMP/mix/"
+    one_error "$TMP/mix/config.json: model_type: declares a GPT-2 model ('gpt2'), but $TMP/mix/model.safetensors holds no GPT-2 layer (no tensor h.0.…); its tensors look like a BERT checkpoint's" \
+      "$CTXSIM" model-info "$TMP/mix"
+    # A head count that does not divide n_embd, in GPT-2's own key.
+    cp -r "$TMP/g" "$TMP/div"
+    sed -i 's/"n_head": 2/"n_head": 3/' "$TMP/div/config.json"
+    one_error "$TMP/div/config.json: n_head: n_embd 128 is not divisible by 3 heads" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/div" output.dir="$TMP/o_div"
+    [ ! -e "$TMP/o_div" ] || fail "a refused run left $TMP/o_div"
+    # A GPT-2 folder whose vocab.json lost <|endoftext|>: the frame's token is named, before any work.
+    cp -r "$TMP/g" "$TMP/noeos"
+    /usr/bin/python3 -c 'import json, sys; p = sys.argv[1]; v = json.load(open(p)); del v["<|endoftext|>"]; json.dump(v, open(p, "w"))' \
+      "$TMP/noeos/vocab.json"
+    one_error "it lacks <|endoftext|>, the token that starts every GPT-2 sample" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/noeos" output.dir="$TMP/o_eos"
+    [ ! -e "$TMP/o_eos" ] || fail "a refused run left $TMP/o_eos"
+    # vocab.json without its merges.txt, and a merge whose result is not a token.
+    cp -r "$TMP/g" "$TMP/nomerges"
+    rm "$TMP/nomerges/merges.txt"
+    one_error "has vocab.json but no merges.txt" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/nomerges" output.dir="$TMP/o_nm"
+    cp -r "$TMP/g" "$TMP/badmerge"
+    printf '#version: 0.2\nĠ t\nq z\n' > "$TMP/badmerge/merges.txt"
+    one_error "$TMP/badmerge/merges.txt:3: the merge gives 'qz', which is not a token of the vocabulary" \
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/badmerge" output.dir="$TMP/o_bm"
+    ;;
   model_checks)  # items 4, 15, 16: config.json against the weights, non-finite values
     tiny_model "$TMP/m"
     for layers in 1000000000000 1000000; do

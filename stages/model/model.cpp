@@ -75,7 +75,8 @@ void check_layer_count(const SafetensorsFile& file, const BertConfig& config, co
       if (!guess.empty()) break;
     }
     throw Error(config_path + ": model_type",
-                "declares a " + std::string(f.display) + " model ('" + f.model_type + "', the default when the key is absent), but " +
+                "declares a " + std::string(f.display) + " model ('" + f.model_type + "'" +
+                    (f.family == Family::Bert ? ", the default when the key is absent" : "") + "), but " +
                     file.path() + " holds no " + f.display + " layer (no tensor " + prefix + "0.…)" + guess,
                 "use the config.json that belongs to these weights (its model_type picks the family)");
   }
