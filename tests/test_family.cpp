@@ -322,7 +322,7 @@ TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
   o.heads = heads;
   const at::Tensor x = r({B, T, hidden}, 1.0);
   AttentionTrace fast, plain;
-  const LayerMode inference{AttentionKernel::PerSample, nullptr}, training{AttentionKernel::Batched, nullptr};
+  const LayerMode inference{AttentionKernel::PerSample, nullptr, {}}, training{AttentionKernel::Batched, nullptr, {}};
   const at::Tensor a = feed_forward_block(
       w, attention_block(w, x, key_mask(kValid, heads, x.options(), inference.kernel), o, inference, 0, &fast), o, inference, 0);
   const at::Tensor b = feed_forward_block(

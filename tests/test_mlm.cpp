@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <unistd.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "stages/base/error.h"
+#include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/text/pretraining_data.h"
 
@@ -94,6 +100,99 @@ void check_gradients(double dropout) {
 
 TEST(MlmGradients, EqualFiniteDifferencesWithoutDropout) { check_gradients(0.0); }
 TEST(MlmGradients, EqualFiniteDifferencesWithFixedDropoutMasks) { check_gradients(0.2); }
+
+// SPEC §8's head gates. ξ = 1 is the forward without gates, bit for bit; ξ_{l,h} = 0 is the model
+// whose head h of layer l has zero value weights (its context vectors are 0); the gradient of each
+// sample's loss with respect to its own gates equals central differences in float64 (1e-6 relative).
+TEST(HeadGates, OnesAreTheUngatedForwardAndZeroRemovesTheHead) {
+  MlmModel model(tiny(), at::kDouble);
+  model.init_bert(4);
+  model.parameters().mul_(10.0);
+  const Samples s = make_samples(3, 0.4, 12);
+  const MlmBatch batch = s.batch();
+  const MlmResult plain = model.evaluate(batch);
+  const at::Tensor ones = at::ones({3, 2, 2}, at::kDouble);
+  const GatedMlm gated = model.evaluate_gated(batch, ones, false, true);
+  double sum = 0;
+  for (double l : gated.loss) sum += l;
+  EXPECT_NEAR(sum, plain.loss_sum, 1e-12 * std::abs(plain.loss_sum));
+  int64_t correct = 0, predicted = 0;
+  for (size_t b = 0; b < 3; ++b) correct += gated.correct[b], predicted += gated.predicted[b];
+  EXPECT_EQ(correct, plain.correct);
+  EXPECT_EQ(predicted, plain.predicted);
+  // The entropy of a head's attention lies between 0 and ln(valid keys).
+  EXPECT_GT(gated.entropy.min().item<double>(), 0.0);
+  EXPECT_LE(gated.entropy.max().item<double>(), std::log(10.0) + 1e-12);
+  // Gates of one are the same bits as none, in the analysis encoder too.
+  const at::Tensor ids = batch.input, valid = batch.valid;
+  std::vector<at::Tensor> ungated, unit;
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& p : model.layout())
+    if (p.name.compare(0, 5, "bert.") == 0) tensors[p.name.substr(5)] = model.parameter(p.name).clone();
+  tensors["pooler.dense.weight"] = at::zeros({16, 16}, at::kDouble);
+  tensors["pooler.dense.bias"] = at::zeros({16}, at::kDouble);
+  const TransformerEncoder enc = TransformerEncoder::from_tensors(tiny(), tensors, at::kDouble);
+  LayerRequest gates_one;
+  gates_one.gates = at::ones({2, 2}, at::kDouble);
+  EXPECT_TRUE(at::equal(enc.forward(ids, valid), enc.forward(ids, valid, gates_one)));
+  // ξ_{1,0} = 0 for sample 1 only: sample 1 as the model without head 0's values in layer 1.
+  at::Tensor gates = ones.clone();
+  gates[1][1][0] = 0.0;
+  const GatedMlm removed = model.evaluate_gated(batch, gates, false, false);
+  EXPECT_EQ(removed.loss[0], gated.loss[0]);
+  EXPECT_EQ(removed.loss[2], gated.loss[2]);
+  EXPECT_NE(removed.loss[1], gated.loss[1]);
+  model.parameter("bert.encoder.layer.1.attention.self.value.weight").narrow(0, 0, 8).zero_();
+  model.parameter("bert.encoder.layer.1.attention.self.value.bias").narrow(0, 0, 8).zero_();
+  const GatedMlm zeroed = model.evaluate_gated(batch, ones, false, false);
+  EXPECT_NEAR(zeroed.loss[1], removed.loss[1], 1e-12 * std::abs(removed.loss[1]));
+}
+
+TEST(HeadGates, GradientsEqualFiniteDifferences) {
+  MlmModel model(tiny(), at::kDouble);
+  model.init_bert(5);
+  model.parameters().mul_(10.0);
+  const Samples s = make_samples(3, 0.4, 13);
+  const MlmBatch batch = s.batch();
+  const at::Tensor ones = at::ones({3, 2, 2}, at::kDouble);
+  const GatedMlm g = model.evaluate_gated(batch, ones, true, false);
+  ASSERT_TRUE(g.gate_grad.defined());
+  EXPECT_GT(g.gate_grad.abs().max().item<double>(), 1e-3);
+  const double h = 1e-6;
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t k = 0; k < 2; ++k) {
+        at::Tensor up = ones.clone(), down = ones.clone();
+        up[b][l][k] = 1 + h;
+        down[b][l][k] = 1 - h;
+        const double numeric = (model.evaluate_gated(batch, up, false, false).loss[size_t(b)] -
+                                model.evaluate_gated(batch, down, false, false).loss[size_t(b)]) /
+                               (2 * h);
+        const double analytic = g.gate_grad[b][l][k].item<double>();
+        EXPECT_NEAR(analytic, numeric, 1e-6 * std::max(1.0, std::abs(numeric))) << "sample " << b << " layer " << l << " head " << k;
+      }
+}
+
+// A BertForMaskedLM folder as pretrain writes it loads back to the same parameters; without its
+// head it is refused, naming the file.
+TEST(MlmLoad, ExportedFolderLoadsBackAndAHeadlessOneIsRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ctxsim_mlm_load_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  MlmModel model(tiny(), at::kFloat);
+  model.init_bert(6);
+  auto tensors = model.export_tensors(DType::F32);
+  write_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  std::ofstream((dir / "config.json").string()) << tiny().to_json("BertForMaskedLM");
+  const MlmModel back = MlmModel::load(dir.string(), at::kFloat);
+  EXPECT_TRUE(at::equal(back.parameters(), model.parameters()));
+  for (auto it = tensors.begin(); it != tensors.end();) it = it->first.compare(0, 4, "cls.") == 0 ? tensors.erase(it) : std::next(it);
+  write_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  try {
+    MlmModel::load(dir.string(), at::kFloat);
+    ADD_FAILURE() << "a checkpoint without its masked-LM head loaded";
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("has no masked-LM head"), std::string::npos) << e.what(); }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(MlmTraining, OverfitsEightFixedSamples) {
   MlmModel model(tiny(), at::kFloat);

@@ -17,6 +17,7 @@ struct LayerRequest {
   bool projected = false;    // o_i W_O[h]: [B, H, T, hidden]
   bool final_hidden = true;  // false: the caller uses only the layer outputs, so the last
                              // layer's feed-forward block is skipped and forward returns undefined
+  at::Tensor gates;          // head gates ξ [L, H] or [B, L, H] (SPEC §8, transformer_layer.h); undefined: none
 };
 
 // Views of one layer's tensors, valid during the callback only.

@@ -5,11 +5,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "stages/base/error.h"
 #include "stages/base/limits.h"
+#include "stages/model/family.h"
 #include "stages/model/random_checkpoint.h"
+#include "stages/model/safetensors.h"
 #include "stages/model/transformer_layer.h"
 #include "stages/text/pretraining_data.h"
 
@@ -106,7 +109,8 @@ void MlmModel::init_bert(uint64_t seed) {
   }
 }
 
-MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double p, at::Tensor* loss_out) const {
+MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double p, at::Tensor* loss_out,
+                        const at::Tensor& gates, GatedMlm* gated) const {
   const auto W = [&](const std::string& name) -> const at::Tensor& { return weights[index_.at(name)]; };
   const BertConfig& c = config_;
   const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
@@ -115,7 +119,8 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   // The encoder is transformer_layer.h's, through autograd: whole-batch kernels, dropout per sample.
   LayerMode mode;
   mode.kernel = AttentionKernel::Batched;
-  mode.dropout = [&](const at::Tensor& x, uint64_t site) { return dropout(x, p, batch.dropout_keys, site); };
+  if (p > 0) mode.dropout = [&](const at::Tensor& x, uint64_t site) { return dropout(x, p, batch.dropout_keys, site); };
+  mode.gates = gates;
   const FamilySpec& f = family_spec(c.family);
   const TensorGetter get = [&](const std::string& name) { return W("bert." + name); };
   const LayerOptions options = layer_options(c);
@@ -124,7 +129,16 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   for (int64_t l = 0; l < c.num_layers; ++l) {
     // The projections stay separate parameters; their concatenation is part of the graph.
     const LayerWeights L = gather_layer(f, l, get, [](const std::vector<at::Tensor>& parts) { return at::cat(parts); });
-    x = feed_forward_block(L, attention_block(L, x, mask, options, mode, l), options, mode, l);
+    AttentionTrace trace;
+    const bool entropy = gated && gated->entropy.defined();
+    x = feed_forward_block(L, attention_block(L, x, mask, options, mode, l, entropy ? &trace : nullptr), options, mode, l);
+    if (entropy) {  // mean over valid query rows of -Σ_j A_ij ln A_ij (0 ln 0 = 0)
+      const at::NoGradGuard no_grad;
+      const at::Tensor A = trace.attention.detach().to(at::kDouble);                               // [B, H, T, T]
+      const at::Tensor rows = batch.valid.to(at::kDouble).unsqueeze(1);                            // [B, 1, T]
+      const at::Tensor h = -(at::xlogy(A, A).sum(-1) * rows).sum(-1) / rows.sum(-1).clamp_min(1);  // [B, H]
+      gated->entropy.select(1, l).copy_(h);
+    }
   }
   MlmResult r;
   r.predicted = batch.positions.numel();
@@ -137,13 +151,31 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   // that they and their gradients come from the heap (reused) rather than fresh mappings.
   const int64_t rows = std::max<int64_t>(1, (int64_t(24) << 20) / (c.vocab_size * int64_t(x.element_size())));
   at::Tensor loss;
+  at::Tensor sample_loss, sample_correct;  // [B] per sample (gated)
+  if (gated) sample_loss = at::zeros({B}, at::kDouble), sample_correct = at::zeros({B}, at::kLong);
   for (int64_t first = 0; first < r.predicted; first += rows) {
     const int64_t n = std::min(rows, r.predicted - first);
     const at::Tensor logits = at::linear(h.narrow(0, first, n), W(kWord), W("cls.predictions.bias"));
     const at::Tensor targets = batch.targets.narrow(0, first, n);
-    const at::Tensor part = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Sum);
-    loss = loss.defined() ? loss + part : part;
-    r.correct += at::eq(logits.argmax(1), targets).sum().item<int64_t>();
+    const at::Tensor hit = at::eq(logits.argmax(1), targets);
+    if (gated) {  // per position, then summed into its sample in position order
+      const at::Tensor each = at::cross_entropy_loss(logits, targets, {}, at::Reduction::None);
+      const at::Tensor sample = at::div(batch.positions.narrow(0, first, n), T, "floor");
+      sample_loss.index_add_(0, sample, each.detach().to(at::kDouble));
+      sample_correct.index_add_(0, sample, hit.to(at::kLong));
+      const at::Tensor part = each.sum();
+      loss = loss.defined() ? loss + part : part;
+    } else {
+      const at::Tensor part = at::cross_entropy_loss(logits, targets, {}, at::Reduction::Sum);
+      loss = loss.defined() ? loss + part : part;
+    }
+    r.correct += hit.sum().item<int64_t>();
+  }
+  if (gated) {
+    gated->loss.assign(sample_loss.data_ptr<double>(), sample_loss.data_ptr<double>() + B);
+    gated->correct.assign(sample_correct.data_ptr<int64_t>(), sample_correct.data_ptr<int64_t>() + B);
+    const at::Tensor per = at::div(batch.positions, T, "floor").bincount({}, B);
+    gated->predicted.assign(per.data_ptr<int64_t>(), per.data_ptr<int64_t>() + B);
   }
   r.loss_sum = loss.item<double>();
   if (loss_out) *loss_out = loss;
@@ -168,6 +200,76 @@ MlmResult MlmModel::evaluate(const MlmBatch& batch) const {
   std::vector<at::Tensor> weights;
   for (const auto& p : layout_) weights.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
   return run(weights, batch, 0.0, nullptr);
+}
+
+GatedMlm MlmModel::evaluate_gated(const MlmBatch& batch, const at::Tensor& gates, bool gradients, bool entropy) const {
+  const int64_t B = batch.input.size(0), L = config_.num_layers, H = config_.num_heads;
+  CTXSIM_CHECK(gates.dim() == 3 && gates.size(0) == B && gates.size(1) == L && gates.size(2) == H, "evaluate_gated: gates [B, L, H]");
+  GatedMlm g;
+  g.loss.assign(size_t(B), 0.0), g.correct.assign(size_t(B), 0), g.predicted.assign(size_t(B), 0);
+  if (entropy) g.entropy = at::zeros({B, L, H}, at::kDouble);
+  std::vector<at::Tensor> weights;
+  for (const auto& p : layout_) weights.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
+  if (!gradients) {
+    const at::NoGradGuard no_grad;
+    run(weights, batch, 0.0, nullptr, gates.to(params_.scalar_type()), &g);
+    return g;
+  }
+  // Only the gates are leaves: each sample's gates reach only its own loss, so the gradient of
+  // the summed loss with respect to ξ_b is ∂loss_b/∂ξ_b, every sample's in one backward pass.
+  const at::Tensor leaf = gates.to(params_.scalar_type()).detach().requires_grad_(true);
+  at::Tensor loss;
+  run(weights, batch, 0.0, &loss, leaf, &g);
+  if (loss.defined()) {
+    loss.backward();
+    g.gate_grad = leaf.grad().to(at::kDouble);
+  } else {
+    g.gate_grad = at::zeros({B, L, H}, at::kDouble);
+  }
+  return g;
+}
+
+MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
+  namespace fs = std::filesystem;
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  const BertConfig config = BertConfig::load(config_path);
+  const FamilySpec& f = family_spec(config.family);
+  if (config.family != Family::Bert)
+    throw Error(config_path + ": model_type",
+                std::string("is ") + f.model_type + ": the masked-LM head ctxsim evaluates is BERT's (BertForMaskedLM)",
+                "give a BertForMaskedLM folder, e.g. models/brown-bert");
+  MlmModel m(config, dtype);
+  const SafetensorsFile file((fs::path(dir) / "model.safetensors").string());
+  // The file's tensors by the layout's names: the encoder under "bert." (or bare, legacy LayerNorm
+  // gamma/beta renamed), the head as it is.
+  std::map<std::string, const TensorView*> by_name;
+  for (const auto& [key, view] : file.tensors()) {
+    if (key.compare(0, 4, "cls.") == 0) {
+      by_name[key] = &view;
+    } else if (const std::string bare = canonical_tensor_name(f, key); !bare.empty()) {
+      by_name["bert." + bare] = &view;
+    }
+  }
+  if (!by_name.count("cls.predictions.bias"))
+    throw Error(file.path(), "has no masked-LM head (cls.predictions.*): the masked-LM loss needs one",
+                "give a BertForMaskedLM folder (e.g. models/brown-bert, or what ctxsim pretrain writes)");
+  for (const auto& p : m.layout_) {
+    const auto it = by_name.find(p.name);
+    if (it == by_name.end()) throw Error(file.path(), "lacks the tensor " + p.name, "give a complete BertForMaskedLM checkpoint");
+    const TensorView& v = *it->second;
+    if (v.shape != p.shape)
+      throw Error(file.path() + ": " + v.name, "has the shape of another model than config.json's", "use the config.json of these weights");
+    static const std::map<DType, at::ScalarType> kinds = {
+        {DType::F16, at::kHalf}, {DType::BF16, at::kBFloat16}, {DType::F32, at::kFloat}, {DType::F64, at::kDouble}};
+    at::Tensor raw = at::empty(p.shape, at::TensorOptions().dtype(kinds.at(v.dtype)));
+    int64_t first = -1;
+    if (const int64_t bad = copy_counting_nonfinite(file.file(), v, raw.data_ptr(), &first))
+      throw Error(file.path() + ": tensor '" + v.name + "'",
+                  std::to_string(bad) + " values are not finite (the first at flat index " + std::to_string(first) + ")",
+                  "use a checkpoint with finite weights");
+    m.params_.narrow(0, p.offset, p.numel).copy_(raw.reshape({-1}));
+  }
+  return m;
 }
 
 std::map<std::string, TensorData> MlmModel::export_tensors(DType dtype) const {

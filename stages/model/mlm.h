@@ -48,6 +48,16 @@ struct MlmResult {
   int64_t predicted = 0;  // predicted positions
 };
 
+// Per sample of a batch under head gates (SPEC §8): each sample's summed loss, its correct and
+// predicted positions, and on request ∂loss_b/∂ξ_b and each head's mean attention entropy.
+struct GatedMlm {
+  std::vector<double> loss;        // [B] cross-entropy summed over the sample's predicted positions
+  std::vector<int64_t> correct;    // [B] argmax (ties: the smaller id) equal to the original token
+  std::vector<int64_t> predicted;  // [B]
+  at::Tensor gate_grad;            // [B, L, H] float64: ∂loss_b/∂ξ at the given gates (gradients requested)
+  at::Tensor entropy;              // [B, L, H] float64: mean over valid query rows of -Σ_j A_ij ln A_ij (requested)
+};
+
 class MlmModel {
  public:
   MlmModel(const BertConfig& config, at::ScalarType dtype);  // parameters zero
@@ -68,6 +78,14 @@ class MlmModel {
   MlmResult train_step(const MlmBatch& batch, double dropout, double loss_scale);
   // The same without dropout or gradients.
   MlmResult evaluate(const MlmBatch& batch) const;
+  // Without dropout, each sample under its own head gates ξ [B, L, H] (1: the head as trained, 0:
+  // removed), with the gates' gradients and the heads' attention entropies on request.
+  GatedMlm evaluate_gated(const MlmBatch& batch, const at::Tensor& gates, bool gradients, bool entropy) const;
+
+  // A BertForMaskedLM folder (config.json, model.safetensors with the encoder under `bert.` or
+  // bare, and cls.predictions.*; the decoder tied to the word embeddings) in `dtype`. Errors name
+  // the file and the tensor: another family, a missing head, a shape, a non-finite value.
+  static MlmModel load(const std::string& dir, at::ScalarType dtype);
 
   // The tensors by Hugging Face name in `dtype` (F32 or F16): what model.safetensors holds.
   std::map<std::string, TensorData> export_tensors(DType dtype) const;
@@ -76,7 +94,10 @@ class MlmModel {
 
  private:
   // Last hidden states [B, T, hidden] and the loss terms; `weights` are views (leaves) of params_.
-  MlmResult run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double dropout, at::Tensor* loss_sum) const;
+  // With `gated` (and gates [B, L, H]): per-sample results into it, and the attention maps'
+  // entropies when gated->entropy is to be filled (defined on entry).
+  MlmResult run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double dropout, at::Tensor* loss_sum,
+                const at::Tensor& gates = {}, GatedMlm* gated = nullptr) const;
   BertConfig config_;
   std::vector<MlmParameter> layout_;
   std::map<std::string, size_t> index_;

@@ -76,8 +76,8 @@ void check_layer_count(const SafetensorsFile& file, const BertConfig& config, co
     }
     throw Error(config_path + ": model_type",
                 "declares a " + std::string(f.display) + " model ('" + f.model_type + "'" +
-                    (f.family == Family::Bert ? ", the default when the key is absent" : "") + "), but " +
-                    file.path() + " holds no " + f.display + " layer (no tensor " + prefix + "0.…)" + guess,
+                    (f.family == Family::Bert ? ", the default when the key is absent" : "") + "), but " + file.path() + " holds no " +
+                    f.display + " layer (no tensor " + prefix + "0.…)" + guess,
                 "use the config.json that belongs to these weights (its model_type picks the family)");
   }
   if (layers != config.num_layers)
@@ -325,7 +325,8 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
   const int64_t T = ids.size(1);
   if (T > config_.max_tokens())
     throw Error(kSeqLen.quantity, config_.positions_problem(T), "use at most " + std::to_string(config_.max_tokens()));
-  const LayerMode mode{AttentionKernel::PerSample, nullptr};
+  CTXSIM_CHECK(!request.gates.defined() || request.gates.size(-2) == config_.num_layers, "forward: gates of another model's layers");
+  const LayerMode mode{AttentionKernel::PerSample, nullptr, request.gates};
   at::Tensor x = embed(embeddings_, ids, config_.layer_norm_eps);  // [B, T, hidden]
   const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel, options_.causal);
   for (int64_t l = 0; l < config_.num_layers; ++l) {

@@ -110,7 +110,12 @@ at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const Key
     attend_per_sample(qkv[0], qkv[1], qkv[2], mask, scale, t);
   else
     attend_batched(qkv[0], qkv[1], qkv[2], mask, scale, mode.dropout, layer, t);
-  const at::Tensor merged = t.context.transpose(1, 2).reshape({B, T, hidden});
+  at::Tensor context = t.context;
+  if (mode.gates.defined()) {
+    const at::Tensor g = mode.gates.dim() == 3 ? mode.gates.select(1, layer) : mode.gates[layer].unsqueeze(0).expand({B, H});
+    context = context * g.to(context.scalar_type()).reshape({B, H, 1, 1});
+  }
+  const at::Tensor merged = context.transpose(1, 2).reshape({B, T, hidden});
   at::Tensor projected = at::linear(merged, w.o_w, w.o_b);
   if (mode.dropout && o.dropout_after_attention_output) projected = mode.dropout(projected, uint64_t(2 + 3 * layer));
   if (pre) return x + projected;

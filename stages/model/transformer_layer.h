@@ -68,6 +68,10 @@ enum class AttentionKernel {
 struct LayerMode {
   AttentionKernel kernel = AttentionKernel::PerSample;
   DropoutFn dropout;  // empty: none
+  // The head gates ξ of SPEC §8, [L, H] or per sample [B, L, H]: each head's context vector times
+  // its gate before the output projection (ξ = 1: the same bits as none; 0: the head removed;
+  // under autograd the gradient flows to ξ). Undefined: no gates.
+  at::Tensor gates;
 };
 
 // The dtype's lowest finite value: the additive mask of [PAD] keys (HF's finfo.min).

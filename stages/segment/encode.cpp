@@ -98,7 +98,7 @@ EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::v
       if (frame.end >= 0) ids[b][at++] = frame.end;
       valid[b].slice(0, 0, at).fill_(true);
     }
-    encoder.forward(ids.to(encoder.device()), valid.to(encoder.device()), LayerRequest{false, false}, [&](const LayerOutputs& o) {
+    encoder.forward(ids.to(encoder.device()), valid.to(encoder.device()), LayerRequest{false, false, {}}, [&](const LayerOutputs& o) {
       const at::Tensor ctx = o.context.to(at::kCPU, at::kDouble).contiguous();    // [B, H, T, d]
       const at::Tensor att = o.attention.to(at::kCPU, at::kDouble).contiguous();  // [B, H, T, T]
       const double* cp = ctx.data_ptr<double>();
