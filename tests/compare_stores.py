@@ -110,8 +110,11 @@ def main():
                 problems.append(f"attribute {key}: only in one store")
             elif not same_value(aa[key], ab[key]):
                 problems.append(f"attribute {key}: {aa[key]!r} vs {ab[key]!r}")
-    # A run's store has dozens of integer datasets, a segmentation store (kind "segment") six.
-    expected = 6 if a.attrs.get("kind") in ("segment", b"segment") else 30
+    # A run's store has dozens of integer datasets, a segmentation store (kind "segment") six, a
+    # pruning store ten (its scales and unit counts).
+    kind = a.attrs.get("kind", b"run")
+    kind = kind.decode() if isinstance(kind, bytes) else kind
+    expected = {"segment": 6, "prune": 10}.get(kind, 30)
     if len([n for n in da if np.issubdtype(da[n].dtype, np.integer)]) < expected:
         problems.append(f"only {len(da)} datasets: not a ctxsim store?")
     for p in problems:

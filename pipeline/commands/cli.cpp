@@ -108,6 +108,8 @@ std::vector<Subcommand> config_commands(Args& a) {
          }
          return cmd_segment_text(a.config, a.overrides, a.text, a.segments, std::cout);
        }},
+      {"prune", "head importance, per-head ablation and accuracy as heads are removed, on a masked-LM's held-out samples (an MPI job)",
+       [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_prune(a.config, a.overrides, std::cout); }},
       {"pretrain", "train a BERT with masked-LM on the config's corpus (MPI data-parallel, resumable), saved in HF's layout",
        [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_pretrain(a.config, a.overrides, std::cout); }},
       {"sweep", "list the points of a config's sweep: section", [&](CLI::App& s) { with_config(s, a); },
@@ -216,7 +218,11 @@ std::vector<Subcommand> model_commands(Args& a) {
          s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")
              ->check(whole_in(0, std::numeric_limits<int64_t>::max()))
              ->capture_default_str();
-         s.add_option("--vocab", a.init.vocab, "vocab.txt to copy in (its size sets vocab_size)")->required();
+         s.add_option("--vocab", a.init.vocab,
+                      "the tokenizer: a vocab.txt (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
+                      "(GPT-2, RoBERTa); its size sets vocab_size")
+             ->required();
+         s.add_flag("--mlm", a.init.mlm, "BERT: write BertForMaskedLM, the masked-LM head included (what `ctxsim prune` evaluates)");
          s.add_option("--out", a.init.out, "output folder")->required();
        },
        [&] { return cmd_init_model(a.init, std::cout); }},

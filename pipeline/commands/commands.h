@@ -33,6 +33,8 @@ int cmd_pretrain(const std::string& config, const std::vector<std::string>& over
 // `ctxsim segment`: Choi's benchmark across the MPI ranks (commands/segment.cpp), its store and
 // method table; with a text file, that file segmented (commands/segment_text.cpp).
 int cmd_segment(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
+// Head importance, ablation and pruning curves of a masked-LM (SPEC §8), an MPI job.
+int cmd_prune(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out);
 int cmd_segment_text(const std::string& config, const std::vector<std::string>& overrides, const std::string& text_path, int64_t segments,
                      std::ostream& out);
 // One run across the MPI ranks (commands/run.cpp): the store, the report and the summary.
@@ -89,6 +91,7 @@ struct InitModelArgs {
   int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, positions = 0;  // 0 = the preset's
   uint64_t seed = 0;
   std::string vocab, out;
+  bool mlm = false;  // BERT: BertForMaskedLM with its masked-LM head (what `ctxsim prune` evaluates)
 };
 int cmd_init_model(const InitModelArgs& args, std::ostream& out);
 struct ModelInfoArgs {

@@ -5,10 +5,13 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/summary.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/report/compare.h"
+#include "pipeline/report/prune_figures.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/report/segment_figures.h"
+#include "pipeline/store/prune_store.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/segment_summary.h"
 #include "pipeline/store/store.h"
@@ -25,24 +28,39 @@ int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, st
   MpiSession::ensure();
   if (a.out_dir.empty()) throw Error("--out", "compare needs a folder for its page and figures", "give --out DIR");
   const std::vector<std::string> paths = report::store_paths(inputs);
-  if (is_segment_store(open_complete_store(paths.front()))) {
+  // Stores whose page is their summaries and figures: segmentation and pruning stores.
+  const auto summary_compare = [&](const std::string& what, const std::vector<report::Entry>& figures, const std::string& tables,
+                                   size_t n) {
     if (!a.rule.empty())
-      throw Error("--rule " + a.rule, "segmentation stores have no selection rules", "leave --rule out for segmentation stores");
+      throw Error("--rule " + a.rule, what + " stores have no selection rules", "leave --rule out for " + what + " stores");
+    make_folder(a.out_dir, "--out");
+    const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures, [&](const fs::path&) {
+      return report::within_budget(report::summary_page(a.title, a.note + "\n" + tables, figures), a.max_bytes, "compare.html");
+    });
+    out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures for " << n << " " << what
+        << " stores\n";
+    return 0;
+  };
+  const h5::Id first = open_complete_store(paths.front());
+  if (is_segment_store(first)) {
     const std::vector<report::SegmentRun> runs = report::load_segment_runs(paths, a.labels);
-    const std::vector<report::Entry> figures = report::segment_figures(runs);
     std::string tables;
     for (const auto& r : runs) {
       std::ostringstream one;
       print_segment_summary(r.results, one);
       tables += r.label + " (" + r.path + ")\n" + one.str() + "\n";
     }
-    make_folder(a.out_dir, "--out");
-    const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures, [&](const fs::path&) {
-      return report::within_budget(report::segment_page(a.title, a.note + "\n" + tables, figures), a.max_bytes, "compare.html");
-    });
-    out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures for " << runs.size()
-        << " segmentations\n";
-    return 0;
+    return summary_compare("segmentation", report::segment_figures(runs), tables, runs.size());
+  }
+  if (is_prune_store(first)) {
+    const std::vector<report::PruneRun> runs = report::load_prune_runs(paths, a.labels);
+    std::string tables;
+    for (const auto& r : runs) {
+      std::ostringstream one;
+      print_summary(r.path, SummaryOptions{}, one);
+      tables += r.label + "\n" + one.str() + "\n";
+    }
+    return summary_compare("pruning", report::prune_compare_figures(runs, a.title), tables, runs.size());
   }
   const std::vector<report::CompareRun> runs = report::load_runs(paths, a);
   const std::vector<report::Entry> figures = report::compare_figures(runs, a.title);

@@ -15,6 +15,7 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/stopwatch.h"
+#include "stages/model/mlm.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/safetensors.h"
@@ -22,6 +23,7 @@
 namespace ctxsim {
 
 int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
+  namespace fs = std::filesystem;
   BertConfig c = BertConfig::preset(a.preset, parse_family(a.family, "--family"));
   if (a.layers > 0) c.num_layers = a.layers;
   if (a.hidden > 0) c.hidden_size = a.hidden;
@@ -29,11 +31,23 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.ffn > 0) c.intermediate_size = a.ffn;
   if (a.positions > 0) c.max_position_embeddings = a.positions;
   c.check("init-model: ", "pick sizes within those limits (a head count that divides the hidden size)");
+  if (a.mlm && c.family != Family::Bert)
+    throw Error("--mlm", "writes BERT's masked-LM (BertForMaskedLM)",
+                "use --family bert (a DistilBERT init has its masked-LM head already)");
   write_random_checkpoint(c, a.seed, a.vocab, a.out);
+  if (a.mlm) {  // the same encoder (init_bert is init-model's), with the masked-LM head, over the bare model's files
+    const BertConfig written = BertConfig::load((fs::path(a.out) / "config.json").string());
+    MlmModel m(written, at::kFloat);
+    m.init_bert(a.seed);
+    write_safetensors((fs::path(a.out) / "model.safetensors").string(), m.export_tensors(DType::F32),
+                      {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
+    atomic_write((fs::path(a.out) / "config.json").string(), written.to_json("BertForMaskedLM"));
+  }
   const FamilySpec& f = family_spec(c.family);
   out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads
       << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;
-  if (c.family != Family::Bert) out << ", " << f.display << " layout (" << (f.init_writes_mlm ? f.mlm_class : f.model_class) << ")";
+  if (c.family != Family::Bert || a.mlm)
+    out << ", " << f.display << " layout (" << (f.init_writes_mlm || a.mlm ? f.mlm_class : f.model_class) << ")";
   out << "\n";
   return 0;
 }

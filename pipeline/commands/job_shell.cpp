@@ -23,13 +23,14 @@ namespace fs = std::filesystem;
 
 namespace ctxsim {
 
-// The job table. prune joins it as a row and a Job.
+// The job table: a row and a Job (run.cpp, segment.cpp, pretrain.cpp, prune.cpp) per job.
 const JobRow& job_row(JobKind kind) {
   static const JobRow rows[] = {
       {JobKind::Run, "run", true, true,
        "set model.path to a Hugging Face BERT or DistilBERT folder (scripts/setup.sh makes data/models/bert-base-seed0), or model.name"},
       {JobKind::Segment, "segment", true, true, "set model.path to a Hugging Face BERT or DistilBERT folder, or model.name"},
       {JobKind::Pretrain, "pretrain", false, false, ""},
+      {JobKind::Prune, "prune", true, true, "set model.path to a BertForMaskedLM folder (models/brown-bert), or model.name"},
   };
   for (const JobRow& r : rows)
     if (r.kind == kind) return r;

@@ -13,11 +13,13 @@
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/summary.h"
 #include "pipeline/job/dist/comm.h"
+#include "pipeline/report/prune_figures.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/report/report_page.h"
 #include "pipeline/report/segment_figures.h"
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/prune_store.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -40,33 +42,45 @@ PageSource page_source(const std::string& store_path) {
   return {ec ? fs::absolute(store_path).string() : absolute.string(), store_identity(file)};
 }
 
-// A segmentation store's report: its figures and the method table.
-int segment_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
-  if (args.max_bytes < (1 << 20))
-    throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
-  if (!args.rule.empty())
-    throw Error("--rule " + args.rule, "a segmentation store has no selection rules", "leave --rule out for a segmentation store");
-  if (!args.heads.empty())
-    throw Error("--heads", "a segmentation store keeps no per-head examples to draw", "leave --heads out for a segmentation store");
-  const std::vector<SegmentRun> runs = load_segment_runs({store_path}, {});
-  const std::vector<Entry> figures = segment_figures(runs);
+// The report of a store whose page is its summary and figures (a segmentation or a pruning store:
+// `what` names it in messages): the options that only a run store takes are refused.
+int figures_report(const std::string& store_path, const ReportArgs& args, const std::string& what, const std::string& title,
+                   const std::string& summary, const std::vector<Entry>& figures, std::ostream& out) {
+  if (!args.rule.empty()) throw Error("--rule " + args.rule, "a " + what + " has no selection rules", "leave --rule out for a " + what);
+  if (!args.heads.empty()) throw Error("--heads", "a " + what + " keeps no per-head examples to draw", "leave --heads out for a " + what);
   if (args.list_figures) {
     for (const auto& f : figures) out << f.stem << "\n";
     return 0;
   }
   const std::string dir = args.out_dir.empty() ? fs::path(store_path).parent_path().string() : args.out_dir;
   make_folder(dir.empty() ? "." : dir, args.out_dir.empty() ? "the store's folder" : "--out");
-  std::ostringstream summary;
-  print_segment_summary(runs.front().results, summary);
   const auto [html, bytes] = publish_page(
       dir, "report.html", "the report", figures,
-      [&](const fs::path&) {
-        return within_budget(segment_page("ctxsim segment: " + runs.front().label, summary.str(), figures), args.max_bytes, "report.html");
-      },
+      [&](const fs::path&) { return within_budget(summary_page(title, summary, figures), args.max_bytes, "report.html"); },
       page_source(store_path));
   out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
       << (fs::path(dir) / "figures").string() << "\n";
   return 0;
+}
+
+// A segmentation store's report: its figures and the method table.
+int segment_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+  const std::vector<SegmentRun> runs = load_segment_runs({store_path}, {});
+  std::ostringstream summary;
+  print_segment_summary(runs.front().results, summary);
+  return figures_report(store_path, args, "segmentation store", "ctxsim segment: " + runs.front().label, summary.str(),
+                        segment_figures(runs), out);
+}
+
+// A pruning store's report: its curves and per-head maps under its summary.
+int prune_report(const std::string& store_path, hid_t file, const ReportArgs& args, std::ostream& out) {
+  const PruneStoreData d = read_prune_store(file, store_path);
+  std::ostringstream summary;
+  print_summary(store_path, SummaryOptions{}, summary);
+  std::string label = fs::path(store_path).parent_path().filename().string();
+  if (label.empty()) label = store_path;
+  return figures_report(store_path, args, "pruning store", "ctxsim prune: " + label, summary.str(),
+                        prune_figures(d, "prune " + label + " · model " + fs::path(d.model_path).filename().string()), out);
 }
 
 }  // namespace
@@ -79,6 +93,7 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
     throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
   const h5::Id file = open_complete_store(store_path);
   if (is_segment_store(file)) return segment_report(store_path, args, out);
+  if (is_prune_store(file)) return prune_report(store_path, file, args, out);
   const StoreData d = load_store_data(file, store_path, args.rule);
   const auto heads = parse_heads(args.heads, d);
 

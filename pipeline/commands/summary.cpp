@@ -11,11 +11,13 @@
 #include "stages/stats/metrics.h"
 
 #include "pipeline/job/config/head_list.h"
+#include "pipeline/store/prune_store.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/segment_summary.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
+#include "stages/prune/prune.h"
 #include "stages/stats/accumulator.h"
 
 namespace ctxsim {
@@ -27,12 +29,64 @@ std::string with_heads(std::string text, int64_t H) {
   return at == std::string::npos ? text : text.replace(at, 3, std::to_string(H));
 }
 
+// A pruning store (SPEC §8): accuracy along each order's curve, the random band, whether
+// importance beats random at half the heads removed, and how the per-head measures agree.
+void print_prune_summary(const PruneStoreData& d, const std::string& path, hid_t file, std::ostream& out) {
+  const PruneResults& r = d.results;
+  const int64_t L = d.layout.layers, H = d.layout.heads, F = d.layout.fractions;
+  const int64_t R = int64_t(r.curve_accuracy_random.size()) / std::max<int64_t>(F, 1);
+  out << "ctxsim summary of " << path << " (prune: head importance and pruning, SPEC §8)\n"
+      << "  model " << d.model_path << " (" << read_store_model(file, path).describe() << "), " << L << " layers x " << H
+      << " heads; full model: loss " << fixed(r.full_loss, 4) << ", accuracy " << fixed(100 * r.full_accuracy, 2) << "%\n\n"
+      << "accuracy (%) with a fraction of the heads removed, first in each order\n"
+      << std::setw(20) << "order";
+  for (int64_t f = 0; f < F; ++f) out << std::setw(7) << (std::to_string(f * 10) + "%");
+  out << "\n";
+  const auto row = [&](const std::string& name, const double* acc) {
+    out << std::setw(20) << name;
+    for (int64_t f = 0; f < F; ++f) out << std::setw(7) << fixed(100 * acc[f], 2);
+    out << "\n";
+  };
+  for (size_t c = 0; c < d.curve_orders.size(); ++c)
+    row(d.curve_orders[c] == "random" ? "random (mean of " + std::to_string(R) + ")" : d.curve_orders[c], &r.curve_accuracy[c * size_t(F)]);
+  // The random band at 50% removed, and how far each order lies from it in its standard deviations.
+  const int64_t half = F / 2;
+  double mean = 0, sd = 0;
+  for (int64_t s = 0; s < R; ++s) mean += r.curve_accuracy_random[size_t(s * F + half)] / double(R);
+  for (int64_t s = 0; s < R; ++s)
+    sd += std::pow(r.curve_accuracy_random[size_t(s * F + half)] - mean, 2) / double(std::max<int64_t>(R - 1, 1));
+  sd = std::sqrt(sd);
+  out << "\nat " << half * 10 << "% removed, random orders: " << fixed(100 * mean, 2) << "% +- " << fixed(100 * sd, 2) << " (sd over " << R
+      << " seeds)\n";
+  for (size_t c = 0; c + 1 < d.curve_orders.size(); ++c) {
+    const double acc = r.curve_accuracy[c * size_t(F) + size_t(half)];
+    out << "  " << std::setw(18) << std::left << d.curve_orders[c] << std::right << fixed(100 * acc, 2) << "%  "
+        << (sd > 0 ? fixed((acc - mean) / sd, 1) + " sd from random" : std::string("(no spread among the random orders)")) << "\n";
+  }
+  out << "\nSpearman rank correlation of importance with\n";
+  const auto rho = [&](const char* name, const std::vector<double>& v) {
+    out << "  " << std::setw(18) << std::left << name << std::right << fixed(prune::spearman(r.importance, v), 3) << "\n";
+  };
+  rho("ablation loss", r.ablation_loss);
+  rho("attention entropy", r.entropy);
+  if (!r.score.empty()) rho(("score " + d.score).c_str(), r.score);
+  out << "\nimportance normalised per layer (Michel et al.: |dL/dxi| summed over samples, / the layer's L2 norm)\n layer";
+  for (int64_t h = 0; h < H; ++h) out << std::setw(7) << ("H" + std::to_string(h));
+  out << "\n";
+  for (int64_t l = 0; l < L; ++l) {
+    out << std::setw(6) << l;
+    for (int64_t h = 0; h < H; ++h) out << std::setw(7) << fixed(r.importance_normalised[size_t(l * H + h)], 3);
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
   const h5::FileScope scope(path);
   const h5::Id file = open_complete_store(path);
   if (is_segment_store(file)) return print_segment_summary(read_segment_store(file), out), 0;
+  if (is_prune_store(file)) return print_prune_summary(read_prune_store(file, path), path, file, out), 0;
   const auto vocab = store_vocab(file);
   const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
   const Baseline base = baseline_of(stats);

@@ -14,6 +14,7 @@
 #include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/prune_store.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
@@ -61,7 +62,7 @@ int cmd_status(const std::string& store, std::ostream& out) {
     {
       const h5::FileScope scope(store);
       const h5::Id file = open_complete_store(store);
-      if (!is_segment_store(file)) (void)report::load_store_data(file, store, "");
+      if (!is_segment_store(file) && !is_prune_store(file)) (void)report::load_store_data(file, store, "");
     }
     log_info(store + ": " + holds + "; every check passed");
     out << "complete\n";

@@ -158,7 +158,7 @@ std::vector<Entry> segment_figures(const std::vector<SegmentRun>& runs) {
   return out;
 }
 
-std::string segment_page(const std::string& title, const std::string& summary, const std::vector<Entry>& figures) {
+std::string summary_page(const std::string& title, const std::string& summary, const std::vector<Entry>& figures) {
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; "

@@ -26,7 +26,8 @@ std::vector<SegmentRun> load_segment_runs(const std::vector<std::string>& paths,
 std::vector<Entry> segment_figures(const std::vector<SegmentRun>& runs);
 // `page` when it is at most max_bytes, else an Error naming the page and its size (--max-bytes).
 std::string within_budget(std::string page, int64_t max_bytes, const std::string& name);
-// A self-contained page: the summary tables (escaped) and the figures as SVG files beside it.
-std::string segment_page(const std::string& title, const std::string& summary, const std::vector<Entry>& figures);
+// A self-contained page: the summary tables (escaped) and the figures (a segmentation or a
+// pruning store, compare of segmentations).
+std::string summary_page(const std::string& title, const std::string& summary, const std::vector<Entry>& figures);
 
 }  // namespace ctxsim::report

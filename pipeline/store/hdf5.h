@@ -78,7 +78,7 @@ bool exists(hid_t parent, const std::string& path);
 
 // The fix of every error about a file that is not a ctxsim store, or a damaged one.
 inline constexpr const char* kNotAStoreFix =
-    "the store is damaged or was not written by ctxsim; rerun the job that wrote it ('ctxsim run' or 'ctxsim segment') to regenerate "
+    "the store is damaged or was not written by ctxsim; rerun the job that wrote it ('ctxsim run', 'segment' or 'prune') to regenerate "
     "it (or ask its author for an intact copy)";
 // Attributes and strings a reader takes at most (a store's config is a few KB).
 constexpr size_t kMaxAttributeBytes = size_t(64) << 20;

@@ -7,6 +7,46 @@
 #include "stages/base/files.h"
 
 namespace ctxsim {
+
+Scales::Scales(hid_t dxpl, bool writer) : dxpl_(dxpl), writer_(writer) {}
+
+void Scales::numbers(hid_t group, const std::string& name, hsize_t n, const std::string& description, std::vector<int64_t> values) {
+  if (values.empty())
+    for (hsize_t i = 0; i < n; ++i) values.push_back(int64_t(i));
+  const h5::Id ds = make(group, name, h5::Element<int64_t>::file(), n, description, name);
+  if (n == 0) return;  // no storage: MPI-IO refuses even an empty collective write
+  h5::write_slab(ds, values.data(), {0}, {writer_ ? n : 0}, dxpl_);
+}
+
+void Scales::strings(hid_t group, const std::string& name, hsize_t n, size_t width, const std::string& description,
+                     const std::vector<std::string>& values) {
+  const h5::Id type = h5::fixed_string_type(string_width(width));
+  const h5::Id ds = make(group, name, type, n, description, name);
+  h5::set_attr(ds, "_Encoding", std::string("utf-8"));  // xarray decodes the bytes to str
+  if (values.empty() || n == 0) return;
+  const std::string packed = h5::pack_strings(values, H5Tget_size(type));
+  h5::write_slab(ds, type, packed.data(), {0}, {writer_ ? n : 0}, dxpl_);
+}
+
+void Scales::bare(hid_t group, const std::string& name, hsize_t n, const std::string& description) {
+  make(group, name, h5::Element<uint8_t>::file(), n, description, h5::dimension_without_values(n));
+}
+
+void Scales::attach(hid_t group, const std::string& name, const std::vector<std::string>& dims) {
+  const h5::Id ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, name.c_str());
+  for (size_t axis = 0; axis < dims.size(); ++axis) {
+    const h5::Id scale(H5Dopen2(group, dims[axis].c_str(), H5P_DEFAULT), H5Dclose, dims[axis].c_str());
+    h5::attach_scale(ds, scale, unsigned(axis), dims[axis]);
+  }
+}
+
+h5::Id Scales::make(hid_t group, const std::string& name, hid_t type, hsize_t n, const std::string& description,
+                    const std::string& scale_name) {
+  h5::Id ds = h5::create_dataset(group, name, type, {n}, description);
+  h5::make_scale(ds, scale_name, next_dimid_++);
+  return ds;
+}
+
 namespace {
 
 // Every axis of every dataset is named by a dimension scale (docs/STORE.md "With xarray"): the
@@ -28,53 +68,6 @@ std::vector<std::string> stat_dims(StatShape s) {
   }
   return {};
 }
-
-class Scales {
- public:
-  Scales(hid_t dxpl, bool writer) : dxpl_(dxpl), writer_(writer) {}
-  // A coordinate of whole numbers, 0 … n-1 unless `values` are given.
-  void numbers(hid_t group, const std::string& name, hsize_t n, const std::string& description, std::vector<int64_t> values = {}) {
-    if (values.empty())
-      for (hsize_t i = 0; i < n; ++i) values.push_back(int64_t(i));
-    const h5::Id ds = make(group, name, h5::Element<int64_t>::file(), n, description, name);
-    if (n == 0) return;  // no storage: MPI-IO refuses even an empty collective write
-    h5::write_slab(ds, values.data(), {0}, {writer_ ? n : 0}, dxpl_);
-  }
-  // A coordinate of strings of at most `width` bytes (UTF-8); values empty: written later.
-  void strings(hid_t group, const std::string& name, hsize_t n, size_t width, const std::string& description,
-               const std::vector<std::string>& values = {}) {
-    const h5::Id type = h5::fixed_string_type(string_width(width));
-    const h5::Id ds = make(group, name, type, n, description, name);
-    h5::set_attr(ds, "_Encoding", std::string("utf-8"));  // xarray decodes the bytes to str
-    if (values.empty() || n == 0) return;
-    const std::string packed = h5::pack_strings(values, H5Tget_size(type));
-    h5::write_slab(ds, type, packed.data(), {0}, {writer_ ? n : 0}, dxpl_);
-  }
-  // A dimension without values (netCDF: a dimension that is not a variable).
-  void bare(hid_t group, const std::string& name, hsize_t n, const std::string& description) {
-    make(group, name, h5::Element<uint8_t>::file(), n, description, h5::dimension_without_values(n));
-  }
-  // Names the axes of group's dataset `name` by the group's scales `dims`, in order.
-  static void attach(hid_t group, const std::string& name, const std::vector<std::string>& dims) {
-    const h5::Id ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, name.c_str());
-    for (size_t axis = 0; axis < dims.size(); ++axis) {
-      const h5::Id scale(H5Dopen2(group, dims[axis].c_str(), H5P_DEFAULT), H5Dclose, dims[axis].c_str());
-      h5::attach_scale(ds, scale, unsigned(axis), dims[axis]);
-    }
-  }
-  // At least 2 bytes: xarray would read 1-byte strings as characters of one string.
-  static size_t string_width(size_t longest) { return std::max<size_t>(longest, 2); }
-
- private:
-  h5::Id make(hid_t group, const std::string& name, hid_t type, hsize_t n, const std::string& description, const std::string& scale_name) {
-    h5::Id ds = h5::create_dataset(group, name, type, {n}, description);
-    h5::make_scale(ds, scale_name, next_dimid_++);
-    return ds;
-  }
-  hid_t dxpl_;
-  bool writer_;
-  int32_t next_dimid_ = 0;
-};
 
 size_t longest(const std::vector<std::string>& v) {
   size_t n = 0;

@@ -127,7 +127,7 @@ void create_stats(hid_t file, const StoreLayout& layout) {
 
 // The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
 void write_root_attributes(hid_t file, const StoreAttributes& a) {
-  CTXSIM_CHECK(a.kind == "run" || a.kind == "segment", "a store's kind is run or segment");
+  CTXSIM_CHECK(a.kind == "run" || a.kind == "segment" || a.kind == "prune", "a store's kind is run, segment or prune");
   h5::set_attr(file, "schema_version", store_schema_version());
   const std::pair<const char*, const std::string*> texts[] = {{"kind", &a.kind},
                                                               {"config", &a.config_yaml},
@@ -407,8 +407,8 @@ StoreInfo inspect_store(const std::string& path) {
   info.complete = h5::get_attr_int(file, "complete") == 1;
   info.config_yaml = h5::get_attr_string(file, "config");
   info.job = h5::has_attr(file, "kind") ? h5::get_attr_string(file, "kind") : "run";
-  if (info.job != "run" && info.job != "segment")
-    throw Error(path, "its kind attribute is '" + info.job + "', not run or segment", h5::kNotAStoreFix);
+  if (info.job != "run" && info.job != "segment" && info.job != "prune")
+    throw Error(path, "its kind attribute is '" + info.job + "', not run, segment or prune", h5::kNotAStoreFix);
   for (auto [name, value] : {std::pair{"model_sha256", &info.model_sha256},
                              {"model_config_sha256", &info.model_config_sha256},
                              {"vocab_sha256", &info.vocab_sha256},

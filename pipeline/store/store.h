@@ -29,7 +29,7 @@ inline int64_t store_schema_version() { return std::max(kStoreLayoutVersion, sta
 
 // Root attributes written at creation (the rest, like finished and complete, at the end).
 struct StoreAttributes {
-  std::string kind;  // the job: "run" | "segment"
+  std::string kind;  // the job: "run" | "segment" | "prune"
   std::string config_yaml, config_path, model_path, model_sha256, model_config_sha256, vocab_path, vocab_sha256;
   std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype, devices, isa;
   std::string family = "bert";  // the model's config.json model_type (SPEC §7)

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/prune_store.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
@@ -40,6 +41,8 @@ template std::vector<int32_t> read_checked(hid_t, const std::string&, const std:
                                            std::vector<hsize_t>*);
 template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
                                            std::vector<hsize_t>*);
+template std::vector<double> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
+                                          std::vector<hsize_t>*);
 
 size_t StoreStats::rule_index(const std::string& rule) const {
   const auto it = std::find(rules.begin(), rules.end(), rule);
@@ -157,6 +160,11 @@ std::string verify_complete_store(const std::string& path) {
     const SegmentResults r = read_segment_store(file);
     return "segmentation store: " + std::to_string(r.layout.documents) + " documents, " + std::to_string(r.layout.methods.size()) +
            " methods, " + std::to_string(r.layout.layers) + " layers x " + std::to_string(r.layout.heads) + " heads";
+  }
+  if (is_prune_store(file)) {
+    const PruneStoreData d = read_prune_store(file, path);
+    return "pruning store: " + std::to_string(d.layout.layers) + " layers x " + std::to_string(d.layout.heads) + " heads, " +
+           std::to_string(d.curve_orders.size()) + " curves";
   }
   const auto vocab = store_vocab(file);
   const StoreStats s = read_store_stats(file, path, int64_t(vocab.size()));

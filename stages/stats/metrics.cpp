@@ -115,6 +115,7 @@ const std::vector<Metric>& metrics() {
             .summary(10, 3).legend("sep-attn = mean attention mass on separators")
             .heatmap({"separator_attention", "Attention mass on separators per head", "mean attention on separators",
                       "Mean attention mass that valid query tokens put on separator keys, per layer and head"}),
+        Row("anchor_share", "anchor %", rate<S::AnchorPairs, S::HighPairs>).share_of(pairs),
         Row("noise_share", "noise %", rate<S::Noise, S::HighPairs>).share_of(pairs).summary(9, 1).compare("noise %", 1)
             .heatmap({"noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise",
                       "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token", 100})

@@ -100,6 +100,13 @@ struct Config {
     std::string method = "heads-c99";  // what `segment --text` uses: heads-c99 | heads-depth | attention
     int64_t layer = -1;                // the layer `segment --text` uses; -1 = the last
   } segment;
+  // `ctxsim prune` (head importance, ablation and pruning curves on a masked-LM, SPEC §8); the
+  // other jobs ignore it.
+  struct Prune {
+    int64_t random_seeds = 5;     // random orders (seeds 1 … N), their curves a band
+    std::string scores_from;      // a run store whose per-head score is one more order; empty = none
+    std::string score = "noise";  // that score: noise | anchor_share | same_sentence_lift | repetition_lift
+  } prune;
   struct Output {
     std::string dir = "results/default";  // store.h5 and report go here
     bool overwrite = false;               // replace an existing store with a different config
@@ -150,7 +157,7 @@ std::string to_yaml(const Config& config, bool with_comments = true, const std::
 
 // What reads a config: the analysis (`run`) or the training (`pretrain`). Each reads its own
 // keys; a store's or a checkpoint's identity holds only the keys that determine its results.
-enum class JobKind { Run, Pretrain, Segment };
+enum class JobKind { Run, Pretrain, Segment, Prune };
 
 // The YAML of the settings that determine a run's results: to_yaml with the keys that only steer
 // how it runs (marked so in the schema: output.dir, .overwrite and .report; runtime threads,

@@ -187,7 +187,7 @@ Field row(uint8_t jobs, std::string path, std::string help,
   f.set = std::move(set);
   f.emit = std::move(emit);
   f.copy = std::move(copy);
-  f.used_by = jobs & (Field::kByRun | Field::kByPretrain | Field::kBySegment);
+  f.used_by = jobs & (Field::kByRun | Field::kByPretrain | Field::kBySegment | Field::kByPrune);
   f.determines_results = !(jobs & Field::kSteers);
   return f;
 }
@@ -371,7 +371,7 @@ Field selection_field(uint8_t jobs, std::string path, Ref<std::vector<SelectionR
 
 // The jobs that read a key (R run, P pretrain, S segment), and Steer for a key that steers how a
 // job goes but not its results (no part of a store's identity).
-constexpr uint8_t R = Field::kByRun, P = Field::kByPretrain, S = Field::kBySegment, Steer = Field::kSteers;
+constexpr uint8_t R = Field::kByRun, P = Field::kByPretrain, S = Field::kBySegment, X = Field::kByPrune, Steer = Field::kSteers;
 #define KEY(member) \
   [](Config & c) -> auto& { return c.member; }
 
@@ -381,23 +381,23 @@ constexpr uint8_t R = Field::kByRun, P = Field::kByPretrain, S = Field::kBySegme
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = {
       // clang-format off
-      enum_field<CorpusFormat>(R|P|S, "corpus.format", KEY(corpus.format), "brown (one sentence per line, word/tag) | text | jsonl"),
-      string_field(R|P|S, "corpus.path", KEY(corpus.path), {}, "corpus folder or file, relative to the working directory"),
-      string_field(R|P|S, "corpus.text_field", KEY(corpus.text_field), {}, "jsonl: the member holding each document's text"),
-      enum_field<InvalidUtf8>(R|P|S, "corpus.invalid_utf8", KEY(corpus.invalid_utf8), "error | replace (invalid bytes become U+FFFD)"),
-      int_field(R|P|S, "corpus.max_documents", KEY(corpus.max_documents), 0, kMaxCount, "0 = all documents, else the first N in corpus order"),
-      int_field(R|P|S, "corpus.heldout_every", KEY(corpus.heldout_every), 0, kMaxCount, "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none"),
-      enum_field<DocumentSplit>(R|S, "corpus.split", KEY(corpus.split), "run: samples from all documents | the train split | the heldout split"),
-      int_field(R|P|S, "samples.seq_len", KEY(samples.seq_len), kSeqLen.lo, kSeqLen.hi, "T: tokens per sample including [CLS] and [SEP]"),
-      enum_field<WindowMode>(R|P, "samples.windows", KEY(samples.windows), "sentences: a window at every stride-th sentence start | documents: one per document"),
-      int_field(R|P, "samples.stride_sentences", KEY(samples.stride_sentences), 1, kMaxCount, "sentences mode: a window starts every N sentences"),
-      int_field(R, "samples.num_samples", KEY(samples.num_samples), 1, kMaxCount, "windows drawn with the seeded shuffle (all when fewer exist)"),
-      int_field(R, "samples.seed", KEY(samples.seed), 0, kMaxSeed, "SplitMix64 seed of the draw"),
-      string_field(R|S, "model.path", KEY(model.path), {}, "Hugging Face BERT folder: config.json, model.safetensors, vocab.txt"),
-      string_field(R|S, "model.name", KEY(model.name), {}, "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)"),
-      string_field(R|P|S, "model.vocab", KEY(model.vocab), {}, "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)"),
-      enum_field<LowerCase>(R|P|S, "model.do_lower_case", KEY(model.do_lower_case), "auto = tokenizer_config.json, else true (uncased)"),
-      enum_field<Precision>(R|S, "model.dtype", KEY(model.dtype), "compute dtype; float64 for count-for-count checks"),
+      enum_field<CorpusFormat>(R|P|S|X, "corpus.format", KEY(corpus.format), "brown (one sentence per line, word/tag) | text | jsonl"),
+      string_field(R|P|S|X, "corpus.path", KEY(corpus.path), {}, "corpus folder or file, relative to the working directory"),
+      string_field(R|P|S|X, "corpus.text_field", KEY(corpus.text_field), {}, "jsonl: the member holding each document's text"),
+      enum_field<InvalidUtf8>(R|P|S|X, "corpus.invalid_utf8", KEY(corpus.invalid_utf8), "error | replace (invalid bytes become U+FFFD)"),
+      int_field(R|P|S|X, "corpus.max_documents", KEY(corpus.max_documents), 0, kMaxCount, "0 = all documents, else the first N in corpus order"),
+      int_field(R|P|S|X, "corpus.heldout_every", KEY(corpus.heldout_every), 0, kMaxCount, "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none"),
+      enum_field<DocumentSplit>(R|S|X, "corpus.split", KEY(corpus.split), "run: samples from all documents | the train split | the heldout split"),
+      int_field(R|P|S|X, "samples.seq_len", KEY(samples.seq_len), kSeqLen.lo, kSeqLen.hi, "T: tokens per sample including [CLS] and [SEP]"),
+      enum_field<WindowMode>(R|P|X, "samples.windows", KEY(samples.windows), "sentences: a window at every stride-th sentence start | documents: one per document"),
+      int_field(R|P|X, "samples.stride_sentences", KEY(samples.stride_sentences), 1, kMaxCount, "sentences mode: a window starts every N sentences"),
+      int_field(R|X, "samples.num_samples", KEY(samples.num_samples), 1, kMaxCount, "windows drawn with the seeded shuffle (all when fewer exist)"),
+      int_field(R|X, "samples.seed", KEY(samples.seed), 0, kMaxSeed, "SplitMix64 seed of the draw"),
+      string_field(R|S|X, "model.path", KEY(model.path), {}, "Hugging Face BERT folder: config.json, model.safetensors, vocab.txt"),
+      string_field(R|S|X, "model.name", KEY(model.name), {}, "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)"),
+      string_field(R|P|S|X, "model.vocab", KEY(model.vocab), {}, "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)"),
+      enum_field<LowerCase>(R|P|S|X, "model.do_lower_case", KEY(model.do_lower_case), "auto = tokenizer_config.json, else true (uncased)"),
+      enum_field<Precision>(R|S|X, "model.dtype", KEY(model.dtype), "compute dtype; float64 for count-for-count checks"),
       enum_field<HeadVector>(R, "model.vector", KEY(model.vector), "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"),
       bool_field(R, "model.tf32", KEY(model.tf32), "GPU ranks: float32 matmuls in TF32 (10-bit mantissa, faster, moves near-tied pairs); false = full float32"),
       selection_field(R, "selection", KEY(selection), "SPEC §3 rules, all evaluated on one forward pass"),
@@ -433,17 +433,20 @@ const std::vector<Field>& schema() {
       int_field(S, "segment.attention_layers", KEY(segment.attention_layers), 1, 1000, "the final layers whose attention across gaps the attention-final method averages"),
       string_field(S, "segment.method", KEY(segment.method), {"heads-c99", "heads-depth", "attention"}, "what `segment --text` uses: heads-c99 | heads-depth | attention (of segment.layer)"),
       int_field(S, "segment.layer", KEY(segment.layer), -1, 1000, "the layer `segment --text` uses; -1 = the model's last"),
-      string_field(R|P|S|Steer, "output.dir", KEY(output.dir), {}, "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what"),
-      bool_field(R|P|S|Steer, "output.overwrite", KEY(output.overwrite), "replace an existing store (or checkpoint) made with a different config"),
-      bool_field(R|S|Steer, "output.report", KEY(output.report), "write the report when the run ends"),
+      int_field(X, "prune.random_seeds", KEY(prune.random_seeds), 1, 1000, "random orders of the heads (seeds 1 ... N): the band the other orders are judged against"),
+      string_field(X, "prune.scores_from", KEY(prune.scores_from), {}, "a complete run store of the same model: its per-head score is one more order; empty = none"),
+      string_field(X, "prune.score", KEY(prune.score), {"noise", "anchor_share", "same_sentence_lift", "repetition_lift"}, "the score of prune.scores_from: noise (noisiest first) | anchor_share | same_sentence_lift | repetition_lift (least first)"),
+      string_field(R|P|S|X|Steer, "output.dir", KEY(output.dir), {}, "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what"),
+      bool_field(R|P|S|X|Steer, "output.overwrite", KEY(output.overwrite), "replace an existing store (or checkpoint) made with a different config"),
+      bool_field(R|S|X|Steer, "output.report", KEY(output.report), "write the report when the run ends"),
       int_field(R|Steer, "output.report_max_bytes", KEY(output.report_max_bytes), 1 << 20, int64_t(1) << 40, "size budget of report.html; large examples are block-pooled to fit"),
-      int_field(R|P|S|Steer, "runtime.threads", KEY(runtime.threads), 0, 4096, "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores"),
-      int_field(R|S, "runtime.batch_size", KEY(runtime.batch_size), 1, 65536, "samples per forward pass"),
-      int_field(R|S, "runtime.unit_size", KEY(runtime.unit_size), 1, kMaxCount, "samples per work unit (the resume granularity; independent of the rank count)"),
+      int_field(R|P|S|X|Steer, "runtime.threads", KEY(runtime.threads), 0, 4096, "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores"),
+      int_field(R|S|X, "runtime.batch_size", KEY(runtime.batch_size), 1, 65536, "samples per forward pass"),
+      int_field(R|S|X, "runtime.unit_size", KEY(runtime.unit_size), 1, kMaxCount, "samples per work unit (the resume granularity; independent of the rank count)"),
       enum_field<Device>(R|Steer, "runtime.device", KEY(runtime.device), "auto = the local GPU when built with CUDA and one is visible, else CPU"),
-      double_field(R|P|S|Steer, "runtime.progress_seconds", KEY(runtime.progress_seconds), 0.0, 1e6, true, "seconds between progress lines when not on a terminal"),
-      int_field(R|S|Steer, "runtime.flush_units", KEY(runtime.flush_units), 1, kMaxCount, "make progress durable (resume state) every N completed work units"),
-      double_field(R|P|S|Steer, "runtime.flush_seconds", KEY(runtime.flush_seconds), 0.0, 1e7, true, "… or every N seconds, whichever comes first"),
+      double_field(R|P|S|X|Steer, "runtime.progress_seconds", KEY(runtime.progress_seconds), 0.0, 1e6, true, "seconds between progress lines when not on a terminal"),
+      int_field(R|S|X|Steer, "runtime.flush_units", KEY(runtime.flush_units), 1, kMaxCount, "make progress durable (resume state) every N completed work units"),
+      double_field(R|P|S|X|Steer, "runtime.flush_seconds", KEY(runtime.flush_seconds), 0.0, 1e7, true, "… or every N seconds, whichever comes first"),
       // clang-format on
   };
   return fields;
@@ -451,8 +454,8 @@ const std::vector<Field>& schema() {
 #undef KEY
 
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"corpus",   "samples", "model",  "selection", "statistics",
-                                             "pretrain", "segment", "output", "runtime",   "sweep"};
+  static const std::vector<std::string> s = {"corpus",  "samples", "model",  "selection", "statistics", "pretrain",
+                                             "segment", "prune",   "output", "runtime",   "sweep"};
   return s;
 }
 

@@ -21,7 +21,7 @@ namespace ctxsim {
 // A key is "section.key", or a whole section ("selection": a list of rules), which may take
 // "section.sub=value" overrides for its `subkeys`.
 struct Field {
-  static constexpr uint8_t kByRun = 1, kByPretrain = 2, kBySegment = 4, kSteers = 8;
+  static constexpr uint8_t kByRun = 1, kByPretrain = 2, kBySegment = 4, kSteers = 8, kByPrune = 16;
   std::string path;  // "samples.seq_len"
   std::string help;  // meaning, units, sentinels: the comment in the effective config
   // The value at `where` (file:line:col, or the command line) of `file` (positions of list items).
@@ -34,7 +34,10 @@ struct Field {
   std::function<void(Config&, const std::string& sub, const YAML::Node&, const std::string& where)> set_sub;
   bool is_section() const { return path.find('.') == std::string::npos; }
   bool used_by_job(JobKind kind) const {
-    return used_by & (kind == JobKind::Run ? kByRun : kind == JobKind::Pretrain ? kByPretrain : kBySegment);
+    return used_by & (kind == JobKind::Run        ? kByRun
+                      : kind == JobKind::Pretrain ? kByPretrain
+                      : kind == JobKind::Segment  ? kBySegment
+                                                  : kByPrune);
   }
   // Part of the identity of a store (run) or a checkpoint (pretrain).
   bool identifies(JobKind kind) const { return determines_results && used_by_job(kind); }

@@ -1,0 +1,432 @@
+// `ctxsim prune CONFIG`: head importance (Michel et al. 2019), per-head ablation and the curves of
+// loss and accuracy as heads are removed in several orders (SPEC §8), over held-out samples of a
+// masked-LM, as an MPI job on the run's scaffold (job_shell.h: lock, resume, status, store).
+//
+// Two passes over work units of samples. Pass 1: the full model with per-sample gate gradients and
+// attention entropies, and the model without each head alone. The orders follow from pass 1's
+// sums (every rank reads them back from the store, so a resumed job finds them too). Pass 2: every
+// order at every fraction. A unit's sums are computed the same way whoever computes it (its
+// samples in batches of runtime.batch_size) and summed over units in unit order: the results do
+// not depend on the rank count or on resumes.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_shell.h"
+#include "pipeline/commands/run_units.h"
+#include "pipeline/job/config/inputs.h"
+#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/log.h"
+#include "pipeline/job/dist/progress.h"
+#include "pipeline/job/dist/rounds.h"
+#include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/report/report_data.h"
+#include "pipeline/store/hdf5.h"
+#include "pipeline/store/prune_store.h"
+#include "pipeline/store/segment_store.h"
+#include "stages/base/cpu_features.h"
+#include "stages/base/digest.h"
+#include "stages/base/error.h"
+#include "stages/base/stopwatch.h"
+#include "stages/model/mlm.h"
+#include "stages/model/model.h"
+#include "stages/prune/prune.h"
+#include "stages/stats/metrics.h"
+
+namespace fs = std::filesystem;
+
+namespace ctxsim {
+namespace {
+
+void check_prune_config(const Config& c) {
+  require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
+  if (!c.sweep.empty())
+    throw Error(c.where("sweep"), "prune runs one configuration; a sweep: section is for 'ctxsim run' and 'ctxsim submit'",
+                "remove the sweep: section and run each point with its overrides");
+  if (c.runtime.device == Device::Cuda)
+    throw Error(c.where("runtime.device"), "prune runs its model on the CPU (GPU ranks are for 'ctxsim run')",
+                "set runtime.device=cpu (or auto)");
+}
+
+struct PruneInputs {
+  int threads = 1;
+  std::optional<JobTokenizer> tokenizer;
+  PreparedSamples prepared;
+  std::optional<MlmModel> model;
+  std::vector<int32_t> input, labels;  // [N, T] SPEC §8's masked inputs and targets (-1: not predicted)
+  std::vector<double> score;           // [L*H] prune.score from prune.scores_from; empty: none
+};
+
+// The per-head score of a run store (prune.scores_from) by its metric row.
+std::vector<double> store_score(const Config& c, const BertConfig& mc) {
+  if (c.prune.scores_from.empty()) return {};
+  const std::string& path = c.prune.scores_from;
+  const std::string key = c.where("prune.scores_from");
+  h5::Id file;
+  try {
+    file = open_complete_store(path);
+  } catch (const Error& e) { throw Error(key, e.problem(), e.fix()); }
+  if (is_segment_store(file) || is_prune_store(file))
+    throw Error(key, path + " is the store of another job, not of 'ctxsim run'", "give the store.h5 of a run of this model");
+  const report::StoreData d = report::load_store_data(file, path, "");
+  if (d.L != mc.num_layers || d.H != mc.num_heads)
+    throw Error(key,
+                path + " measured " + std::to_string(d.L) + " layers x " + std::to_string(d.H) + " heads, and the model has " +
+                    std::to_string(mc.num_layers) + " x " + std::to_string(mc.num_heads),
+                "give the store of a run of this model");
+  const Metric& m = metric(prune::score_row(c.prune.score)->metric);
+  std::vector<double> v;
+  for (int64_t l = 0; l < d.L; ++l)
+    for (int64_t h = 0; h < d.H; ++h) v.push_back(m.value(d.stats.head(l, h), d.base));
+  return v;
+}
+
+PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
+  PruneInputs in;
+  const Config& c = p.config;
+  on_every_rank(world, [&] {
+    in.threads = configure_threads(c.runtime.threads, world.local_size());
+    log_info(version_string() + "; prune " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
+             std::to_string(in.threads) + " thread(s); " + configure_compute_libraries().describe());
+    in.model.emplace(MlmModel::load(p.model_dir, torch_dtype(c.model.dtype)));
+    const BertConfig& mc = in.model->config();
+    check_positions(c, mc.max_tokens());
+    in.tokenizer.emplace(make_tokenizer(c));
+    check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
+    const int32_t mask_id = in.tokenizer->vocab().mask_id();
+    if (mask_id < 0)
+      throw Error(c.where("model.vocab"), vocab_path(c) + " has no [MASK] token, which the masked-LM loss needs",
+                  "use the model's own vocab.txt");
+    in.prepared = prepare_samples(c, *in.tokenizer);
+    const SampleSet& s = in.prepared.samples;
+    const int64_t N = s.size(), T = s.seq_len;
+    in.input.resize(size_t(N * T));
+    in.labels.resize(size_t(N * T));
+    for (int64_t n = 0; n < N; ++n)
+      prune::mask_targets(&s.token_ids[size_t(n * T)], int32_t(T), s.n_valid[size_t(n)], in.tokenizer->frame.specials, mask_id,
+                          uint64_t(c.samples.seed), uint64_t(n), &in.input[size_t(n * T)], &in.labels[size_t(n * T)]);
+    in.score = store_score(c, mc);
+  });
+  return in;
+}
+
+std::vector<std::string> order_names(const Config& c) {
+  std::vector<std::string> names = {"importance", "ablation", "entropy"};
+  if (!c.prune.scores_from.empty()) names.push_back("score:" + c.prune.score);
+  for (int64_t r = 1; r <= c.prune.random_seeds; ++r) names.push_back("random:" + std::to_string(r));
+  return names;
+}
+
+// Sums over units in unit order (the same on every rank count and after resumes).
+struct Pass1Totals {
+  double loss = 0;
+  int64_t correct = 0, predicted = 0;
+  std::vector<double> importance, entropy, ablation_loss;
+  std::vector<int64_t> ablation_correct;
+};
+Pass1Totals total(const std::vector<PrunePass1>& rows, int64_t LH) {
+  Pass1Totals t;
+  t.importance.assign(size_t(LH), 0), t.entropy.assign(size_t(LH), 0), t.ablation_loss.assign(size_t(LH), 0);
+  t.ablation_correct.assign(size_t(LH), 0);
+  for (const auto& r : rows) {
+    t.loss += r.loss, t.correct += r.correct, t.predicted += r.predicted;
+    for (size_t k = 0; k < size_t(LH); ++k)
+      t.importance[k] += r.importance[k], t.entropy[k] += r.entropy[k], t.ablation_loss[k] += r.ablation_loss[k],
+          t.ablation_correct[k] += r.ablation_correct[k];
+  }
+  return t;
+}
+
+// Each order of `names`, first removed first, from pass 1's totals (SPEC §8).
+std::vector<std::vector<int64_t>> make_orders(const std::vector<std::string>& names, const Pass1Totals& t, const std::vector<double>& score,
+                                              const std::string& score_name) {
+  const int64_t LH = int64_t(t.importance.size());
+  std::vector<std::vector<int64_t>> orders;
+  for (const auto& n : names) {
+    if (n == "importance") {
+      orders.push_back(prune::order_by(t.importance, true));
+    } else if (n == "ablation") {
+      orders.push_back(prune::order_by(t.ablation_loss, true));
+    } else if (n == "entropy") {
+      orders.push_back(prune::order_by(t.entropy, false));
+    } else if (n.rfind("score:", 0) == 0) {
+      orders.push_back(prune::order_by(score, prune::score_row(score_name)->ascending));
+    } else {
+      orders.push_back(prune::random_order(LH, std::stoull(n.substr(7))));
+    }
+  }
+  return orders;
+}
+
+// A sample's value on the grid of 2^-32 (SPEC §8, as §4.7's attention masses): the last bits that
+// another thread count leaves in a float64 sum inside the model do not reach the store, and sums of
+// such values are exact, so a unit's sums are the same whoever computes them with how many threads.
+double fixed_point(double v) { return std::nearbyint(v * 4294967296.0) / 4294967296.0; }
+
+class PruneUnits final : public UnitWork {
+ public:
+  PruneUnits(const PruneInputs& in, PruneStore& store, const Config& c, MpiComm& world, std::string progress_path, std::string identity,
+             int64_t generation, int phase, const std::vector<std::vector<int64_t>>* orders, std::vector<uint8_t>* all_done)
+      : in_(in), store_(store), config_(c), world_(world), progress_path_(std::move(progress_path)), identity_(std::move(identity)),
+        generation_(generation), phase_(phase), orders_(orders), all_done_(all_done) {}
+
+  void compute(const WorkUnit& unit) override {
+    if (phase_ == 1)
+      pass1_ = first_pass(unit);
+    else
+      pass2_ = second_pass(unit);
+    unit_delay_for_tests();
+  }
+  void write(const WorkUnit* unit) override {
+    if (phase_ == 1)
+      store_.write_pass1(unit ? unit->index : 0, unit ? &pass1_ : nullptr);
+    else
+      store_.write_pass2(unit ? unit->index : 0, unit ? &pass2_ : nullptr);
+  }
+  void make_durable(const std::vector<uint8_t>& done) override {
+    store_.flush();
+    // The resume state covers both passes: pass 1's units, then pass 2's.
+    const size_t U = done.size();
+    std::copy(done.begin(), done.end(), all_done_->begin() + ptrdiff_t(phase_ == 1 ? 0 : U));
+    if (world_.rank() == 0) write_checkpoint(progress_path_, Checkpoint{identity_, ++generation_, *all_done_, {}});
+  }
+  int64_t generation() const { return generation_; }
+  // This rank's seconds in pass 1's gradient passes and in its forward-only passes, and their counts.
+  double gradient_seconds = 0, forward_seconds = 0;
+  int64_t gradient_passes = 0, forward_passes = 0;
+
+ private:
+  MlmBatch batch_of(int64_t first, int64_t B) const {
+    const int64_t T = in_.prepared.samples.seq_len;
+    return make_mlm_batch(&in_.input[size_t(first * T)], &in_.labels[size_t(first * T)], &in_.prepared.samples.n_valid[size_t(first)], B, T,
+                          std::vector<uint64_t>(size_t(B), 0));
+  }
+  // The unit under one set of gates [L*H], the same for each of its samples, in batches.
+  std::pair<double, int64_t> evaluate(const WorkUnit& u, const std::vector<double>& gates) {
+    const Stopwatch clock;
+    const BertConfig& mc = in_.model->config();
+    const at::Tensor g = at::tensor(gates, at::kDouble).view({1, mc.num_layers, mc.num_heads});
+    double loss = 0;
+    int64_t correct = 0;
+    for (int64_t first = u.first; first < u.first + u.count; first += config_.runtime.batch_size) {
+      const int64_t B = std::min(config_.runtime.batch_size, u.first + u.count - first);
+      const GatedMlm r = in_.model->evaluate_gated(batch_of(first, B), g.expand({B, mc.num_layers, mc.num_heads}), false, false);
+      for (int64_t b = 0; b < B; ++b) loss += fixed_point(r.loss[size_t(b)]), correct += r.correct[size_t(b)];
+    }
+    forward_seconds += clock.seconds(), ++forward_passes;
+    return {loss, correct};
+  }
+  PrunePass1 first_pass(const WorkUnit& u) {
+    const BertConfig& mc = in_.model->config();
+    const int64_t L = mc.num_layers, H = mc.num_heads, LH = L * H;
+    PrunePass1 r;
+    r.importance.assign(size_t(LH), 0), r.entropy.assign(size_t(LH), 0);
+    const Stopwatch clock;
+    for (int64_t first = u.first; first < u.first + u.count; first += config_.runtime.batch_size) {
+      const int64_t B = std::min(config_.runtime.batch_size, u.first + u.count - first);
+      const GatedMlm g = in_.model->evaluate_gated(batch_of(first, B), at::ones({B, L, H}, at::kDouble), true, true);
+      const at::Tensor grad = g.gate_grad.abs().contiguous(), ent = g.entropy.contiguous();
+      const double *gp = grad.data_ptr<double>(), *ep = ent.data_ptr<double>();
+      for (int64_t b = 0; b < B; ++b) {
+        r.loss += fixed_point(g.loss[size_t(b)]), r.correct += g.correct[size_t(b)], r.predicted += g.predicted[size_t(b)];
+        for (int64_t k = 0; k < LH; ++k)
+          r.importance[size_t(k)] += fixed_point(gp[b * LH + k]), r.entropy[size_t(k)] += fixed_point(ep[b * LH + k]);
+      }
+    }
+    gradient_seconds += clock.seconds(), ++gradient_passes;
+    for (int64_t k = 0; k < LH; ++k) {
+      std::vector<double> gates(size_t(LH), 1.0);
+      gates[size_t(k)] = 0.0;
+      const auto [loss, correct] = evaluate(u, gates);
+      r.ablation_loss.push_back(loss), r.ablation_correct.push_back(correct);
+    }
+    return r;
+  }
+  PrunePass2 second_pass(const WorkUnit& u) {
+    const BertConfig& mc = in_.model->config();
+    const int64_t LH = mc.num_layers * mc.num_heads;
+    const std::vector<double> fractions = prune::curve_fractions();
+    // Orders share their first heads (and fraction 0 is the full model for all): each set of
+    // removed heads is computed once per unit.
+    std::map<std::vector<double>, std::pair<double, int64_t>> seen;
+    PrunePass2 r;
+    for (const auto& order : *orders_)
+      for (double p : fractions) {
+        const std::vector<double> gates = prune::gates_without(order, prune::removed_heads(p, LH), LH);
+        auto it = seen.find(gates);
+        if (it == seen.end()) it = seen.emplace(gates, evaluate(u, gates)).first;
+        r.loss.push_back(it->second.first), r.correct.push_back(it->second.second);
+      }
+    return r;
+  }
+
+  const PruneInputs& in_;
+  PruneStore& store_;
+  const Config& config_;
+  MpiComm& world_;
+  std::string progress_path_, identity_;
+  int64_t generation_ = 0;
+  int phase_ = 1;
+  const std::vector<std::vector<int64_t>>* orders_;
+  std::vector<uint8_t>* all_done_;
+  PrunePass1 pass1_;
+  PrunePass2 pass2_;
+};
+
+PruneResults results_of(const PruneLayout& layout, const Pass1Totals& t, const std::vector<PrunePass2>& rows, int64_t samples,
+                        const std::vector<double>& score) {
+  const int64_t L = layout.layers, H = layout.heads, LH = L * H, O = int64_t(layout.orders.size()), F = layout.fractions;
+  const double P = double(std::max<int64_t>(t.predicted, 1));
+  PruneResults r;
+  r.predicted = t.predicted;
+  r.full_loss = t.loss / P, r.full_accuracy = double(t.correct) / P;
+  r.importance = t.importance;
+  for (int64_t l = 0; l < L; ++l) {
+    double norm = 0;
+    for (int64_t h = 0; h < H; ++h) norm += t.importance[size_t(l * H + h)] * t.importance[size_t(l * H + h)];
+    norm = std::sqrt(norm);
+    for (int64_t h = 0; h < H; ++h) r.importance_normalised.push_back(norm > 0 ? t.importance[size_t(l * H + h)] / norm : 0.0);
+  }
+  for (int64_t k = 0; k < LH; ++k) {
+    r.ablation_loss.push_back(t.ablation_loss[size_t(k)] / P - r.full_loss);
+    r.entropy.push_back(t.entropy[size_t(k)] / double(std::max<int64_t>(samples, 1)));
+  }
+  std::vector<double> loss(size_t(O * F), 0.0);
+  std::vector<int64_t> correct(size_t(O * F), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < loss.size(); ++i) loss[i] += row.loss[i], correct[i] += row.correct[i];
+  int64_t randoms = 0;
+  std::vector<double> random_loss(size_t(F), 0.0), random_accuracy(size_t(F), 0.0);
+  for (int64_t o = 0; o < O; ++o) {
+    const bool random = layout.orders[size_t(o)].rfind("random:", 0) == 0;
+    for (int64_t f = 0; f < F; ++f) {
+      const double lo = loss[size_t(o * F + f)] / P, acc = double(correct[size_t(o * F + f)]) / P;
+      if (random) {
+        r.curve_loss_random.push_back(lo), r.curve_accuracy_random.push_back(acc);
+        random_loss[size_t(f)] += lo, random_accuracy[size_t(f)] += acc;
+      } else {
+        r.curve_loss.push_back(lo), r.curve_accuracy.push_back(acc);
+      }
+    }
+    if (random)
+      ++randoms;
+    else
+      r.curve_orders.push_back(layout.orders[size_t(o)]);
+  }
+  r.curve_orders.push_back("random");
+  r.score = score;
+  for (int64_t f = 0; f < F; ++f) {
+    r.curve_loss.push_back(random_loss[size_t(f)] / double(std::max<int64_t>(randoms, 1)));
+    r.curve_accuracy.push_back(random_accuracy[size_t(f)] / double(std::max<int64_t>(randoms, 1)));
+  }
+  return r;
+}
+
+StoreAttributes prune_attributes(MpiComm& world, const JobPlan& p, const PruneInputs& in) {
+  std::string model_sha256;
+  on_every_rank(world, [&] {
+    if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
+  });
+  StoreAttributes a = job_attributes(
+      world, p, {model_sha256, vocab_path(p.config), vocab_text(p.config), in.prepared.corpus_sha256, in.prepared.documents, in.threads});
+  a.vector_kind = "context";
+  a.family = in.tokenizer->family->model_type;
+  a.causal = in.tokenizer->family->causal;
+  a.devices = std::to_string(world.size()) + " x cpu";
+  return a;
+}
+
+class PruneJob : public Job {
+ public:
+  void check(const JobPlan& plan, MpiComm&) override { check_prune_config(plan.config); }
+  int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) override;
+};
+
+int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream&) {
+  const Config& c = plan.config;
+  PruneInputs in = load_prune_inputs(world, plan);
+  const BertConfig& mc = in.model->config();
+  const int64_t N = in.prepared.samples.size(), LH = mc.num_layers * mc.num_heads;
+  PruneLayout layout;
+  const std::vector<WorkUnit> units = make_units(N, c.runtime.unit_size);
+  layout.units = int64_t(units.size()), layout.layers = mc.num_layers, layout.heads = mc.num_heads;
+  layout.orders = order_names(c);
+  std::vector<uint8_t> all_done(2 * units.size(), 0);
+  int64_t generation = 0;
+  std::optional<PruneStore> store;
+  if (plan.mode == StoreMode::Resume) {
+    if (world.rank() == 0) {
+      CTXSIM_CHECK(plan.checkpoint->done.size() == all_done.size(), "resume state does not match the units");
+      all_done = plan.checkpoint->done, generation = plan.checkpoint->generation;
+    }
+    world.broadcast(all_done.data(), all_done.size(), 0);
+    store.emplace(PruneStore::open(plan.store_path, world.mpi(), world.rank(), layout));
+    log_info("resuming " + plan.store_path + ": " + std::to_string(std::count(all_done.begin(), all_done.end(), uint8_t(1))) + " of " +
+             std::to_string(all_done.size()) + " unit passes done");
+  } else {
+    const StoreAttributes attrs = prune_attributes(world, plan, in);
+    if (world.rank() == 0) fs::remove(plan.progress_path);
+    store.emplace(PruneStore::create(plan.store_path, world.mpi(), world.rank(), layout, attrs));
+  }
+  log_info("prune: " + std::to_string(N) + " samples in " + std::to_string(units.size()) + " units; model " + plan.model_dir + " (" +
+           std::to_string(mc.num_layers) + " layers x " + std::to_string(mc.num_heads) + " heads); " + std::to_string(LH + 1) +
+           " passes, then " + std::to_string(layout.orders.size()) + " orders x " + std::to_string(layout.fractions) + " fractions");
+  const RoundOptions options{c.runtime.flush_units, c.runtime.flush_seconds};
+  std::vector<std::vector<int64_t>> orders;
+  RoundTimes times;
+  for (int phase = 1; phase <= 2; ++phase) {
+    if (phase == 2) {  // the orders from pass 1's sums, read back by every rank
+      const Pass1Totals t = total(store->read_pass1(), LH);
+      orders = make_orders(layout.orders, t, in.score, c.prune.score);
+      std::vector<int64_t> flat;
+      for (const auto& o : orders) flat.insert(flat.end(), o.begin(), o.end());
+      store->write_orders(flat);
+    }
+    std::vector<uint8_t> done(all_done.begin() + ptrdiff_t(phase == 1 ? 0 : units.size()),
+                              all_done.begin() + ptrdiff_t(phase == 1 ? units.size() : 2 * units.size()));
+    PruneUnits work(in, *store, c, world, plan.progress_path, plan.identity_hash, generation, phase, &orders, &all_done);
+    if (world.rank() == 0)
+      log_info(phase == 1 ? "pass 1 of 2: the full model with gate gradients and entropies, and each head alone removed"
+                          : "pass 2 of 2: every order at every fraction of heads removed");
+    Progress progress(N, c.runtime.progress_seconds, world.rank() == 0, "samples");
+    const RoundTimes t = run_rounds(world, units, done, options, work, stop, progress);
+    times.compute += t.compute;
+    generation = work.generation();
+    if (world.rank() == 0 && work.forward_passes > 0) {
+      std::ostringstream s;
+      s.precision(3);
+      const double forward = work.forward_seconds / double(work.forward_passes);
+      s << "pass " << phase << " on rank 0: " << work.forward_passes << " forward passes over units, " << forward << " s each";
+      if (work.gradient_passes > 0)
+        s << "; importance (forward + backward, entropies) " << work.gradient_seconds / double(work.gradient_passes)
+          << " s a unit = " << work.gradient_seconds / double(work.gradient_passes) / forward << " x a forward";
+      log_info(s.str());
+    }
+  }
+  const PruneResults results = results_of(layout, total(store->read_pass1(), LH), store->read_pass2(), N, in.score);
+  store->write_results(results);
+  store->finish(utc_now(), clock.seconds());
+  store.reset();
+  if (world.rank() != 0) return kExitOk;
+  fs::remove(plan.progress_path);
+  std::ostringstream timing;
+  timing.precision(3);
+  timing << "done: " << N << " samples in " << clock.seconds() << " s on " << world.size() << " rank(s) (compute " << times.compute
+         << " s on rank 0); full loss " << results.full_loss << ", accuracy " << results.full_accuracy << "; wrote " << plan.store_path;
+  log_info(timing.str());
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_prune(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
+  PruneJob job;
+  return run_in_shell(JobKind::Prune, config_path, overrides, job, out);
+}
+
+}  // namespace ctxsim

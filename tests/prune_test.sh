@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# `ctxsim prune` (SPEC §8) through its command line, run by ctest: prune_test.sh CTXSIM CASE.
+#   invariants   the curves at 0% are the full model, each head's ablation is the curve that removes
+#                it alone, the random orders are SPEC's Fisher-Yates, summary and report (label cli)
+#   ranks_resume the same store bytes on 1, 2 and 3 ranks, and after a SIGKILL and a resume (mpi)
+#   bad_input    a model without its masked-LM head, another family, a score store that does not
+#                fit: one error each, nothing written (cli)
+set -uo pipefail
+CTXSIM=$1
+CASE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+BG=""
+. "$(dirname "$0")/kill_job.sh"
+cleanup() { [ -n "$BG" ] && kill_job "$BG"; rm -rf "$TMP"; }
+trap cleanup EXIT
+fail() { echo "FAIL [$CASE]: $*"; exit 1; }
+contains() { grep -qF -- "$2" <<< "$1" || fail "expected '$2' in: $1"; }
+MPI="mpiexec --bind-to none"
+VOCAB=data/vocab/bert-base-uncased.txt
+
+# A random BertForMaskedLM of 2 layers x 2 heads: 10% of its 4 heads removes none, 20% one head,
+# so that the 20% point of an order is that order's first head alone.
+"$CTXSIM" init-model --preset bert-tiny --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 64 --mlm --seed 3 --vocab "$VOCAB" \
+  --out "$TMP/m" > /dev/null || fail "init-model --mlm"
+ARGS=(configs/prune/brown.yaml model.path="$TMP/m" model.dtype=float64 samples.seq_len=48 samples.num_samples=30 runtime.unit_size=4
+      runtime.batch_size=3 prune.random_seeds=3)
+prune() {  # prune NP OUT [overrides…]
+  local np=$1 out=$2; shift 2
+  timeout 300 $MPI -n "$np" "$CTXSIM" prune "${ARGS[@]}" output.dir="$out" "$@" > "$out.log" 2>&1
+}
+
+case "$CASE" in
+  invariants)
+    prune 1 "$TMP/a" || fail "prune: $(tail -3 "$TMP/a.log")"
+    contains "$(cat "$TMP/a.log")" "pass 2 of 2"
+    contains "$(cat "$TMP/a.log")" "ctxsim summary of $TMP/a/store.h5 (prune"
+    /usr/bin/python3 - "$TMP/a/store.h5" > "$TMP/py" 2>&1 <<'PY' || fail "store: $(cat "$TMP/py")"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+p, u = f["prune"], f["prune/units"]
+assert f.attrs["kind"] == b"prune" and f.attrs["complete"] == 1
+orders = p.attrs["unit_orders"].decode().split("\n")
+curves = p.attrs["orders"].decode().split("\n")
+assert orders == ["importance", "ablation", "entropy", "random:1", "random:2", "random:3"], orders
+assert curves == ["importance", "ablation", "entropy", "random"], curves
+L, H = p["importance"].shape
+assert (L, H) == (2, 2)
+P = u["predicted"][...].sum()
+full = u["loss"][...].sum() / P
+assert abs(f.attrs["full_loss"] - full) <= 1e-12 * full
+# The curve at 0% removed is the full model, in every order and every unit.
+assert (u["curve_loss"][:, :, 0] == u["loss"][...][:, None]).all(), "0% is not the full model"
+assert (u["curve_correct"][:, :, 0] == u["correct"][...][:, None]).all()
+# At 20% (round(0.8) = 1 head) each order removes only its first head: that head's ablation, unit by unit.
+heads = p["order_heads"][...]
+abl, ablc = u["ablation_loss"][...].reshape(len(u["loss"]), L * H), u["ablation_correct"][...].reshape(len(u["loss"]), L * H)
+for o in range(len(orders)):
+    k = heads[o, 0]
+    assert (u["curve_loss"][:, o, 2] == abl[:, k]).all(), (orders[o], k)
+    assert (u["curve_correct"][:, o, 2] == ablc[:, k]).all()
+    assert (u["curve_loss"][:, o, 1] == u["loss"][...]).all(), "10% of 4 heads removes none"
+# The sums are the unit rows' in unit order; the results follow SPEC §8.
+imp = u["importance"][...].sum(0)
+assert np.array_equal(p["importance"][...], imp)
+norm = np.sqrt((imp ** 2).sum(1, keepdims=True))
+assert np.allclose(p["importance_normalised"][...], imp / norm, rtol=1e-15, atol=0)
+assert np.allclose(p["ablation_loss"][...], abl.sum(0).reshape(L, H) / P - full, rtol=0, atol=1e-12 * full)
+assert list(heads[0]) == sorted(range(L * H), key=lambda k: (imp.reshape(-1)[k], k)), "importance order"
+assert list(heads[1]) == sorted(range(L * H), key=lambda k: (p["ablation_loss"][...].reshape(-1)[k], k)), "ablation order"
+ent = p["entropy"][...].reshape(-1)
+assert list(heads[2]) == sorted(range(L * H), key=lambda k: (-ent[k], k)), "entropy order"
+assert ((0 < ent) & (ent <= np.log(48))).all()
+# Random orders: SPEC §1's Fisher-Yates driven by SplitMix64(seed).
+M = 2 ** 64
+def splitmix(state):
+    while True:
+        state = (state + 0x9E3779B97F4A7C15) % M
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % M
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % M
+        yield z ^ (z >> 31)
+for r in (1, 2, 3):
+    a, rng = list(range(L * H)), splitmix(r)
+    for i in range(L * H - 1, 0, -1):
+        j = next(rng) % (i + 1)
+        a[i], a[j] = a[j], a[i]
+    assert list(heads[orders.index(f"random:{r}")]) == a, r
+ca = p["curve_accuracy"][...]
+assert np.allclose(ca[3], p["curve_accuracy_random"][...].mean(0), rtol=1e-15, atol=0)
+assert ((0 <= ca) & (ca <= 1)).all()
+print("store ok")
+PY
+    grep -q "<svg" "$TMP/a/figures/prune_curves.svg" || fail "no curves figure"
+    [ -s "$TMP/a/report.html" ] || fail "no report"
+    out=$("$CTXSIM" summary "$TMP/a/store.h5") || fail "summary"
+    contains "$out" "accuracy (%) with a fraction of the heads removed"
+    contains "$out" "random (mean of 3)"
+    # Rerunning a complete job answers from its store.
+    prune 1 "$TMP/a" || fail "rerun"
+    contains "$(cat "$TMP/a.log")" "is already complete for this config"
+    ;;
+  ranks_resume)
+    for np in 1 2 3; do prune "$np" "$TMP/r$np" output.report=false || fail "prune on $np ranks: $(tail -3 "$TMP/r$np.log")"; done
+    for np in 2 3; do
+      /usr/bin/python3 "$HERE/compare_stores.py" --bytes "$TMP/r1/store.h5" "$TMP/r$np/store.h5" || fail "1 and $np ranks differ"
+    done
+    CTXSIM_UNIT_DELAY_MS=300 setsid $MPI -n 2 "$CTXSIM" prune "${ARGS[@]}" output.dir="$TMP/k" output.report=false > "$TMP/k1.log" 2>&1 &
+    BG=$!
+    for _ in $(seq 1 600); do
+      s=$("$CTXSIM" status "$TMP/k/store.h5" 2>/dev/null)
+      n=$(sed -n 's/^units done: \([0-9]*\) of.*/\1/p' <<< "$s")
+      [ -n "$n" ] && [ "$n" -ge 10 ] && break
+      [[ $s == complete* ]] && fail "finished before it could be interrupted"
+      sleep 0.1
+    done
+    kill_job "$BG"; BG=""
+    prune 3 "$TMP/k" output.report=false || fail "resume: $(tail -3 "$TMP/k.log")"
+    contains "$(cat "$TMP/k.log")" "resuming"
+    /usr/bin/python3 "$HERE/compare_stores.py" --bytes "$TMP/r1/store.h5" "$TMP/k/store.h5" || fail "the resumed store differs"
+    [ ! -e "$TMP/k/store.h5.progress" ] || fail "resume state left behind"
+    ;;
+  bad_input)
+    one_error() {  # one_error EXPECTED OUT [overrides…]: exit 1, one error line, no store
+      local expect=$1 out=$2; shift 2
+      "$CTXSIM" prune "${ARGS[@]}" output.dir="$out" "$@" > "$TMP/stdout" 2> "$TMP/stderr" && fail "accepted: $*"
+      [ "$(grep -c '^ctxsim: error: ' "$TMP/stderr")" -eq 1 ] || fail "not one error line: $(cat "$TMP/stderr")"
+      contains "$(cat "$TMP/stderr")" "$expect"
+      [ ! -e "$out/store.h5" ] || fail "a refused job left $out/store.h5"
+    }
+    "$CTXSIM" init-model --preset bert-tiny --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 64 --seed 3 --vocab "$VOCAB" \
+      --out "$TMP/bare" > /dev/null || fail "init-model"
+    one_error "has no masked-LM head (cls.predictions.*)" "$TMP/o1" model.path="$TMP/bare"
+    "$CTXSIM" init-model --family distilbert --preset bert-tiny --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 64 --seed 3 \
+      --vocab "$VOCAB" --out "$TMP/distil" > /dev/null || fail "init-model distilbert"
+    one_error "model_type: is distilbert: the masked-LM head ctxsim evaluates is BERT's" "$TMP/o2" model.path="$TMP/distil"
+    "$CTXSIM" init-model --family distilbert --preset bert-tiny --mlm --vocab "$VOCAB" --out "$TMP/x" 2> "$TMP/err" && fail "--mlm distilbert"
+    contains "$(cat "$TMP/err")" "--mlm: writes BERT's masked-LM (BertForMaskedLM)"
+    one_error "prune.score: expected one of noise, anchor_share, same_sentence_lift, repetition_lift, got 'quality'" "$TMP/o3" prune.score=quality prune.scores_from=x
+    # A score store of another model's shape, and one that is not a run's.
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/distil" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \
+      output.report=false output.dir="$TMP/run3" > /dev/null 2>&1 || fail "run"
+    "$CTXSIM" init-model --preset bert-tiny --layers 3 --heads 2 --hidden 32 --ffn 64 --positions 64 --seed 3 --vocab "$VOCAB" \
+      --out "$TMP/three" > /dev/null || fail "init-model 3 layers"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/three" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \
+      output.report=false output.dir="$TMP/run3" output.overwrite=true > /dev/null 2>&1 || fail "run 3 layers"
+    one_error "run3/store.h5 measured 3 layers x 2 heads, and the model has 2 x 2" "$TMP/o4" prune.scores_from="$TMP/run3/store.h5"
+    ;;
+  *) fail "unknown case" ;;
+esac
+echo "ok [$CASE]"
