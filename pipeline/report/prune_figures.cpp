@@ -78,6 +78,23 @@ Entry head_map(const PruneStoreData& d, const std::vector<double>& v, const std:
   return {stem, caption, heatmap_figure(hm, title, run)};
 }
 
+// Each head as a dot: its importance against another per-head measure, with Spearman's rho.
+Entry scatter(const PruneStoreData& d, const std::vector<double>& other, const std::string& stem, const std::string& name,
+              const std::string& run) {
+  const PruneResults& r = d.results;
+  PlotSpec p;
+  const double rho = prune::spearman(r.importance, other);
+  p.title = "importance against " + name + " (Spearman rho " + fixed(rho, 3) + ", " + std::to_string(r.importance.size()) + " heads)";
+  p.x_label = "importance (sum over samples of |dL/dxi|)";
+  p.y_label = name;
+  p.legend = false;
+  Series s{"heads", r.importance, other, Rgb{31, 119, 180}, false, false};
+  s.points = true;
+  p.series = {s};
+  return {stem, "Each head's importance against its " + name + "; Spearman's rank correlation " + fixed(rho, 3),
+          plot_figure({p}, 1, 520, 360, "Importance and " + name, run)};
+}
+
 }  // namespace
 
 std::vector<Entry> prune_figures(const PruneStoreData& d, const std::string& run) {
@@ -89,6 +106,8 @@ std::vector<Entry> prune_figures(const PruneStoreData& d, const std::string& run
                          "Mean masked-LM loss with the head's gate at 0, minus the full model's", run));
   out.push_back(head_map(d, r.entropy, "prune_entropy", "Mean attention entropy", "nats",
                          "Mean over samples and valid query rows of the head's attention entropy -sum_j A_ij ln A_ij", run));
+  out.push_back(scatter(d, r.ablation_loss, "prune_importance_vs_ablation", "ablation loss increase", run));
+  if (!r.score.empty()) out.push_back(scatter(d, r.score, "prune_importance_vs_score", "ctxsim score " + d.score, run));
   if (!r.score.empty())
     out.push_back(
         head_map(d, r.score, "prune_score",

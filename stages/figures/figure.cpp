@@ -285,6 +285,13 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
                  hex(s.colour));
       continue;
     }
+    if (s.points) {
+      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
+          g.s << "<circle cx=\"" << num(X(s.x[i]), 6) << "\" cy=\"" << num(Y(std::clamp(s.y[i], yl, yh)), 6) << "\" r=\"3\" fill=\""
+              << hex(s.colour) << "\" fill-opacity=\"0.8\"/>\n";
+      continue;
+    }
     std::ostringstream pts;
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.y[i])) pts << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.y[i], yl, yh)), 6) << " ";

@@ -55,6 +55,7 @@ struct Series {
   Rgb colour{31, 119, 180};
   bool dashed = false;
   bool bars = false;
+  bool points = false;  // a scatter: a dot at each (x, y), no line
 };
 
 // The x values 0, 1, …, n-1 of a series over an index (layers, gaps).
