@@ -79,7 +79,8 @@ case "$CASE" in
     one_error "/dev/zero: is longer than 4194304 bytes" timeout 20 "$CTXSIM" validate /dev/zero
     printf 'samples:\n  seed: 1\0\n' > "$TMP/nul.yaml"
     one_error "$TMP/nul.yaml: line 2, column 10 (byte 18): not a YAML text file (byte 0x00)" "$CTXSIM" validate "$TMP/nul.yaml"
-    one_error "$CTXSIM: line 1, column 1 (byte 0): not a YAML text file (byte 0x7F)" "$CTXSIM" validate "$CTXSIM"
+    head -c 65536 "$CTXSIM" > "$TMP/elf"  # an executable's first 64 KiB (the whole binary is over the 4 MiB bound)
+    one_error "$TMP/elf: line 1, column 1 (byte 0): not a YAML text file (byte 0x7F)" "$CTXSIM" validate "$TMP/elf"
     for key in samples.num_samples runtime.unit_size corpus.max_documents runtime.flush_units samples.stride_sentences; do
       one_error "$key: expected an integer in [" "$CTXSIM" validate configs/default.yaml "$key=4611686018427387904"
       contains "$(cat "$TMP/stderr")" ", 1000000000], got 4611686018427387904"
