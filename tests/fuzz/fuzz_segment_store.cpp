@@ -211,7 +211,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ctxsim::print_summary(path, ctxsim::SummaryOptions{}, out);
     const std::vector<ctxsim::report::SegmentRun> runs = ctxsim::report::load_segment_runs({path}, {});
     const std::vector<ctxsim::report::Entry> figures = ctxsim::report::segment_figures(runs);
-    (void)ctxsim::report::segment_page("fuzz", out.str(), figures);
+    (void)ctxsim::report::summary_page("fuzz", out.str(), figures);
   } catch (const ctxsim::Error&) {
     // A clear error is a right answer to a damaged store.
   }
