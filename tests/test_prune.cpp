@@ -50,6 +50,9 @@ TEST(Prune, FractionsCountsOrdersAndGates) {
   const std::vector<double> v = {0.5, 0.1, 0.5, 0.9};
   EXPECT_EQ(order_by(v, true), (std::vector<int64_t>{1, 0, 2, 3}));   // ties by index
   EXPECT_EQ(order_by(v, false), (std::vector<int64_t>{3, 0, 2, 1}));  // ties by index too
+  const double nan = std::nan("");
+  EXPECT_EQ(order_by({nan, 0.2, nan, 0.1}, true), (std::vector<int64_t>{3, 1, 0, 2}));
+  EXPECT_EQ(order_by({nan, 0.2, nan, 0.1}, false), (std::vector<int64_t>{1, 3, 0, 2}));
   const std::vector<int64_t> r = random_order(48, 3);
   std::vector<int64_t> sorted = r;
   std::sort(sorted.begin(), sorted.end());

@@ -3,6 +3,7 @@
 // rank with nothing to write takes part with an empty selection).
 #include "pipeline/store/prune_store.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "pipeline/store/scales.h"
@@ -286,6 +287,22 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
   d.model_path = h5::get_attr_string(file, "model_path");
   for (const double v : r.curve_accuracy)
     if (!(v >= 0 && v <= 1)) throw Error(store, "/prune/curve_accuracy holds a value outside [0, 1]", kDamagedStoreFix);
+  // Every result is a finite number (a NaN or inf would be drawn as a colour or a rank).
+  const std::pair<const char*, const std::vector<double>*> values[] = {{"importance", &r.importance},
+                                                                       {"importance_normalised", &r.importance_normalised},
+                                                                       {"ablation_loss", &r.ablation_loss},
+                                                                       {"entropy", &r.entropy},
+                                                                       {"curve_loss", &r.curve_loss},
+                                                                       {"curve_loss_random", &r.curve_loss_random},
+                                                                       {"curve_accuracy_random", &r.curve_accuracy_random},
+                                                                       {"score", &r.score}};
+  for (const auto& [name, v] : values)
+    for (const double x : *v)
+      if (!std::isfinite(x)) throw Error(store, std::string("/prune/") + name + " holds a value that is not finite", kDamagedStoreFix);
+  if (!std::isfinite(r.full_loss) || !(r.full_accuracy >= 0 && r.full_accuracy <= 1))
+    throw Error(store, "its full_loss or full_accuracy attribute is not a loss or an accuracy", kDamagedStoreFix);
+  for (const int64_t k : r.order_heads)
+    if (k < 0 || k >= l.heads_total()) throw Error(store, "/prune/order_heads names a head the model does not have", kDamagedStoreFix);
   return d;
 }
 

@@ -38,8 +38,12 @@ int64_t removed_heads(double p, int64_t n) { return int64_t(std::floor(p * doubl
 std::vector<int64_t> order_by(const std::vector<double>& values, bool ascending) {
   std::vector<int64_t> order(values.size());
   std::iota(order.begin(), order.end(), 0);
+  // A NaN (an undefined score) sorts last either way, so the order is a strict weak one.
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return ascending ? values[size_t(a)] < values[size_t(b)] : values[size_t(a)] > values[size_t(b)];
+    const double x = values[size_t(a)], y = values[size_t(b)];
+    if (std::isnan(x)) return false;
+    if (std::isnan(y)) return true;
+    return ascending ? x < y : x > y;
   });
   return order;
 }

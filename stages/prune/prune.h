@@ -22,7 +22,7 @@ std::vector<double> curve_fractions();
 int64_t removed_heads(double p, int64_t n);
 
 // Heads as flat indices l·H + h. An order lists all n of them, the first removed first.
-// Ascending (lowest first) or descending; ties by the lower index (a stable order).
+// Ascending (lowest first) or descending; ties by the lower index (a stable order); NaN last.
 std::vector<int64_t> order_by(const std::vector<double>& values, bool ascending);
 // A Fisher–Yates shuffle of 0…n-1 driven by SplitMix64(seed) (SPEC §1's loop).
 std::vector<int64_t> random_order(int64_t n, uint64_t seed);
