@@ -189,4 +189,29 @@ StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFac
   return a;
 }
 
+void check_one_cpu_configuration(const Config& c, const std::string& job) {
+  require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
+  if (!c.sweep.empty())
+    throw Error(c.where("sweep"), job + " runs one configuration; a sweep: section is for 'ctxsim run' and 'ctxsim submit'",
+                "remove the sweep: section and run each point with its overrides ('ctxsim sweep CONFIG' lists them)");
+  if (c.runtime.device == Device::Cuda)
+    throw Error(c.where("runtime.device"), job + " runs its model on the CPU (GPU ranks are for 'ctxsim run')",
+                "set runtime.device=cpu (or auto)");
+}
+
+StoreAttributes cpu_job_attributes(MpiComm& world, const JobPlan& p, const JobTokenizer& tokenizer, const std::string& corpus_sha256,
+                                   int64_t corpus_documents, int threads) {
+  std::string model_sha256;
+  on_every_rank(world, [&] {
+    if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
+  });
+  StoreAttributes a =
+      job_attributes(world, p, {model_sha256, vocab_path(p.config), vocab_text(p.config), corpus_sha256, corpus_documents, threads});
+  a.vector_kind = "context";
+  a.family = tokenizer.family->model_type;
+  a.causal = tokenizer.family->causal;
+  a.devices = std::to_string(world.size()) + " x cpu";
+  return a;
+}
+
 }  // namespace ctxsim

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pipeline/job/config/config.h"
+#include "pipeline/job/config/inputs.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/signals.h"
 #include "pipeline/job/durable/checkpoint.h"
@@ -79,5 +80,13 @@ struct JobFacts {
 // Collective (attributes are written collectively): the root attributes shared by run and
 // segment stores, rank 0's weights digest on every rank; the caller adds vector and devices.
 StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFacts& facts);
+
+// The jobs that run one configuration on the CPU (segment, prune): what they refuse, on every rank
+// (a sweep: section, runtime.device=cuda, a dtype this CPU does not compute), naming the key.
+void check_one_cpu_configuration(const Config& config, const std::string& job);
+// Collective: the root attributes of such a job's store: job_attributes with the weights hashed by
+// rank 0 now, context vectors, the tokenizer's family, and its ranks as CPU devices.
+StoreAttributes cpu_job_attributes(MpiComm& world, const JobPlan& plan, const JobTokenizer& tokenizer, const std::string& corpus_sha256,
+                                   int64_t corpus_documents, int threads);
 
 }  // namespace ctxsim

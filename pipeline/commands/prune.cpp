@@ -43,16 +43,6 @@ namespace fs = std::filesystem;
 namespace ctxsim {
 namespace {
 
-void check_prune_config(const Config& c) {
-  require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
-  if (!c.sweep.empty())
-    throw Error(c.where("sweep"), "prune runs one configuration; a sweep: section is for 'ctxsim run' and 'ctxsim submit'",
-                "remove the sweep: section and run each point with its overrides");
-  if (c.runtime.device == Device::Cuda)
-    throw Error(c.where("runtime.device"), "prune runs its model on the CPU (GPU ranks are for 'ctxsim run')",
-                "set runtime.device=cpu (or auto)");
-}
-
 struct PruneInputs {
   int threads = 1;
   std::optional<JobTokenizer> tokenizer;
@@ -327,23 +317,9 @@ PruneResults results_of(const PruneLayout& layout, const Pass1Totals& t, const s
   return r;
 }
 
-StoreAttributes prune_attributes(MpiComm& world, const JobPlan& p, const PruneInputs& in) {
-  std::string model_sha256;
-  on_every_rank(world, [&] {
-    if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
-  });
-  StoreAttributes a = job_attributes(
-      world, p, {model_sha256, vocab_path(p.config), vocab_text(p.config), in.prepared.corpus_sha256, in.prepared.documents, in.threads});
-  a.vector_kind = "context";
-  a.family = in.tokenizer->family->model_type;
-  a.causal = in.tokenizer->family->causal;
-  a.devices = std::to_string(world.size()) + " x cpu";
-  return a;
-}
-
 class PruneJob : public Job {
  public:
-  void check(const JobPlan& plan, MpiComm&) override { check_prune_config(plan.config); }
+  void check(const JobPlan& plan, MpiComm&) override { check_one_cpu_configuration(plan.config, "prune"); }
   int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) override;
 };
 
@@ -369,7 +345,8 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
     log_info("resuming " + plan.store_path + ": " + std::to_string(std::count(all_done.begin(), all_done.end(), uint8_t(1))) + " of " +
              std::to_string(all_done.size()) + " unit passes done");
   } else {
-    const StoreAttributes attrs = prune_attributes(world, plan, in);
+    const StoreAttributes attrs =
+        cpu_job_attributes(world, plan, *in.tokenizer, in.prepared.corpus_sha256, in.prepared.documents, in.threads);
     if (world.rank() == 0) fs::remove(plan.progress_path);
     store.emplace(PruneStore::create(plan.store_path, world.mpi(), world.rank(), layout, attrs));
   }

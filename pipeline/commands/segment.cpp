@@ -34,18 +34,6 @@ namespace fs = std::filesystem;
 namespace ctxsim {
 namespace {
 
-// ------------------------------------------------------------------------ plan ------------
-// What segment does not do is said, not skipped.
-void check_segment_config(const Config& c) {
-  require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
-  if (!c.sweep.empty())
-    throw Error(c.where("sweep"), "segment runs one configuration; a sweep: section is for 'ctxsim run' and 'ctxsim submit'",
-                "remove the sweep: section and run each point with its overrides ('ctxsim sweep CONFIG' lists them)");
-  if (c.runtime.device == Device::Cuda)
-    throw Error(c.where("runtime.device"), "segment runs its model on the CPU (GPU ranks are for 'ctxsim run')",
-                "set runtime.device=cpu (or auto)");
-}
-
 // ---------------------------------------------------------------------- inputs ------------
 struct SegmentInputs {
   int threads = 0;
@@ -102,22 +90,6 @@ std::vector<SegmentDocumentInfo> document_infos(const Benchmark& b) {
     out.push_back(std::move(info));
   }
   return out;
-}
-
-StoreAttributes segment_attributes(MpiComm& world, const JobPlan& p, const SegmentInputs& in) {
-  const Config& c = p.config;
-  std::string model_sha256;
-  on_every_rank(world, [&] {
-    if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
-  });
-  const std::string vocab = vocab_path(c);
-  StoreAttributes a = job_attributes(
-      world, p, {model_sha256, vocab, vocab_text(c), in.text.corpus_sha256, int64_t(in.text.corpus.documents.size()), in.threads});
-  a.vector_kind = "context";
-  a.family = in.tokenizer->family->model_type;
-  a.causal = in.tokenizer->family->causal;
-  a.devices = std::to_string(world.size()) + " x cpu";
-  return a;
 }
 
 // ----------------------------------------------------------------------- units ------------
@@ -180,7 +152,7 @@ namespace {
 
 class SegmentJob : public Job {
  public:
-  void check(const JobPlan& plan, MpiComm&) override { check_segment_config(plan.config); }
+  void check(const JobPlan& plan, MpiComm&) override { check_one_cpu_configuration(plan.config, "segment"); }
   int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) override;
 };
 
@@ -204,7 +176,8 @@ int SegmentJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, 
     on_every_rank(world, [&] {
       if (world.rank() == 0) check_free_space(plan.config.output.dir, segment_store_bytes(layout), plan.config.where("output.dir"));
     });
-    const StoreAttributes attrs = segment_attributes(world, plan, in);
+    const StoreAttributes attrs =
+        cpu_job_attributes(world, plan, *in.tokenizer, in.text.corpus_sha256, int64_t(in.text.corpus.documents.size()), in.threads);
     if (world.rank() == 0) fs::remove(plan.progress_path);
     store.emplace(SegmentStore::create(plan.store_path, world.mpi(), world.rank(), layout, attrs, document_infos(in.bench)));
   }
