@@ -99,7 +99,9 @@ int run(int argc, char** argv) {
     return ctxsim::run_command_line(argc, argv);
   } catch (const ctxsim::JobExit& e) {
     return e.code();  // every rank agreed to stop; the reason is already printed
-  } catch (const ctxsim::Error& e) { return fail(e.what(), ctxsim::kExitUserError); } catch (const std::filesystem::filesystem_error& e) {
+  } catch (const ctxsim::UsageError& e) { return fail(e.what(), ctxsim::kExitUsage); } catch (const ctxsim::Error& e) {
+    return fail(e.what(), ctxsim::kExitUserError);
+  } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave (or its file system) that the system refused: not a bug.
     const std::string path = e.path1().string();
     return fail((path.size() > 300 ? path.substr(0, 300) + "…" : path) + ": " + e.code().message() +

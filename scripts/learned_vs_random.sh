@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CTXSIM=${CTXSIM:-build/ctxsim}
-SWEEP=results/sweeps/learned_vs_random
+SWEEP=runs/sweeps/learned_vs_random
 OUT=results/learned_vs_random
 [ -f models/brown-bert/model.safetensors ] || { echo "models/brown-bert is missing: ctxsim pretrain configs/pretrain/brown.yaml"; exit 1; }
 [ -f data/models/brown-bert-seed1/model.safetensors ] || bash scripts/make_control_models.sh

@@ -43,4 +43,9 @@ grep -q "over the budget" "$TMP/err" || fail "no budget error: $(cat "$TMP/err")
   > /dev/null 2>&1 || fail "run without examples"
 node tests/browser/report_test.js "$TMP/noex/report.html" --no-examples --figures top_anchors,distance_overlay > "$TMP/noex.log" 2>&1 \
   || { cat "$TMP/noex.log"; fail "report without examples"; }
+# ctxsim inspect's page: the explorer of one text, every layer and head, checked as a report.
+"$CTXSIM" inspect --text "The cat sat on the mat. It purred, and the cat slept." --out "$TMP/inspect" > /dev/null 2> "$TMP/err" \
+  || fail "inspect: $(cat "$TMP/err")"
+node tests/browser/report_test.js "$TMP/inspect/report.html" --figures top_anchors > "$TMP/inspect.log" 2>&1 \
+  || { cat "$TMP/inspect.log"; fail "the inspect page"; }
 echo "ok [browser] $n-token example, $(stat -c %s "$html") bytes"

@@ -31,7 +31,7 @@ case "$CASE" in
     contains "$out" "| [SEP]"
     contains "$out" "documents:           500"
     contains "$out" "sentences:           57340"
-    contains "$out" "candidates:          57340 (sentences windows)"
+    contains "$out" "candidates:          5642 (sentences windows)"  # the sentences of the 50 held-out documents
     contains "$out" "drawn samples:       2000 of 2000 requested (seed 42)"
     grep -qE '^truncated sentences: [0-9]+$' <<< "$out" || fail "no truncation count: $out"
     # Same config, same samples: the draw is deterministic.
@@ -39,8 +39,10 @@ case "$CASE" in
     [ "$out" = "$again" ] || fail "two runs differ"
     # Overrides change the draw: another seed, documents mode.
     docs=$("$CTXSIM" samples configs/default.yaml --show 0 samples.windows=documents 2>/dev/null) || fail "documents mode"
-    contains "$docs" "candidates:          500 (documents windows)"
-    contains "$docs" "drawn samples:       500 of 2000 requested"
+    contains "$docs" "candidates:          50 (documents windows)"
+    contains "$docs" "drawn samples:       50 of 2000 requested"
+    every=$("$CTXSIM" samples configs/default.yaml --show 0 corpus.split=all 2>/dev/null) || fail "all documents"
+    contains "$every" "candidates:          57340 (sentences windows)"
     ;;
   validate_default)
     out=$("$CTXSIM" validate configs/default.yaml) || fail "default.yaml does not validate"
@@ -253,7 +255,7 @@ PY
     contains "$out" "folded into every point's rule list"
     out=$("$CTXSIM" sweep configs/sweeps/vectors.yaml) || fail "sweep"
     contains "$out" "[3] model.vector=projected,samples.seq_len=128"
-    contains "$out" "output: results/sweeps/vectors/model.vector=projected,samples.seq_len=128"
+    contains "$out" "output: runs/sweeps/vectors/model.vector=projected,samples.seq_len=128"
     printf 'sweep:\n  samples.seqlen: [64]\n' > "$TMP/bad.yaml"
     "$CTXSIM" sweep "$TMP/bad.yaml" 2> "$TMP/err" && fail "bad sweep key accepted"
     contains "$(cat "$TMP/err")" "did you mean 'samples.seq_len'?"
@@ -458,6 +460,135 @@ PY
     grep -q "causal attention has none" "$TMP/s-roberta/figures/example0_L1H0_attention.svg" && fail "RoBERTa drawn causal"
     "$CTXSIM" compare "$TMP/s-gpt2/store.h5" "$TMP/s-roberta/store.h5" --out "$TMP/cmp" > /dev/null 2> "$TMP/err" || fail "compare: $(cat "$TMP/err")"
     contains "$(cat "$TMP/cmp/compare.html")" "GPT-2, causal attention"
+    ;;
+  intervals)
+    # SPEC 5.1: the bootstrap over work units, recomputed by an independent implementation from the
+    # store's /units (Python: SplitMix64, the draws, the percentiles) against collect's _lo/_hi
+    # columns per head; the units add up to /stats; summary, report and compare show them.
+    "$CTXSIM" init-model --preset bert-tiny --seed 9 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/m" > /dev/null || fail "init-model"
+    for seed in 1 2; do
+      "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=44 samples.seed=$seed runtime.unit_size=8 \
+        statistics.examples=[0] output.dir="$TMP/sw/p$seed" > "$TMP/run$seed.out" 2> "$TMP/err" || fail "run: $(cat "$TMP/err")"
+    done
+    contains "$(cat "$TMP/run1.out")" "95% bootstrap intervals (1000 resamples of the 6 work units)"
+    "$CTXSIM" collect "$TMP/sw" > /dev/null 2> "$TMP/err" || fail "collect: $(cat "$TMP/err")"
+    /usr/bin/python3 - "$TMP/sw/p1/store.h5" "$TMP/sw/collect.csv" > "$TMP/py" 2>&1 <<'PY' || fail "intervals: $(cat "$TMP/py")"
+import csv, math, sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+rule = "top_fraction=0.01"
+u, b = f["units/" + rule], f["units/baseline"]
+for g, name in [(u, "stats/" + rule), (b, "stats/baseline")]:
+    for k, d in g.items():
+        if d.attrs.get("CLASS") == b"DIMENSION_SCALE":
+            continue
+        assert (d[...].sum(axis=0) == f[name + "/" + k][...]).all(), k
+U = u["high_pairs"].shape[0]
+assert U == 6 and list(b["samples"][...]) == [8, 8, 8, 8, 8, 4]
+M = (1 << 64) - 1
+state = 20260514
+def nxt():
+    global state
+    state = (state + 0x9E3779B97F4A7C15) & M
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+    return z ^ (z >> 31)
+def ratio(a, c):
+    return np.where(c > 0, a / np.where(c > 0, c, 1), 0.0)
+hp, st, ss, se, noise = (u[k][...].astype(float) for k in ("high_pairs", "same_token", "same_sentence", "sentence_eligible", "noise"))
+near = u["distance_hist"][..., :6].sum(axis=-1).astype(float)
+vp, sta, ssa, sea = (b[k][...].astype(float) for k in ("valid_pairs", "same_token_all", "same_sentence_all", "sentence_eligible_all"))
+values = {k: [] for k in ("repetition_rate", "repetition_lift", "same_sentence_lift", "short_range_share", "noise_share")}
+for r in range(1000):
+    w = np.zeros(U)
+    for _ in range(U):
+        w[nxt() % U] += 1
+    s = lambda x: np.tensordot(w, x, axes=1)
+    rate = ratio(s(st), s(hp))
+    values["repetition_rate"].append(rate)
+    values["repetition_lift"].append(ratio(rate, s(sta) / s(vp)))
+    values["same_sentence_lift"].append(ratio(ratio(s(ss), s(se)), s(ssa) / s(sea)))
+    values["short_range_share"].append(ratio(s(near), s(hp)))
+    values["noise_share"].append(ratio(s(noise), s(hp)))
+rows = [r for r in csv.DictReader(open(sys.argv[2])) if r["point"] == "p1"]
+assert len(rows) == 4, len(rows)
+checked = 0
+for name, v in values.items():
+    v = np.sort(np.array(v), axis=0)   # [1000, L, H]
+    lo, hi = v[25], v[974]
+    for row in rows:
+        l, h = int(row["layer"]), int(row["head"])
+        for bound, want in (("_lo", lo[l, h]), ("_hi", hi[l, h])):
+            got = float(row[name + bound])
+            assert math.isclose(got, want, rel_tol=1e-5, abs_tol=1e-9), (name + bound, l, h, got, want)
+            checked += 1
+        assert float(row[name + "_lo"]) <= float(row[name]) <= float(row[name + "_hi"]) or name.endswith("lift"), (name, row)
+print("intervals: %d bounds agree" % checked)
+PY
+    contains "$(cat "$TMP/py")" "intervals: 40 bounds agree"
+    # The report's per-layer figures draw them as bands, compare's table prints them.
+    grep -q 'class="interval"' "$TMP/sw/p1/figures/repetition_by_layer.svg" || fail "no interval band in the report's figure"
+    grep -q "Shaded: 95% bootstrap intervals" "$TMP/sw/p1/figures/index.json" || fail "the caption does not say what is shaded"
+    "$CTXSIM" compare "$TMP/sw/p1" "$TMP/sw/p2" --out "$TMP/cmp" > /dev/null 2> "$TMP/err" || fail "compare: $(cat "$TMP/err")"
+    grep -q '<small class="interval">\[' "$TMP/cmp/compare.html" || fail "no intervals in compare's table"
+    grep -q 'class="interval"' "$TMP/cmp/figures/same_sentence_by_layer.svg" || fail "no band in compare's figure"
+    ;;
+  inspect)
+    # Issue 35 goal 3: one text to the explorer and a labelled HDF5 of every head, in one command.
+    text="The cat sat on the mat. It purred, and the cat slept."
+    out=$("$CTXSIM" inspect --text "$text" --out "$TMP/i" 2> "$TMP/err") || fail "inspect: $(cat "$TMP/err")"
+    contains "$out" "explorer:  $TMP/i/report.html"
+    for f in report.html heads.h5 store.h5 input.txt inspect.yaml; do [ -s "$TMP/i/$f" ] || fail "no $f"; done
+    tokens=$(echo "$text" | "$CTXSIM" tokenize --model models/brown-bert --tokens) || fail "tokenize"
+    /usr/bin/python3 - "$TMP/i" "[CLS] $tokens [SEP]" > "$TMP/py" 2>&1 <<'PY' || fail "heads.h5: $(cat "$TMP/py")"
+import sys, h5py, numpy as np, xarray as xr
+d, expected = sys.argv[1], sys.argv[2].split()
+ds = xr.open_dataset(d + "/heads.h5", engine="h5netcdf")
+for axis in ("query", "key", "i", "j"):
+    assert list(ds[axis].values) == expected, (axis, list(ds[axis].values), expected)
+ctx, att, sim = ds["context"].values, ds["attention"].values, ds["similarity"].values
+L, H, n, dim = ctx.shape
+assert (L, H) == (6, 8) and n == len(expected), ctx.shape
+want = np.einsum("lhid,lhjd->lhij", ctx.astype("f8"), ctx.astype("f8"))
+want[:, :, np.arange(n), np.arange(n)] = 0
+assert np.allclose(sim, want, rtol=1e-4, atol=1e-4 * abs(want).max()), abs(sim - want).max()
+assert np.allclose(att.sum(-1), 1, atol=1e-5)
+# The store the explorer draws from holds the same matrices (float16).
+f = h5py.File(d + "/store.h5", "r")
+assert f["samples/n_valid"][0] == n
+assert np.allclose(f["examples/similarity"][0][:, :, :n, :n].astype("f4"), sim, rtol=2e-3, atol=2e-3 * abs(sim).max())
+assert np.allclose(f["examples/attention"][0][:, :, :n, :n].astype("f4"), att, atol=1e-3)
+print(ds["attention"].sel(layer=5, head=0, query="cat").values.round(3))
+PY
+    # The same text again is the same inspection; another text is not replaced without --overwrite.
+    "$CTXSIM" inspect --text "$text" --out "$TMP/i" > /dev/null 2> "$TMP/err" || fail "inspect again: $(cat "$TMP/err")"
+    before=$(cd "$TMP/i" && find . -type f | sort | xargs sha256sum | sha256sum)
+    "$CTXSIM" inspect --text "Another text." --out "$TMP/i" > "$TMP/o" 2> "$TMP/err"; rc=$?
+    [ $rc -eq 1 ] || fail "another text into the same --out: exit $rc"
+    contains "$(cat "$TMP/err")" "--out $TMP/i: holds the inspection of another text or model"
+    [ "$before" = "$(cd "$TMP/i" && find . -type f | sort | xargs sha256sum | sha256sum)" ] || fail "a refused inspect changed $TMP/i"
+    printf 'Another text.\n\nA second paragraph here.\n' > "$TMP/t.txt"
+    out=$("$CTXSIM" inspect --file "$TMP/t.txt" --out "$TMP/i" --overwrite 2> "$TMP/err") || fail "--overwrite: $(cat "$TMP/err")"
+    contains "$out" "inspect: 10 tokens of $TMP/t.txt"  # [CLS] another text . a second paragraph here . [SEP]: both paragraphs
+    # Usage errors: exit 2.
+    "$CTXSIM" inspect --out "$TMP/u" > /dev/null 2> "$TMP/err"; [ $? -eq 2 ] || fail "no text: not a usage error"
+    "$CTXSIM" inspect --text a --file "$TMP/t.txt" --out "$TMP/u" > /dev/null 2> "$TMP/err"; [ $? -eq 2 ] || fail "both: not a usage error"
+    printf '\n  \n' > "$TMP/blank.txt"
+    "$CTXSIM" inspect --file "$TMP/blank.txt" --out "$TMP/u" > /dev/null 2> "$TMP/err"; [ $? -eq 1 ] || fail "blank text accepted"
+    contains "$(cat "$TMP/err")" "$TMP/blank.txt: has no text"
+    [ ! -e "$TMP/u" ] || fail "a refused inspect made $TMP/u"
+    # A causal model: no attention to keys after the query.
+    if [ -f data/vocab/gpt2/merges.txt ]; then
+      "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --seed 3 --vocab data/vocab/gpt2 --out "$TMP/gpt2" > /dev/null || fail "init gpt2"
+      "$CTXSIM" inspect --text "$text" --model "$TMP/gpt2" --out "$TMP/g" > /dev/null 2> "$TMP/err" || fail "inspect gpt2: $(cat "$TMP/err")"
+      /usr/bin/python3 -c "
+import sys, numpy as np, xarray as xr
+ds = xr.open_dataset('$TMP/g/heads.h5', engine='h5netcdf')
+a = ds['attention'].values
+assert ds.attrs['causal'] == 1 and list(ds['query'].values)[0] == '<|endoftext|>'
+assert np.all(np.triu(a, 1) == 0) and np.allclose(a.sum(-1), 1, atol=1e-5)
+" || fail "GPT-2 inspect"
+    fi
     ;;
   *) fail "unknown case" ;;
 esac

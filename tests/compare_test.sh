@@ -54,11 +54,12 @@ case "$CASE" in
     run "$TMP/m4" "$TMP/l2"
     run "$TMP/m2" "$TMP/rel" 'selection=[{relative_to_max: 0.9}]'
     check() {  # check EXPECTED ARGS…: exit 1, one error line, nothing written
+      local expected=$1; shift
       "$CTXSIM" compare "$@" --out "$TMP/never" > /dev/null 2> "$TMP/err"
       local rc=$?
       [ $rc -eq 1 ] || fail "exit $rc for: $* -- $(cat "$TMP/err")"
       [ "$(grep -c '^ctxsim: error: ' "$TMP/err")" -eq 1 ] || fail "not one error line: $(cat "$TMP/err")"
-      contains "$(cat "$TMP/err")" "$1"
+      contains "$(cat "$TMP/err")" "$expected"
       [ ! -e "$TMP/never" ] || fail "a refused compare wrote $TMP/never"
     }
     check "$TMP/l2/store.h5: has 2 layers, $TMP/a/store.h5 has 3" "$TMP/a/store.h5" "$TMP/l2/store.h5"

@@ -18,13 +18,13 @@ contains() { grep -qF -- "$2" <<< "$1" || fail "expected '$2' in: $1"; }
 lacks() { ! grep -qF -- "$2" <<< "$1" || fail "did not expect '$2' in: $1"; }
 VOCAB=data/vocab/bert-base-uncased.txt
 
-# one_error EXPECTED CMD…: exit 1, nothing on stdout, one error line holding EXPECTED and a fix
-# (a run may have logged its start first: every other line is one of its "ctxsim: " lines).
+# one_error EXPECTED CMD…: exit 1 (RC=2: a usage error), nothing on stdout, one error line holding
+# EXPECTED and a fix (a run may have logged its start first: every other line is one of its "ctxsim: " lines).
 one_error() {
-  local expect=$1; shift
+  local expect=$1 want=${RC:-1}; shift
   "$@" > "$TMP/stdout" 2> "$TMP/stderr"
   local rc=$?
-  [ $rc -eq 1 ] || fail "exit $rc (expected 1) from: $* -- $(head -c 600 "$TMP/stderr")"
+  [ $rc -eq "$want" ] || fail "exit $rc (expected $want) from: $* -- $(head -c 600 "$TMP/stderr")"
   [ ! -s "$TMP/stdout" ] || fail "printed output before failing: $* -- $(head -c 300 "$TMP/stdout")"
   [ "$(grep -c '^ctxsim: error: ' "$TMP/stderr")" -eq 1 ] || fail "not one error line: $* -- $(cat "$TMP/stderr")"
   [ "$(grep -vc '^ctxsim: ' "$TMP/stderr")" -eq 0 ] || fail "stray output: $* -- $(cat "$TMP/stderr")"
@@ -64,12 +64,25 @@ case "$CASE" in
     # A pair outside the model fails before any table is printed.
     one_error "--heads 99:0: not a LAYER:HEAD pair of this model (2 layers, 2 heads)" "$CTXSIM" summary "$S" --heads 99:0
     one_error "--heads 0:5: not a LAYER:HEAD pair of this model" "$CTXSIM" summary "$S" --heads 1:1,0:5
-    one_error "ctxsim summary: --top: expected a whole number in [1, 1000], got '-1'" "$CTXSIM" summary "$S" --top -1
-    one_error "--top: expected a whole number in [1, 1000], got '1e9'" "$CTXSIM" summary "$S" --top 1e9
-    one_error "ctxsim samples: --show: expected a whole number in [0, 1000000], got '-1'" "$CTXSIM" samples configs/default.yaml --show -1
-    one_error "ctxsim pretrian: unknown subcommand" "$CTXSIM" pretrian --help
-    one_error "ctxsim sumary: unknown subcommand; fix: did you mean 'summary'?" "$CTXSIM" sumary --help
-    one_error "ctxsim summary: store is required" "$CTXSIM" summary
+    # A malformed command line is a usage error: exit 2, as getopt tools say it.
+    RC=2 one_error "ctxsim summary: --top: expected a whole number in [1, 1000], got '-1'" "$CTXSIM" summary "$S" --top -1
+    RC=2 one_error "--top: expected a whole number in [1, 1000], got '1e9'" "$CTXSIM" summary "$S" --top 1e9
+    RC=2 one_error "ctxsim samples: --show: expected a whole number in [0, 1000000], got '-1'" "$CTXSIM" samples configs/default.yaml --show -1
+    RC=2 one_error "ctxsim pretrian: unknown subcommand" "$CTXSIM" pretrian --help
+    RC=2 one_error "ctxsim sumary: unknown subcommand; fix: did you mean 'summary'?" "$CTXSIM" sumary --help
+    RC=2 one_error "ctxsim summary: store is required" "$CTXSIM" summary
+    RC=2 one_error "ctxsim run: The following argument was not expected: --bogus" "$CTXSIM" run configs/default.yaml --bogus
+    # model.path and model.name together: an error naming both (the path used to win silently).
+    one_error "model.path ('$TMP/m') and model.name ('bert-base-uncased') are both set" \
+      "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" model.name=bert-base-uncased output.dir="$TMP/both"
+    [ ! -e "$TMP/both" ] || fail "a refused run made $TMP/both"
+    # --help: an example per subcommand; the override footer only where a config is taken.
+    for sub in $("$CTXSIM" --help | awk '/^Subcommands:/{on=1; next} on && /^$/{exit} on {print $1}'); do
+      h=$("$CTXSIM" "$sub" --help) || fail "$sub --help"
+      contains "$h" "Example:"
+      contains "$h" "ctxsim $sub "
+      if grep -q "Usage: ctxsim $sub \[OPTIONS\] config" <<< "$h"; then contains "$h" "overridden after CONFIG"; else lacks "$h" "overridden after CONFIG"; fi
+    done
     [ ! -e "$TMP/rep" ] || fail "a refused report wrote $TMP/rep"
     out=$("$CTXSIM" summary "$S" --heads 1:1,0:0,1:1 --top 2) || fail "a valid --heads list"
     contains "$out" "L1 H1:"
@@ -401,7 +414,7 @@ PY
     printf 'The/at dog/nn barked loudly/rb ./.\nA/at c\0at/nn sat/vbd ./.\n' > "$TMP/c/ca03"
     ln -s /nonexistent "$TMP/c/ca04"
     mkdir "$TMP/c/ca05"
-    "$CTXSIM" samples configs/default.yaml corpus.path="$TMP/c" --show 0 > /dev/null 2> "$TMP/err" || fail "samples: $(cat "$TMP/err")"
+    "$CTXSIM" samples configs/default.yaml corpus.path="$TMP/c" corpus.split=all --show 0 > /dev/null 2> "$TMP/err" || fail "samples: $(cat "$TMP/err")"
     [ "$(grep -c "corpus $TMP/c: " "$TMP/err")" -eq 1 ] || fail "not said once: $(cat "$TMP/err")"
     contains "$(cat "$TMP/err")" "1 NUL byte(s) dropped"
     contains "$(cat "$TMP/err")" "1 Brown token(s) without a /tag kept whole as words"
@@ -413,7 +426,7 @@ PY
   resume_inputs)  # 1: a resume or rerun over changed inputs is refused, naming what changed
     tiny_model "$TMP/m"
     mkdir -p "$TMP/c" && cp data/brown/ca0[1-4] "$TMP/c/"
-    L=(configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1
+    L=(configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" corpus.split=all samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1
        output.report=false output.dir="$TMP/out")
     interrupted() {  # a run killed after its first durable units
       rm -rf "$TMP/out"
@@ -456,6 +469,17 @@ PY
     ;;
   user_files)  # 3: report and compare write only their own files, and refuse to overwrite others'
     tiny_model "$TMP/m"
+    # init-model: the same model again is no change; another one is refused unless --overwrite.
+    tiny_model "$TMP/m"
+    before=$(cd "$TMP/m" && sha256sum ./* | sha256sum)
+    one_error "--out $TMP/m: already holds a different model (its config.json, model.safetensors would change)" \
+      "$CTXSIM" init-model --preset bert-tiny --layers 3 --seed 6 --vocab "$VOCAB" --out "$TMP/m"
+    [ "$before" = "$(cd "$TMP/m" && sha256sum ./* | sha256sum)" ] || fail "a refused init-model changed $TMP/m"
+    [ -z "$(ls -A "$TMP" | grep init-model)" ] || fail "init-model left its staging folder"
+    "$CTXSIM" init-model --preset bert-tiny --seed 6 --vocab "$VOCAB" --out "$TMP/m6" > /dev/null || fail "init-model m6"
+    "$CTXSIM" init-model --preset bert-tiny --seed 6 --vocab "$VOCAB" --out "$TMP/m" --overwrite > /dev/null || fail "init-model --overwrite"
+    cmp -s "$TMP/m/model.safetensors" "$TMP/m6/model.safetensors" || fail "--overwrite did not replace the model"
+    tiny_model "$TMP/m" --overwrite
     for seed in 1 2; do
       "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" samples.seed=$seed output.report=true output.dir="$TMP/r$seed" > /dev/null 2>&1 || fail "run $seed"
     done
@@ -495,9 +519,10 @@ YAML
     a=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path=A_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
     b=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path=B_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
     [ -n "$a" ] && [ "$a" != "$b" ] || fail "the two points are not two models' stores"
-    for bad in '' -1 2 x; do
-      one_error "--sweep-index" "$CTXSIM" run "$TMP/s.yaml" --sweep-index "$bad"
+    for bad in '' -1 x; do
+      RC=2 one_error "--sweep-index" "$CTXSIM" run "$TMP/s.yaml" --sweep-index "$bad"
     done
+    one_error "--sweep-index 2: the sweep has 2 points" "$CTXSIM" run "$TMP/s.yaml" --sweep-index 2
     # Values whose folders would still coincide are refused before anything runs.
     sed -i "s|sweep: .*|sweep: {statistics.separators: [[\".\"]], corpus.path: [\"data/x y\", \"data/x-y\"]}|" "$TMP/s.yaml"
     one_error "would share the output folder" "$CTXSIM" sweep "$TMP/s.yaml"
@@ -541,6 +566,28 @@ PY
       contains "$(cat "$TMP/stderr")" "the checkpoint is damaged"
       cp "$TMP/cp.bak" "$TMP/p/checkpoint.safetensors"
     done
+    # Goal 1 of issue 35: a model folder this job did not write is not replaced without
+    # output.overwrite. The resume and a rerun find their own folders (exports.json vouches).
+    "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/p" pretrain.model_out="$TMP/pm" pretrain.init_out="$TMP/pi" > /dev/null 2> "$TMP/err" \
+      || fail "resume into its own folders: $(tail -2 "$TMP/err")"
+    "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/p" pretrain.model_out="$TMP/pm" pretrain.init_out="$TMP/pi" > /dev/null 2> "$TMP/err" \
+      || fail "rerun into its own folders: $(tail -2 "$TMP/err")"
+    mkdir -p "$TMP/theirs" && cp models/brown-bert-init/* "$TMP/theirs/"
+    theirs=$(cd "$TMP/theirs" && sha256sum ./* | sha256sum)
+    one_error "pretrain.model_out: '$TMP/theirs' already holds files that this pretraining did not write" \
+      "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/q" pretrain.model_out="$TMP/theirs" pretrain.init_out="$TMP/qi"
+    # Its own folder with weights changed since it wrote them is someone's work too.
+    printf 'x' >> "$TMP/pm/model.safetensors"
+    one_error "pretrain.model_out: '$TMP/pm' already holds files" \
+      "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/p" pretrain.model_out="$TMP/pm" pretrain.init_out="$TMP/pi"
+    # The outputs default to output.dir: a folder there that is not ours is refused the same way.
+    mkdir -p "$TMP/r/model" && cp models/brown-bert-init/* "$TMP/r/model/"
+    one_error "output.dir: '$TMP/r/model' already holds files" "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/r" \
+      'pretrain.model_out=""' 'pretrain.init_out=""'
+    [ "$theirs" = "$(cd "$TMP/theirs" && sha256sum ./* | sha256sum)" ] || fail "a refused pretraining changed $TMP/theirs"
+    "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/q" pretrain.model_out="$TMP/theirs" pretrain.init_out="$TMP/qi" output.overwrite=true \
+      > /dev/null 2> "$TMP/err" || fail "output.overwrite=true: $(tail -2 "$TMP/err")"
+    [ "$theirs" != "$(cd "$TMP/theirs" && sha256sum ./* | sha256sum)" ] || fail "output.overwrite=true did not replace $TMP/theirs"
     ;;
   store_shapes)  # 6: a store is untrusted input: every shape and range checked before use
     tiny_model "$TMP/m"
@@ -651,11 +698,13 @@ f.close()" || fail "crafting $1"
     [ ! -e "$TMP/o" ] || fail "wrote output for a bad path"
     ;;
   bench_ranges)  # 12 and 14: numbers out of range are refused; thread counts are capped, and said
+    # Out of an option's range: a usage error (exit 2); past what the model takes: exit 1.
     for bad in "--seq-len -1" "--seq-len 0" "--seq-len 99999999999" "--batch -3" "--batch 0" "--threads 100000" "--seconds inf" \
-               "--seconds nan" "--seconds -1" "--seq-len 513 --preset bert-tiny"; do
+               "--seconds nan" "--seconds -1"; do
       read -r -a args <<< "$bad"
-      one_error "" timeout 60 "$CTXSIM" bench-model "${args[@]}" --dtype float32 --batch 1
+      RC=2 one_error "" timeout 60 "$CTXSIM" bench-model "${args[@]}" --dtype float32 --batch 1
     done
+    one_error "" timeout 60 "$CTXSIM" bench-model --seq-len 513 --preset bert-tiny --dtype float32 --batch 1
     one_error "exceed the model's max_position_embeddings" "$CTXSIM" bench-model --preset bert-tiny --seq-len 1000 --dtype float32
     out=$(timeout 120 "$CTXSIM" bench-model --preset bert-tiny --seq-len 16 --batch 1 --dtype float32 --threads 4096 --seconds 0.2 2>&1) \
       || fail "bench-model --threads 4096: $out"
@@ -671,7 +720,7 @@ f.close()" || fail "crafting $1"
   model_identity)  # B1: a model is every file that decides its outputs, for a resume and for a complete store
     tiny_model "$TMP/m"
     mkdir -p "$TMP/c" && cp data/brown/ca0[1-4] "$TMP/c/"
-    L=(configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1
+    L=(configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" corpus.split=all samples.num_samples=40 runtime.unit_size=4 runtime.flush_units=1
        output.report=false output.dir="$TMP/out")
     # A run killed after its first durable units, then its config.json changed: no resume.
     CTXSIM_UNIT_DELAY_MS=300 "$CTXSIM" run "${L[@]}" > /dev/null 2>&1 &
@@ -720,15 +769,26 @@ PY
     wait $p1; rc1=$?; wait $p2; rc2=$?
     [ $((rc1 + rc2)) -eq 1 ] || fail "expected one report written and one refused, got exit codes $rc1 and $rc2"
     winner=r1; [ $rc1 -eq 0 ] || winner=r2
-    grep -q "is the report of another store" "$TMP/a.out" "$TMP/b.out" || fail "the refusal does not say why"
+    grep -q "report.html: was made from .*store.h5, not from .*store.h5; the report would replace it" "$TMP/a.out" "$TMP/b.out" || fail "the refusal does not say why"
     grep -qF "ctxsim summary of $TMP/$winner/store.h5" "$TMP/y/report.html" || fail "the page is not the written store's"
     # A report of B into A's folder would replace A's report: refused, A's files untouched.
     before=$(cd "$TMP/r1" && find . -type f | sort | xargs sha256sum | sha256sum)
-    one_error "$TMP/r1/report.html: is the report of another store" "$CTXSIM" report "$TMP/r2/store.h5" --out "$TMP/r1"
+    one_error "$TMP/r1/report.html: was made from $TMP/r1/store.h5, not from $TMP/r2/store.h5" "$CTXSIM" report "$TMP/r2/store.h5" --out "$TMP/r1"
     [ "$before" = "$(cd "$TMP/r1" && find . -type f | sort | xargs sha256sum | sha256sum)" ] || fail "A's report changed"
     # The same store, copied with its folder, reports into the copy (the same store elsewhere).
     cp -r "$TMP/r1" "$TMP/r1copy"
     "$CTXSIM" report "$TMP/r1copy/store.h5" > /dev/null 2> "$TMP/err" || fail "report of a copied store: $(cat "$TMP/err")"
+    # --overwrite replaces a page made from other stores; without it, a comparison is refused too.
+    "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/z" > /dev/null 2>&1 || fail "report into z"
+    "$CTXSIM" report "$TMP/r2/store.h5" --out "$TMP/z" --overwrite > /dev/null 2> "$TMP/err" || fail "report --overwrite: $(cat "$TMP/err")"
+    grep -qF "ctxsim summary of $TMP/r2/store.h5" "$TMP/z/report.html" || fail "--overwrite did not replace the report"
+    "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/c" > /dev/null 2>&1 || fail "compare"
+    "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/c" > /dev/null 2>&1 || fail "the same comparison again"
+    before=$(cd "$TMP/c" && find . -type f | sort | xargs sha256sum | sha256sum)
+    one_error "$TMP/c/compare.html: was made from $TMP/r1/store.h5 + $TMP/r2/store.h5, not from $TMP/r2/store.h5 + $TMP/r1/store.h5" \
+      "$CTXSIM" compare "$TMP/r2/store.h5" "$TMP/r1/store.h5" --out "$TMP/c"
+    [ "$before" = "$(cd "$TMP/c" && find . -type f | sort | xargs sha256sum | sha256sum)" ] || fail "the comparison changed"
+    "$CTXSIM" compare "$TMP/r2/store.h5" "$TMP/r1/store.h5" --out "$TMP/c" --overwrite > /dev/null 2> "$TMP/err" || fail "compare --overwrite: $(cat "$TMP/err")"
     # A rerun over its own folder (output.overwrite) replaces its own report.
     "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" samples.seed=1 samples.num_samples=12 statistics.examples=[0] output.report=true \
       output.overwrite=true output.dir="$TMP/r1" > /dev/null 2> "$TMP/err" || fail "rerun with overwrite: $(tail -3 "$TMP/err")"
@@ -768,10 +828,10 @@ PY
     contains "$out" "--output=$TMP/100%%done/jobs/ctxsim-%j.log"
     # Literal special tokens in the corpus keep their ids (SPEC §1), said once; a literal [PAD] is a valid token.
     mkdir -p "$TMP/c" && printf 'The/at [SEP]/nn and/cc [PAD]/nn sat/vbd ./.\nA/at dog/nn [SEP]/nn ran/vbd ./.\n' > "$TMP/c/ca01"
-    "$CTXSIM" samples configs/default.yaml corpus.path="$TMP/c" samples.windows=documents --show 1 > "$TMP/o" 2> "$TMP/e" || fail "samples: $(cat "$TMP/e")"
+    "$CTXSIM" samples configs/default.yaml corpus.path="$TMP/c" corpus.split=all samples.windows=documents --show 1 > "$TMP/o" 2> "$TMP/e" || fail "samples: $(cat "$TMP/e")"
     [ "$(grep -c "special tokens written out" "$TMP/e")" -eq 1 ] || fail "not said once: $(cat "$TMP/e")"
     contains "$(cat "$TMP/e")" "[PAD] x1, [SEP] x2"
-    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" samples.windows=documents statistics.examples=[] output.report=false output.dir="$TMP/lit" \
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" corpus.path="$TMP/c" corpus.split=all samples.windows=documents statistics.examples=[] output.report=false output.dir="$TMP/lit" \
       > /dev/null 2>&1 || fail "run on literal specials"
     /usr/bin/python3 - "$TMP/lit/store.h5" <<'PY' || fail "a literal [PAD] was taken for padding"
 import sys, h5py

@@ -43,6 +43,10 @@ case "$CASE" in
     compare "$TMP/r1" "$TMP/r3"
     [ "$(grep -c 'ctxsim: progress' "$TMP/r3.log")" -ge 1 ] || fail "no progress line"
     [ "$(grep -c 'done:' "$TMP/r3.log")" -eq 1 ] || fail "rank 0 alone should report"
+    # The units' sums are the same on any rank count, so the intervals are (SPEC 5.1).
+    for np in 1 3; do "$CTXSIM" summary "$TMP/r$np/store.h5" | tail -n +2 > "$TMP/s$np.txt" || fail "summary of r$np"; done
+    contains "$(cat "$TMP/s1.txt")" "95% bootstrap intervals (1000 resamples of the 15 work units)"
+    cmp -s "$TMP/s1.txt" "$TMP/s3.txt" || fail "the summaries of 1 and 3 ranks differ: $(diff "$TMP/s1.txt" "$TMP/s3.txt" | head -5)"
     ;;
   kill_resume)
     run 1 "$TMP/ref" || fail "reference run"

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "stages/base/digest.h"
 #include "stages/figures/figure.h"
@@ -149,6 +153,151 @@ TEST(Render, LineChartDrawsTheSeriesWhereTheAxesSay) {
   const Rgb above = img.at(int(a.x + a.w / 2), int(a.y + a.h / 4));  // nothing drawn at y = 0.75
   EXPECT_GT(int(above[1]), 200);
   EXPECT_NE(f.svg.find(">flat</text>"), std::string::npos);  // the legend
+}
+
+// The <rect>s of an SVG filled with `fill`, as (x, width), in the order drawn.
+std::vector<std::pair<double, double>> rects_of(const std::string& svg, const std::string& fill) {
+  std::vector<std::pair<double, double>> out;
+  const auto attr = [](const std::string& tag, const std::string& name) {
+    const size_t at = tag.find(" " + name + "=\"");
+    return at == std::string::npos ? NAN : std::stod(tag.substr(at + name.size() + 3));
+  };
+  for (size_t at = svg.find("<rect "); at != std::string::npos; at = svg.find("<rect ", at + 1)) {
+    const std::string tag = svg.substr(at, svg.find("/>", at) - at);
+    if (tag.find("fill=\"" + fill + "\"") != std::string::npos) out.push_back({attr(tag, "x"), attr(tag, "width")});
+  }
+  return out;
+}
+
+// Two bar series over three categories: side by side in each category, each 0.4 of it wide,
+// the first on the left, touching nothing of the other (they were drawn 0.8 wide each, on top
+// of one another).
+TEST(Render, GroupedBarsSitSideBySide) {
+  PlotSpec p;
+  p.x_ticks = {"a", "b", "c"};
+  p.series = {Series{"run 1", {0, 1, 2}, {3, 4, 5}, Rgb{255, 0, 0}, false, true},
+              Series{"run 2", {0, 1, 2}, {5, 4, 3}, Rgb{0, 0, 255}, false, true}};
+  const Figure f = plot_figure({p}, 1, 300, 100, "bars", "");
+  const auto red = rects_of(f.svg, "#ff0000"), blue = rects_of(f.svg, "#0000ff");
+  ASSERT_EQ(red.size(), 4u);  // three bars and the legend's swatch
+  ASSERT_EQ(blue.size(), 4u);
+  const double category = f.panels[0].w / 3;  // x from -0.5 to 2.5
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(red[i].second, 0.4 * category, 1e-3) << i;
+    EXPECT_NEAR(blue[i].second, 0.4 * category, 1e-3) << i;
+    EXPECT_LE(red[i].first + red[i].second, blue[i].first + 1e-6) << "bars of category " << i << " overlap";
+    const double centre = f.panels[0].x + (double(i) + 0.5) * category;  // the pair is centred on its category
+    EXPECT_NEAR((red[i].first + blue[i].first + blue[i].second) / 2, centre, 1e-3) << i;
+  }
+}
+
+// Intervals: a line's band spans lo..hi at each x (in pixels, the band's points are the line's x
+// and the bounds' y) and widens the axis to hold them; a bar's is a whisker.
+TEST(Render, IntervalsAreBandsUnderLinesAndWhiskersOnBars) {
+  PlotSpec p;
+  p.y_lo = 0, p.y_hi = 10, p.x_integer = true;
+  Series line{"rate", {0, 1, 2}, {4, 5, 6}, Rgb{255, 0, 0}};
+  line.lo = {3, 4, 5}, line.hi = {5, 6, 8};
+  p.series = {line};
+  const Figure f = plot_figure({p}, 1, 300, 100, "bands", "");
+  const size_t at = f.svg.find("<polygon class=\"interval\" fill=\"#ff0000\"");
+  ASSERT_NE(at, std::string::npos) << f.svg;
+  const std::string points =
+      f.svg.substr(f.svg.find("points=\"", at) + 8, f.svg.find('"', f.svg.find("points=\"", at) + 8) - f.svg.find("points=\"", at) - 8);
+  std::vector<double> xs, ys;
+  std::istringstream in(points);
+  for (std::string xy; in >> xy;) xs.push_back(std::stod(xy.substr(0, xy.find(',')))), ys.push_back(std::stod(xy.substr(xy.find(',') + 1)));
+  ASSERT_EQ(xs.size(), 6u);  // hi at x = 0, 1, 2, then lo back
+  const PlotArea& a = f.panels[0];
+  const auto Y = [&](double y) { return a.y + a.h - y / 10 * a.h; };
+  EXPECT_NEAR(ys[0], Y(5), 1e-3);
+  EXPECT_NEAR(ys[2], Y(8), 1e-3);
+  EXPECT_NEAR(ys[3], Y(5), 1e-3);  // lo at x = 2
+  EXPECT_NEAR(ys[5], Y(3), 1e-3);
+  EXPECT_NEAR(xs[0], xs[5], 1e-9);
+  // Without a fixed range the axis holds the band's top.
+  PlotSpec q;
+  Series tall{"rate", {0, 1}, {1, 1}, Rgb{0, 0, 255}};
+  tall.lo = {0.5, 0.5}, tall.hi = {2, 9};
+  q.series = {tall};
+  const std::string svg = plot_figure({q}, 1, 300, 100, "", "").svg;
+  EXPECT_NE(svg.find(">8<"), std::string::npos) << "no tick near the band's top (9)";
+  // Bars: one whisker (three lines) per bar.
+  PlotSpec b;
+  Series bars{"run", {0, 1}, {4, 5}, Rgb{0, 128, 0}, false, true};
+  bars.lo = {3, 4}, bars.hi = {5, 6};
+  b.series = {bars};
+  const std::string bsvg = plot_figure({b}, 1, 300, 100, "", "").svg;
+  size_t whiskers = 0;
+  for (size_t k = bsvg.find("stroke=\"#222\""); k != std::string::npos; k = bsvg.find("stroke=\"#222\"", k + 1)) ++whiskers;
+  EXPECT_EQ(whiskers, 6u);
+}
+
+void expect_ticks(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size()) << "got " << ::testing::PrintToString(got);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
+}
+
+TEST(Render, NiceTicksAreOneTwoFiveStepsAndWholeOnIndexAxes) {
+  expect_ticks(nice_ticks(0, 11, 5, true), {0, 2, 4, 6, 8, 10});
+  expect_ticks(nice_ticks(0, 5, 5, true), {0, 1, 2, 3, 4, 5});
+  expect_ticks(nice_ticks(0, 3, 5, true), {0, 1, 2, 3});  // not 0, 0.5, 1, …: layers are whole
+  expect_ticks(nice_ticks(0, 0, 5, true), {0});           // one layer
+  expect_ticks(nice_ticks(-0.5, 0.5, 5, true), {0});
+  expect_ticks(nice_ticks(1, 1023, 5, true), {200, 400, 600, 800, 1000});
+  expect_ticks(nice_ticks(0, 1, 5), {0, 0.2, 0.4, 0.6, 0.8, 1});
+  expect_ticks(nice_ticks(0, 3, 5), {0, 0.5, 1, 1.5, 2, 2.5, 3});  // a real-valued axis may have halves
+  expect_ticks(nice_ticks(-10, 10, 4), {-10, -5, 0, 5, 10});
+  expect_ticks(nice_ticks(0, 0.03, 3), {0, 0.01, 0.02, 0.03});
+  expect_ticks(nice_ticks(25, 40, 4), {25, 30, 35, 40});
+}
+
+// The x tick labels of a panel: texts 15 px under its plot area.
+std::vector<std::string> x_tick_labels(const Figure& f) {
+  std::vector<std::string> out;
+  const PlotArea& a = f.panels[0];
+  char y[32];
+  std::snprintf(y, sizeof y, "y=\"%g\"", a.y + a.h + 15);
+  for (size_t at = f.svg.find("<text "); at != std::string::npos; at = f.svg.find("<text ", at + 1)) {
+    const size_t end = f.svg.find("</text>", at);
+    const std::string tag = f.svg.substr(at, end - at);
+    if (tag.find(y) != std::string::npos) out.push_back(tag.substr(tag.find('>') + 1));
+  }
+  return out;
+}
+
+TEST(Render, LayerAxesHaveWholeTicks) {
+  PlotSpec p;
+  p.x_label = "layer", p.x_integer = true;
+  p.series = {Series{"rate", index_axis(4), {10, 20, 30, 40}}};
+  EXPECT_EQ(x_tick_labels(plot_figure({p}, 1, 300, 200, "four layers", "")), (std::vector<std::string>{"0", "1", "2", "3"}));
+  p.series = {Series{"rate", index_axis(1), {10}}};
+  EXPECT_EQ(x_tick_labels(plot_figure({p}, 1, 300, 200, "one layer", "")), (std::vector<std::string>{"0"}));
+  p.series = {Series{"rate", index_axis(12), std::vector<double>(12, 10.0)}};
+  EXPECT_EQ(x_tick_labels(plot_figure({p}, 1, 300, 200, "twelve layers", "")), (std::vector<std::string>{"0", "2", "4", "6", "8", "10"}));
+}
+
+// A rate around its chance: the chance is white, the farther side saturates (40, 10 above
+// chance: full red), the nearer keeps the same slope (25, 5 below: a quarter of the way to
+// blue), and the colour bar shows the data's range, not 0-100.
+TEST(Render, HeatmapDivergesAroundItsCentre) {
+  HeatmapSpec m;
+  m.rows = 1, m.cols = 3, m.values = {25, 30, 40}, m.lo = 25, m.hi = 40, m.centre = 30, m.map = ColourMap::Diverging;
+  const Figure f = heatmap_figure(m, "same sentence", "");
+  const auto hex = [](Rgb c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
+    return std::string(buf);
+  };
+  std::vector<std::string> cells;  // the fills of the first three rects: the cells, drawn first
+  for (size_t at = f.svg.find("<rect x="); at != std::string::npos && cells.size() < 3; at = f.svg.find("<rect x=", at + 1)) {
+    const size_t fill = f.svg.find("fill=\"", at) + 6;
+    cells.push_back(f.svg.substr(fill, f.svg.find('"', fill) - fill));
+  }
+  EXPECT_EQ(cells, (std::vector<std::string>{hex(colour(ColourMap::Diverging, 0.25)), "#ffffff", hex(colour(ColourMap::Diverging, 1.0))}));
+  EXPECT_NE(f.svg.find(">40</text>"), std::string::npos);
+  EXPECT_EQ(f.svg.find(">100</text>"), std::string::npos);
+  EXPECT_EQ(f.svg.find(">0</text>"), std::string::npos);
 }
 
 TEST(Render, Base64MatchesRfc4648) {

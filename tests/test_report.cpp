@@ -10,10 +10,15 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/summary.h"
+#include "pipeline/report/layer_figures.h"
+#include "pipeline/report/report_figures.h"
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/store.h"
 #include "stages/base/error.h"
 #include "stages/figures/render.h"
 #include "stages/model/random_checkpoint.h"
@@ -260,6 +265,111 @@ TEST_F(Report, ChosenHeadsAreDrawn) {
     ADD_FAILURE() << "a layer the model lacks was accepted";
   } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("--heads 2:0"), std::string::npos) << e.what(); }
   EXPECT_FALSE(fs::exists(tmp_->path / "bad_heads/report.html"));
+}
+
+// The per-head rate maps are scaled to their data, not 0-100: same-sentence diverges around its
+// chance (white) over the data and the chance, noise spans the data's own range.
+TEST_F(Report, RateHeatmapsAreScaledToTheirData) {
+  const std::string store = (tmp_->path / "out/store.h5").string();
+  const h5::FileScope scope(store);
+  const h5::Id file = open_complete_store(store);
+  const report::StoreData d = report::load_store_data(file, store, "");
+  const auto range = [](const HeatmapSpec& m) { return std::minmax_element(m.values.begin(), m.values.end()); };
+  const HeatmapSpec same = report::head_map_spec(d, metric("same_sentence_rate"));
+  const double chance = metric("same_sentence_chance").shown(Counts{}, d.base);
+  EXPECT_EQ(same.map, ColourMap::Diverging);
+  EXPECT_DOUBLE_EQ(same.centre, chance);
+  EXPECT_DOUBLE_EQ(same.lo, std::min(double(*range(same).first), chance));
+  EXPECT_DOUBLE_EQ(same.hi, std::max(double(*range(same).second), chance));
+  const HeatmapSpec noise = report::head_map_spec(d, metric("noise_share"));
+  EXPECT_EQ(noise.map, ColourMap::Viridis);
+  EXPECT_DOUBLE_EQ(noise.lo, *range(noise).first);
+  EXPECT_DOUBLE_EQ(noise.hi, std::max(double(*range(noise).second), noise.lo + 1e-9));
+  for (const HeatmapSpec* m : {&same, &noise})
+    if (*range(*m).second < 90) { EXPECT_LT(m->hi, 90) << "a scale to 100 for values up to " << *range(*m).second; }
+}
+
+// Counts of `layers` layers whose selected pairs lie at distances with the weights `at` (index d).
+std::vector<Counts> layers_at(const std::vector<std::vector<double>>& at) {
+  std::vector<Counts> out;
+  for (const auto& d : at) {
+    Counts c;
+    c.distance = d;
+    for (double x : d) c[Stat::HighPairs] += x;
+    c.heads = 1;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The distance overlay's caption claims a shift to short range only where the data show one.
+TEST(ReportCaptions, DistanceOverlayClaimsAShiftOnlyWhenTheDataShowOne) {
+  Baseline b;
+  b.distance_all = {0, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10};  // T = 11: d = 1 … 10 equally likely
+  b.value[size_t(Stat::ValidPairs)] = 100;                       // short-range (d <= 5) chance: 50%
+  const std::vector<double> chance(b.distance_all.begin(), b.distance_all.end());
+  const std::vector<double> near = {0, 30, 30, 20, 10, 10, 0, 0, 0, 0, 0};  // all d <= 5
+  // A random model: every layer at chance.
+  std::string c = report::distance_overlay_caption(layers_at({chance, chance, chance}), b);
+  EXPECT_EQ(c.find("shift"), std::string::npos) << c;
+  EXPECT_NE(c.find("compare each layer's distribution with chance"), std::string::npos) << c;
+  EXPECT_NE(c.find("50.0% in the last (chance 50.0%)"), std::string::npos) << c;
+  // Short range in every layer: far above chance, but no shift across layers.
+  c = report::distance_overlay_caption(layers_at({near, near, near}), b);
+  EXPECT_EQ(c.find("shift"), std::string::npos) << c;
+  // One layer: no shift across layers to speak of.
+  EXPECT_EQ(report::distance_overlay_caption(layers_at({near}), b).find("shift"), std::string::npos);
+  // From chance in the first layer to short range in the last: the shift, with its numbers.
+  c = report::distance_overlay_caption(layers_at({chance, chance, near}), b);
+  EXPECT_NE(c.find("shift to short range"), std::string::npos) << c;
+  EXPECT_NE(c.find("50.0% of the selected pairs in the first layers, 100.0% in the last (chance 50.0%)"), std::string::npos) << c;
+}
+
+// How many dashed lines an SVG figure draws; whether its legend names `name`.
+size_t dashed_lines(const std::string& svg) {
+  size_t n = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1))
+    n += svg.substr(at, svg.find("/>", at) - at).find("stroke-dasharray") != std::string::npos;
+  return n;
+}
+bool in_legend(const std::string& svg, const std::string& name) { return svg.find(">" + name + "</text>") != std::string::npos; }
+
+// Compared runs share one chance line where their chances agree within 1% (one corpus,
+// another sample draw) and keep one each where they differ.
+TEST(ReportCompare, OneChanceLinePerDistinctChance) {
+  const auto baseline = [](double same_sentence, std::vector<int64_t> distance) {
+    Baseline b;
+    b.value[size_t(Stat::SameSentenceAll)] = same_sentence, b.value[size_t(Stat::SentenceEligibleAll)] = 100;
+    b.value[size_t(Stat::Samples)] = 1;
+    b.distance_all = std::move(distance);
+    for (int64_t x : b.distance_all) b.value[size_t(Stat::ValidPairs)] += double(x);
+    return b;
+  };
+  const std::vector<Counts> layers = layers_at({{0, 3, 2, 1}, {0, 1, 2, 3}});
+  const Baseline a = baseline(30, {0, 12, 8, 4}), a2 = baseline(30.0001, {0, 12, 8, 4}), other = baseline(45, {0, 4, 8, 12});
+  const auto figures = [&](const std::vector<const Baseline*>& bases) {
+    std::vector<report::LayerRun> runs;
+    for (size_t i = 0; i < bases.size(); ++i)
+      runs.push_back({"run" + std::to_string(i), sequence_colour(int(i), int(bases.size())), bases[i], &layers});
+    std::pair<std::string, std::string> svg;  // same-sentence by layer, distance by layer
+    for (const auto& e : report::layer_figures(runs, "Per layer", ""))
+      if (e.stem == "same_sentence_by_layer") svg.first = e.figure.svg;
+    svg.second = report::distance_by_layer_figure(runs, 2, 4, "distance", "").svg;
+    return svg;
+  };
+  // Three runs on one corpus: one chance line (the lift panel adds its "no lift" line).
+  auto [rate, distance] = figures({&a, &a2, &a});
+  EXPECT_EQ(dashed_lines(rate), 2u);
+  EXPECT_TRUE(in_legend(rate, "chance"));
+  EXPECT_EQ(dashed_lines(distance), 2u);  // one per layer panel
+  EXPECT_TRUE(in_legend(distance, "chance"));
+  // A run of another corpus keeps its own chance; the two that agree still share theirs.
+  std::tie(rate, distance) = figures({&a, &other, &a2});
+  EXPECT_EQ(dashed_lines(rate), 3u);
+  EXPECT_TRUE(in_legend(rate, "chance (run0, run2)"));
+  EXPECT_TRUE(in_legend(rate, "chance (run1)"));
+  EXPECT_FALSE(in_legend(rate, "chance"));
+  EXPECT_EQ(dashed_lines(distance), 4u);
 }
 
 // Damages a copy of the store, then expects one error naming `needle` and no report at all.

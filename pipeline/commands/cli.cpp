@@ -33,6 +33,7 @@ struct Args {
   CompareArgs compare;
   InitModelArgs init;
   ModelInfoArgs info;
+  InspectArgs inspect;
   BenchModelArgs bench;
 };
 
@@ -67,19 +68,23 @@ CLI::Validator seconds_in(double lo, double hi) {
 void with_config(CLI::App& sub, Args& a) {
   sub.add_option("config", a.config, "YAML config (e.g. configs/default.yaml)")->required();
   sub.add_option("overrides", a.overrides, "key.sub=value overrides of config values");
+  sub.footer(
+      "Config values can be overridden after CONFIG as key.sub=value, e.g. samples.seq_len=64 output.dir=runs/short;\n"
+      "'ctxsim validate CONFIG' lists every key with its value and meaning.");
 }
 
 std::vector<Subcommand> config_commands(Args& a) {
   return {
-      {"validate", "check a config and print it with defaults filled in", [&](CLI::App& s) { with_config(s, a); },
-       [&] { return cmd_validate(a.config, a.overrides, std::cout); }},
-      {"samples", "build the sample set and print counts and a few decoded samples",
+      {"validate", "check a config and print it with defaults filled in", "ctxsim validate configs/default.yaml samples.num_samples=100",
+       [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_validate(a.config, a.overrides, std::cout); }},
+      {"samples", "build the sample set and print counts and a few decoded samples", "ctxsim samples configs/default.yaml --show 2",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--show", a.show, "how many samples to print")->check(whole_in(0, 1000000));
        },
        [&] { return cmd_samples(a.config, a.overrides, a.show, std::cout); }},
       {"tokenize", "stdin lines → token ids (WordPiece or byte-level BPE; no special tokens), one line each",
+       "echo 'The cat sat.' | ctxsim tokenize --model models/brown-bert --tokens",
        [&](CLI::App& s) {
          auto* vocab = s.add_option("--vocab", a.vocab, "vocab.txt, tokenizer.json, or a folder with vocab.json + merges.txt");
          auto* model = s.add_option("--model", a.dir, "a model folder: its tokenizer, whatever the family");
@@ -89,6 +94,7 @@ std::vector<Subcommand> config_commands(Args& a) {
        },
        [&] { return cmd_tokenize(a.vocab, a.dir, a.cased, a.tokens, std::cin, std::cout); }},
       {"run", "run the job a config describes (every point of a sweep, or one)",
+       "ctxsim run configs/default.yaml model.path=models/brown-bert-init",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--sweep-index", a.sweep_index, "run only this point of the config's sweep (0-based)")
@@ -96,6 +102,7 @@ std::vector<Subcommand> config_commands(Args& a) {
        },
        [&] { return cmd_run(a.config, a.overrides, a.sweep_index, std::cout); }},
       {"segment", "topic segmentation on Choi's benchmark from the corpus (every method, an MPI job), or of one --text file",
+       "ctxsim segment configs/segment/choi.yaml --text my_text.txt --segments 3",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--text", a.text, "segment this plain-text file (one sentence per line) and print it, segments apart");
@@ -103,18 +110,21 @@ std::vector<Subcommand> config_commands(Args& a) {
        },
        [&] {
          if (a.text.empty()) {
-           if (a.segments > 0) throw Error("--segments", "goes with --text", "add --text FILE, or drop --segments");
+           if (a.segments > 0) throw UsageError("--segments", "goes with --text", "add --text FILE, or drop --segments");
            return cmd_segment(a.config, a.overrides, std::cout);
          }
          return cmd_segment_text(a.config, a.overrides, a.text, a.segments, std::cout);
        }},
       {"prune", "head importance, per-head ablation and accuracy as heads are removed, on a masked-LM's held-out samples (an MPI job)",
-       [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_prune(a.config, a.overrides, std::cout); }},
+       "ctxsim prune configs/prune/brown.yaml", [&](CLI::App& s) { with_config(s, a); },
+       [&] { return cmd_prune(a.config, a.overrides, std::cout); }},
       {"pretrain", "train a BERT with masked-LM on the config's corpus (MPI data-parallel, resumable), saved in HF's layout",
+       "ctxsim pretrain configs/pretrain/brown.yaml pretrain.steps=100 output.dir=runs/pretrain/short",
        [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_pretrain(a.config, a.overrides, std::cout); }},
-      {"sweep", "list the points of a config's sweep: section", [&](CLI::App& s) { with_config(s, a); },
-       [&] { return cmd_sweep(a.config, a.overrides, std::cout); }},
+      {"sweep", "list the points of a config's sweep: section", "ctxsim sweep configs/sweeps/vectors.yaml",
+       [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_sweep(a.config, a.overrides, std::cout); }},
       {"plan", "estimate memory, store size and time of a run or a segmentation job (a short calibration)",
+       "ctxsim plan configs/paper.yaml model.path=models/brown-bert --ranks 8",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--ranks", a.ranks, "ranks the run will use")->check(CLI::PositiveNumber)->capture_default_str();
@@ -124,6 +134,7 @@ std::vector<Subcommand> config_commands(Args& a) {
        },
        [&] { return cmd_plan(a.config, a.overrides, a.ranks, a.batches, std::cout); }},
       {"submit", "submit a run, a segmentation job (a config with a segment: section) or a sweep (an array job) to SLURM with sbatch",
+       "ctxsim submit configs/sweeps/vectors.yaml --dry-run",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_flag("--dry-run", a.submit.dry_run, "print the filled job script and the sbatch command only");
@@ -138,6 +149,7 @@ std::vector<Subcommand> config_commands(Args& a) {
        },
        [&] { return cmd_submit(a.config, a.overrides, a.submit, std::cout); }},
       {"bench-tokenizer", "time tokenizing the config's whole corpus (one thread), with its tokenizer and others",
+       "ctxsim bench-tokenizer configs/default.yaml --repeat 2",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--repeat", a.repeat, "rounds")->check(CLI::PositiveNumber);
@@ -150,6 +162,7 @@ std::vector<Subcommand> config_commands(Args& a) {
 std::vector<Subcommand> store_commands(Args& a) {
   return {
       {"summary", "print per-layer tables of a store's statistics vs chance",
+       "ctxsim summary runs/default/brown-bert/store.h5 --heads 0:3,5:0",
        [&](CLI::App& s) {
          s.add_option("store", a.store, "store.h5 written by ctxsim run")->required();
          s.add_option("--heads", a.heads, "layer:head list whose top anchors are shown, e.g. 0:3,11:0")->delimiter(',');
@@ -160,11 +173,13 @@ std::vector<Subcommand> store_commands(Args& a) {
          return print_summary(a.store, a.summary, std::cout);
        }},
       {"report", "figures (PNG, SVG) and a self-contained report.html with an example explorer",
+       "ctxsim report runs/default/brown-bert/store.h5 --out runs/default/report-L5 --heads 5:0,5:7",
        [&](CLI::App& s) {
          s.add_option("store", a.store, "store.h5 of a finished run")->required();
          s.add_option("--out", a.report.out_dir, "folder (default: next to the store)");
          s.add_option("--max-bytes", a.report.max_bytes, "size budget of report.html")->capture_default_str();
          s.add_option("--rule", a.report.rule, "selection rule the figures use, as the store names it (default: the first)");
+         s.add_flag("--overwrite", a.report.overwrite, "replace a report of another store in --out");
          s.add_flag("--list-figures", a.report.list_figures,
                     "print the stems of the figures this report makes (figures/<stem>.svg) and write nothing");
          s.add_option("--heads", a.report.heads,
@@ -173,6 +188,7 @@ std::vector<Subcommand> store_commands(Args& a) {
        },
        [&] { return cmd_report(a.store, a.report, std::cout); }},
       {"compare", "several finished runs drawn together: per-layer figures (PNG + SVG) and one compare.html",
+       "ctxsim compare runs/default/brown-bert runs/default/brown-bert-init --labels trained,init --out runs/compare",
        [&](CLI::App& s) {
          s.add_option("stores", a.stores, "store.h5 files, or folders searched for complete stores")->required();
          s.add_option("--out", a.compare.out_dir, "folder for compare.html and figures/")->required();
@@ -181,15 +197,16 @@ std::vector<Subcommand> store_commands(Args& a) {
          s.add_option("--title", a.compare.title, "the page's title")->capture_default_str();
          s.add_option("--note", a.compare.note, "a paragraph under the title");
          s.add_option("--max-bytes", a.compare.max_bytes, "size budget of compare.html")->capture_default_str();
+         s.add_flag("--overwrite", a.compare.overwrite, "replace a comparison of other stores in --out");
        },
        [&] { return cmd_compare(a.stores, a.compare, std::cout); }},
-      {"collect", "one CSV of the headline statistics of every store in a sweep folder",
+      {"collect", "one CSV of the headline statistics of every store in a sweep folder", "ctxsim collect runs/sweeps/vectors",
        [&](CLI::App& s) {
          s.add_option("sweep_dir", a.dir, "the sweep's folder (output.dir/<sweep name>)")->required();
          s.add_option("--out", a.out, "CSV path (default: SWEEP_DIR/collect.csv)");
        },
        [&] { return cmd_collect(a.dir, a.out, std::cout); }},
-      {"status", "where a run stands: complete, or units done (from its resume state)",
+      {"status", "where a run stands: complete, or units done (from its resume state)", "ctxsim status runs/default/brown-bert/store.h5",
        [&](CLI::App& s) { s.add_option("store", a.store, "store.h5 of a run")->required(); },
        [&] { return cmd_status(a.store, std::cout); }},
   };
@@ -197,7 +214,22 @@ std::vector<Subcommand> store_commands(Args& a) {
 
 std::vector<Subcommand> model_commands(Args& a) {
   return {
+      {"inspect", "one text through a model: an explorer page of every layer and head, and the per-head arrays in HDF5",
+       "ctxsim inspect --text \"The cat sat on the mat. It purred.\" --model models/brown-bert",
+       [&](CLI::App& s) {
+         auto* text = s.add_option("--text", a.inspect.text, "the text (sentences end at . ! ? or a line break)");
+         auto* file = s.add_option("--file", a.inspect.file, "a UTF-8 text file (1 MiB at most)");
+         text->excludes(file);
+         s.add_option("--model", a.inspect.model, "Hugging Face model folder (any family)")->capture_default_str();
+         s.add_option("--out", a.inspect.out, "folder for report.html, heads.h5 and the run's store")->capture_default_str();
+         s.add_option("--top-fraction", a.inspect.top_fraction, "share of a head's pairs selected (SPEC §3)")
+             ->check(CLI::Range(1e-6, 1.0))
+             ->capture_default_str();
+         s.add_flag("--overwrite", a.inspect.overwrite, "replace the inspection of another text or model in --out");
+       },
+       [&] { return cmd_inspect(a.inspect, std::cout); }},
       {"init-model", "write a seeded random BERT, DistilBERT, RoBERTa or GPT-2 checkpoint in the Hugging Face format",
+       "ctxsim init-model --preset bert-tiny --seed 1 --vocab models/brown-bert/vocab.txt --out runs/models/tiny",
        [&](CLI::App& s) {
          s.add_option("--family", a.init.family,
                       "bert (BertModel layout) | distilbert (DistilBertForMaskedLM layout) | roberta (RobertaModel layout) | gpt2 "
@@ -224,9 +256,11 @@ std::vector<Subcommand> model_commands(Args& a) {
              ->required();
          s.add_flag("--mlm", a.init.mlm, "BERT: write BertForMaskedLM, the masked-LM head included (what `ctxsim prune` evaluates)");
          s.add_option("--out", a.init.out, "output folder")->required();
+         s.add_flag("--overwrite", a.init.overwrite, "replace another model in --out");
        },
        [&] { return cmd_init_model(a.init, std::cout); }},
       {"model-info", "load a Hugging Face BERT or DistilBERT folder and report its family, shape, tensors and sha256",
+       "ctxsim model-info models/brown-bert",
        [&](CLI::App& s) {
          s.add_option("dir", a.info.dir, "model folder")->required();
          s.add_option("--dtype", a.info.dtype, "float32 | bfloat16 | float64")->capture_default_str();
@@ -237,6 +271,7 @@ std::vector<Subcommand> model_commands(Args& a) {
        },
        [&] { return cmd_model_info(a.info, std::cout); }},
       {"bench-model", "forward-pass speed: plain vs handing out per-head vectors and maps",
+       "ctxsim bench-model --model models/brown-bert --batch 8 --seconds 2",
        [&](CLI::App& s) {
          s.add_option("--preset", a.bench.preset, "model shape")->capture_default_str();
          s.add_option("--family", a.bench.family, "the preset's family: bert | distilbert | roberta | gpt2")->capture_default_str();
@@ -278,21 +313,28 @@ int run_command_line(int argc, char** argv) {
   CLI::App app{"ctxsim: context-similarity statistics of transformer attention heads (SPEC in docs/)", "ctxsim"};
   app.require_subcommand(1);
   app.set_version_flag("--version", version_string());
-  app.footer("Config values can be overridden after CONFIG as key.sub=value, e.g. samples.seq_len=64.\n");
   const CommandTable table = command_table();
   std::vector<CLI::App*> subs;
   for (const auto& c : table.commands) {
     subs.push_back(app.add_subcommand(c.name, c.help));
     c.options(*subs.back());
+    // The example goes under the options, before the footer the options may have set.
+    const std::string footer = subs.back()->get_footer();
+    subs.back()->footer("Example:\n  " + c.example + (footer.empty() ? "" : "\n\n" + footer));
   }
+  // After the subcommands: CLI11 gives each new subcommand the footer its parent has then.
+  app.footer(
+      "'ctxsim SUBCOMMAND --help' shows its options and an example. First steps:\n"
+      "  ctxsim run configs/default.yaml                     # the BERT trained here on held-out Brown text\n"
+      "  ctxsim inspect --text \"The cat sat. It purred.\"    # one text: every head's maps in an explorer page");
   // A mistyped subcommand is an error even with --help after it (CLI11 would print the main help).
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;
     for (const auto& c : table.commands) names.push_back(c.name);
     if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
       const std::string guess = did_you_mean(argv[1], names);
-      throw Error(std::string("ctxsim ") + argv[1], "unknown subcommand",
-                  (guess.empty() ? "" : "did you mean '" + guess + "'? ") + "'ctxsim --help' lists them");
+      throw UsageError(std::string("ctxsim ") + argv[1], "unknown subcommand",
+                       (guess.empty() ? "" : "did you mean '" + guess + "'? ") + "'ctxsim --help' lists them");
     }
   }
   try {
@@ -302,7 +344,7 @@ int run_command_line(int argc, char** argv) {
     // One line like every other user error: the subcommand, what CLI11 found wrong, the fix.
     std::string where = "ctxsim";
     for (const auto* sub : app.get_subcommands()) where += " " + sub->get_name();
-    throw Error(where, e.what(), "see '" + where + " --help'");
+    throw UsageError(where, e.what(), "see '" + where + " --help'");
   }
   for (size_t i = 0; i < subs.size(); ++i)
     if (*subs[i]) return table.commands[i].run();

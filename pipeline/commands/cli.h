@@ -12,6 +12,7 @@ namespace ctxsim {
 
 struct Subcommand {
   std::string name, help;
+  std::string example;                     // one command line, shown by --help
   std::function<void(CLI::App&)> options;  // declares the subcommand's options
   std::function<int()> run;                // its action, after a successful parse; the exit code
 };
@@ -24,7 +25,8 @@ struct CommandTable {
 CommandTable command_table();
 
 // Parses argv against the table and runs the chosen subcommand. Returns its exit code, or
-// CLI11's for --help, --version and malformed command lines. ctxsim::Error and JobExit propagate.
+// 0 for --help and --version. A malformed command line throws UsageError (exit 2); ctxsim::Error
+// and JobExit propagate.
 int run_command_line(int argc, char** argv);
 
 }  // namespace ctxsim

@@ -44,10 +44,13 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   const std::vector<std::string> stores = stores_under(dir);
   const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
   std::ostringstream csv;
-  // Every row of the metric table (stages/stats/metrics.h), then the per-token separator masses
-  // and the head's top anchor.
+  // Every row of the metric table (stages/stats/metrics.h), then the bounds of the head's 95%
+  // bootstrap interval of each that has one (SPEC §5.1; empty cells for a store without units),
+  // the per-token separator masses and the head's top anchor.
   csv << "point,rule,layer,head,samples";
   for (const Metric& m : metrics()) csv << "," << m.name;
+  for (const Metric& m : metrics())
+    if (m.interval) csv << "," << m.name << "_lo," << m.name << "_hi";
   csv << ",separator_mass_by_token,top_anchor,top_anchor_samples\n";
   csv << std::setprecision(6);
   int64_t used = 0, rows = 0;
@@ -70,6 +73,7 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
     for (size_t ri = 0; ri < stats.rules.size(); ++ri) {
       const std::string& rule = stats.rules[ri];
       const RuleStats r = rule_stats_of(stats, ri);
+      const Intervals iv = store_intervals(file, path.string(), stats, ri);
       for (int64_t l = 0; l < r.L; ++l)
         for (int64_t h = 0; h < r.H; ++h) {
           const Counts c = r.head(l, h);
@@ -84,6 +88,13 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
               csv << "," << int64_t(m.value(c, base));
             else
               csv << "," << m.value(c, base);
+          }
+          for (const Metric& m : metrics()) {
+            if (!m.interval) continue;
+            if (const Interval* i = iv.of(m, int(l), int(h)))
+              csv << "," << i->lo << "," << i->hi;
+            else
+              csv << ",,";
           }
           csv << "," << csv_field(by_token.str()) << "," << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
               << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";

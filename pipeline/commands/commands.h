@@ -63,6 +63,7 @@ struct ReportArgs {
   std::string rule;                // the store's rule the figures use (default: the first)
   std::vector<std::string> heads;  // "LAYER:HEAD" drawn per example (default: 0, L/2, L-1 at head 0)
   bool list_figures = false;       // print the figures' stems, one per line, and write nothing
+  bool overwrite = false;          // replace a report of another store in --out
 };
 int cmd_report(const std::string& store, const ReportArgs& args, std::ostream& out);
 
@@ -91,9 +92,20 @@ struct InitModelArgs {
   int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, positions = 0;  // 0 = the preset's
   uint64_t seed = 0;
   std::string vocab, out;
-  bool mlm = false;  // BERT: BertForMaskedLM with its masked-LM head (what `ctxsim prune` evaluates)
+  bool mlm = false;        // BERT: BertForMaskedLM with its masked-LM head (what `ctxsim prune` evaluates)
+  bool overwrite = false;  // replace another model in --out
 };
 int cmd_init_model(const InitModelArgs& args, std::ostream& out);
+
+// `ctxsim inspect`: one text through a model, every layer and head (pipeline/commands/inspect.cpp).
+struct InspectArgs {
+  std::string text, file;  // the text itself, or a file of it (exactly one)
+  std::string model = "models/brown-bert";
+  std::string out = "runs/inspect";  // input.txt, inspect.yaml, store.h5, report.html, heads.h5
+  double top_fraction = 0.05;        // the selection rule (SPEC §3) of the report's overlays
+  bool overwrite = false;            // replace the inspection of another text in --out
+};
+int cmd_inspect(const InspectArgs& args, std::ostream& out);
 struct ModelInfoArgs {
   std::string dir;
   std::string dtype = "float32";

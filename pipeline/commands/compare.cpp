@@ -15,6 +15,7 @@
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/segment_summary.h"
 #include "pipeline/store/store.h"
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/figures/figure.h"
@@ -22,21 +23,42 @@
 namespace fs = std::filesystem;
 
 namespace ctxsim {
+namespace {
+
+// A comparison is made from its stores, in order: their paths, and a digest of their identities
+// (so that the same stores copied elsewhere still make "the same" comparison).
+report::PageSource compare_source(const std::vector<std::string>& paths, bool replace) {
+  std::vector<std::string> names;
+  Sha256 identities;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(fs::absolute(p), ec);
+    names.push_back(ec ? fs::absolute(p).string() : canonical.string());
+    identities.update_field(store_identity(open_complete_store(p)));
+  }
+  return {join(names, " + "), identities.hex(), replace};
+}
+
+}  // namespace
 
 int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, std::ostream& out) {
   require_figures("ctxsim compare");
   MpiSession::ensure();
   if (a.out_dir.empty()) throw Error("--out", "compare needs a folder for its page and figures", "give --out DIR");
   const std::vector<std::string> paths = report::store_paths(inputs);
+  const report::PageSource source = compare_source(paths, a.overwrite);
   // Stores whose page is their summaries and figures: segmentation and pruning stores.
   const auto summary_compare = [&](const std::string& what, const std::vector<report::Entry>& figures, const std::string& tables,
                                    size_t n) {
     if (!a.rule.empty())
       throw Error("--rule " + a.rule, what + " stores have no selection rules", "leave --rule out for " + what + " stores");
     make_folder(a.out_dir, "--out");
-    const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures, [&](const fs::path&) {
-      return report::within_budget(report::summary_page(a.title, a.note + "\n" + tables, figures), a.max_bytes, "compare.html");
-    });
+    const auto [html, bytes] = report::publish_page(
+        a.out_dir, "compare.html", "the comparison page", figures,
+        [&](const fs::path&) {
+          return report::within_budget(report::summary_page(a.title, a.note + "\n" + tables, figures), a.max_bytes, "compare.html");
+        },
+        source);
     out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures for " << n << " " << what
         << " stores\n";
     return 0;
@@ -65,8 +87,9 @@ int cmd_compare(const std::vector<std::string>& inputs, const CompareArgs& a, st
   const std::vector<report::CompareRun> runs = report::load_runs(paths, a);
   const std::vector<report::Entry> figures = report::compare_figures(runs, a.title);
   make_folder(a.out_dir, "--out");
-  const auto [html, bytes] = report::publish_page(a.out_dir, "compare.html", "the comparison page", figures,
-                                                  [&](const fs::path& staging) { return report::compare_page(runs, figures, staging, a); });
+  const auto [html, bytes] = report::publish_page(
+      a.out_dir, "compare.html", "the comparison page", figures,
+      [&](const fs::path& staging) { return report::compare_page(runs, figures, staging, a); }, source);
   out << "compare: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
       << (fs::path(a.out_dir) / "figures").string() << " for " << runs.size() << " runs\n";
   return 0;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -21,9 +23,32 @@
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Moves the files init-model made in `staging` into `out`. A model folder is someone's work: a
+// file there that differs from ours is replaced only with --overwrite (the same seed and shape
+// again gives the same bytes, which is no change).
+void publish_model(const fs::path& staging, const std::string& out, bool overwrite) {
+  std::vector<std::string> differ;
+  for (const auto& e : fs::directory_iterator(staging)) {
+    const fs::path target = fs::path(out) / e.path().filename();
+    std::error_code ec;
+    if (fs::exists(target, ec) && sha256_file(target.string()) != sha256_file(e.path().string()))
+      differ.push_back(e.path().filename().string());
+  }
+  std::sort(differ.begin(), differ.end());
+  if (!differ.empty() && !overwrite)
+    throw Error("--out " + out, "already holds a different model (its " + join(differ, ", ") + " would change)",
+                "choose another --out, or add --overwrite to replace it");
+  make_folder(out, "--out");
+  for (const auto& e : fs::directory_iterator(staging)) fs::rename(e.path(), fs::path(out) / e.path().filename());
+}
+
+}  // namespace
 
 int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
-  namespace fs = std::filesystem;
   BertConfig c = BertConfig::preset(a.preset, parse_family(a.family, "--family"));
   if (a.layers > 0) c.num_layers = a.layers;
   if (a.hidden > 0) c.hidden_size = a.hidden;
@@ -34,15 +59,31 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.mlm && c.family != Family::Bert)
     throw Error("--mlm", "writes BERT's masked-LM (BertForMaskedLM)",
                 "use --family bert (a DistilBERT init has its masked-LM head already)");
-  write_random_checkpoint(c, a.seed, a.vocab, a.out);
-  if (a.mlm) {  // the same encoder (init_bert is init-model's), with the masked-LM head, over the bare model's files
-    const BertConfig written = BertConfig::load((fs::path(a.out) / "config.json").string());
-    MlmModel m(written, at::kFloat);
-    m.init_bert(a.seed);
-    write_safetensors((fs::path(a.out) / "model.safetensors").string(), m.export_tensors(DType::F32),
-                      {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
-    atomic_write((fs::path(a.out) / "config.json").string(), written.to_json("BertForMaskedLM"));
+  // Made in a staging folder beside --out, then moved in: a refused or failed init-model leaves
+  // --out as it was.
+  const fs::path parent = fs::path(a.out).lexically_normal().parent_path();
+  make_folder(parent.empty() ? "." : parent.string(), "--out");
+  std::string staging_name = ((parent.empty() ? fs::path(".") : parent) / ".init-model.XXXXXX").string();
+  if (::mkdtemp(staging_name.data()) == nullptr)
+    throw Error("--out " + a.out, std::string("cannot write there: ") + std::strerror(errno), "give --out a folder you may write to");
+  const fs::path staging = staging_name;
+  try {
+    write_random_checkpoint(c, a.seed, a.vocab, staging.string());
+    if (a.mlm) {  // the same encoder (init_bert is init-model's), with the masked-LM head, over the bare model's files
+      const BertConfig written = BertConfig::load((staging / "config.json").string());
+      MlmModel m(written, at::kFloat);
+      m.init_bert(a.seed);
+      write_safetensors((staging / "model.safetensors").string(), m.export_tensors(DType::F32),
+                        {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
+      atomic_write((staging / "config.json").string(), written.to_json("BertForMaskedLM"));
+    }
+    publish_model(staging, a.out, a.overwrite);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
   }
+  fs::remove_all(staging);
   const FamilySpec& f = family_spec(c.family);
   out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads
       << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;

@@ -150,6 +150,7 @@ void write_job_report(const Config& c, const std::string& store_path) {
   std::ostringstream report_line;
   ReportArgs args;
   args.max_bytes = c.output.report_max_bytes;
+  args.overwrite = c.output.overwrite;  // the user asked for this folder's outputs to be replaced
   try {
     cmd_report(store_path, args, report_line);
   } catch (const Error& e) {

@@ -138,6 +138,8 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
       << "  calibration:    " << done << " samples in " << std::setprecision(2) << secs << " s: " << rate
       << " samples/s per rank on this machine\n"
       << "  time estimate:  ~" << format_duration(eta) << " (with 15% and 1 min of margin; ask SLURM for more: --time)\n";
+  if (const std::string idle = idle_ranks_warning(N, c.runtime.unit_size, ranks); !idle.empty())
+    out << "  warning:        " << idle << "\n";
   return 0;
 }
 

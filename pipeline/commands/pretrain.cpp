@@ -30,6 +30,7 @@
 #include "pipeline/job/dist/work_units.h"
 #include "pipeline/job/durable/train_checkpoint.h"
 #include "stages/base/cpu_features.h"
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/stopwatch.h"
@@ -143,10 +144,52 @@ TrainPlan train_plan(const JobPlan& job, int ranks) {
   return p;
 }
 
+// ---------------------------------------------------------------------- model folders -----
+// A model folder is someone's work: pretraining writes into one only when it is empty or missing,
+// or when this job wrote it (exports.json in output.dir records each folder it wrote with the
+// SHA-256 of its weights and the job's identity) and nobody changed its weights since; anything
+// else takes output.overwrite=true.
+std::string exports_path(const Config& c) { return (fs::path(c.output.dir) / "exports.json").string(); }
+
+nlohmann::json read_exports(const Config& c) {
+  std::error_code ec;
+  if (!fs::exists(exports_path(c), ec)) return nlohmann::json::object();
+  const auto j = nlohmann::json::parse(read_file_bytes(exports_path(c), kMaxJsonBytes), nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json::object();  // a damaged record vouches for nothing
+}
+
+std::string folder_key(const std::string& dir) { return fs::weakly_canonical(fs::absolute(dir)).string(); }
+
+void record_export(const TrainPlan& p, const std::string& dir) {
+  nlohmann::json j = read_exports(p.config);
+  j[folder_key(dir)] = {{"model_sha256", sha256_file((fs::path(dir) / "model.safetensors").string())}, {"identity", p.identity}};
+  atomic_write(exports_path(p.config), j.dump(2) + "\n");
+}
+
+void check_model_folders(const TrainPlan& p) {
+  const Config& c = p.config;
+  if (c.output.overwrite) return;
+  const nlohmann::json exports = read_exports(c);
+  for (const auto& [dir, key] : {std::pair{p.model_out, "pretrain.model_out"}, std::pair{p.init_out, "pretrain.init_out"}}) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec) || fs::is_empty(dir, ec)) continue;
+    const fs::path weights = fs::path(dir) / "model.safetensors";
+    const auto it = exports.find(folder_key(dir));
+    if (it != exports.end() && it->is_object() && it->value("identity", "") == p.identity && fs::is_regular_file(weights, ec) &&
+        it->value("model_sha256", "") == sha256_file(weights.string()))
+      continue;
+    const std::string where = c.pretrain.model_out.empty() && c.pretrain.init_out.empty() ? c.where("output.dir") : c.where(key);
+    throw Error(where,
+                "'" + dir + "' already holds files that this pretraining did not write (another model, or one of another config); " +
+                    "training would replace them",
+                "choose another output.dir (or " + std::string(key) + "), or set output.overwrite=true to replace that folder");
+  }
+}
+
 // Rank 0, under the shell's lock: whether a checkpoint of this config is there to resume.
 void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
-  on_every_rank(world, [&] {
-    if (world.rank() != 0) return;
+  // The checkpoint first (a different config says what differs), then the model folders.
+  const auto check_checkpoint = [&] {
     const Config& c = p.config;
     if (c.output.overwrite) return;
     p.checkpoint = read_train_checkpoint(p.checkpoint_path);
@@ -173,6 +216,11 @@ void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
                   "its loss history has " + std::to_string(rows) + " rows but it records " + std::to_string(steps) + " steps done",
                   damaged);
     p.steps_done = steps;
+  };
+  on_every_rank(world, [&] {
+    if (world.rank() != 0) return;
+    check_checkpoint();
+    check_model_folders(p);
   });
   world.broadcast(&p.steps_done, sizeof p.steps_done, 0);
 }
@@ -448,7 +496,9 @@ int PretrainJob::execute(MpiComm& world, JobPlan& job, const StopSignals& stop, 
   AdamWState adam = adamw_state(model.parameters());
   std::vector<StepRow> history;
   on_every_rank(world, [&] {
-    if (world.rank() == 0) export_model(plan.init_out, model, data, c, c.where("pretrain.init_out"));
+    if (world.rank() != 0) return;
+    export_model(plan.init_out, model, data, c, c.where("pretrain.init_out"));
+    record_export(plan, plan.init_out);
   });
   if (plan.steps_done > 0) {
     std::vector<float> params(size_t(model.parameters().numel())), m(params.size()), v(params.size());
@@ -487,6 +537,7 @@ int PretrainJob::execute(MpiComm& world, JobPlan& job, const StopSignals& stop, 
 
   if (world.rank() != 0) return kExitOk;
   export_model(plan.model_out, model, data, c, c.where("pretrain.model_out"));
+  record_export(plan, plan.model_out);
   const int64_t trained = steps - plan.steps_done;
   std::ostringstream summary;
   summary.precision(4);

@@ -35,11 +35,11 @@ namespace {
 using namespace report;
 
 // The store a report is made from: its absolute path and its identity.
-PageSource page_source(const std::string& store_path) {
+PageSource page_source(const std::string& store_path, bool replace) {
   std::error_code ec;
   const fs::path absolute = fs::weakly_canonical(fs::absolute(store_path), ec);
   const h5::Id file = open_complete_store(store_path);
-  return {ec ? fs::absolute(store_path).string() : absolute.string(), store_identity(file)};
+  return {ec ? fs::absolute(store_path).string() : absolute.string(), store_identity(file), replace};
 }
 
 // The report of a store whose page is its summary and figures (a segmentation or a pruning store:
@@ -57,7 +57,7 @@ int figures_report(const std::string& store_path, const ReportArgs& args, const 
   const auto [html, bytes] = publish_page(
       dir, "report.html", "the report", figures,
       [&](const fs::path&) { return within_budget(summary_page(title, summary, figures), args.max_bytes, "report.html"); },
-      page_source(store_path));
+      page_source(store_path, args.overwrite));
   out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
       << (fs::path(dir) / "figures").string() << "\n";
   return 0;
@@ -119,7 +119,7 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
         print_summary(store_path, SummaryOptions{}, summary);
         return report_page(file, d, figures, staging.string(), rollouts, summary.str(), args.max_bytes);
       },
-      page_source(store_path));
+      page_source(store_path, args.overwrite));
   out << "report: " << html << " (" << bytes / 1024 << " KiB) and " << figures.size() << " figures (PNG + SVG) in "
       << (fs::path(dir) / "figures").string() << "\n";
   return 0;

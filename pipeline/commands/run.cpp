@@ -200,8 +200,10 @@ RunState open_store(MpiComm& world, const JobPlan& p, RunInputs& in, const Analy
   st.acc = Accumulator(analysis.shape(samples.seq_len));
   st.units = make_units(samples.size(), c.runtime.unit_size);
   st.done.assign(st.units.size(), 0);
-  const StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers, mc.num_heads,
-                           mc.vocab_size,  c.selection,     in.examples,   st.acc.fields()};
+  if (const std::string idle = idle_ranks_warning(samples.size(), c.runtime.unit_size, world.size()); !idle.empty())
+    log_info("warning: " + idle);
+  const StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers,           mc.num_heads, mc.vocab_size, c.selection,
+                           in.examples,    st.acc.fields(), int64_t(st.units.size())};
   if (p.mode == StoreMode::Resume) {
     if (world.rank() == 0) {
       CTXSIM_CHECK(p.checkpoint->done.size() == st.units.size() && p.checkpoint->acc.size() == st.acc.buffer().size(),

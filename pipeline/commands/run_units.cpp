@@ -48,6 +48,10 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
   anchor_token_.assign(size_t(R_ * unit.count * L_ * H_), -1);
   anchor_share_.assign(anchor_token_.size(), 0.0f);
   high_pairs_.assign(anchor_token_.size(), 0);
+  // The unit's own partial sums, for /units: this rank's accumulator before and after, with its
+  // device copy's (where some counts go on a GPU rank) added.
+  const at::Tensor device_before = device_acc_.defined() ? device_acc_.clone() : at::Tensor();
+  const std::vector<int64_t> before = acc_.buffer();
   for (const auto& [b0, B] : unit_batches(unit, batch_size_)) {
     const BatchSamples bs = BatchSamples::of(samples_, b0, B);
     std::vector<std::pair<int64_t, int64_t>> in_batch;  // (example index, row in batch)
@@ -79,6 +83,12 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
     }
     store_examples(in_batch, ex_att, ex_sim, ex_sel);
   }
+  unit_row_ = acc_.unit_row(before.data(), acc_.buffer().data());
+  if (device_acc_.defined()) {
+    const at::Tensor diff = (device_acc_ - device_before).to(at::kCPU).contiguous();
+    const std::vector<int64_t> on_device = acc_.unit_row(nullptr, diff.data_ptr<int64_t>());
+    for (size_t i = 0; i < unit_row_.size(); ++i) unit_row_[i] += on_device[i];
+  }
   unit_delay_for_tests();
 }
 
@@ -97,9 +107,11 @@ void AnalysisUnits::store_examples(const std::vector<std::pair<int64_t, int64_t>
 void AnalysisUnits::write(const WorkUnit* unit) {
   if (!unit) {
     store_.write_per_sample(0, 0, {}, {}, {});
+    store_.write_unit_sums(-1, {});
     return;
   }
   store_.write_per_sample(unit->first, unit->count, anchor_token_, anchor_share_, high_pairs_);
+  store_.write_unit_sums(unit->index, unit_row_);
 }
 
 void AnalysisUnits::make_durable(const std::vector<uint8_t>& done) {

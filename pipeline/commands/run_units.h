@@ -52,6 +52,7 @@ class AnalysisUnits final : public UnitWork {
   // The per-sample results of the unit computed this round: [R, unit samples, L, H].
   std::vector<int32_t> anchor_token_, high_pairs_;
   std::vector<float> anchor_share_;
+  std::vector<int64_t> unit_row_;  // the unit's partial sums (Accumulator::unit_row), for /units
   BatchTimes batch_times_;
   at::Tensor device_acc_;  // a GPU rank's counts on its device (laid out as acc_'s buffer); undefined on the CPU path
 };

@@ -13,6 +13,7 @@
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/sweep.h"
 #include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/work_units.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 
@@ -47,6 +48,10 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
     throw Error(c.where("sweep"), "segment runs one configuration; a sweep: section is for runs",
                 "remove the sweep: section and submit each point with its overrides");
   const std::string command = a.pretrain ? "pretrain" : segment ? "segment" : "run";
+  // The samples a run draws are at most samples.num_samples (fewer when the corpus has fewer).
+  if (command == "run" && a.ranks > 0)
+    if (const std::string idle = idle_ranks_warning(c.samples.num_samples, c.runtime.unit_size, a.ranks); !idle.empty())
+      std::cerr << "ctxsim: warning: " << idle << "\n";
   const std::string template_path = (fs::path(a.jobs_dir) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   std::string script =
       read_file_bytes(template_path, kMaxConfigBytes, "the job script template", "run from the ctxsim folder or give --jobs-dir");

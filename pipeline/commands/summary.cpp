@@ -138,6 +138,34 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
           << "% of all valid pairs";
     for (const Metric* m : legends) out << "; " << with_heads(m->legend, H);
     out << ")\n";
+    // The same columns' bootstrap intervals (SPEC §5.1), where the store kept its units' sums.
+    const Intervals iv = store_intervals(file, path, stats, i);
+    std::vector<const Metric*> with;
+    for (const Metric* m : columns)
+      if (m->interval) with.push_back(m);
+    if (iv.empty()) {
+      out << "  (no intervals: the store predates per-unit sums; rerun it with this ctxsim for them)\n";
+    } else if (!with.empty()) {
+      out << "  " << fixed(100 * iv.level, 0) << "% bootstrap intervals (" << iv.replicates << " resamples of the " << iv.units
+          << " work units)\n layer";
+      std::vector<std::vector<std::string>> cells(with.size());
+      std::vector<int> width;
+      for (size_t k = 0; k < with.size(); ++k) {
+        size_t w = std::string(with[k]->header).size();
+        for (int64_t l = 0; l < L; ++l) {
+          cells[k].push_back(interval_text(*with[k], *iv.of(*with[k], int(l)), with[k]->summary.digits));
+          w = std::max(w, cells[k].back().size());
+        }
+        width.push_back(int(w) + 2);
+        out << std::setw(width.back()) << with[k]->header;
+      }
+      out << "\n";
+      for (int64_t l = 0; l < L; ++l) {
+        out << std::setw(6) << l;
+        for (size_t k = 0; k < with.size(); ++k) out << std::setw(width[k]) << cells[k][size_t(l)];
+        out << "\n";
+      }
+    }
     // Top anchors of chosen heads: by default, per layer the head whose top anchor is most common.
     std::vector<std::pair<int64_t, int64_t>> heads = options.heads;
     if (heads.empty()) {

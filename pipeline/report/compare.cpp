@@ -83,6 +83,7 @@ std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const C
                   "compare stores that share a rule, or pick one they all have with --rule");
     r.base = baseline_of(stats);
     r.stats = rule_stats_of(stats, stats.rule_index(rule));
+    r.intervals = store_intervals(file, r.path, stats, stats.rule_index(rule));
     r.model = h5::get_attr_string(file, "model_path") + " (" + read_store_model(file, r.path).describe() + ")";
     r.dtype = h5::get_attr_string(file, "dtype");
     const std::string config = h5::get_attr_string(file, "config");
@@ -108,12 +109,13 @@ std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const C
 
 std::vector<Entry> compare_figures(const std::vector<CompareRun>& runs, const std::string& title) {
   std::vector<LayerRun> layer_runs;
-  for (const auto& r : runs) layer_runs.push_back({r.label, r.colour, &r.base, &r.layers});
+  for (const auto& r : runs) layer_runs.push_back({r.label, r.colour, &r.base, &r.layers, &r.intervals});
   std::vector<Entry> out;
-  out.push_back({"distance_by_layer",
-                 "Distance j - i of the selected pairs per layer, every run overlaid, with the chance distribution (all valid pairs)",
-                 distance_by_layer_figure(layer_runs, runs.front().base, "chance (" + runs.front().label + ")", runs.front().stats.L,
-                                          runs.front().stats.T, "Distance of high-similarity pairs per layer", "")});
+  out.push_back(
+      {"distance_by_layer",
+       "Distance j - i of the selected pairs per layer, every run overlaid, against chance (all valid pairs), one line per distinct chance",
+       distance_by_layer_figure(layer_runs, runs.front().stats.L, runs.front().stats.T, "Distance of high-similarity pairs per layer",
+                                "")});
   for (Entry& e : layer_figures(layer_runs, title, "")) out.push_back(std::move(e));
   return out;
 }
@@ -132,10 +134,19 @@ std::string numbers_table(const std::vector<CompareRun>& runs) {
   for (const auto& r : runs)
     for (int64_t l = 0; l < r.stats.L; ++l) {
       t << "<tr><td>" << xml_escape(r.label) << "</td><td>" << l << "</td>";
-      for (const Metric* m : columns) t << "<td>" << metric_text(*m, r.layers[size_t(l)], r.base, m->compare.digits) << "</td>";
+      for (const Metric* m : columns) {
+        t << "<td>" << metric_text(*m, r.layers[size_t(l)], r.base, m->compare.digits);
+        if (const Interval* i = m->interval ? r.intervals.of(*m, int(l)) : nullptr)
+          t << " <small class=\"interval\">" << interval_text(*m, *i, m->compare.digits) << "</small>";
+        t << "</td>";
+      }
       t << "</tr>";
     }
-  return t.str() + "</table>";
+  const bool any = std::any_of(runs.begin(), runs.end(), [](const CompareRun& r) { return !r.intervals.empty(); });
+  return t.str() + "</table>" +
+         (any ? "<p>In brackets: 95% bootstrap intervals over each run's work units (SPEC 5.1; none for a store written before "
+                "ctxsim kept them).</p>"
+              : "");
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ struct CompareArgs {
   std::string title = "ctxsim compare";
   std::string note;              // a paragraph under the title (what to read in the page)
   int64_t max_bytes = 25 << 20;  // compare.html budget
+  bool overwrite = false;        // replace a comparison of other stores in --out
 };
 
 namespace report {
@@ -34,6 +35,7 @@ struct CompareRun {
   Baseline base;
   RuleStats stats;
   std::vector<Counts> layers;  // all heads of each layer
+  Intervals intervals;         // the rule's bootstrap intervals (SPEC §5.1); empty without /units
   Rgb colour;
 };
 

@@ -17,50 +17,91 @@ std::vector<double> per_layer(const LayerRun& r, const Metric& m) {
   return y;
 }
 
-bool same_values(const std::vector<double>& a, const std::vector<double>& b) {
+// Whether two chance curves look the same: they differ nowhere by more than 1% of the larger
+// one's top (a pixel or two of a panel, whose axis spans about the top; runs on one corpus
+// differ by their sample draws alone).
+bool same_chance(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) return false;
+  double top = 0;
+  for (size_t i = 0; i < a.size(); ++i) top = std::max({top, std::abs(a[i]), std::abs(b[i])});
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::abs(a[i] - b[i]) > 1e-9 * std::max(1.0, std::abs(a[i]))) return false;
+    if (std::abs(a[i] - b[i]) > 0.01 * top) return false;
   return true;
 }
 
-// The dashed chance lines of `chance` in panel p: one black line when every run's chance is the
-// same (one corpus, one sample draw), else one per run in its colour.
+// The dashed chance lines of a panel, one per distinct chance among the runs' (ys[i] is run i's,
+// at x): a chance every run shares is one black line ("chance"; one run's: `single`); where they
+// differ, each distinct one is its own line, named after its runs and in the first one's colour.
+void add_chance_lines(PlotSpec& p, const std::vector<LayerRun>& runs, const std::vector<std::vector<double>>& ys,
+                      const std::vector<double>& x, const std::string& single) {
+  std::vector<std::vector<size_t>> groups;  // runs by distinct chance, in the runs' order
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const std::vector<size_t>& k) { return same_chance(ys[k.front()], ys[i]); });
+    if (g == groups.end())
+      groups.push_back({i});
+    else
+      g->push_back(i);
+  }
+  if (groups.size() == 1) {
+    p.series.push_back({runs.size() == 1 ? single : "chance", x, ys.front(), kChance, true});
+    return;
+  }
+  for (const auto& g : groups) {
+    std::string names;
+    for (size_t i : g) names += (names.empty() ? "" : ", ") + runs[i].name;
+    p.series.push_back({"chance (" + names + ")", x, ys[g.front()], runs[g.front()].colour, true});
+  }
+}
+
+// The chance lines of metric `chance` in a per-layer panel.
 void add_chance(PlotSpec& p, const std::vector<LayerRun>& runs, const Metric& chance) {
   std::vector<std::vector<double>> ys;
   for (const auto& r : runs) ys.push_back(per_layer(r, chance));
-  bool shared = true;
-  for (const auto& y : ys) shared = shared && same_values(y, ys.front());
-  if (shared) {
-    p.series.push_back(
-        {runs.size() == 1 ? "chance (all valid pairs)" : "chance", index_axis(int64_t(ys.front().size())), ys.front(), kChance, true});
-    return;
+  add_chance_lines(p, runs, ys, index_axis(int64_t(ys.front().size())), "chance (all valid pairs)");
+}
+
+// Run r's line of metric m per layer, in the band of its interval where the run has intervals.
+Series layer_series(const LayerRun& r, const Metric& m) {
+  Series s{r.name, index_axis(int64_t(r.layers->size())), per_layer(r, m), r.colour};
+  if (!r.intervals || r.intervals->empty() || !m.interval) return s;
+  const double k = m.share() ? 100.0 : 1.0;
+  for (size_t l = 0; l < s.x.size(); ++l) {
+    const Interval* i = r.intervals->of(m, int(l));
+    s.lo.push_back(i ? k * i->lo : NAN);
+    s.hi.push_back(i ? k * i->hi : NAN);
   }
-  for (size_t i = 0; i < runs.size(); ++i)
-    p.series.push_back({"chance (" + runs[i].name + ")", index_axis(int64_t(ys[i].size())), ys[i], runs[i].colour, true});
+  return s;
 }
 
 PlotSpec layer_panel(const std::string& title, const std::string& y_label) {
   PlotSpec p;
-  p.title = title, p.x_label = "layer", p.y_label = y_label, p.y_lo = 0;
+  p.title = title, p.x_label = "layer", p.y_label = y_label, p.y_lo = 0, p.x_integer = true;
   return p;
 }
 
 }  // namespace
 
-Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, const Baseline& b, const std::string& chance_name, int64_t L, int64_t T,
-                                const std::string& title, const std::string& subtitle) {
-  std::vector<double> distances, chance;
-  for (int64_t d = 1; d < T; ++d) {
-    distances.push_back(double(d));
-    chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(d)]), b[Stat::ValidPairs]));
+std::vector<double> distance_chance(const Baseline& b, int64_t T) {
+  std::vector<double> chance;
+  for (int64_t d = 1; d < T; ++d) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(d)]), b[Stat::ValidPairs]));
+  return chance;
+}
+
+Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, int64_t L, int64_t T, const std::string& title,
+                                const std::string& subtitle) {
+  std::vector<double> distances;
+  for (int64_t d = 1; d < T; ++d) distances.push_back(double(d));
+  std::vector<std::vector<double>> chance;
+  double ymax = 0;
+  for (const auto& r : runs) {
+    chance.push_back(distance_chance(*r.base, T));
+    ymax = std::max(ymax, *std::max_element(chance.back().begin(), chance.back().end()));
   }
-  const Series chance_series{chance_name, distances, chance, kChance, true};
-  double ymax = *std::max_element(chance.begin(), chance.end());
   std::vector<PlotSpec> panels;
   for (int64_t l = 0; l < L; ++l) {
     PlotSpec p;
     p.title = "layer " + std::to_string(l), p.x_label = "distance j - i", p.y_label = "% of pairs", p.legend = l == 0;
+    p.x_integer = true;
     for (const auto& r : runs) {
       const Counts& c = (*r.layers)[size_t(l)];
       Series s{r.name, distances, {}, r.colour};
@@ -68,7 +109,7 @@ Figure distance_by_layer_figure(const std::vector<LayerRun>& runs, const Baselin
       ymax = std::max(ymax, *std::max_element(s.y.begin(), s.y.end()));
       p.series.push_back(s);
     }
-    p.series.push_back(chance_series);
+    add_chance_lines(p, runs, chance, distances, "chance (all valid pairs)");
     panels.push_back(p);
   }
   for (auto& p : panels) p.y_lo = 0, p.y_hi = ymax * 1.05;
@@ -88,21 +129,23 @@ std::vector<Entry> layer_figures(const std::vector<LayerRun>& runs, const std::s
     auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.stem == m.line.stem; });
     if (g == groups.end()) g = groups.insert(groups.end(), Group{m.line.stem, m.line.caption, m.line.figure, {}});
     PlotSpec p = layer_panel(m.line.title, m.line.y_label);
-    for (const auto& r : runs) p.series.push_back({r.name, index_axis(int64_t(r.layers->size())), per_layer(r, m), r.colour});
+    for (const auto& r : runs) p.series.push_back(layer_series(r, m));
     if (m.chance) add_chance(p, runs, metric(m.chance));
     g->panels.push_back(p);
     if (m.lift) {
       PlotSpec q = layer_panel(m.line.lift_title, "rate / chance");
       const Metric& lift = metric(m.lift);
-      for (const auto& r : runs) q.series.push_back({r.name, index_axis(int64_t(r.layers->size())), per_layer(r, lift), r.colour});
+      for (const auto& r : runs) q.series.push_back(layer_series(r, lift));
       const int64_t L = int64_t(runs.front().layers->size());
       q.series.push_back({"no lift (1)", index_axis(L), std::vector<double>(size_t(L), 1.0), kGrey, true});
       g->panels.push_back(q);
     }
   }
+  const bool bands = std::any_of(runs.begin(), runs.end(), [](const LayerRun& r) { return r.intervals && !r.intervals->empty(); });
   for (const auto& g : groups) {
     const int columns = int(std::min<size_t>(2, g.panels.size()));
-    out.push_back({g.stem, g.caption, plot_figure(g.panels, columns, 340, 240, title + ": " + g.title, subtitle)});
+    const std::string caption = g.caption + std::string(bands ? ". Shaded: 95% bootstrap intervals over the work units (SPEC 5.1)" : "");
+    out.push_back({g.stem, caption, plot_figure(g.panels, columns, 340, 240, title + ": " + g.title, subtitle)});
   }
   // Attention on each separator token (one panel per token any run measured).
   std::vector<std::string> tokens;

@@ -96,6 +96,7 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
   d.R = int(stats.rules.size());
   d.base = baseline_of(stats);
   d.stats = rule_stats_of(stats, size_t(d.rule_index));
+  d.intervals = store_intervals(file, store, stats, size_t(d.rule_index));
   d.L = int(d.stats.L), d.H = int(d.stats.H), d.T = int(d.stats.T);
   const long long R = d.R, L = d.L, H = d.H, T = d.T;
   std::vector<hsize_t> dims;

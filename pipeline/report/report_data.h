@@ -36,6 +36,7 @@ struct StoreData {
   double beta = 0.1;
   Baseline base;
   RuleStats stats;
+  Intervals intervals;  // the rule's bootstrap intervals (SPEC §5.1); empty for a store without /units
   std::vector<std::string> vocab;
   std::vector<int64_t> example_ids;
   std::vector<int32_t> tokens;

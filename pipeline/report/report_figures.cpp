@@ -54,21 +54,43 @@ void distance_figures(const Aggregates& a) {
   a.out.push_back(
       {"distance_by_layer",
        "Distance j - i of the selected (high-similarity) pairs per layer, against the distance distribution of all valid pairs (chance)",
-       distance_by_layer_figure({LayerRun{"selected pairs", kBlue, &b, &a.layers}}, b, "chance (all valid pairs)", L, T,
+       distance_by_layer_figure({LayerRun{"selected pairs", kBlue, &b, &a.layers}}, L, T,
                                 "Distance of high-similarity pairs per layer vs chance", d.run)});
-  std::vector<double> chance;
-  for (int x = 1; x < T; ++x) chance.push_back(100.0 * Counts::ratio(double(b.distance_all[size_t(x)]), b[Stat::ValidPairs]));
   PlotSpec overlay;
   overlay.title = "all layers", overlay.x_label = "distance j - i (tokens)", overlay.y_label = "% of selected pairs";
+  overlay.x_integer = true;
   for (int l = 0; l < L; ++l) {
     Series s{"layer " + std::to_string(l), range(1, T), {}, sequence_colour(l, L)};
     for (int x = 1; x < T; ++x) s.y.push_back(100.0 * Counts::ratio(a.layers[size_t(l)].distance[size_t(x)], a.layers[size_t(l)].pairs()));
     overlay.series.push_back(s);
   }
-  overlay.series.push_back(Series{"chance (all valid pairs)", range(1, T), chance, kChance, true});
-  a.out.push_back({"distance_overlay", "The same distributions overlaid: the shift from long- to short-range pairs across layers",
+  overlay.series.push_back(Series{"chance (all valid pairs)", range(1, T), distance_chance(b, T), kChance, true});
+  a.out.push_back({"distance_overlay", distance_overlay_caption(a.layers, b),
                    plot_figure({overlay}, 1, 640, 340, "Distance of high-similarity pairs, all layers vs chance", d.run)});
 }
+
+}  // namespace
+
+std::string distance_overlay_caption(const std::vector<Counts>& layers, const Baseline& b) {
+  const std::string what = "The same distributions overlaid, one colour per layer, against chance (dashed)";
+  const size_t L = layers.size(), third = std::max<size_t>(1, L / 3);
+  const auto short_share = [&](size_t from, size_t to) {  // pooled over the layers [from, to), in percent
+    double close = 0, pairs = 0;
+    for (size_t l = from; l < to; ++l) close += layers[l].short_range() * layers[l].pairs(), pairs += layers[l].pairs();
+    return 100.0 * Counts::ratio(close, pairs);
+  };
+  if (L == 0) return what;
+  const double first = short_share(0, third), last = short_share(L - third, L), chance = 100.0 * b.short_range_chance();
+  const std::string numbers = fixed(first, 1) + "% of the selected pairs in the first layers, " + fixed(last, 1) +
+                              "% in the last (chance " + fixed(chance, 1) + "%)";
+  // A shift is claimed only when the data show one clearly: the last layers well above chance
+  // (1.5 times it and 5 points more) and 5 points above the first layers.
+  if (last >= 1.5 * chance && last - chance >= 5 && last - first >= 5)
+    return what + ": the selected pairs shift to short range across layers; short-range pairs (d <= 5) are " + numbers;
+  return what + ": compare each layer's distribution with chance; short-range pairs (d <= 5) are " + numbers;
+}
+
+namespace {
 
 // "{chance}" in a heatmap's text: the metric's chance as a percentage.
 std::string with_chance(std::string text, const Metric& m, const Baseline& b) {
@@ -83,15 +105,7 @@ void head_maps(const Aggregates& a) {
   for (const Metric& metric_row : metrics()) {
     const HeadMap& v = metric_row.heatmap;
     if (!v.stem) continue;
-    HeatmapSpec m;
-    m.rows = d.L, m.cols = d.H, m.lo = 0, m.map = ColourMap::Viridis;
-    for (int l = 0; l < d.L; ++l)
-      for (int h = 0; h < d.H; ++h) m.values.push_back(float(metric_row.shown(d.stats.head(l, h), d.base)));
-    m.hi = v.hi > 0 ? v.hi : std::max(1e-9, double(*std::max_element(m.values.begin(), m.values.end())));
-    m.row_labels = numbered("L", d.L), m.col_labels = numbered("H", d.H), m.x_label = "head", m.y_label = "layer";
-    m.bar_label = with_chance(v.bar, metric_row, d.base);
-    m.cell = std::clamp(420.0 / std::max(d.L, d.H), 8.0, 36.0);
-    a.out.push_back({v.stem, with_chance(v.caption, metric_row, d.base), heatmap_figure(m, v.title, d.run)});
+    a.out.push_back({v.stem, with_chance(v.caption, metric_row, d.base), heatmap_figure(head_map_spec(d, metric_row), v.title, d.run)});
   }
 }
 
@@ -120,12 +134,35 @@ void top_anchor_figure(const Aggregates& a) {
 
 }  // namespace
 
+HeatmapSpec head_map_spec(const StoreData& d, const Metric& row) {
+  const HeadMap& v = row.heatmap;
+  HeatmapSpec m;
+  m.rows = d.L, m.cols = d.H, m.map = ColourMap::Viridis;
+  for (int l = 0; l < d.L; ++l)
+    for (int h = 0; h < d.H; ++h) m.values.push_back(float(row.shown(d.stats.head(l, h), d.base)));
+  const auto [lo, hi] = std::minmax_element(m.values.begin(), m.values.end());
+  if (v.hi > 0) {  // a fixed scale
+    m.lo = 0, m.hi = v.hi;
+  } else if (row.share() && row.chance) {  // a rate: diverging around its chance, over the data and the chance
+    m.centre = metric(row.chance).shown(Counts{}, d.base);
+    m.lo = std::min(double(*lo), m.centre), m.hi = std::max(double(*hi), m.centre), m.map = ColourMap::Diverging;
+  } else {  // the data's own range
+    m.lo = *lo, m.hi = *hi;
+  }
+  if (!(m.hi > m.lo)) m.hi = m.lo + 1e-9;
+  m.row_labels = numbered("L", d.L), m.col_labels = numbered("H", d.H), m.x_label = "head", m.y_label = "layer";
+  m.bar_label = with_chance(v.bar, row, d.base);
+  m.cell = std::clamp(420.0 / std::max(d.L, d.H), 8.0, 36.0);
+  return m;
+}
+
 void aggregate_figures(const StoreData& d, std::vector<Entry>& out) {
   Aggregates a{d, out, {}};
   for (int l = 0; l < d.L; ++l) a.layers.push_back(d.stats.layer(l));
   distance_figures(a);
   head_maps(a);
-  for (Entry& e : layer_figures({LayerRun{"selected pairs", kBlue, &d.base, &a.layers}}, "Per layer", d.run)) out.push_back(std::move(e));
+  for (Entry& e : layer_figures({LayerRun{"selected pairs", kBlue, &d.base, &a.layers, &d.intervals}}, "Per layer", d.run))
+    out.push_back(std::move(e));
   top_anchor_figure(a);
 }
 
@@ -322,9 +359,10 @@ std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, co
     throw Error(figs.string(), "holds the figures of " + (dir / before.owner).string() + ", which this " + what + " would overwrite",
                 "give --out another folder");
   // A report replaces only a report of the same store: at the same path, or the same store copied.
-  if (!source.path.empty() && !before.source.path.empty() && before.source.path != source.path && before.source.id != source.id)
-    throw Error(html, "is the report of another store (" + before.source.path + "), which this report of " + source.path + " would replace",
-                "give --out another folder, or remove " + html + " and " + figs.string() + " first to replace that report");
+  if (!source.replace && !source.path.empty() && !before.source.path.empty() && before.source.path != source.path &&
+      before.source.id != source.id)
+    throw Error(html, "was made from " + before.source.path + ", not from " + source.path + "; " + what + " would replace it",
+                "give --out another folder, or add --overwrite to replace it");
   // Files of ours-to-be that someone else put there are not ours to replace.
   std::set<std::string> ours = {"index.json"};
   for (const auto& f : figures) ours.insert({f.stem + ".png", f.stem + ".svg"});

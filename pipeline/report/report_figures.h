@@ -17,15 +17,28 @@ namespace ctxsim::report {
 // The study's aggregate figures, appended to `out`.
 void aggregate_figures(const StoreData& d, std::vector<Entry>& out);
 
+// The caption of the distance overlay (`layers`: each layer's counts): it says the selected
+// pairs shift to short range only when the data show it (the last third of the layers' share of
+// d <= 5 at least 1.5 times chance, and 5 points above chance and above the first third's);
+// else it asks the reader to compare with chance. Both give the numbers.
+std::string distance_overlay_caption(const std::vector<Counts>& layers, const Baseline& b);
+
+// The per-head heatmap of a row of the metric table (row.heatmap.stem set): a fixed scale from 0
+// when the row gives one (heatmap.hi > 0); a rate with a chance diverging around that chance
+// (white), over the data and the chance; anything else over the data's own range.
+HeatmapSpec head_map_spec(const StoreData& d, const Metric& row);
+
 // Example e's figures: attention and similarity of the chosen heads with the selected and the
 // high-attention pairs overlaid, the rollout `roll` [n, n] and the [CLS] relevance bars.
 void example_figures(const StoreData& d, const Example& x, size_t e, const std::vector<double>& roll,
                      const std::vector<std::pair<int, int>>& heads, std::vector<Entry>& figures);
 
-// What a page is made from: a report's store (its path and its identity, store_identity), so that
-// a report replaces only a report of the same store; empty for compare pages.
+// What a page is made from: a report's store (its path and its identity, store_identity), or a
+// comparison's stores (their paths, and a digest of their identities), so that a page replaces
+// only a page made from the same; `replace` (--overwrite): the user asked to replace any.
 struct PageSource {
   std::string path, id;
+  bool replace = false;
 };
 
 // Writes every figure (SVG and PNG) and index.json into `dir`: each figure's caption, the pixel

@@ -68,6 +68,7 @@ Entry pk_by_layer_figure(const std::vector<SegmentRun>& runs) {
   for (const char* method : {"heads-depth/given", "heads-c99/given", "attention/given"}) {
     PlotSpec p;
     p.title = method, p.x_label = "layer", p.y_label = "Pk (%) on " + t0.subsets[s], p.y_lo = 0, p.legend = panels.empty();
+    p.x_integer = true;
     for (const auto& run : runs) {
       Series line{run.label, index_axis(L), {}, run.colour};
       for (int64_t l = 0; l < L; ++l) line.y.push_back(100 * run.table.pk_of("layer" + std::to_string(l) + "/" + method, s));
@@ -96,14 +97,13 @@ Entry methods_figure(const std::vector<SegmentRun>& runs) {
   for (const char* m : {"heads-depth/given", "heads-c99/given", "attention/given"}) rows.push_back(std::string("best layer: ") + m);
   PlotSpec p;
   p.title = "Pk on " + t0.subsets[s] + " (best layer chosen on dev)", p.x_label = "method", p.y_label = "Pk (%)", p.y_lo = 0;
-  p.x_ticks = rows;
-  const double width = 0.8 / double(runs.size());
+  p.x_ticks = rows;  // one group of bars per method, a bar per run (plot_figure sets them side by side)
   for (size_t k = 0; k < runs.size(); ++k) {
     Series bars{runs[k].label, {}, {}, runs[k].colour, false, true};
     for (size_t i = 0; i < rows.size(); ++i) {
       std::string method = rows[i];
       if (method.compare(0, 12, "best layer: ") == 0) method = runs[k].table.best_layer_method(method.substr(12), L);
-      bars.x.push_back(double(i) + (double(k) - 0.5 * double(runs.size() - 1)) * width);
+      bars.x.push_back(double(i));
       bars.y.push_back(100 * std::max(0.0, runs[k].table.pk_of(method, s)));
     }
     p.series.push_back(bars);

@@ -114,9 +114,10 @@ void scale_examples(Scales& s, hid_t file, const StoreLayout& l, const std::vect
   Scales::attach(g, "selected", {"example", "rule", "layer", "head", "i", "j"});
 }
 
-// One /stats group: the scales its statistics' axes use, then each statistic's attachment.
+// One /stats group (or /units group: `units` > 0, a leading unit axis): the scales its
+// statistics' axes use, then each statistic's attachment.
 void scale_stats_group(Scales& s, hid_t group, const std::vector<const StatField*>& fields, const std::vector<std::string>& tokens,
-                       size_t separator_width) {
+                       size_t separator_width, hsize_t units = 0) {
   std::vector<std::string> used;
   for (const StatField* f : fields)
     for (const auto& d : stat_dims(f->info->shape))
@@ -143,7 +144,16 @@ void scale_stats_group(Scales& s, hid_t group, const std::vector<const StatField
   if (uses("separator"))
     s.strings(group, "separator", extent_of("separator"), separator_width,
               "the separator tokens, in the order of /stats/attention separator_tokens (written with the statistics)");
-  for (const StatField* f : fields) Scales::attach(group, f->name(), stat_dims(f->info->shape));
+  std::vector<std::string> lead;
+  if (units > 0) {
+    s.numbers(group, "unit", units, "work unit index (runtime.unit_size consecutive samples each, the last maybe fewer)");
+    lead.push_back("unit");
+  }
+  for (const StatField* f : fields) {
+    std::vector<std::string> dims = lead;
+    for (const auto& d : stat_dims(f->info->shape)) dims.push_back(d);
+    Scales::attach(group, f->name(), dims);
+  }
 }
 
 }  // namespace
@@ -162,12 +172,23 @@ void create_scales(hid_t file, const StoreLayout& l, const std::string& vocab_te
   for (const auto& f : l.fields) (f.per_rule() ? per_rule : baseline).push_back(&f);
   for (const auto& r : rules) scale_stats_group(s, h5::open_group(stats, r), per_rule, tokens, separator_width);
   scale_stats_group(s, h5::open_group(stats, "baseline"), baseline, tokens, separator_width);
+  if (l.units > 0) {
+    const h5::Id units = h5::open_group(file, "units");
+    std::vector<const StatField*> kept_rule, kept_base;
+    for (const StatField* f : per_rule)
+      if (kept_per_unit(*f->info)) kept_rule.push_back(f);
+    for (const StatField* f : baseline)
+      if (kept_per_unit(*f->info)) kept_base.push_back(f);
+    for (const auto& r : rules) scale_stats_group(s, h5::open_group(units, r), kept_rule, tokens, separator_width, hsize_t(l.units));
+    scale_stats_group(s, h5::open_group(units, "baseline"), kept_base, tokens, separator_width, hsize_t(l.units));
+  }
   const h5::Id vocab = h5::open_group(file, "vocab");
   s.bare(vocab, "byte", vocab_text.size(), "byte offset into text (a dimension without values)");
   Scales::attach(vocab, "text", {"byte"});
 }
 
 void write_separator_scale(hid_t stats, const std::vector<std::string>& separator_tokens, hid_t dxpl, bool writer) {
+  if (!h5::exists(stats, "baseline")) return;
   const h5::Id baseline = h5::open_group(stats, "baseline");
   if (!h5::exists(baseline, "separator")) return;
   const h5::Id ds(H5Dopen2(baseline, "separator", H5P_DEFAULT), H5Dclose, "separator");

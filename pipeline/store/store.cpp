@@ -123,6 +123,28 @@ void create_stats(hid_t file, const StoreLayout& layout) {
   }
 }
 
+// /units: each work unit's partial sums of the statistics kept_per_unit, laid out as /stats with a
+// leading unit axis (one row a unit, written with the unit's per-sample results).
+void create_units(hid_t file, const StoreLayout& layout) {
+  if (layout.units <= 0) return;
+  const h5::Id g = h5::create_group(file, "units");
+  h5::set_attr(g, "description",
+               std::string("each work unit's partial sums of /stats (all but anchor_counts): rows add up to /stats exactly; readers "
+                           "resample units for intervals (SPEC 5.1)"));
+  for (const auto& r : layout.rules) h5::create_group(g, r.name());
+  h5::create_group(g, "baseline");
+  for (const auto& f : layout.fields) {
+    if (!kept_per_unit(*f.info)) continue;
+    std::vector<hsize_t> d = {hsize_t(layout.units)};
+    for (auto x : f.dims) d.push_back(hsize_t(x));
+    const std::string description = std::string("[unit, ...] of /stats: ") + f.info->description;
+    if (f.per_rule())
+      for (const auto& r : layout.rules) h5::create_dataset<int64_t>(h5::open_group(g, r.name()), f.name(), d, description, 1);
+    else
+      h5::create_dataset<int64_t>(h5::open_group(g, "baseline"), f.name(), d, description, 1);
+  }
+}
+
 }  // namespace
 
 // The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
@@ -176,6 +198,7 @@ Store Store::create(const std::string& path, MPI_Comm comm, int rank, const Stor
     create_per_sample(st.file_, R, N, L, H);
     create_examples(st.file_, E, R, L, H, T);
     create_stats(st.file_, layout);
+    create_units(st.file_, layout);
     st.write_samples(samples, vocab_text);
     create_scales(st.file_, layout, vocab_text, st.collective_, rank == 0);
     CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
@@ -302,9 +325,37 @@ void Store::write_statistics(const Accumulator& acc, double attention_threshold,
     h5::set_attr(att, "separator_tokens", join(separator_tokens, "\n"));
     h5::set_attr(att, "fixed_point_scale", kFixedPointScale);
     write_separator_scale(stats, separator_tokens, collective_, rank_ == 0);
+    if (layout_.units > 0) write_separator_scale(h5::open_group(file_, "units"), separator_tokens, collective_, rank_ == 0);
     std::vector<std::string> rule_names;
     for (const auto& r : layout_.rules) rule_names.push_back(r.name());
     h5::set_attr(file_, "labels_sha256", labels_digest(join(rule_names, "\n"), join(separators, "\n"), join(separator_tokens, "\n")));
+  });
+}
+
+void Store::write_unit_sums(int64_t unit, const std::vector<int64_t>& row) {
+  if (layout_.units <= 0) return;
+  guarded([&] {
+    const h5::Id units = h5::open_group(file_, "units");
+    size_t at = 0;
+    for (const auto& f : layout_.fields) {
+      if (!kept_per_unit(*f.info)) continue;
+      std::vector<hsize_t> start = {hsize_t(std::max<int64_t>(unit, 0))}, count = {unit >= 0 ? hsize_t(1) : hsize_t(0)};
+      for (auto x : f.dims) {
+        start.push_back(0);
+        count.push_back(unit >= 0 ? hsize_t(x) : 0);
+      }
+      const auto put = [&](hid_t group) {
+        const h5::Id ds(H5Dopen2(group, f.name(), H5P_DEFAULT), H5Dclose, f.name());
+        if (f.size == 0) return;  // an empty axis: no storage, and MPI-IO refuses an empty collective write
+        h5::write_slab(ds, unit >= 0 ? row.data() + at : nullptr, start, count, collective_);
+        at += unit >= 0 ? f.size : 0;
+      };
+      if (f.per_rule())
+        for (const auto& r : layout_.rules) put(h5::open_group(units, r.name()));
+      else
+        put(h5::open_group(units, "baseline"));
+    }
+    CTXSIM_CHECK(unit < 0 || at == row.size(), "a unit's row does not match the store's fields");
   });
 }
 
@@ -432,7 +483,8 @@ double store_bytes(const StoreLayout& l) {
   const double N = double(l.samples), T = double(l.seq_len), L = double(l.layers), H = double(l.heads);
   const double R = double(l.rules.size()), E = double(l.examples.size());
   double stats = 0;
-  for (const auto& f : l.fields) stats += 8.0 * double(f.size) * (f.per_rule() ? R : 1.0);
+  for (const auto& f : l.fields)
+    stats += 8.0 * double(f.size) * (f.per_rule() ? R : 1.0) * (kept_per_unit(*f.info) ? 1.0 + double(l.units) : 1.0);
   // samples (ids, sentence and word ids; n_valid, source, candidate), per-sample [R, N, L, H]
   // x 3 x 4 bytes, examples (attention and similarity float16, selections u8), statistics, and
   // the dimension scales: each rule's token spellings (about 20 bytes a token), sample indices.

@@ -24,7 +24,9 @@ namespace ctxsim {
 // Later: a new statistic (its `since` in kStatSchema) takes the next version.
 // Readers accept 1 to the current and refuse any other; a digest that is there is checked
 // whatever the version says (no downgrade by editing it).
-constexpr int64_t kStoreLayoutVersion = 3;
+// 5: /units, each work unit's partial sums (bootstrap intervals, SPEC §5.1); a store without it
+// has no intervals.
+constexpr int64_t kStoreLayoutVersion = 5;
 inline int64_t store_schema_version() { return std::max(kStoreLayoutVersion, statistics_schema_version()); }
 
 // Root attributes written at creation (the rest, like finished and complete, at the end).
@@ -62,6 +64,9 @@ class Store {
   // a rank with nothing to write passes count 0.
   void write_per_sample(int64_t first, int64_t count, const std::vector<int32_t>& anchor_token, const std::vector<float>& anchor_share,
                         const std::vector<int32_t>& high_pairs);
+  // Unit `unit`'s partial sums (Accumulator::unit_row) into /units. Collective; a rank with no
+  // unit this round passes -1.
+  void write_unit_sums(int64_t unit, const std::vector<int64_t>& row);
   // Example e: attention and similarity [L, H, T, T] as float16 bits, selections [R, L, H, T, T].
   // Independent I/O by the rank that computed the example.
   void write_example(int64_t e, const std::vector<uint16_t>& attention, const std::vector<uint16_t>& similarity,

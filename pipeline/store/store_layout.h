@@ -14,6 +14,7 @@ struct StoreLayout {
   std::vector<SelectionRule> rules;
   std::vector<int64_t> examples;  // sample ids with full matrices
   std::vector<StatField> fields;  // the accumulator's fields: their datasets exist from creation
+  int64_t units = 0;              // work units: /units keeps each one's partial sums (0: no /units)
 };
 
 // About how many bytes a store of this layout takes on disk (its datasets are allocated at

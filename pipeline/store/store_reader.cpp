@@ -189,6 +189,49 @@ Baseline baseline_of(const StoreStats& st) {
   return b;
 }
 
+UnitSums read_unit_sums(hid_t file, const std::string& store, const StoreStats& st, size_t rule) {
+  UnitSums out;
+  if (!h5::exists(file, "units")) return out;
+  const Accumulator& a = st.acc;
+  const std::string group = "units/" + st.rules.at(rule) + "/", base = "units/baseline/";
+  // Every dataset's first axis: the units; at least one, at most one a sample.
+  const int64_t samples = *a.at(Stat::Samples);
+  const int64_t U = extent(file, store, base + "samples", 1, 0, 1, std::max<int64_t>(1, samples));
+  out.stats.resize(size_t(U));
+  out.base.resize(size_t(U));
+  for (int64_t u = 0; u < U; ++u) {
+    RuleStats& s = out.stats[size_t(u)];
+    s.name = st.rules.at(rule), s.L = a.shape().layers, s.H = a.shape().heads, s.T = a.shape().seq_len, s.V = 0;
+  }
+  for (const auto& f : a.fields()) {
+    if (!kept_per_unit(*f.info)) continue;
+    std::vector<long long> shape = {U};
+    shape.insert(shape.end(), f.dims.begin(), f.dims.end());
+    const std::string path = (f.per_rule() ? group : base) + f.name();
+    const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, shape);
+    const int64_t* total = f.per_rule() ? a.at(f.info->id, int64_t(rule)) : a.at(f.info->id);
+    std::vector<int64_t> sum(f.size, 0);
+    for (int64_t u = 0; u < U; ++u) {
+      const int64_t* row = v.data() + size_t(u) * f.size;
+      for (size_t i = 0; i < f.size; ++i) sum[i] += row[i];
+      if (f.per_rule()) {
+        out.stats[size_t(u)].data[size_t(f.info->id)].assign(row, row + f.size);
+      } else if (f.dims.empty()) {
+        out.base[size_t(u)].value[size_t(f.info->id)] = double(row[0]);
+      } else if (f.info->id == Stat::DistanceAll) {
+        out.base[size_t(u)].distance_all.assign(row, row + f.size);
+      }
+    }
+    if (!std::equal(sum.begin(), sum.end(), total))
+      throw Error(store, "/" + path + ": its units do not add up to /stats (the per-unit sums and the totals disagree)", kDamagedStoreFix);
+  }
+  return out;
+}
+
+Intervals store_intervals(hid_t file, const std::string& store, const StoreStats& stats, size_t rule) {
+  return bootstrap_intervals(read_unit_sums(file, store, stats, rule));
+}
+
 RuleStats rule_stats_of(const StoreStats& st, size_t rule) {
   const Accumulator& a = st.acc;
   RuleStats out;

@@ -5,6 +5,7 @@
 
 #include "pipeline/store/hdf5.h"
 #include "stages/stats/accumulator.h"
+#include "stages/stats/bootstrap.h"
 #include "stages/stats/counts.h"
 
 #include <cstdint>
@@ -54,6 +55,12 @@ Baseline baseline_of(const StoreStats& stats);
 // samples, 12 layers x 12 heads, 1 rule"). Throws like the readers, naming the file.
 std::string verify_complete_store(const std::string& path);
 RuleStats rule_stats_of(const StoreStats& stats, size_t rule);
+
+// Rule `rule`'s per-unit partial sums (/units) with every shape checked and their sums against
+// the totals in `stats` (a unit that does not add up is a damaged store); empty for a store
+// written before ctxsim kept them. The intervals of a store: bootstrap_intervals of these.
+UnitSums read_unit_sums(hid_t file, const std::string& store, const StoreStats& stats, size_t rule);
+Intervals store_intervals(hid_t file, const std::string& store, const StoreStats& stats, size_t rule);
 
 // A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`
 // receives the actual extents.

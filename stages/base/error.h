@@ -11,6 +11,7 @@ namespace ctxsim {
 enum ExitCode : int {
   kExitOk = 0,
   kExitUserError = 1,     // bad input or a failed run: the message names it and the fix
+  kExitUsage = 2,         // a malformed command line (an unknown option, a missing argument)
   kExitInternal = 3,      // a bug: the message names the source line
   kExitInterrupted = 75,  // SIGTERM or SIGINT: progress saved, rerun to resume (EX_TEMPFAIL)
 };
@@ -34,6 +35,13 @@ class Error : public std::runtime_error {
     return s;
   }
   std::string where_, what_, fix_;
+};
+
+// A malformed command line: an unknown subcommand or option, a missing or malformed argument, two
+// that do not go together (exit code kExitUsage, as getopt tools and CLI11 use).
+class UsageError : public Error {
+ public:
+  using Error::Error;
 };
 
 // A broken invariant of ctxsim itself, never the user's input: "file.cpp:123: what".

@@ -39,16 +39,6 @@ double text_width(const std::string& s, double font) {
   return 0.6 * font * double(chars);
 }
 
-// Tick positions at 1, 2 or 5 times a power of ten, about `target` of them.
-std::vector<double> nice_ticks(double lo, double hi, int target = 5) {
-  if (!(hi > lo)) return {lo};
-  const double raw = (hi - lo) / target, p = std::pow(10.0, std::floor(std::log10(raw)));
-  const double step = raw / p < 1.5 ? p : raw / p < 3.5 ? 2 * p : raw / p < 7.5 ? 5 * p : 10 * p;
-  std::vector<double> t;
-  for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0 : v);
-  return t;
-}
-
 struct Svg {
   std::ostringstream s;
   void text(double x, double y, const std::string& t, double font, const std::string& anchor = "start", double rotate = 0,
@@ -100,6 +90,17 @@ std::string xml_escape(const std::string& s) {
   return o;
 }
 
+std::vector<double> nice_ticks(double lo, double hi, int target, bool integer_only) {
+  if (!(hi > lo)) return {integer_only ? std::round(lo) : lo};
+  const double raw = (hi - lo) / std::max(1, target), p = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = raw / p < 1.5 ? p : raw / p < 3.5 ? 2 * p : raw / p < 7.5 ? 5 * p : 10 * p;
+  if (integer_only) step = std::max(1.0, std::round(step));  // 1, 2, 5, 10, …: whole already when >= 1
+  std::vector<double> t;
+  // Each tick as k * step (not by repeated addition): 0.1 * 3 is 0.3 within one rounding, a sum drifts.
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; ++k) t.push_back(k == 0 ? 0.0 : k * step);
+  return t;
+}
+
 Rgb sequence_colour(int k, int n) { return colour(ColourMap::Viridis, n > 1 ? 0.88 * k / (n - 1) : 0.0); }
 
 namespace {
@@ -107,7 +108,8 @@ namespace {
 // Where a heatmap's parts go: cell size, plot area, margins, label steps.
 struct HeatmapLayout {
   bool raster = false;
-  double cell = 0, font = 0, row_w = 0, col_h = 0, pw = 0, ph = 0, left = 0, top = 0, bar_x = 0, span = 1;
+  double cell = 0, font = 0, row_w = 0, col_h = 0, pw = 0, ph = 0, left = 0, top = 0, bar_x = 0;
+  double clo = 0, span = 1;  // colours: t = (v - clo) / span (clo = lo, span = hi - lo unless diverging around a centre)
   int step = 1, W = 0, H = 0;
 };
 
@@ -135,7 +137,11 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& m, const std::string& title, con
   k.W =
       int(std::ceil(std::max({k.left + k.pw + right, text_width(title, 15) + 24, text_width(subtitle, 11) + 24, k.left + legend_w + 10})));
   k.H = int(std::ceil(k.top + k.ph + bottom));
-  k.span = m.hi > m.lo ? m.hi - m.lo : 1.0;
+  k.clo = m.lo, k.span = m.hi > m.lo ? m.hi - m.lo : 1.0;
+  if (std::isfinite(m.centre)) {  // one slope on both sides of the centre: its range is the wider side, mirrored
+    const double half = std::max({m.hi - m.centre, m.centre - m.lo, 1e-12});
+    k.clo = m.centre - half, k.span = 2 * half;
+  }
   return k;
 }
 
@@ -147,19 +153,19 @@ void heatmap_cells(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
   if (k.raster) {
     g.s << "<image x=\"" << num(left, 6) << "\" y=\"" << num(top, 6) << "\" width=\"" << num(k.pw, 6) << "\" height=\"" << num(k.ph, 6)
         << "\" image-rendering=\"optimizeSpeed\" href=\"data:image/png;base64,"
-        << base64(encode_png(heatmap(m.values, m.rows, m.cols, m.lo, m.hi, m.map, int(cell)))) << "\"/>\n";
+        << base64(encode_png(heatmap(m.values, m.rows, m.cols, k.clo, k.clo + k.span, m.map, int(cell)))) << "\"/>\n";
   } else {
     for (int r = 0; r < m.rows; ++r)
       for (int c = 0; c < m.cols; ++c)
         g.rect(left + c * cell, top + r * cell, cell, cell,
-               hex(colour(m.map, (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - m.lo) / k.span)));
+               hex(colour(m.map, (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - k.clo) / k.span)));
   }
   if (!m.cell_text.empty()) {
     for (int r = 0; r < m.rows; ++r)
       for (int c = 0; c < m.cols; ++c) {
         const std::string& t = m.cell_text[size_t(r) * size_t(m.cols) + size_t(c)];
         if (t.empty()) continue;
-        const double t_norm = (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - m.lo) / k.span;
+        const double t_norm = (double(m.values[size_t(r) * size_t(m.cols) + size_t(c)]) - k.clo) / k.span;
         const double f = std::min(k.font, 0.9 * cell / std::max<double>(1.0, text_width(t, 1.0)));
         g.text(left + (c + 0.5) * cell, top + (r + 0.5) * cell + f * 0.35, t, f, "middle", 0,
                t_norm > 0.6 && m.map == ColourMap::Viridis ? "" : " fill=\"white\"");
@@ -189,18 +195,23 @@ void heatmap_frame(Svg& g, const HeatmapSpec& m, const HeatmapLayout& k) {
     g.text(left + (i + 0.5) * cell + font * 0.35, top + ph + 4, m.col_labels[size_t(i)], font, "start", 90);
   if (!m.y_label.empty()) g.text(20, top + ph / 2, m.y_label, 12, "middle", -90);
   if (!m.x_label.empty()) g.text(left + pw / 2, top + ph + k.col_h + 22, m.x_label, 12, "middle");
-  // Colour bar: lo at the bottom, hi at the top, with ticks.
+  // Colour bar: lo at the bottom, hi at the top, with ticks (and a line at the centre of a
+  // diverging map around a value).
   const int steps = 64;
+  const double bar_span = m.hi > m.lo ? m.hi - m.lo : 1.0;
+  const auto bar_y = [&](double v) { return top + ph * (1 - (v - m.lo) / bar_span); };
   for (int s = 0; s < steps; ++s)
-    g.rect(bar_x, top + ph * (steps - 1 - s) / steps, 14, ph / steps + 0.5, hex(colour(m.map, (s + 0.5) / steps)));
+    g.rect(bar_x, top + ph * (steps - 1 - s) / steps, 14, ph / steps + 0.5,
+           hex(colour(m.map, (m.lo + (s + 0.5) / steps * bar_span - k.clo) / k.span)));
   g.rect(bar_x, top, 14, ph, "none", " stroke=\"#333\" stroke-width=\"0.6\"");
+  if (std::isfinite(m.centre) && m.centre >= m.lo && m.centre <= m.hi) g.line(bar_x, bar_y(m.centre), bar_x + 14, bar_y(m.centre), "#333");
   const std::vector<double> ticks = nice_ticks(m.lo, m.hi, 4);
   // Enough significant digits that neighbouring ticks differ (13.05 and 13.1, not 13.1 twice).
   int digits = 3;
   const double largest = std::max(std::abs(m.lo), std::abs(m.hi));
   if (ticks.size() > 1 && largest > 0) digits = std::clamp(int(std::ceil(std::log10(largest / (ticks[1] - ticks[0])))) + 1, 3, 8);
   for (double t : ticks) {
-    const double y = top + ph * (1 - (t - m.lo) / k.span);
+    const double y = bar_y(t);
     g.line(bar_x + 14, y, bar_x + 18, y, "#333");
     g.text(bar_x + 20, y + 3.5, num(t, digits), 10);
   }
@@ -250,12 +261,15 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       if (!std::isfinite(s.y[i])) continue;
       dxl = std::min(dxl, s.x[i]), dxh = std::max(dxh, s.x[i]), dyl = std::min(dyl, s.y[i]), dyh = std::max(dyh, s.y[i]);
+      if (i < s.lo.size() && i < s.hi.size() && std::isfinite(s.lo[i]) && std::isfinite(s.hi[i]))
+        dyl = std::min(dyl, s.lo[i]), dyh = std::max(dyh, s.hi[i]);
     }
   const bool bars = std::any_of(p.series.begin(), p.series.end(), [](const Series& s) { return s.bars; });
   if (std::isnan(xl)) xl = std::isfinite(dxl) ? dxl - (bars ? 0.5 : 0) : 0;
   if (std::isnan(xh)) xh = std::isfinite(dxh) ? dxh + (bars ? 0.5 : 0) : 1;
   if (std::isnan(yl)) yl = dyl;
   if (std::isnan(yh)) yh = std::isfinite(dyh) && dyh > yl ? yl + (dyh - yl) * 1.08 : yl + 1;
+  if (!(xh > xl) && p.x_integer) xl -= 0.5, xh += 0.5;  // one layer: its one tick in the middle
   if (!(xh > xl)) xh = xl + 1;
   if (!(yh > yl)) yh = yl + 1;
   const auto X = [&](double x) { return x0 + (x - xl) / (xh - xl) * pw; };
@@ -266,7 +280,7 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
     g.text(x0 - 5, Y(t) + 3.5, num(t, 3), 10, "end");
   }
   if (p.x_ticks.empty()) {
-    for (double t : nice_ticks(xl, xh, 5)) {
+    for (double t : nice_ticks(xl, xh, 5, p.x_integer)) {
       g.line(X(t), y0 + ph, X(t), y0 + ph + 4, "#333");
       g.text(X(t), y0 + ph + 15, num(t, 3), 10, "middle");
     }
@@ -274,15 +288,32 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
     const int step = label_step(pw / double(p.x_ticks.size()), 10);
     for (size_t i = 0; i < p.x_ticks.size(); i += size_t(step)) g.text(X(double(i)) + 3, y0 + ph + 5, p.x_ticks[i], 9, "start", 90);
   }
+  // Bar series side by side: the n of them share 0.8 of the spacing of x, each 0.8/n wide.
+  double dx = 1;
+  int bar_series = 0;
+  for (const auto& s : p.series)
+    if (s.bars) {
+      ++bar_series;
+      for (size_t i = 1; i < s.x.size(); ++i)
+        if (s.x[i] != s.x[i - 1]) dx = std::min(dx, std::abs(s.x[i] - s.x[i - 1]));
+    }
+  const double group = 0.8 * dx / (xh - xl) * pw, bw = std::max(0.5, group / std::max(1, bar_series));
+  int bar_k = 0;
   for (const auto& s : p.series) {
     if (s.bars) {
-      double dx = 1;
-      for (size_t i = 1; i < s.x.size(); ++i) dx = std::min(dx, std::abs(s.x[i] - s.x[i - 1]));
-      const double bw = std::max(0.5, 0.8 * dx / (xh - xl) * pw);
+      const double offset = (bar_k++ - 0.5 * (bar_series - 1)) * group / bar_series;
       for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
         if (std::isfinite(s.y[i]))
-          g.rect(X(s.x[i]) - bw / 2, std::min(Y(s.y[i]), Y(std::max(yl, 0.0))), bw, std::abs(Y(s.y[i]) - Y(std::max(yl, 0.0))),
+          g.rect(X(s.x[i]) + offset - bw / 2, std::min(Y(s.y[i]), Y(std::max(yl, 0.0))), bw, std::abs(Y(s.y[i]) - Y(std::max(yl, 0.0))),
                  hex(s.colour));
+      for (size_t i = 0; i < s.x.size() && i < s.lo.size() && i < s.hi.size(); ++i)
+        if (std::isfinite(s.lo[i]) && std::isfinite(s.hi[i])) {  // the interval: a whisker with caps
+          const double cx = X(s.x[i]) + offset, top = Y(std::clamp(s.hi[i], yl, yh)), bottom = Y(std::clamp(s.lo[i], yl, yh));
+          const double cap = std::min(4.0, bw / 3);
+          g.line(cx, top, cx, bottom, "#222", 1.2);
+          g.line(cx - cap, top, cx + cap, top, "#222", 1.2);
+          g.line(cx - cap, bottom, cx + cap, bottom, "#222", 1.2);
+        }
       continue;
     }
     if (s.points) {
@@ -291,6 +322,18 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
           g.s << "<circle cx=\"" << num(X(s.x[i]), 6) << "\" cy=\"" << num(Y(std::clamp(s.y[i], yl, yh)), 6) << "\" r=\"3\" fill=\""
               << hex(s.colour) << "\" fill-opacity=\"0.8\"/>\n";
       continue;
+    }
+    if (!s.lo.empty() && s.lo.size() == s.x.size() && s.hi.size() == s.x.size()) {  // the interval: a band under the line
+      std::ostringstream band;
+      for (size_t i = 0; i < s.x.size(); ++i)
+        if (std::isfinite(s.hi[i])) band << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.hi[i], yl, yh)), 6) << " ";
+      for (size_t i = s.x.size(); i-- > 0;)
+        if (std::isfinite(s.lo[i])) band << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.lo[i], yl, yh)), 6) << " ";
+      g.s << "<polygon class=\"interval\" fill=\"" << hex(s.colour) << "\" fill-opacity=\"0.22\" stroke=\"none\" points=\"" << band.str()
+          << "\"/>\n";
+      // A band of one point is a line: a whisker shows it.
+      if (s.x.size() == 1 && std::isfinite(s.lo[0]) && std::isfinite(s.hi[0]))
+        g.line(X(s.x[0]), Y(std::clamp(s.hi[0], yl, yh)), X(s.x[0]), Y(std::clamp(s.lo[0], yl, yh)), hex(s.colour), 3);
     }
     std::ostringstream pts;
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)

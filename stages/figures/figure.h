@@ -37,7 +37,11 @@ struct Overlay {
 struct HeatmapSpec {
   std::vector<float> values;  // rows x cols, row-major
   int rows = 0, cols = 0;
-  double lo = 0, hi = 1;  // colour range; Diverging expects lo = -hi so that 0 is the centre
+  double lo = 0, hi = 1;  // colour range; Diverging expects lo = -hi so that 0 is the centre, unless `centre` is set
+  // Diverging around a value other than 0 (a rate around its chance): `centre` is drawn white and
+  // both sides keep one slope, so the side farther from it saturates and the nearer one does not;
+  // the colour bar shows lo..hi. NaN: no centre.
+  double centre = std::numeric_limits<double>::quiet_NaN();
   ColourMap map = ColourMap::Viridis;
   std::vector<std::string> row_labels, col_labels;  // may be thinned to stay legible
   std::string x_label, y_label, bar_label;
@@ -56,7 +60,12 @@ struct Series {
   bool dashed = false;
   bool bars = false;
   bool points = false;  // a scatter: a dot at each (x, y), no line
+  // An interval at each x (both as long as x, or empty): a line's is drawn as a translucent band
+  // in its colour, a bar's as a whisker with caps.
+  std::vector<double> lo = {}, hi = {};
 };
+// Bar series of one panel are grouped: at each x, n bar series share 0.8 of the spacing of x,
+// side by side in their order, each 0.8/n wide (give every series the category's own x).
 
 // The x values 0, 1, …, n-1 of a series over an index (layers, gaps).
 inline std::vector<double> index_axis(int64_t n) {
@@ -71,6 +80,7 @@ struct PlotSpec {
   std::vector<Series> series;
   double x_lo = std::numeric_limits<double>::quiet_NaN(), x_hi = x_lo, y_lo = x_lo, y_hi = x_lo;  // NaN: from the data
   std::vector<std::string> x_ticks;  // categorical x axis: labels at x = 0, 1, …
+  bool x_integer = false;            // x is an index (layer, head, distance): ticks at whole numbers only
   bool legend = true;
 };
 
@@ -78,6 +88,11 @@ struct PlotSpec {
 Figure heatmap_figure(const HeatmapSpec& spec, const std::string& title, const std::string& subtitle);
 Figure plot_figure(const std::vector<PlotSpec>& panels, int columns, double panel_w, double panel_h, const std::string& title,
                    const std::string& subtitle);
+
+// Tick positions for [lo, hi]: multiples of a step of 1, 2 or 5 times a power of ten giving
+// about `target` intervals (at most 2 x target); integer_only: a step of at least 1 (an index
+// axis never gets 0.5). lo >= hi: the one tick lo.
+std::vector<double> nice_ticks(double lo, double hi, int target, bool integer_only = false);
 
 // The colour of series k of n along viridis (dark to light, the pale end left out for contrast).
 Rgb sequence_colour(int k, int n);

@@ -71,8 +71,9 @@ const std::vector<Metric>& metrics() {
             .chance_line("d>=32", 4),
         Row("same_sentence_rate", "same-sent %", rate<S::SameSentence, S::SentenceEligible>).share_of(count_of<S::SentenceEligible>)
             .against("same_sentence_chance", "same_sentence_lift").summary(13, 1).compare("same-sentence %", 1)
-            .heatmap({"same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (chance {chance})",
-                      "Share of selected pairs whose tokens are in the same sentence, per layer and head; chance {chance}", 100, 1})
+            .heatmap({"same_sentence", "Same-sentence % of high-similarity pairs per head", "% same sentence (white: chance {chance})",
+                      "Share of selected pairs whose tokens are in the same sentence, per layer and head: red above chance ({chance}), "
+                      "blue below", 0, 1})
             .line({"same_sentence_by_layer", "same-sentence %", "% of selected pairs",
                    "Same-sentence share of the selected pairs per layer against chance (dashed), and its lift", "same sentence"}),
         Row("same_sentence_chance", "chance same-sent %", chance_rate<S::SameSentenceAll, S::SentenceEligibleAll>)
@@ -90,8 +91,9 @@ const std::vector<Metric>& metrics() {
                       "Rate of selected pairs joining two occurrences of the same token, divided by the rate among all valid pairs", 0, 2}),
         Row("same_word_rate", "same-word %", rate<S::SameWord, S::HighPairs>).share_of(pairs).against("same_word_chance", "same_word_lift")
             .summary(12, 1).compare("same-word %", 1)
-            .heatmap({"same_word", "Same-word % of high-similarity pairs per head", "% inside one word (chance {chance})",
-                      "Share of selected pairs whose tokens are pieces of one whitespace word, per layer and head; chance {chance}", 0, 2})
+            .heatmap({"same_word", "Same-word % of high-similarity pairs per head", "% inside one word (white: chance {chance})",
+                      "Share of selected pairs whose tokens are pieces of one whitespace word, per layer and head: red above chance "
+                      "({chance}), blue below", 0, 2})
             .line({"same_word_by_layer", "same-word %", "% of selected pairs",
                    "Pairs inside one whitespace word per layer: their share of the selected pairs against chance (dashed), and the lift",
                    "same word"}),
@@ -118,11 +120,17 @@ const std::vector<Metric>& metrics() {
         Row("anchor_share", "anchor %", rate<S::AnchorPairs, S::HighPairs>).share_of(pairs),
         Row("noise_share", "noise %", rate<S::Noise, S::HighPairs>).share_of(pairs).summary(9, 1).compare("noise %", 1)
             .heatmap({"noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise",
-                      "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token", 100})
+                      "Share of selected pairs that are neither same-sentence, nor repeated tokens, nor touch the head's anchor token", 0})
             .line({"attention_and_noise_by_layer", "noise share", "% of selected pairs"}),
     };
     std::vector<Metric> out;
     for (const Row& r : rows) out.push_back(r.m);
+    // Every share and every lift has an interval: a lift is the row another row names as its lift.
+    for (Metric& m : out) {
+      m.interval = m.share();
+      for (const Metric& other : out)
+        if (other.lift && std::string_view(other.lift) == m.name) m.interval = true;
+    }
     return out;
   }();
   return table;

@@ -62,6 +62,7 @@ struct Metric {
   const char* chance_label = nullptr;
   int chance_order = 0;
   bool per_rule_chance = false;
+  bool interval = false;         // a share or a lift: it has a bootstrap interval (stages/stats/bootstrap.h)
   const char* legend = nullptr;  // summary's footer: what an abbreviated header means ("{H}": the heads)
   SummaryColumn summary;
   CompareColumn compare;

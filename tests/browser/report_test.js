@@ -38,12 +38,43 @@ async function main() {
       await page.selectOption('#head', heads[1]);
       if ((await state()) === s1) fail('changing the head did not change the heatmap');
     }
+    // The colour bar with its values, and the axes' names.
+    const barLabels = () => page.$$eval('#cbar text.tick', ts => ts.map(t => t.textContent));
+    const axes = async () => [await page.textContent('#yname'), await page.textContent('#xname')];
+    const labels = await barLabels();
+    if (labels.length < 2 || !labels.every(t => /^-?[0-9][0-9.e+-]*$/.test(t)))
+      fail(`the colour bar's labels are not values: ${JSON.stringify(labels)}`);
+    if ((await page.$$eval('#cbar rect', rs => rs.length)) < 16) fail('the colour bar shows no colours');
+    if (!/attention/.test(await page.textContent('#cbar text.name'))) fail('the colour bar does not say what it shows');
+    if (JSON.stringify(await axes()) !== JSON.stringify(['query token i', 'key token j'])) fail(`attention axes: ${await axes()}`);
+    // The colour scale: clipped at the 99th percentile by default; the whole map's range and
+    // each row's own draw other colours, and the colour bar follows.
+    if ((await page.$eval('#scale', s => s.value)) !== 'clip') fail('the default scale is not the clipped 99th percentile');
+    const clipped = await state();
+    await page.selectOption('#scale', 'map');
+    const whole = await state();
+    if (whole === clipped) fail('the whole-map scale draws the same colours as the clipped one');
+    if (JSON.stringify(await barLabels()) === JSON.stringify(labels)) fail('the colour bar did not follow the scale');
+    await page.selectOption('#scale', 'row');
+    if ((await state()) === whole) fail('the per-row scale draws the same colours as the whole-map one');
+    if (!(await barLabels()).includes('row max')) fail(`the per-row colour bar: ${await barLabels()}`);
+    await page.selectOption('#scale', 'clip');
+    if ((await state()) !== clipped) fail('back on the clipped scale, the map is not as before');
+
     const s2 = await state();
     await page.selectOption('#qty', 'similarity');
     if ((await state()) === s2) fail('switching to similarity did not change the heatmap');
+    if (JSON.stringify(await axes()) !== JSON.stringify(['token i', 'token j'])) fail(`similarity axes: ${await axes()}`);
     await page.selectOption('#qty', 'rollout');
     const note = await page.textContent('#note');
     if (!/rollout/.test(note)) fail(`rollout note missing: ${note}`);
+    if ((await axes())[1] !== 'input token j') fail(`rollout axes: ${await axes()}`);
+    // Rollout bars: a value axis with ticks and the input tokens under the bars.
+    const barTokens = await page.$$eval('#bars text.token', ts => ts.map(t => t.textContent));
+    if (barTokens.length < 2 || !barTokens[0].startsWith('[CLS]'))
+      fail(`rollout bars' token labels: ${JSON.stringify(barTokens.slice(0, 5))}`);
+    if ((await page.$$eval('#bars text.tick', ts => ts.length)) < 2) fail('the rollout bars have no value axis');
+    if ((await page.$$eval('#bars rect', rs => rs.length)) < 2) fail('no rollout bars');
     await page.selectOption('#qty', 'attention');
     await page.check('#ovSel');
 

@@ -196,6 +196,28 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+// output.dir may name its model: "{model}" becomes the last component of model.path (or
+// model.name), so that one override of the model gives its results their own folder
+// (configs/default.yaml: runs/default/{model}). Any other "{…}" is a typo.
+void expand_output_dir(Config& c) {
+  std::string& dir = c.output.dir;
+  const std::string placeholder = "{model}";
+  for (size_t at = dir.find('{'); at != std::string::npos; at = dir.find('{', at)) {
+    if (dir.compare(at, placeholder.size(), placeholder) != 0)
+      throw Error(c.where("output.dir"), "'" + dir + "' has an unknown placeholder at '" + dir.substr(at) + "'",
+                  "the one placeholder is {model} (the model folder's name)");
+    std::string model = std::filesystem::path(c.model.path.empty() ? c.model.name : c.model.path).lexically_normal().filename().string();
+    if (model.empty() || model == ".")  // "models/brown-bert/" ends in an empty component
+      model =
+          std::filesystem::path(c.model.path.empty() ? c.model.name : c.model.path).lexically_normal().parent_path().filename().string();
+    if (model.empty() || model == "." || model == "..")
+      throw Error(c.where("output.dir"), "'" + dir + "' names the model folder, but model.path and model.name give no folder name",
+                  "set model.path, or write the folder into output.dir");
+    dir.replace(at, placeholder.size(), model);
+    at += model.size();
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------- public API -------
@@ -349,6 +371,11 @@ Config parse_config(const std::string& yaml, const std::string& name, const std:
   apply_document(c, root, name);
   for (const auto& o : overrides) apply_override(c, o);
   check_rules_distinct(c);
+  if (!c.model.path.empty() && !c.model.name.empty())
+    throw Error(c.where(c.origin.count("model.name") ? "model.name" : "model.path"),
+                "model.path ('" + c.model.path + "') and model.name ('" + c.model.name + "') are both set; a job measures one model",
+                "keep one: clear the other with an override such as model.name= (or model.path=)");
+  expand_output_dir(c);
   // C99's rank mask is centred on its cell: an even side has no centre (validate says so, rather
   // than the job after its store is made).
   if (c.segment.c99_mask % 2 == 0)

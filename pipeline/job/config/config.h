@@ -108,7 +108,7 @@ struct Config {
     std::string score = "noise";  // that score: noise | anchor_share | same_sentence_lift | repetition_lift
   } prune;
   struct Output {
-    std::string dir = "results/default";  // store.h5 and report go here
+    std::string dir = "runs/default";     // store.h5 and report go here
     bool overwrite = false;               // replace an existing store with a different config
     bool report = true;                   // write the report at the end of a run
     int64_t report_max_bytes = 25 << 20;  // size budget of report.html

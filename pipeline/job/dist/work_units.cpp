@@ -32,4 +32,14 @@ std::vector<std::pair<int64_t, int64_t>> unit_batches(const WorkUnit& u, int64_t
   return b;
 }
 
+std::string idle_ranks_warning(int64_t samples, int64_t unit_size, int64_t ranks) {
+  const int64_t units = unit_size > 0 ? (samples + unit_size - 1) / unit_size : 0;
+  if (ranks <= units) return {};
+  const auto plural = [](int64_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+  return plural(ranks, "rank", "ranks") + " for " + plural(units, "work unit", "work units") + " (" + plural(samples, "sample", "samples") +
+         " of runtime.unit_size " + std::to_string(unit_size) + "): " + std::to_string(ranks - units) +
+         " would have nothing to do; use at most " + plural(units, "rank", "ranks") + ", or lower runtime.unit_size to " +
+         std::to_string(std::max<int64_t>(1, samples / ranks)) + " (the resume granularity)";
+}
+
 }  // namespace ctxsim
