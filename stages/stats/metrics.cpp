@@ -103,8 +103,8 @@ const std::vector<Metric>& metrics() {
         Row("in_attention_rate", "in-attn %", rate<S::InAttention, S::HighPairs>).share_of(pairs).against("in_attention_chance")
             .summary(11, 1).compare("in-attention %", 1)
             .line({"attention_and_noise_by_layer", "selected pairs that are high-attention", "%",
-                   "Left: share of the selected pairs the attention map also marks (max(A_ij, A_ji) >= beta) against chance (dashed): what "
-                   "it misses is structure the attention map alone does not show. Right: noise, the selected pairs no explanation covers",
+                   "Left: share of the selected pairs the attention map also marks (max(A_ij, A_ji) >= beta) against chance (dashed); "
+                   "the rest are pairs the attention map does not mark. Right: noise, the selected pairs no explanation covers",
                    "attention overlap and noise"}),
         Row("in_attention_chance", "chance in-attn %",
             [](const Counts& c, const Baseline& b) { return Counts::ratio(c[S::HighAttentionAll], b[S::ValidPairs] * double(c.heads)); })
@@ -112,7 +112,7 @@ const std::vector<Metric>& metrics() {
         Row("distinct_anchors", "distinct", [](const Counts& c, const Baseline& b) { return Counts::ratio(c[S::DistinctAnchors], b[S::Samples]); })
             .summary(10, 2).compare("distinct anchors", 2).legend("distinct = mean distinct anchors over a sample's {H} heads")
             .line({"distinct_anchors_by_layer", "distinct anchors", "mean per sample",
-                   "Mean number of distinct anchor tokens among the heads of a layer, per sample (head specialisation)", "distinct anchors"}),
+                   "Mean number of distinct anchor tokens among the heads of a layer, per sample (as many as heads: every head its own)", "distinct anchors"}),
         Row("separator_mass", "sep-attn", [](const Counts& c, const Baseline& b) { return b.separator_attention(c); })
             .summary(10, 3).legend("sep-attn = mean attention mass on separators")
             .heatmap({"separator_attention", "Attention mass on separators per head", "mean attention on separators",
