@@ -274,6 +274,15 @@ PY
     contains "$out" "memory / rank:"
     contains "$out" "samples/s per rank on this machine"
     contains "$out" "time estimate:"
+    lacks_warning=$(grep -c "warning" <<< "$out"); [ "$lacks_warning" -eq 0 ] || fail "a warning with every rank busy: $out"
+    # More ranks than work units: run, plan and submit say so, with the fix.
+    out=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=16 --ranks 4) || fail "plan"
+    contains "$out" "warning:        4 ranks for 1 work unit (16 samples of runtime.unit_size 64): 3 would have nothing to do"
+    "$CTXSIM" submit configs/default.yaml --dry-run --ranks 4 samples.num_samples=16 > /dev/null 2> "$TMP/err" || fail "submit"
+    contains "$(cat "$TMP/err")" "warning: 4 ranks for 1 work unit"
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpiexec --bind-to none -n 3 "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=16 output.report=false \
+      output.dir="$TMP/idle" > /dev/null 2> "$TMP/err" || fail "run on 3 ranks: $(tail -3 "$TMP/err")"
+    [ "$(grep -c "warning: 3 ranks for 1 work unit" "$TMP/err")" -eq 1 ] || fail "no (or a repeated) idle-rank warning: $(cat "$TMP/err")"
     # A config with a segment: section is a segmentation job to submit and to plan.
     out=$("$CTXSIM" submit configs/segment/choi.yaml --dry-run) || fail "submit --dry-run of a segment config"
     contains "$out" "# one 'segment' job"

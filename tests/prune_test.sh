@@ -146,6 +146,20 @@ PY
     "$CTXSIM" run configs/default.yaml model.path="$TMP/three" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \
       output.report=false output.dir="$TMP/run3" output.overwrite=true > /dev/null 2>&1 || fail "run 3 layers"
     one_error "run3/store.h5 measured 3 layers x 2 heads, and the model has 2 x 2" "$TMP/o4" prune.scores_from="$TMP/run3/store.h5"
+    # Issue 35 goal 1: a prune over another job's store, or over another config's, is refused and
+    # leaves it as it was; output.overwrite=true replaces it.
+    before=$(sha256sum < "$TMP/run3/store.h5")
+    "$CTXSIM" prune "${ARGS[@]}" output.dir="$TMP/run3" > /dev/null 2> "$TMP/err" && fail "prune over a run's store"
+    contains "$(cat "$TMP/err")" "holds the store of 'ctxsim run', and this is 'ctxsim prune'"
+    [ "$before" = "$(sha256sum < "$TMP/run3/store.h5")" ] || fail "a refused prune changed the run's store"
+    "$CTXSIM" prune "${ARGS[@]}" samples.num_samples=8 prune.random_seeds=1 output.dir="$TMP/p8" > /dev/null 2>&1 || fail "prune p8"
+    before=$(sha256sum < "$TMP/p8/store.h5")
+    "$CTXSIM" prune "${ARGS[@]}" samples.num_samples=12 prune.random_seeds=1 output.dir="$TMP/p8" > /dev/null 2> "$TMP/err" \
+      && fail "prune over another config's store"
+    contains "$(cat "$TMP/err")" "holds a run with a different config: samples.num_samples: 8 → 12"
+    [ "$before" = "$(sha256sum < "$TMP/p8/store.h5")" ] || fail "a refused prune changed the store"
+    "$CTXSIM" prune "${ARGS[@]}" samples.num_samples=12 prune.random_seeds=1 output.dir="$TMP/p8" output.overwrite=true > /dev/null 2>&1 \
+      || fail "output.overwrite=true"
     ;;
   *) fail "unknown case" ;;
 esac

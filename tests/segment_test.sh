@@ -145,6 +145,15 @@ PY
     "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 samples.seq_len=24 output.report=false output.dir="$TMP/cut" \
       > /dev/null 2> "$TMP/e" || fail "a short window: $(tail -3 "$TMP/e")"
     contains "$(cat "$TMP/e")" "sentences are longer than the window's 22 tokens"
+    # Issue 35 goal 1: a segmentation of another config over that store is refused and leaves it as
+    # it was; output.overwrite=true replaces it.
+    before=$(sha256sum < "$TMP/cut/store.h5")
+    "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 samples.seq_len=32 output.report=false output.dir="$TMP/cut" \
+      > /dev/null 2> "$TMP/e" && fail "a segmentation of another config over the store"
+    contains "$(cat "$TMP/e")" "holds a run with a different config: samples.seq_len: 24 → 32"
+    [ "$before" = "$(sha256sum < "$TMP/cut/store.h5")" ] || fail "a refused segmentation changed the store"
+    "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 samples.seq_len=32 output.report=false output.dir="$TMP/cut" \
+      output.overwrite=true > /dev/null 2> "$TMP/e" || fail "output.overwrite=true: $(tail -3 "$TMP/e")"
     ;;
   store_integrity)
     seg() { "$CTXSIM" segment $CONFIG segment.documents=1 segment.dev_documents=1 runtime.threads=1 output.dir="$1" "${@:2}" > "$TMP/log" 2>&1 \

@@ -210,10 +210,17 @@ UnitSums read_unit_sums(hid_t file, const std::string& store, const StoreStats& 
     const std::string path = (f.per_rule() ? group : base) + f.name();
     const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, shape);
     const int64_t* total = f.per_rule() ? a.at(f.info->id, int64_t(rule)) : a.at(f.info->id);
+    // Counts and masses are never negative, and no replicate of the bootstrap (up to U times a
+    // total) may overflow: anything else is not a store ctxsim wrote.
     std::vector<int64_t> sum(f.size, 0);
+    bool bad = false;
+    for (size_t i = 0; i < f.size; ++i) {
+      int64_t most = 0;
+      bad = bad || __builtin_mul_overflow(total[i], U, &most);
+    }
     for (int64_t u = 0; u < U; ++u) {
       const int64_t* row = v.data() + size_t(u) * f.size;
-      for (size_t i = 0; i < f.size; ++i) sum[i] += row[i];
+      for (size_t i = 0; i < f.size; ++i) bad = bad || row[i] < 0 || __builtin_add_overflow(sum[i], row[i], &sum[i]);
       if (f.per_rule()) {
         out.stats[size_t(u)].data[size_t(f.info->id)].assign(row, row + f.size);
       } else if (f.dims.empty()) {
@@ -222,7 +229,7 @@ UnitSums read_unit_sums(hid_t file, const std::string& store, const StoreStats& 
         out.base[size_t(u)].distance_all.assign(row, row + f.size);
       }
     }
-    if (!std::equal(sum.begin(), sum.end(), total))
+    if (bad || !std::equal(sum.begin(), sum.end(), total))
       throw Error(store, "/" + path + ": its units do not add up to /stats (the per-unit sums and the totals disagree)", kDamagedStoreFix);
   }
   return out;

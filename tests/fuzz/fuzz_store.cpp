@@ -72,7 +72,12 @@ std::vector<std::string> dataset_paths(const std::string& rule) {
           "examples/attention",
           "examples/selected",
           "vocab/text",
-          "per_sample/anchor_token"};
+          "per_sample/anchor_token",
+          "units/baseline/samples",
+          "units/baseline/distance_all",
+          "units/" + rule + "/high_pairs",
+          "units/" + rule + "/same_token",
+          "units/" + rule + "/distance_hist"};
 }
 
 void set_int_attr(hid_t obj, const char* name, int64_t v) {
