@@ -1,10 +1,19 @@
 # Writes OUT with the current git revision; leaves the file untouched when nothing changed,
 # so a build after a commit relinks only what depends on the revision.
-execute_process(COMMAND git -C "${SRC}" describe --always --dirty --abbrev=12
+# "-dirty" says that the code the binary is built from differs from the commit: changes to
+# results, docs, configs or tests (a rerun of a reference script, a note) do not make it dirty.
+execute_process(COMMAND git -C "${SRC}" describe --always --abbrev=12
                 OUTPUT_VARIABLE rev OUTPUT_STRIP_TRAILING_WHITESPACE
                 RESULT_VARIABLE rc ERROR_QUIET)
 if(NOT rc EQUAL 0 OR rev STREQUAL "")
   set(rev "unknown")
+else()
+  execute_process(COMMAND git -C "${SRC}" status --porcelain --untracked-files=no -- CMakeLists.txt cmake pipeline stages
+                  OUTPUT_VARIABLE changed OUTPUT_STRIP_TRAILING_WHITESPACE
+                  RESULT_VARIABLE rc ERROR_QUIET)
+  if(NOT rc EQUAL 0 OR NOT changed STREQUAL "")
+    set(rev "${rev}-dirty")
+  endif()
 endif()
 set(content "#pragma once\n#define CTXSIM_VERSION \"${VERSION}\"\n#define CTXSIM_GIT_REVISION \"${rev}\"\n")
 if(EXISTS "${OUT}")

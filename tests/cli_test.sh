@@ -470,6 +470,19 @@ PY
     "$CTXSIM" compare "$TMP/s-gpt2/store.h5" "$TMP/s-roberta/store.h5" --out "$TMP/cmp" > /dev/null 2> "$TMP/err" || fail "compare: $(cat "$TMP/err")"
     contains "$(cat "$TMP/cmp/compare.html")" "GPT-2, causal attention"
     ;;
+  revision_dirty)
+    # The revision a store records is "-dirty" only when the code differs from the commit (issue 36):
+    # cmake/git_revision.cmake on a clone whose results, then code, are edited.
+    git clone -q --local "$(pwd)" "$TMP/src" || fail "clone"
+    revision() { cmake -DSRC="$TMP/src" -DOUT="$TMP/rev.h" -DVERSION=0 -P cmake/git_revision.cmake && grep -o '_REVISION "[^"]*"' "$TMP/rev.h"; }
+    clean=$(revision) || fail "git_revision.cmake"
+    [[ "$clean" != *dirty* ]] || fail "a clean clone is dirty: $clean"
+    echo "edited" >> "$TMP/src/results/default/summary.txt"
+    echo "edited" >> "$TMP/src/docs/SPEC.md"
+    [ "$(revision)" = "$clean" ] || fail "results and docs made the revision dirty: $(revision)"
+    echo "// edited" >> "$TMP/src/pipeline/main.cpp"
+    [ "$(revision)" = "${clean%\"}-dirty\"" ] || fail "a code change is not dirty: $(revision)"
+    ;;
   intervals)
     # SPEC 5.1: the bootstrap over work units, recomputed by an independent implementation from the
     # store's /units (Python: SplitMix64, the draws, the percentiles) against collect's _lo/_hi
