@@ -554,6 +554,17 @@ PY
     "$CTXSIM" compare "$TMP/sw/p1" "$TMP/sw/p2" --out "$TMP/cmp" > /dev/null 2> "$TMP/err" || fail "compare: $(cat "$TMP/err")"
     grep -q '<small class="interval">\[' "$TMP/cmp/compare.html" || fail "no intervals in compare's table"
     grep -q 'class="interval"' "$TMP/cmp/figures/same_sentence_by_layer.svg" || fail "no band in compare's figure"
+    # Issue 36 goal 2: config.yaml beside the store, the effective config; rerun, it finds the store
+    # complete. A config.yaml of the user's own in an output folder stays.
+    head -1 "$TMP/sw/p1/config.yaml" | grep -q "^# The effective config of store.h5 beside it, written by ctxsim" || fail "no config.yaml"
+    contains "$(cat "$TMP/sw/p1/config.yaml")" "unit_size: 8"
+    out=$("$CTXSIM" run "$TMP/sw/p1/config.yaml" 2>&1) || fail "rerun of config.yaml: $out"
+    contains "$out" "is already complete for this config"
+    mkdir -p "$TMP/mine" && echo "# mine" > "$TMP/mine/config.yaml"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=8 output.report=false output.dir="$TMP/mine" > /dev/null 2> "$TMP/err" \
+      || fail "run into a folder with a config.yaml: $(cat "$TMP/err")"
+    [ "$(cat "$TMP/mine/config.yaml")" = "# mine" ] || fail "the user's config.yaml was replaced"
+    contains "$(cat "$TMP/err")" "config.yaml is not ctxsim's; it stays as it is"
     ;;
   inspect)
     # Issue 35 goal 3: one text to the explorer and a labelled HDF5 of every head, in one command.

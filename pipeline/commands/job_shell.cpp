@@ -115,9 +115,32 @@ JobPlan plan_job(MpiComm& world, JobKind kind, const std::string& config_path, c
   return p;
 }
 
-// Rank 0, a store's job done: its report when output.report asks for one, then its summary.
+// config.yaml beside a complete store: the effective config, every key (defaults filled in), so
+// that the store says in plain text what made it and `ctxsim run DIR/config.yaml` from the same
+// working folder finds it complete. A config.yaml ctxsim did not write (a user's own) stays.
+constexpr const char* kConfigBesideMarker = "# The effective config of store.h5 beside it, written by ctxsim";
+
+void write_config_beside(const JobPlan& plan) {
+  const std::string path = (fs::path(plan.config.output.dir) / "config.yaml").string();
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    const std::string head = read_file_bytes(path, kMaxConfigBytes).substr(0, std::string(kConfigBesideMarker).size());
+    if (head != kConfigBesideMarker) {
+      log_info("note: " + path + " is not ctxsim's; it stays as it is (the store's config is its `config` attribute)");
+      return;
+    }
+  }
+  Config c = plan.config;
+  c.output.overwrite = false;  // a rerun of it finds the store complete, whatever this run was told
+  atomic_write(path, std::string(kConfigBesideMarker) + " (from " + plan.config_path + "; ctxsim " + std::string(job_row(plan.kind).name) +
+                         " " + path + " reruns it)\n" + to_yaml(c, false));
+}
+
+// Rank 0, a store's job done: its config.yaml, its report when output.report asks for one, then
+// its summary.
 int end_of_store_job(const JobPlan& plan, bool already_done, std::ostream& out) {
   const Config& c = plan.config;
+  write_config_beside(plan);
   const bool report = c.output.report && (!already_done || !fs::exists(fs::path(c.output.dir) / "report.html"));
   if (already_done)
     // A job killed while it wrote its report left the store complete and no page: make it now.
