@@ -31,9 +31,7 @@ report::PageSource compare_source(const std::vector<std::string>& paths, bool re
   std::vector<std::string> names;
   Sha256 identities;
   for (const auto& p : paths) {
-    std::error_code ec;
-    const fs::path canonical = fs::weakly_canonical(fs::absolute(p), ec);
-    names.push_back(ec ? fs::absolute(p).string() : canonical.string());
+    names.push_back(resolved_path(p));
     identities.update_field(store_identity(open_complete_store(p)));
   }
   return {join(names, " + "), identities.hex(), replace};

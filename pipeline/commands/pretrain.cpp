@@ -158,11 +158,9 @@ nlohmann::json read_exports(const Config& c) {
   return j.is_object() ? j : nlohmann::json::object();  // a damaged record vouches for nothing
 }
 
-std::string folder_key(const std::string& dir) { return fs::weakly_canonical(fs::absolute(dir)).string(); }
-
 void record_export(const TrainPlan& p, const std::string& dir) {
   nlohmann::json j = read_exports(p.config);
-  j[folder_key(dir)] = {{"model_sha256", sha256_file((fs::path(dir) / "model.safetensors").string())}, {"identity", p.identity}};
+  j[resolved_path(dir)] = {{"model_sha256", sha256_file((fs::path(dir) / "model.safetensors").string())}, {"identity", p.identity}};
   atomic_write(exports_path(p.config), j.dump(2) + "\n");
 }
 
@@ -174,7 +172,7 @@ void check_model_folders(const TrainPlan& p) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec) || fs::is_empty(dir, ec)) continue;
     const fs::path weights = fs::path(dir) / "model.safetensors";
-    const auto it = exports.find(folder_key(dir));
+    const auto it = exports.find(resolved_path(dir));
     if (it != exports.end() && it->is_object() && it->value("identity", "") == p.identity && fs::is_regular_file(weights, ec) &&
         it->value("model_sha256", "") == sha256_file(weights.string()))
       continue;

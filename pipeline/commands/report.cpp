@@ -36,10 +36,8 @@ using namespace report;
 
 // The store a report is made from: its absolute path and its identity.
 PageSource page_source(const std::string& store_path, bool replace) {
-  std::error_code ec;
-  const fs::path absolute = fs::weakly_canonical(fs::absolute(store_path), ec);
   const h5::Id file = open_complete_store(store_path);
-  return {ec ? fs::absolute(store_path).string() : absolute.string(), store_identity(file), replace};
+  return {resolved_path(store_path), store_identity(file), replace};
 }
 
 // The report of a store whose page is its summary and figures (a segmentation or a pruning store:

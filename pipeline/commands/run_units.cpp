@@ -48,10 +48,11 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
   anchor_token_.assign(size_t(R_ * unit.count * L_ * H_), -1);
   anchor_share_.assign(anchor_token_.size(), 0.0f);
   high_pairs_.assign(anchor_token_.size(), 0);
-  // The unit's own partial sums, for /units: this rank's accumulator before and after, with its
-  // device copy's (where some counts go on a GPU rank) added.
+  // The unit's own partial sums, for /units: this rank's accumulator before and after (the kept
+  // fields only: not the per-token counts), with its device copy's (where some counts go on a GPU
+  // rank) added.
   const at::Tensor device_before = device_acc_.defined() ? device_acc_.clone() : at::Tensor();
-  const std::vector<int64_t> before = acc_.buffer();
+  const std::vector<int64_t> before = acc_.unit_row(acc_.buffer().data());
   for (const auto& [b0, B] : unit_batches(unit, batch_size_)) {
     const BatchSamples bs = BatchSamples::of(samples_, b0, B);
     std::vector<std::pair<int64_t, int64_t>> in_batch;  // (example index, row in batch)
@@ -83,10 +84,11 @@ void AnalysisUnits::compute(const WorkUnit& unit) {
     }
     store_examples(in_batch, ex_att, ex_sim, ex_sel);
   }
-  unit_row_ = acc_.unit_row(before.data(), acc_.buffer().data());
+  unit_row_ = acc_.unit_row(acc_.buffer().data());
+  for (size_t i = 0; i < unit_row_.size(); ++i) unit_row_[i] -= before[i];
   if (device_acc_.defined()) {
     const at::Tensor diff = (device_acc_ - device_before).to(at::kCPU).contiguous();
-    const std::vector<int64_t> on_device = acc_.unit_row(nullptr, diff.data_ptr<int64_t>());
+    const std::vector<int64_t> on_device = acc_.unit_row(diff.data_ptr<int64_t>());
     for (size_t i = 0; i < unit_row_.size(); ++i) unit_row_[i] += on_device[i];
   }
   unit_delay_for_tests();

@@ -189,19 +189,17 @@ PathKind path_kind(const std::string& path, const std::string& where) {
   }
 }
 
-bool same_path(const std::string& a, const std::string& b) {
+std::string resolved_path(const std::string& path) {
   namespace fs = std::filesystem;
-  // Resolved as far as it exists; "x/" and "x" alike.
-  const auto resolved = [](const std::string& s) {
-    std::error_code ec;
-    fs::path p = fs::absolute(s, ec).lexically_normal();
-    const fs::path c = fs::weakly_canonical(p, ec);
-    if (!ec) p = c.lexically_normal();
-    if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
-    return p;
-  };
-  return resolved(a) == resolved(b);
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec).lexically_normal();
+  const fs::path c = fs::weakly_canonical(p, ec);
+  if (!ec) p = c.lexically_normal();
+  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
+  return p.string();
 }
+
+bool same_path(const std::string& a, const std::string& b) { return resolved_path(a) == resolved_path(b); }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string s;

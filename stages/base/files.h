@@ -38,8 +38,11 @@ PathKind path_kind(const std::string& path, const std::string& where);
 // The fix of a path the system cannot resolve (also main's, for std::filesystem's exceptions).
 std::string unresolvable_path_fix(int err);
 
-// Whether two paths name the same file or folder (existing or not): compared resolved, symbolic
-// links followed as far as they exist.
+// A path resolved: absolute, symbolic links followed as far as it exists, no trailing separator
+// ("x/" and "x" alike). What names a file or folder in a record (a page's source, a folder
+// pretrain wrote).
+std::string resolved_path(const std::string& path);
+// Whether two paths name the same file or folder (existing or not): their resolved_path.
 bool same_path(const std::string& a, const std::string& b);
 
 // The items with `sep` between them; join_each spells each item with `text` first.

@@ -74,12 +74,12 @@ Accumulator::Accumulator(const StatsShape& s) : shape_(s) {
 
 bool kept_per_unit(const StatInfo& s) { return s.shape != StatShape::LHV; }
 
-std::vector<int64_t> Accumulator::unit_row(const int64_t* before, const int64_t* after) const {
+std::vector<int64_t> Accumulator::unit_row(const int64_t* buffer) const {
   std::vector<int64_t> row;
   for (const StatField& f : fields_) {
     if (!kept_per_unit(*f.info)) continue;
     const size_t n = f.size * size_t(f.per_rule() ? shape_.rules : 1);
-    for (size_t i = f.offset; i < f.offset + n; ++i) row.push_back(after[i] - (before ? before[i] : 0));
+    row.insert(row.end(), buffer + f.offset, buffer + f.offset + n);
   }
   return row;
 }

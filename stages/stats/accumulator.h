@@ -106,9 +106,9 @@ class Accumulator {
   const std::vector<int64_t>& buffer() const { return buffer_; }
 
   void merge(const Accumulator& other);  // element-wise sum; shapes must match
-  // A unit's row: `after - before` (two buffers of this shape; before nullptr: zeros) over the
-  // fields kept_per_unit, in field order, a rule field's rules one after the other.
-  std::vector<int64_t> unit_row(const int64_t* before, const int64_t* after) const;
+  // The fields kept_per_unit of a buffer of this shape, in field order, a rule field's rules one
+  // after the other: a unit's row is that of the buffer after the unit less that of before.
+  std::vector<int64_t> unit_row(const int64_t* buffer) const;
   // SHA-256 (hex) of the buffer as little-endian int64 in field order: what a store writes with
   // `complete` (stats_sha256) and every reader checks. A store of an older schema_version has
   // the digest of the fields it had: digest(version) leaves out those added later.

@@ -202,14 +202,13 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 void expand_output_dir(Config& c) {
   std::string& dir = c.output.dir;
   const std::string placeholder = "{model}";
+  std::filesystem::path folder = std::filesystem::path(c.model.path.empty() ? c.model.name : c.model.path).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // "models/brown-bert/" ends in an empty component
+  const std::string model = folder.filename().string();
   for (size_t at = dir.find('{'); at != std::string::npos; at = dir.find('{', at)) {
     if (dir.compare(at, placeholder.size(), placeholder) != 0)
       throw Error(c.where("output.dir"), "'" + dir + "' has an unknown placeholder at '" + dir.substr(at) + "'",
                   "the one placeholder is {model} (the model folder's name)");
-    std::string model = std::filesystem::path(c.model.path.empty() ? c.model.name : c.model.path).lexically_normal().filename().string();
-    if (model.empty() || model == ".")  // "models/brown-bert/" ends in an empty component
-      model =
-          std::filesystem::path(c.model.path.empty() ? c.model.name : c.model.path).lexically_normal().parent_path().filename().string();
     if (model.empty() || model == "." || model == "..")
       throw Error(c.where("output.dir"), "'" + dir + "' names the model folder, but model.path and model.name give no folder name",
                   "set model.path, or write the folder into output.dir");
