@@ -17,6 +17,7 @@
 #include "pipeline/job/dist/agree.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
+#include "pipeline/job/dist/provenance.h"
 #include "pipeline/store/hdf5.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
   if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 512 << 20) != 1)
     std::cerr << "ctxsim: warning: mallopt refused the allocator thresholds; runs may be slower\n";
   ctxsim::use_huge_page_tensors();
+  ctxsim::record_command_line(argc, argv);
   // The policy libgomp read; what this process starts gets the user's environment as it was.
   const bool passive_by_default = std::getenv(kDefaultMarker) != nullptr;
   ctxsim::note_openmp_wait_policy(passive_by_default);

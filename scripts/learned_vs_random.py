@@ -58,7 +58,7 @@ if __name__ == "__main__":
     models = [("trained", "brown-bert"), ("init", "brown-bert-init"), ("seed1", "brown-bert-seed1")]
     def store_path(m, conv):
         split = "heldout" if conv == "sentences" else "all"
-        return f"{sweep}/model.path={m},samples.windows={conv},corpus.split={split}/store.h5"
+        return f"{sweep}/model.path-{m}__samples.windows-{conv}__corpus.split-{split}/store.h5"
     def table(title, header, rows):
         print(f"\n### {title}\n\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
         for r in rows: print("| " + " | ".join(r) + " |")

@@ -17,19 +17,19 @@ mkdir -p "$OUT"
 for convention in sentences documents; do
   split=$([ $convention = sentences ] && echo heldout || echo all)
   stores=()
-  for m in brown-bert brown-bert-init brown-bert-seed1; do stores+=("$SWEEP/model.path=$m,samples.windows=$convention,corpus.split=$split/store.h5"); done
+  for m in brown-bert brown-bert-init brown-bert-seed1; do stores+=("$SWEEP/model.path-${m}__samples.windows-${convention}__corpus.split-$split/store.h5"); done
   note="2,000 windows of 128 tokens from the 50 held-out Brown documents (never trained on)"
   [ $convention = documents ] && note="one window per Brown document (500), truncated to 128 tokens: the study group's convention; 450 of the documents were trained on"
   "$CTXSIM" compare "${stores[@]}" --labels trained,init,seed1 --out "$OUT/$convention" \
     --title "Learned vs random: $convention" --note "$note. trained: models/brown-bert; init: its step-0 weights; seed1: a random init of another seed."
   for m in brown-bert brown-bert-init brown-bert-seed1; do
-    "$CTXSIM" summary "$SWEEP/model.path=$m,samples.windows=$convention,corpus.split=$split/store.h5" > "$OUT/$convention/summary_$m.txt"
+    "$CTXSIM" summary "$SWEEP/model.path-${m}__samples.windows-${convention}__corpus.split-$split/store.h5" > "$OUT/$convention/summary_$m.txt"
   done
 done
 # The two conventions drawn together, for the trained model and its init.
 stores=()
 for m in brown-bert brown-bert-init; do
-  for c in "sentences,corpus.split=heldout" "documents,corpus.split=all"; do stores+=("$SWEEP/model.path=$m,samples.windows=$c/store.h5"); done
+  for c in "sentences__corpus.split-heldout" "documents__corpus.split-all"; do stores+=("$SWEEP/model.path-${m}__samples.windows-$c/store.h5"); done
 done
 "$CTXSIM" compare "${stores[@]}" --labels trained/sentences,trained/documents,init/sentences,init/documents --out "$OUT/conventions" \
   --title "Learned vs random: the two window conventions" --note "$(cat "$OUT/conventions.txt")"

@@ -254,21 +254,64 @@ PY
     contains "$out" "sweep thresholds: 1 point(s)"
     contains "$out" "folded into every point's rule list"
     out=$("$CTXSIM" sweep configs/sweeps/vectors.yaml) || fail "sweep"
-    contains "$out" "[3] model.vector=projected,samples.seq_len=128"
-    contains "$out" "output: runs/sweeps/vectors/model.vector=projected,samples.seq_len=128"
+    contains "$out" "[3] model.vector-projected__samples.seq_len-128"
+    contains "$out" "output: runs/sweeps/vectors/model.vector-projected__samples.seq_len-128"
+    contains "$out" "overrides: model.vector=projected samples.seq_len=128"
     printf 'sweep:\n  samples.seqlen: [64]\n' > "$TMP/bad.yaml"
     "$CTXSIM" sweep "$TMP/bad.yaml" 2> "$TMP/err" && fail "bad sweep key accepted"
     contains "$(cat "$TMP/err")" "did you mean 'samples.seq_len'?"
-    out=$("$CTXSIM" submit configs/sweeps/vectors.yaml --dry-run --ranks 4 --time 01:00:00) || fail "submit --dry-run"
-    contains "$out" "4 array tasks, one per point of sweep vectors"
-    contains "$out" "'--array=0-3'"
-    contains "$out" "'--ntasks=4'"
-    contains "$out" "CONFIG='$(pwd)/configs/sweeps/vectors.yaml'"
-    contains "$out" 'srun --mpi=pmix'
-    out=$("$CTXSIM" submit configs/default.yaml --dry-run samples.num_samples=10) || fail "submit --dry-run"
-    contains "$out" "OVERRIDES=( 'samples.num_samples=10' )"
-    contains "$out" "scontrol requeue"
     "$CTXSIM" init-model --preset bert-tiny --seed 3 --vocab data/vocab/bert-base-uncased.txt --out "$TMP/m" > /dev/null || fail "init-model"
+    out=$("$CTXSIM" submit configs/sweeps/vectors.yaml model.path="$TMP/m" output.dir="$TMP/sw" --dry-run --ranks 4 --time 01:00:00 \
+      --plan-batches 1 --array-throttle 2 --then collect --account proj42 --qos high --constraint avx512 --nodes 2 --ntasks-per-node 2) ||
+      fail "submit --dry-run: $out"
+    contains "$out" "4 array tasks, one per point of sweep vectors (at most 2 at once)"
+    contains "$out" "'--job-name=ctxsim-vectors' '--array=0-3%2'"
+    contains "$out" "'--ntasks=4'"
+    contains "$out" "'--time=01:00:00' '--mem-per-cpu="
+    contains "$out" "'--account=proj42' '--qos=high' '--constraint=avx512' '--nodes=2' '--ntasks-per-node=2'"
+    contains "$out" "# point 3: model.vector-projected__samples.seq_len-128"
+    contains "$out" "CONFIG='$(pwd)/configs/sweeps/vectors.yaml'"
+    contains "$out" "LAUNCHER=srun-pmix"
+    contains "$out" "# then, after it: 'sbatch' '--parsable' '--job-name=ctxsim-vectors-collect' '--dependency=afterok:@ID@'"
+    contains "$out" "collect '\\''$TMP/sw/vectors'\\''"
+    # Resources from plan: the time is plan's estimate x --margin (+ 2 min for SIGTERM), in whole minutes.
+    out=$("$CTXSIM" submit configs/default.yaml model.path="$TMP/m" output.dir="$TMP/one" samples.num_samples=10 --dry-run \
+      --margin 2 runtime.launcher=srun-pmi2) || fail "submit --dry-run: $out"
+    contains "$out" "OVERRIDES=( 'model.path=$TMP/m' 'output.dir=$TMP/one' 'samples.num_samples=10' 'runtime.launcher=srun-pmi2' )"
+    contains "$out" "LAUNCHER=srun-pmi2"
+    contains "$out" "scontrol requeue"
+    contains "$out" "'--job-name=ctxsim-default'"
+    contains "$out" "x margin 2 + 2 min for SIGTERM"
+    grep -q "'--time=00:0[5-9]:00' '--mem-per-cpu=[0-9]*M'" <<< "$out" || fail "no --time and --mem-per-cpu from plan: $out"
+    # What would stop the job after its queue wait stops it here, before sbatch.
+    # (PATH is left without sbatch: a check that let a job through would fail differently.)
+    refuses() {  # refuses RC TEXT ARGS…: `ctxsim submit ARGS` exits RC with one error line naming TEXT and the fix
+      local want=$1 text=$2; shift 2
+      PATH=/usr/bin/no-sbatch:/bin "$CTXSIM" submit "$@" > "$TMP/o" 2> "$TMP/e"
+      local rc=$?
+      [ $rc -eq "$want" ] || fail "submit $*: exit $rc, expected $want: $(cat "$TMP/e")"
+      [ "$(grep -c '^ctxsim: error: ' "$TMP/e")" -eq 1 ] || fail "submit $*: not one error line: $(cat "$TMP/e")"
+      contains "$(cat "$TMP/e")" "$text"
+      contains "$(cat "$TMP/e")" "; fix: "
+    }
+    refuses 1 "model.path: '/nonexistent' does not exist" configs/default.yaml model.path=/nonexistent output.dir="$TMP/x"
+    mkdir -p "$TMP/broken" && echo '{"model_type": "bert"}' > "$TMP/broken/config.json" && cp "$TMP/m/model.safetensors" "$TMP/m/vocab.txt" "$TMP/broken/"
+    refuses 1 "config.json" configs/default.yaml model.path="$TMP/broken" output.dir="$TMP/x"
+    head -c 100 "$TMP/m/model.safetensors" > "$TMP/broken/model.safetensors" && cp "$TMP/m/config.json" "$TMP/broken/"
+    refuses 1 "model.safetensors" configs/default.yaml model.path="$TMP/broken" output.dir="$TMP/x"
+    refuses 1 "corpus.path: 'no/corpus' does not exist" configs/default.yaml corpus.path=no/corpus model.path="$TMP/m" output.dir="$TMP/x"
+    touch "$TMP/file"
+    refuses 1 "output.dir: '$TMP/file/out' cannot be made: $TMP/file is a file" configs/default.yaml model.path="$TMP/m" output.dir="$TMP/file/out"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" output.dir="$TMP/done" samples.num_samples=10 output.report=false > /dev/null 2>&1 ||
+      fail "run for the output check"
+    refuses 1 "holds a run with a different config: samples.num_samples: 10 → 12" configs/default.yaml model.path="$TMP/m" \
+      output.dir="$TMP/done" samples.num_samples=12
+    out=$(PATH=/usr/bin/no-sbatch:/bin "$CTXSIM" submit configs/default.yaml model.path="$TMP/m" output.dir="$TMP/done" samples.num_samples=10) ||
+      fail "submit of a complete store: $out"
+    contains "$out" "nothing to submit: $TMP/done/store.h5 is complete"
+    refuses 2 "--then: expected collect or compare" configs/default.yaml --then plot
+    refuses 2 "--then compare: draws several stores together" configs/default.yaml model.path="$TMP/m" --then compare
+    refuses 2 "--margin: expected a factor from 1 to 100" configs/default.yaml model.path="$TMP/m" --margin 0.5
     out=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=100 --ranks 2) || fail "plan"
     contains "$out" "samples:        100 (T=128), 2 units of 64, 1 rounds"
     contains "$out" "memory / rank:"
@@ -278,15 +321,28 @@ PY
     # More ranks than work units: run, plan and submit say so, with the fix.
     out=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=16 --ranks 4) || fail "plan"
     contains "$out" "warning:        4 ranks for 1 work unit (16 samples of runtime.unit_size 64): 3 would have nothing to do"
-    "$CTXSIM" submit configs/default.yaml --dry-run --ranks 4 samples.num_samples=16 > /dev/null 2> "$TMP/err" || fail "submit"
+    "$CTXSIM" submit configs/default.yaml --dry-run --ranks 4 samples.num_samples=16 model.path="$TMP/m" output.dir="$TMP/four" > /dev/null 2> "$TMP/err" ||
+      fail "submit: $(cat "$TMP/err")"
     contains "$(cat "$TMP/err")" "warning: 4 ranks for 1 work unit"
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpiexec --bind-to none -n 3 "$CTXSIM" run configs/default.yaml model.path="$TMP/m" samples.num_samples=16 output.report=false \
       output.dir="$TMP/idle" > /dev/null 2> "$TMP/err" || fail "run on 3 ranks: $(tail -3 "$TMP/err")"
     [ "$(grep -c "warning: 3 ranks for 1 work unit" "$TMP/err")" -eq 1 ] || fail "no (or a repeated) idle-rank warning: $(cat "$TMP/err")"
     # A config with a segment: section is a segmentation job to submit and to plan.
-    out=$("$CTXSIM" submit configs/segment/choi.yaml --dry-run) || fail "submit --dry-run of a segment config"
+    out=$("$CTXSIM" submit configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 output.dir="$TMP/seg" --plan-batches 1 --dry-run) ||
+      fail "submit --dry-run of a segment config: $out"
     contains "$out" "# one 'segment' job"
     contains "$out" "COMMAND=segment"
+    # Pruning and pretraining configs are submitted as their jobs (their sections say which); plan
+    # does not estimate them, and says so.
+    out=$("$CTXSIM" submit configs/prune/brown.yaml output.dir="$TMP/pr" --dry-run 2>&1) || fail "submit --dry-run of a prune config: $out"
+    contains "$out" "COMMAND=prune"
+    contains "$out" "plan does not estimate 'prune' jobs: the job script's #SBATCH lines apply (give --time --mem to ask for more)"
+    out=$("$CTXSIM" submit configs/pretrain/brown.yaml output.dir="$TMP/pt" --dry-run --time 01:00:00 --mem 4G 2>&1) ||
+      fail "submit --dry-run of a pretrain config: $out"
+    contains "$out" "COMMAND=pretrain"
+    contains "$out" "'--time=01:00:00' '--mem=4G'"
+    "$CTXSIM" plan configs/prune/brown.yaml > /dev/null 2> "$TMP/err" && fail "plan took a prune config"
+    contains "$(cat "$TMP/err")" "plan estimates runs and segmentation jobs, and this is a 'prune' config"
     out=$("$CTXSIM" plan configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 --batches 1 --ranks 2) || fail "plan of a segment config"
     contains "$out" "(a segmentation job: ctxsim segment) on 2 rank(s)"
     contains "$out" "benchmark:      5 test documents (3-11, 3-5, 6-8, 9-11, dev), 44 methods; one document per unit, 3 rounds"

@@ -513,18 +513,18 @@ runtime: {unit_size: 4}
 sweep: {model.path: [$TMP/A/tiny, $TMP/B/tiny]}
 YAML
     out=$("$CTXSIM" sweep "$TMP/s.yaml" 2>&1) || fail "sweep: $out"
-    contains "$out" "model.path=A_tiny"
-    contains "$out" "model.path=B_tiny"
+    contains "$out" "model.path-A_tiny"
+    contains "$out" "model.path-B_tiny"
     "$CTXSIM" run "$TMP/s.yaml" > /dev/null 2>&1 || fail "sweep run"
-    a=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path=A_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
-    b=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path=B_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
+    a=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path-A_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
+    b=$(h5dump -a /model_sha256 "$TMP/sw/s/model.path-B_tiny/store.h5" | grep -o '"[0-9a-f]\{64\}"')
     [ -n "$a" ] && [ "$a" != "$b" ] || fail "the two points are not two models' stores"
     for bad in '' -1 x; do
       RC=2 one_error "--sweep-index" "$CTXSIM" run "$TMP/s.yaml" --sweep-index "$bad"
     done
     one_error "--sweep-index 2: the sweep has 2 points" "$CTXSIM" run "$TMP/s.yaml" --sweep-index 2
     # Values whose folders would still coincide are refused before anything runs.
-    sed -i "s|sweep: .*|sweep: {statistics.separators: [[\".\"]], corpus.path: [\"data/x y\", \"data/x-y\"]}|" "$TMP/s.yaml"
+    sed -i "s|sweep: .*|sweep: {statistics.separators: [[\".\"]], corpus.path: [\"data/x y\", \"data/x_y\"]}|" "$TMP/s.yaml"
     one_error "would share the output folder" "$CTXSIM" sweep "$TMP/s.yaml"
     printf 'sweep: {samples.seed: [%s], samples.seq_len: [%s], runtime.unit_size: [%s]}\n' \
       "$(seq -s, 1 1000)" "$(seq -s, 8 1007)" "$(seq -s, 1 1000)" > "$TMP/huge.yaml"
@@ -808,7 +808,7 @@ points = {r[0] for r in body}
 assert points == {"'=HYPERLINK(\"x.example\",\"y\")", "'+1+2", "'-3", "'@SUM(A1)"}, points
 for r in body:
     for i, cell in enumerate(r):
-        if header[i] in ("point", "rule", "separator_mass_by_token", "top_anchor"):
+        if header[i] in ("point", "rule", "top_anchor"):
             assert not cell or cell[0] not in "=+-@\t\r", (header[i], cell)
 PY
     grep -q "^\"'=HYPERLINK" "$TMP/sw/collect.csv" || fail "a formula cell is not quoted"

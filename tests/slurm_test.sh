@@ -45,18 +45,66 @@ wait_idle() {  # wait_idle SECONDS: until the queue is empty
 
 case "$CASE" in
   submit_sweep)
-    { cat "$TMP/base.yaml"; printf 'sweep:\n  name: seeds\n  samples.seed: [3, 4]\n'; } > "$TMP/sweep.yaml"
-    out=$("$CTXSIM" submit "$TMP/sweep.yaml" --ranks 2 --overcommit) || fail "submit: $out"
-    contains "$out" "(2 array tasks)"
-    wait_idle 240
-    for p in "samples.seed=3" "samples.seed=4"; do
-      s=$("$CTXSIM" status "$TMP/out/seeds/$p/store.h5" 2>/dev/null)
-      [[ $s == complete* ]] || fail "point $p: $s"
+    # A 4-point sweep, at most 2 tasks at once, resources from plan, and a collect after it.
+    { cat "$TMP/base.yaml"; printf 'sweep:\n  name: seeds\n  samples.seed: [3, 4, 5, 6]\n'; } > "$TMP/sweep.yaml"
+    out=$("$CTXSIM" submit "$TMP/sweep.yaml" --ranks 2 --overcommit --array-throttle 2 --then collect --plan-batches 1) || fail "submit: $out"
+    contains "$out" "(4 array tasks, one per point of sweep seeds (at most 2 at once))"
+    contains "$out" "ctxsim collect $TMP/out/seeds, after job"
+    array=$(sed -n 's/^submitted job \([0-9]*\) (4 array.*/\1/p' <<< "$out")
+    then_job=$(sed -n 's/^submitted job \([0-9]*\) (ctxsim collect.*/\1/p' <<< "$out")
+    [ -n "$array" ] && [ -n "$then_job" ] || fail "no job ids in: $out"
+    time=$(grep -o -- '--time=[0-9:-]*' <<< "$out" | cut -d= -f2)
+    mem=$(grep -o -- '--mem-per-cpu=[0-9]*M' <<< "$out" | cut -d= -f2)
+    [ -n "$time" ] && [ -n "$mem" ] || fail "no resources from plan in: $out"
+    show=$(scontrol show job "${array}_0" 2>&1; scontrol show job "$array" 2>&1)
+    contains "$show" "JobName=ctxsim-seeds"
+    contains "$show" "TimeLimit=$time"
+    contains "$show" "MinMemoryCPU=$mem"
+    contains "$(scontrol show job "$array" 2>&1)" "ArrayTaskThrottle=2"
+    dep=$(scontrol show job "$then_job")
+    contains "$dep" "JobName=ctxsim-seeds-collect"
+    contains "$dep" "Dependency=afterok:${array}_*"
+    # Never more than 2 of the sweep's tasks running at once.
+    most=0
+    for _ in $(seq 1 1500); do
+      n=$(squeue -h -r -t R -j "$array" 2>/dev/null | wc -l)
+      [ "$n" -gt "$most" ] && most=$n
+      [ -z "$(squeue -h 2>/dev/null)" ] && break
+      sleep 0.2
     done
-    ls "$TMP"/out/seeds/ctxsim-*_0.log "$TMP"/out/seeds/ctxsim-*_1.log > /dev/null || fail "one log per point expected"
-    contains "$(cat "$TMP"/out/seeds/ctxsim-*_1.log)" "2 rank(s)"
-    out=$("$CTXSIM" collect "$TMP/out/seeds") || fail "collect: $out"
-    contains "$out" "8 rows from 2 store(s)"  # 2 points x 1 rule x 2 layers x 2 heads
+    [ "$most" -le 2 ] || fail "$most array tasks ran at once under --array-throttle 2"
+    wait_idle 300
+    for seed in 3 4 5 6; do
+      p="$TMP/out/seeds/samples.seed-$seed"
+      s=$("$CTXSIM" status "$p/store.h5" 2>/dev/null)
+      [[ $s == complete* ]] || fail "point seed $seed: $s"
+      grep -q "^samples:" "$p/config.yaml" || fail "no config.yaml beside point $seed"
+      grep -qx "# sweep seeds, point $((seed - 3)): samples.seed=$seed" "$p/config.yaml" || fail "config.yaml does not name point $seed: $(head -3 "$p/config.yaml")"
+    done
+    ls "$TMP"/out/seeds/ctxsim-"$array"_{0,1,2,3}.log > /dev/null || fail "one log per point expected"
+    contains "$(cat "$TMP"/out/seeds/ctxsim-"$array"_1.log)" "2 rank(s)"
+    # The dependent collect ran after them: its CSV has a column for the swept key.
+    contains "$(scontrol show job "$then_job")" "JobState=COMPLETED"
+    contains "$(cat "$TMP"/out/seeds/ctxsim-collect-"$then_job".log)" "16 rows from 4 store(s)"  # 4 points x 1 rule x 2 layers x 2 heads
+    # Provenance read back from each point's store: the array task, its host, the command line.
+    /usr/bin/python3 - "$TMP/out/seeds" "$array" "$(hostname)" <<'PY' || fail "provenance"
+import csv, sys, h5py
+folder, array, host = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = list(csv.DictReader(open(f"{folder}/collect.csv", newline="")))
+assert len(rows) == 16, len(rows)
+assert sorted({r["samples.seed"] for r in rows}) == ["3", "4", "5", "6"], {r["samples.seed"] for r in rows}
+for i, seed in enumerate([3, 4, 5, 6]):
+    f = h5py.File(f"{folder}/samples.seed-{seed}/store.h5", "r")
+    a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+    assert a["slurm_array_job_id"] == array, (a["slurm_array_job_id"], array)
+    assert a["slurm_array_task_id"] == str(i), a["slurm_array_task_id"]
+    assert a["slurm_job_id"].isdigit(), a["slurm_job_id"]
+    assert a["slurm_job_name"] == "ctxsim-seeds", a["slurm_job_name"]
+    assert a["slurm_restart_count"] == "0", a["slurm_restart_count"]
+    assert a["hosts"] == host, (a["hosts"], host)
+    assert " run " in a["command_line"] and f"--sweep-index {i}" in a["command_line"], a["command_line"]
+    assert a["sweep"] == "seeds" and a["sweep_index"] == str(i) and a["sweep_point"] == f"samples.seed={seed}", a
+PY
     ;;
   requeue)
     "$CTXSIM" run "$TMP/base.yaml" output.dir="$TMP/ref" > /dev/null 2>&1 || fail "reference run"
@@ -79,6 +127,14 @@ case "$CASE" in
     log=$(cat "$TMP"/out/jobs/ctxsim-"$job".log)
     contains "$log" "requeueing"
     contains "$log" "resuming"
+    # The session that finished the store is the requeued one: SLURM's restart count says so.
+    /usr/bin/python3 - "$TMP/out/store.h5" "$job" <<'PY' || fail "provenance after the requeue"
+import sys, h5py
+a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in h5py.File(sys.argv[1], "r").attrs.items()}
+assert a["slurm_job_id"] == sys.argv[2], (a["slurm_job_id"], sys.argv[2])
+assert a["slurm_restart_count"] == "1", a["slurm_restart_count"]
+assert a["slurm_array_job_id"] == "" and a["sweep"] == "", a
+PY
     /usr/bin/python3 "$HERE/compare_stores.py" "$TMP/ref/store.h5" "$TMP/out/store.h5" || fail "requeued run differs from an uninterrupted one"
     ;;
   *) fail "unknown case" ;;

@@ -205,12 +205,13 @@ TEST(Sweep, CartesianProductInOrderWithDeterministicNames) {
   const SweepPlan p = expand_sweep(c);
   EXPECT_EQ(p.name, "s");
   ASSERT_EQ(p.points.size(), 6u);
-  EXPECT_EQ(p.points[0].name, "model.vector=context,samples.seq_len=64");
-  EXPECT_EQ(p.points[1].name, "model.vector=context,samples.seq_len=128");
-  EXPECT_EQ(p.points[5].name, "model.vector=projected,samples.seq_len=256");
-  EXPECT_EQ(p.points[5].output_dir, "out/s/model.vector=projected,samples.seq_len=256");
+  EXPECT_EQ(p.points[0].name, "model.vector-context__samples.seq_len-64");
+  EXPECT_EQ(p.points[1].name, "model.vector-context__samples.seq_len-128");
+  EXPECT_EQ(p.points[5].name, "model.vector-projected__samples.seq_len-256");
+  EXPECT_EQ(p.points[5].output_dir, "out/s/model.vector-projected__samples.seq_len-256");
+  EXPECT_EQ(p.points[5].values, (std::vector<std::string>{"model.vector=projected", "samples.seq_len=256"}));
   EXPECT_EQ(p.points[5].overrides, (std::vector<std::string>{"model.vector=projected", "samples.seq_len=256",
-                                                             "output.dir=out/s/model.vector=projected,samples.seq_len=256"}));
+                                                             "output.dir=out/s/model.vector-projected__samples.seq_len-256"}));
   // Applying a point's overrides gives that point's config.
   const Config point = parse_config("output: {dir: out}\n", "cfg.yaml", p.points[3].overrides);
   EXPECT_EQ(point.model.vector, HeadVector::Projected);
@@ -226,8 +227,35 @@ TEST(Sweep, ZipGroupsVaryTogether) {
   const SweepPlan p = expand_sweep(c);
   EXPECT_EQ(p.name, "grid");  // the file's stem
   ASSERT_EQ(p.points.size(), 4u);
-  EXPECT_EQ(p.points[0].name, "model.path=m1,model.dtype=float32,samples.seed=1");
-  EXPECT_EQ(p.points[3].name, "model.path=m2,model.dtype=float64,samples.seed=2");
+  EXPECT_EQ(p.points[0].name, "model.path-m1__model.dtype-float32__samples.seed-1");
+  EXPECT_EQ(p.points[3].name, "model.path-m2__model.dtype-float64__samples.seed-2");
+  EXPECT_EQ(p.points[3].values, (std::vector<std::string>{"model.path=b/m2", "model.dtype=float64", "samples.seed=2"}));
+}
+
+// Folder names of sweep points hold only the portable file name characters, so that no shell
+// word splits or globs them and every file system takes them; the values are in the store.
+TEST(Sweep, PointFoldersAreSafeForEveryShellAndFileSystem) {
+  const auto portable = [](const std::string& s) {
+    return !s.empty() && s.size() <= 200 && s[0] != '-' && s[0] != '.' &&
+           s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
+  };
+  EXPECT_EQ(safe_folder_name("a b*c?[d]$e`f'g\"h;i&j|k<l>m(n)o{p}q,r=s:t%u"), "a_b_c__d__e_f_g_h_i_j_k_l_m_n_o_p_q_r_s_t_u");
+  EXPECT_EQ(safe_folder_name("-rf"), "_rf");
+  EXPECT_EQ(safe_folder_name(".hidden"), "_hidden");
+  EXPECT_EQ(safe_folder_name(".."), "_..");
+  EXPECT_EQ(safe_folder_name("\xc3\xa9t\xc3\xa9"), "__t__");  // UTF-8 bytes too
+  const std::string long_a(300, 'a'), long_b = std::string(299, 'a') + "b";
+  EXPECT_TRUE(portable(safe_folder_name(long_a)));
+  EXPECT_NE(safe_folder_name(long_a), safe_folder_name(long_b));  // the digest of the whole tells them apart
+  const Config c = parse_config(
+      "output: {dir: out}\nsweep:\n  corpus.path: [\"data/my corpus\", \"-x;rm *\"]\n  statistics.top_anchors: [1, 2]\n", "w e=ird.yaml");
+  const SweepPlan p = expand_sweep(c);
+  EXPECT_EQ(p.name, "w_e_ird");
+  ASSERT_EQ(p.points.size(), 4u);
+  EXPECT_EQ(p.points[0].name, "corpus.path-my_corpus__statistics.top_anchors-1");
+  EXPECT_EQ(p.points[2].name, "corpus.path--x_rm____statistics.top_anchors-1");
+  for (const auto& point : p.points) EXPECT_TRUE(portable(point.name)) << point.name;
+  EXPECT_EQ(p.points[2].values, (std::vector<std::string>{"corpus.path=-x;rm *", "statistics.top_anchors=1"}));
 }
 
 TEST(Sweep, RuleAxesAreFoldedIntoOneRun) {

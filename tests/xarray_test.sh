@@ -74,8 +74,12 @@ check(f"baseline dims {dict(ds.dims)}", dict(ds.dims) == {"layer": L, "head": H,
 same("baseline separator", ds["separator"], separators)
 same("baseline distance_all[7]", ds["distance_all"].sel(distance=7), f["stats/baseline/distance_all"][7])
 same("baseline samples", ds["samples"], f["stats/baseline/samples"][()])
+# Fixed point (units of 2^-32) with its CF scale_factor: xarray decodes it to attention mass.
 same("baseline separator_mass_by_token [SEP]", ds["separator_mass_by_token"].sel(separator="[SEP]"),
-     f["stats/baseline/separator_mass_by_token"][:, :, separators.index("[SEP]")])
+     f["stats/baseline/separator_mass_by_token"][:, :, separators.index("[SEP]")] * 2.0**-32)
+check("separator_mass_by_token decodes to floats", ds["separator_mass_by_token"].dtype == np.float64)
+check("separator_mass_by_token is a mass below 1 a sample",
+      float(ds["separator_mass_by_token"].sum("separator").max()) <= float(ds["samples"]) + 1e-9)
 
 ds = open_group("per_sample")
 check(f"per_sample dims {dict(ds.dims)}", dict(ds.dims) == {"rule": 2, "sample": N, "layer": L, "head": H})
@@ -104,9 +108,18 @@ ds = open_group("vocab")
 check(f"vocab dims {dict(ds.dims)}", dict(ds.dims) == {"byte": f["vocab/text"].shape[0]})
 same("vocab text", ds["text"], f["vocab/text"][...])
 
-# Every dataset that is not itself a scale has every axis named, and h5py sees the same names.
+# Every dataset that is not itself a scale has every axis named, and h5py sees the same names;
+# every dataset carries CF's long_name (its description), and counts their units.
 def visit(name, obj):
-    if not isinstance(obj, h5py.Dataset) or obj.attrs.get("CLASS") == b"DIMENSION_SCALE":
+    if not isinstance(obj, h5py.Dataset):
+        return
+    description = obj.attrs.get("description", b"").decode()
+    check(f"{name}: long_name", obj.attrs.get("long_name", b"").decode() == description and description)
+    if "(count" in description:
+        check(f"{name}: units count", obj.attrs.get("units") == b"count")
+    if obj.dtype.kind == "f":
+        check(f"{name}: units 1", obj.attrs.get("units") == b"1")
+    if obj.attrs.get("CLASS") == b"DIMENSION_SCALE":
         return
     for axis, dim in enumerate(obj.dims):
         check(f"{name} axis {axis}: {len(dim)} scales", len(dim) == 1)
@@ -119,4 +132,49 @@ for line in failures:
     print(line)
 sys.exit(1 if failures else 0)
 EOF
-echo "xarray: every group opens with named dimensions"
+# The segmentation store: every group opens with named dimensions, and selections by name equal
+# h5py's positional reads.
+"$CTXSIM" segment configs/segment/choi.yaml segment.documents=2 segment.dev_documents=2 runtime.threads=1 output.report=false \
+  output.dir="$TMP/seg" > "$TMP/seg.log" 2>&1 || fail "segment: $(tail -3 "$TMP/seg.log")"
+/usr/bin/python3 - "$TMP/seg/store.h5" <<'EOF' || fail "xarray checks of the segmentation store"
+import sys
+
+import h5py
+import numpy as np
+import xarray as xr
+
+path = sys.argv[1]
+f = h5py.File(path, "r")
+methods = f["methods"].attrs["names"].decode().split("\n")
+D, M = f["methods/pk"].shape
+L, H = f["heads/pk"].shape[1:]
+failures = []
+
+
+def check(what, ok):
+    if not ok:
+        failures.append(what)
+
+
+groups = {}
+for g in ("documents", "methods", "heads", "example"):
+    ds = xr.open_dataset(path, engine="h5netcdf", group=g)
+    check(f"{g}: phony dimensions {list(ds.dims)}", not any(d.startswith("phony_dim") for d in ds.dims))
+    groups[g] = ds
+m = groups["methods"]
+check(f"methods dims {dict(m.dims)}", dict(m.dims) == {"document": D, "segmentation_method": M, "boundary": f["methods/boundaries"].shape[2]})
+check("method names", list(m["segmentation_method"].values) == methods)
+check("pk by method name", np.array_equal(m["pk"].sel(segmentation_method=methods[-1], document=1), f["methods/pk"][1, M - 1]))
+h = groups["heads"]
+check(f"heads dims {dict(h.dims)}", dict(h.dims) == {"document": D, "layer": L, "head": H})
+check("head pk", np.array_equal(h["pk"].sel(layer=L - 1, head=1), f["heads/pk"][:, L - 1, 1]))
+d = groups["documents"]
+check("parts fields", list(d["part_field"].values) == ["corpus_document", "sentences"])
+check("parts by field", np.array_equal(d["parts"].sel(part_field="sentences"), f["documents/parts"][:, :, 1]))
+check("example dims", groups["example"]["similarity"].dims == ("layer", "sentence_i", "sentence_j"))
+check("pk units", f["methods/pk"].attrs.get("units") == b"1" and f["methods/pk"].attrs.get("long_name"))
+for line in failures:
+    print(line)
+sys.exit(1 if failures else 0)
+EOF
+echo "xarray: every group of the run and segmentation stores opens with named dimensions"

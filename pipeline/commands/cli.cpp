@@ -133,18 +133,31 @@ std::vector<Subcommand> config_commands(Args& a) {
              ->capture_default_str();
        },
        [&] { return cmd_plan(a.config, a.overrides, a.ranks, a.batches, std::cout); }},
-      {"submit", "submit a run, a segmentation job (a config with a segment: section) or a sweep (an array job) to SLURM with sbatch",
-       "ctxsim submit configs/sweeps/vectors.yaml --dry-run",
+      {"submit",
+       "check a run, a segmentation, pruning or pretraining job (the config's sections say which) or a sweep (an array job) on this node, "
+       "then submit it to SLURM with sbatch, asking for plan's memory and time",
+       "ctxsim submit configs/sweeps/vectors.yaml --ranks 4 --account proj42 --array-throttle 2 --then collect",
        [&](CLI::App& s) {
          with_config(s, a);
-         s.add_flag("--dry-run", a.submit.dry_run, "print the filled job script and the sbatch command only");
+         s.add_flag("--dry-run", a.submit.dry_run, "check and plan, then print the filled job script and the sbatch command only");
          s.add_flag("--pretrain", a.submit.pretrain, "submit `ctxsim pretrain CONFIG` (requeued on SIGTERM like a run)");
-         s.add_option("--ranks", a.submit.ranks, "MPI ranks (--ntasks)");
-         s.add_option("--cpus-per-task", a.submit.cpus_per_task, "threads per rank");
-         s.add_option("--time", a.submit.time, "time limit, e.g. 02:00:00");
-         s.add_option("--partition", a.submit.partition, "SLURM partition");
+         s.add_option("--ranks", a.submit.ranks, "MPI ranks (--ntasks)")->check(whole_in(1, 1 << 20));
+         s.add_option("--cpus-per-task", a.submit.cpus_per_task, "threads per rank")->check(whole_in(1, 4096));
+         s.add_option("--time", a.submit.time, "time limit, e.g. 02:00:00 (default: plan's estimate x --margin)");
+         s.add_option("--mem", a.submit.mem, "memory per node, e.g. 16G (default: plan's per rank x --margin, as --mem-per-cpu)");
+         s.add_option("--margin", a.submit.margin, "factor on plan's time and memory")->capture_default_str();
+         s.add_option("--plan-batches", a.submit.plan_batches, "calibration batches per configuration")
+             ->check(whole_in(1, 1000))
+             ->capture_default_str();
+         s.add_option("--job-name", a.submit.job_name, "SLURM job name (default: ctxsim-<sweep or config name>)");
+         s.add_option("--array-throttle", a.submit.array_throttle, "a sweep's array tasks running at once (--array=0-N%K)")
+             ->check(whole_in(1, 100000));
+         s.add_option("--then", a.submit.then, "collect | compare: a dependent job (afterok) over the sweep's stores");
+         for (const SbatchOption& o : sbatch_passthrough())
+           s.add_option(o.flag, a.submit.sbatch[o.flag], std::string("sbatch ") + o.flag + ": " + o.help);
          s.add_flag("--overcommit", a.submit.overcommit, "allow more tasks than cores (small clusters)");
-         s.add_option("--jobs-dir", a.submit.jobs_dir, "folder of ctxsim.sbatch and sweep.sbatch")->capture_default_str();
+         s.add_option("--jobs-dir", a.submit.jobs_dir,
+                      "folder of ctxsim.sbatch and sweep.sbatch (default: ./jobs, else the installed ones)");
          s.add_option("--logs", a.submit.logs_dir, "folder for the job script and logs");
        },
        [&] { return cmd_submit(a.config, a.overrides, a.submit, std::cout); }},

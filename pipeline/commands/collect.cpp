@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string_view>
 
@@ -36,6 +37,26 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// One store's rows, kept until every store is read: the columns of swept keys and separator
+// tokens are the union over the stores.
+struct StoreRows {
+  std::string point;
+  std::map<std::string, std::string> swept;  // the store's sweep_point: key -> value
+  std::vector<std::string> separators;       // its separator tokens, in its order
+  std::vector<std::string> lines;            // "rule,layer,…" up to the separator columns
+  std::vector<std::vector<double>> masses;   // per line, per separator
+  std::vector<std::string> tails;            // ",top_anchor,top_anchor_samples"
+};
+
+std::map<std::string, std::string> swept_values(hid_t file) {
+  std::map<std::string, std::string> values;
+  if (!h5::has_attr(file, "sweep_point")) return values;  // a store older than the attribute
+  std::istringstream lines(h5::get_attr_string(file, "sweep_point"));
+  for (std::string line; std::getline(lines, line);)
+    if (const size_t eq = line.find('='); eq != std::string::npos && eq > 0) values[line.substr(0, eq)] = line.substr(eq + 1);
+  return values;
+}
+
 }  // namespace
 
 int cmd_collect(const std::string& dir, const std::string& out_path, std::ostream& out) {
@@ -43,19 +64,13 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
   MpiSession::ensure();
   const std::vector<std::string> stores = stores_under(dir);
   const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
-  std::ostringstream csv;
-  // Every row of the metric table (stages/stats/metrics.h), then the bounds of the head's 95%
-  // bootstrap interval of each that has one (SPEC §5.1; empty cells for a store without units),
-  // the per-token separator masses and the head's top anchor.
-  csv << "point,rule,layer,head,samples";
-  for (const Metric& m : metrics()) csv << "," << m.name;
-  for (const Metric& m : metrics())
-    if (m.interval) csv << "," << m.name << "_lo," << m.name << "_hi";
-  csv << ",separator_mass_by_token,top_anchor,top_anchor_samples\n";
-  csv << std::setprecision(6);
-  int64_t used = 0, rows = 0;
+  std::vector<StoreRows> read;
+  std::vector<std::string> keys, separators;  // the union, in order of first appearance
+  const auto add = [](std::vector<std::string>& to, const std::string& x) {
+    if (std::find(to.begin(), to.end(), x) == to.end()) to.push_back(x);
+  };
+  int64_t rows = 0;
   for (const fs::path path : stores) {
-    const std::string point = fs::relative(path.parent_path(), dir).string();
     const h5::FileScope scope(path.string());
     const StoreInfo info = inspect_store(path.string());
     if (!info.complete) {
@@ -67,9 +82,15 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
     if (is_segment_store(file))
       throw Error(path.string(), "is a segmentation store (ctxsim segment); collect gathers the run stores of a sweep",
                   "move it out of " + dir + ", and draw segmentations together with 'ctxsim compare STORE STORE … --out DIR'");
+    StoreRows sr;
+    sr.point = fs::relative(path.parent_path(), dir).string();
+    sr.swept = swept_values(file);
+    for (const auto& kv : sr.swept) add(keys, kv.first);
     const auto vocab = store_vocab(file);
     const StoreStats stats = read_store_stats(file, path.string(), int64_t(vocab.size()));
     const Baseline base = baseline_of(stats);
+    sr.separators = base.separator_tokens;
+    for (const auto& t : sr.separators) add(separators, t);
     for (size_t ri = 0; ri < stats.rules.size(); ++ri) {
       const std::string& rule = stats.rules[ri];
       const RuleStats r = rule_stats_of(stats, ri);
@@ -78,36 +99,67 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
         for (int64_t h = 0; h < r.H; ++h) {
           const Counts c = r.head(l, h);
           const auto top = r.top_anchors(l, h, 1);
-          std::ostringstream by_token;  // "[SEP]=0.052;.=0.021": stores of a sweep may measure different separators
-          by_token << std::setprecision(6);
-          for (size_t u = 0; u < base.separator_tokens.size(); ++u)
-            by_token << (u ? ";" : "") << base.separator_tokens[u] << "=" << base.separator_token_attention(l, h, u);
-          csv << csv_field(point) << "," << csv_field(rule) << "," << l << "," << h << "," << base.samples();
+          std::ostringstream line;
+          line << std::setprecision(6) << csv_field(rule) << "," << l << "," << h << "," << base.samples();
           for (const Metric& m : metrics()) {
             if (m.whole)
-              csv << "," << int64_t(m.value(c, base));
+              line << "," << int64_t(m.value(c, base));
             else
-              csv << "," << m.value(c, base);
+              line << "," << m.value(c, base);
           }
           for (const Metric& m : metrics()) {
             if (!m.interval) continue;
             if (const Interval* i = iv.of(m, int(l), int(h)))
-              csv << "," << i->lo << "," << i->hi;
+              line << "," << i->lo << "," << i->hi;
             else
-              csv << ",,";
+              line << ",,";
           }
-          csv << "," << csv_field(by_token.str()) << "," << csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) << ","
-              << (top.empty() ? 0 : r.anchor_count(l, h, top[0])) << "\n";
+          std::vector<double> mass;
+          for (size_t u = 0; u < sr.separators.size(); ++u) mass.push_back(base.separator_token_attention(l, h, u));
+          sr.lines.push_back(line.str());
+          sr.masses.push_back(std::move(mass));
+          sr.tails.push_back("," + csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) + "," +
+                             std::to_string(top.empty() ? 0 : r.anchor_count(l, h, top[0])));
           ++rows;
         }
     }
-    ++used;
+    read.push_back(std::move(sr));
   }
-  if (used == 0)
+  if (read.empty())
     throw Error(dir, "no complete store.h5 under this folder (" + std::to_string(stores.size()) + " found)",
                 "run the sweep's points first (ctxsim run CONFIG, or ctxsim submit CONFIG)");
+  // The point's folder, a column per swept key (its value as the sweep gave it), every row of the
+  // metric table (stages/stats/metrics.h), the bounds of the head's 95% bootstrap interval of each
+  // that has one (SPEC §5.1; empty cells for a store without units), a column per separator token
+  // (its attention mass; empty where a store did not measure it) and the head's top anchor.
+  std::ostringstream csv;
+  csv << "point";
+  for (const auto& k : keys) csv << "," << csv_field(k);
+  csv << ",rule,layer,head,samples";
+  for (const Metric& m : metrics()) csv << "," << m.name;
+  for (const Metric& m : metrics())
+    if (m.interval) csv << "," << m.name << "_lo," << m.name << "_hi";
+  for (const auto& t : separators) csv << "," << csv_field("separator_mass[" + t + "]");
+  csv << ",top_anchor,top_anchor_samples\n";
+  csv << std::setprecision(6);
+  for (const StoreRows& sr : read) {
+    std::string lead = csv_field(sr.point);
+    for (const auto& k : keys) {
+      const auto it = sr.swept.find(k);
+      lead += "," + (it == sr.swept.end() ? std::string() : csv_field(it->second));
+    }
+    for (size_t i = 0; i < sr.lines.size(); ++i) {
+      csv << lead << "," << sr.lines[i];
+      for (const auto& t : separators) {
+        const auto at = std::find(sr.separators.begin(), sr.separators.end(), t);
+        csv << ",";
+        if (at != sr.separators.end()) csv << sr.masses[i][size_t(at - sr.separators.begin())];
+      }
+      csv << sr.tails[i] << "\n";
+    }
+  }
   atomic_write(target, csv.str());
-  out << "collect: " << rows << " rows from " << used << " store(s) into " << target << "\n";
+  out << "collect: " << rows << " rows from " << read.size() << " store(s) into " << target << "\n";
   return 0;
 }
 

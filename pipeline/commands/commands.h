@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,18 +41,38 @@ int cmd_segment_text(const std::string& config, const std::vector<std::string>& 
 // One run across the MPI ranks (commands/run.cpp): the store, the report and the summary.
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out);
 
+// The sbatch options `ctxsim submit` passes on as given, a row each (--account, --qos, …).
+struct SbatchOption {
+  const char* flag;
+  const char* help;
+};
+const std::vector<SbatchOption>& sbatch_passthrough();
+
 struct SubmitArgs {
   bool dry_run = false;
-  bool pretrain = false;                 // `ctxsim pretrain CONFIG` instead of `ctxsim run CONFIG`
-  int64_t ranks = 0, cpus_per_task = 0;  // 0 = the job script's #SBATCH lines
-  std::string time, partition;
-  bool overcommit = false;        // more tasks than cores (small test clusters)
-  std::string jobs_dir = "jobs";  // where ctxsim.sbatch and sweep.sbatch are
-  std::string logs_dir;           // default: output.dir/<sweep name> (or output.dir/jobs)
+  bool pretrain = false;                      // `ctxsim pretrain CONFIG` (a config with a pretrain: section is one anyway)
+  int64_t ranks = 0, cpus_per_task = 0;       // 0 = the job script's #SBATCH lines
+  std::string time, mem;                      // given: passed as --time and --mem instead of plan's estimates
+  double margin = 1.5;                        // plan's time and memory are multiplied by it
+  int64_t plan_batches = 2;                   // calibration batches per configuration
+  int64_t array_throttle = 0;                 // a sweep's tasks running at once (--array=0-N%K); 0 = no limit
+  std::string job_name;                       // default: ctxsim-<sweep name or config name>
+  std::string then;                           // collect | compare: a job after this one ends well
+  std::map<std::string, std::string> sbatch;  // sbatch_passthrough()'s flags given (empty = not given)
+  bool overcommit = false;                    // more tasks than cores (small test clusters)
+  std::string jobs_dir;                       // ctxsim.sbatch and sweep.sbatch; default ./jobs, else the installed ones
+  std::string logs_dir;                       // default: output.dir/<sweep name> (or output.dir/jobs)
 };
 // Fills the job script (an array job for a sweep) and calls sbatch; --dry-run prints it.
 int cmd_submit(const std::string& config, const std::vector<std::string>& overrides, const SubmitArgs& args, std::ostream& out);
 
+// What a job asks SLURM for: memory per rank (bytes) and wall time (seconds, with plan's margin).
+struct ResourceEstimate {
+  double memory_per_rank = 0, seconds = 0;
+};
+// The plan of a run's or a segmentation job's config, printed to `out`: every input loaded and
+// checked (the model's weights, the corpus, the samples), then a few calibration batches.
+ResourceEstimate plan_config(const std::string& config_path, const Config& config, int64_t ranks, int64_t batches, std::ostream& out);
 // Samples, units, memory per rank, store size and a calibrated time estimate for `ranks` ranks.
 int cmd_plan(const std::string& config, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out);
 

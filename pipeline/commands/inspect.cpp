@@ -112,6 +112,7 @@ void write_heads(const std::string& path, const Encoder& model, const std::vecto
     const h5::Id id_ds = h5::create_dataset<int32_t>(file, "token_id", {N}, "the token ids");
     h5::write_all(id_ds, h5::Element<int32_t>::memory(), ids.data());
     scales.attach(file, "token_id", {"position"});
+    write_cf_attributes(file);
   }
   fs::rename(partial, path);
 }

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "pipeline/job/config/inputs.h"
 #include "pipeline/job/dist/agree.h"
 #include "pipeline/job/dist/log.h"
+#include "pipeline/job/dist/provenance.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
@@ -81,6 +83,24 @@ StoreMode decide(JobPlan& t) {
   return StoreMode::Resume;
 }
 
+}  // namespace
+
+StoreMode check_output_before_queueing(JobKind kind, const std::string& config_path, const Config& c) {
+  const JobRow& row = job_row(kind);
+  if (!row.writes_store) return StoreMode::Create;
+  JobPlan p;
+  p.kind = kind;
+  p.config_path = config_path;
+  p.config = c;
+  p.identity = identity_yaml(c, kind);
+  p.identity_hash = sha256_bytes(reinterpret_cast<const uint8_t*>(p.identity.data()), p.identity.size());
+  p.store_path = (fs::path(c.output.dir) / "store.h5").string();
+  p.progress_path = checkpoint_path(p.store_path);
+  return decide(p);
+}
+
+namespace {
+
 // Collective: the config and its checks, then rank 0 takes the lock and decides; every rank
 // gets the mode.
 JobPlan plan_job(MpiComm& world, JobKind kind, const std::string& config_path, const std::vector<std::string>& overrides, Job& job) {
@@ -104,6 +124,7 @@ JobPlan plan_job(MpiComm& world, JobKind kind, const std::string& config_path, c
     }
     job.check(p, world);  // the plan so far (identity, paths) is the job's to read
   });
+  p.provenance = session_provenance(world);
   int64_t mode = int64_t(StoreMode::Create);
   on_every_rank(world, [&] {
     if (world.rank() != 0) return;
@@ -132,8 +153,20 @@ void write_config_beside(const JobPlan& plan) {
   }
   Config c = plan.config;
   c.output.overwrite = false;  // a rerun of it finds the store complete, whatever this run was told
+  // A sweep point says which, and its swept values (its folder's name need not carry them).
+  std::string point;
+  const auto attribute = [&](const char* name) {
+    for (const auto& [k, v] : plan.provenance)
+      if (k == name) return v;
+    return std::string();
+  };
+  if (!attribute("sweep").empty()) {
+    std::string values = attribute("sweep_point");
+    std::replace(values.begin(), values.end(), '\n', ' ');
+    point = "# sweep " + attribute("sweep") + ", point " + attribute("sweep_index") + ": " + values + "\n";
+  }
   atomic_write(path, std::string(kConfigBesideMarker) + " (from " + plan.config_path + "; ctxsim " + std::string(job_row(plan.kind).name) +
-                         " " + path + " reruns it)\n" + to_yaml(c, false));
+                         " " + path + " reruns it)\n" + point + to_yaml(c, false));
 }
 
 // Rank 0, a store's job done: its config.yaml, its report when output.report asks for one, then
@@ -210,6 +243,7 @@ StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFac
   a.ranks = world.size();
   a.threads = f.threads;
   a.isa = configure_compute_libraries().describe() + " (rank 0)";
+  a.session = plan.provenance;
   return a;
 }
 

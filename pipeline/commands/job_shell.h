@@ -44,6 +44,7 @@ struct JobPlan {
   StoreMode mode = StoreMode::Create;
   std::optional<Checkpoint> checkpoint;  // rank 0, resuming a store
   std::unique_ptr<RunLock> lock;         // rank 0: the job owns output.dir until it ends
+  TextAttributes provenance;             // this session's command line, hosts and SLURM ids
 };
 
 // What a job brings to the shell.
@@ -61,6 +62,11 @@ class Job {
   // the report (output.report) and prints the summary on rank 0, once this call's memory is freed.
   virtual int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) = 0;
 };
+
+// On the login node, before a job is queued (no MPI job, no lock): what the job would decide about
+// output.dir, throwing the Error it would stop with (another job's store, another config's, other
+// inputs under the same paths).
+StoreMode check_output_before_queueing(JobKind kind, const std::string& config_path, const Config& config);
 
 // The whole command: MPI, plan, then nothing to do (a complete store: its missing report made,
 // its summary printed), or the job.

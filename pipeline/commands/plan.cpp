@@ -28,6 +28,8 @@ namespace fs = std::filesystem;
 namespace ctxsim {
 namespace {
 
+double dtype_bytes(Precision p) { return p == Precision::Float64 ? 8 : p == Precision::BFloat16 ? 2 : 4; }
+
 std::string bytes_text(double b) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(1);
@@ -42,7 +44,7 @@ std::string bytes_text(double b) {
 
 // The plan of a segmentation job (a config with a segment: section): the benchmark, the store,
 // and a time estimate from the first `calibration` documents through the model and every method.
-int plan_segment_job(const std::string& path, const Config& c, int64_t ranks, int64_t calibration, std::ostream& out) {
+ResourceEstimate plan_segment_job(const std::string& path, const Config& c, int64_t ranks, int64_t calibration, std::ostream& out) {
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
   require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
@@ -65,24 +67,38 @@ int plan_segment_job(const std::string& path, const Config& c, int64_t ranks, in
   for (int64_t d = 0; d < n; ++d) benchmark_document(c, bench, text.corpus, size_t(d), model, tokenizer.frame, options, window);
   const double per_document = clock.seconds() / double(n);
   const double eta = double(layout.documents) * per_document / double(ranks) * 1.15 + 60;
+  // Weights, one window's attention maps and activations (a document at a time), the benchmark.
+  const BertConfig& mc = model.config();
+  double params = 0;
+  for (const auto& [name, shape] : encoder_tensor_shapes(mc)) {
+    double k = 1;
+    for (auto d : shape) k *= double(d);
+    params += k;
+  }
+  const double T = double(window), H = double(mc.num_heads);
+  const double memory =
+      params * dtype_bytes(c.model.dtype) + double(mc.num_layers) * 8.0 * H * T * T * 8 + 6.0 * T * mc.intermediate_size * 4 + 400e6;
   out << "plan for " << path << " (a segmentation job: ctxsim segment) on " << ranks << " rank(s) x " << threads << " thread(s)\n"
       << "  benchmark:      " << layout.documents << " test documents (" << join(bench.subsets) << "), " << layout.methods.size()
       << " methods; one document per unit, " << (layout.documents + ranks - 1) / ranks << " rounds\n"
       << "  model:          " << layout.layers << " layers x " << layout.heads << " heads, window T=" << window << ", "
       << name_of(c.model.dtype) << "\n"
+      << "  memory / rank:  ~" << bytes_text(memory) << "\n"
       << "  store:          ~" << bytes_text(segment_store_bytes(layout)) << " in " << (fs::path(c.output.dir) / "store.h5").string()
       << "\n"
       << "  calibration:    " << n << " document(s) in " << std::fixed << std::setprecision(2) << clock.seconds() << " s on this machine\n"
       << "  time estimate:  ~" << format_duration(eta) << " (with 15% and 1 min of margin; ask SLURM for more: --time)\n";
-  return 0;
+  return {memory, eta};
 }
 
 }  // namespace
 
-int cmd_plan(const std::string& path, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out) {
-  const Config c = load_config(path, overrides);
+ResourceEstimate plan_config(const std::string& path, const Config& c, int64_t ranks, int64_t batches, std::ostream& out) {
   check_paths(c);
-  if (is_segment_config(c)) return plan_segment_job(path, c, ranks, batches, out);
+  if (const JobKind kind = job_kind_of(c); kind == JobKind::Pretrain || kind == JobKind::Prune)
+    throw Error(path, std::string("plan estimates runs and segmentation jobs, and this is a '") + job_row(kind).name + "' config",
+                "time a short job instead (pretrain.steps or samples.num_samples lowered), and give submit --time and --mem");
+  if (job_kind_of(c) == JobKind::Segment) return plan_segment_job(path, c, ranks, batches, out);
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
   JobTokenizer tokenizer = make_tokenizer(c);
@@ -97,7 +113,7 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
   const int64_t N = s.size(), T = s.seq_len, B = c.runtime.batch_size, R = int64_t(c.selection.size());
   const int64_t L = mc.num_layers, H = mc.num_heads, V = mc.vocab_size, E = int64_t(c.statistics.examples.size());
   const auto units = make_units(N, c.runtime.unit_size);
-  const double dsize = c.model.dtype == Precision::Float64 ? 8 : c.model.dtype == Precision::BFloat16 ? 2 : 4;
+  const double dsize = dtype_bytes(c.model.dtype);
   double params = 0;
   for (const auto& [name, shape] : encoder_tensor_shapes(mc)) {
     double n = 1;
@@ -140,6 +156,11 @@ int cmd_plan(const std::string& path, const std::vector<std::string>& overrides,
       << "  time estimate:  ~" << format_duration(eta) << " (with 15% and 1 min of margin; ask SLURM for more: --time)\n";
   if (const std::string idle = idle_ranks_warning(N, c.runtime.unit_size, ranks); !idle.empty())
     out << "  warning:        " << idle << "\n";
+  return {memory, eta};
+}
+
+int cmd_plan(const std::string& path, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out) {
+  (void)plan_config(path, load_config(path, overrides), ranks, batches, out);
   return 0;
 }
 

@@ -387,7 +387,7 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
   }
   const PruneResults results = results_of(layout, total(store->read_pass1(), LH), store->read_pass2(), N, in.score);
   store->write_results(results);
-  store->finish(utc_now(), clock.seconds());
+  store->finish(utc_now(), clock.seconds(), plan.provenance);
   store.reset();
   if (world.rank() != 0) return kExitOk;
   fs::remove(plan.progress_path);

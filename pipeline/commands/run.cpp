@@ -19,6 +19,7 @@
 #include "pipeline/job/dist/agree.h"
 #include "pipeline/job/dist/comm.h"
 #include "pipeline/job/dist/log.h"
+#include "pipeline/job/dist/provenance.h"
 #include "pipeline/job/dist/rounds.h"
 #include "pipeline/job/dist/signals.h"
 #include "pipeline/job/durable/checkpoint.h"
@@ -257,7 +258,7 @@ void finish_store(MpiComm& world, const JobPlan& p, const RunInputs& in, RunStat
   // Rank 0's accumulator is what /stats holds: its digest lets every reader tell a changed bit.
   st.store->set_attribute("stats_sha256", broadcast_string(world, world.rank() == 0 ? st.acc.digest() : std::string()));
   const double total = clock.seconds();
-  st.store->finish(utc_now(), total);
+  st.store->finish(utc_now(), total, p.provenance);
   const double store_s = rounds.write + writing.seconds();
   st.store.reset();
   if (world.rank() == 0) fs::remove(p.progress_path);
@@ -336,6 +337,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& overrides, 
     std::vector<std::string> all = overrides;
     all.insert(all.end(), p.overrides.begin(), p.overrides.end());
     log_info("sweep " + plan.name + ": point " + std::to_string(p.index) + " of " + std::to_string(plan.points.size()) + ": " + p.name);
+    record_sweep_point(plan.name, p.index, p.values);
     return run_job(path, all, out);
   };
   if (sweep_index >= 0) {

@@ -188,7 +188,7 @@ int SegmentJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, 
   Progress progress(layout.documents, plan.config.runtime.progress_seconds, world.rank() == 0, "documents");
   const RoundOptions options{plan.config.runtime.flush_units, plan.config.runtime.flush_seconds};
   const RoundTimes times = run_rounds(world, units, done, options, work, stop, progress);
-  store->finish(utc_now(), clock.seconds());
+  store->finish(utc_now(), clock.seconds(), plan.provenance);
   store.reset();
   if (world.rank() != 0) return kExitOk;
   fs::remove(plan.progress_path);

@@ -1,18 +1,26 @@
-// `ctxsim submit CONFIG`: fills jobs/ctxsim.sbatch (one run) or jobs/sweep.sbatch (an array job,
-// one task per sweep point) with absolute paths and the overrides, and hands it to sbatch.
+// `ctxsim submit CONFIG`: checks the job on the login node (the config, the model's weights, the
+// corpus and the samples, the output folder: what would stop the job after its queue wait stops
+// it here), asks SLURM for plan's memory and time with a margin, fills jobs/ctxsim.sbatch (one
+// job) or jobs/sweep.sbatch (an array job, one task per sweep point) with absolute paths and the
+// overrides, and hands it to sbatch; `--then collect|compare` queues a job that runs after it.
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/sweep.h"
 #include "pipeline/job/dist/comm.h"
+#include "pipeline/job/dist/progress.h"
 #include "pipeline/job/dist/work_units.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -20,6 +28,21 @@
 namespace fs = std::filesystem;
 
 namespace ctxsim {
+
+const std::vector<SbatchOption>& sbatch_passthrough() {
+  static const std::vector<SbatchOption> rows = {
+      {"--account", "charge the job to this account"},
+      {"--qos", "quality of service"},
+      {"--partition", "SLURM partition"},
+      {"--constraint", "node features, e.g. 'avx512' or 'a100'"},
+      {"--gpus-per-task", "GPUs per rank (GPU ranks: set runtime.device=cuda or auto)"},
+      {"--nodes", "nodes (the job scripts ask for 1)"},
+      {"--ntasks-per-node", "ranks per node"},
+      {"--reservation", "run in this reservation"},
+  };
+  return rows;
+}
+
 namespace {
 
 std::string quote(const std::string& s) {
@@ -34,25 +57,132 @@ std::string self_path() {
   return n > 0 ? std::string(buf.data(), size_t(n)) : std::string("ctxsim");
 }
 
+// The job scripts: --jobs-dir, else ./jobs, else those installed beside the binary
+// (<prefix>/share/ctxsim/jobs for <prefix>/bin/ctxsim).
+std::string jobs_folder(const std::string& given) {
+  if (!given.empty()) return given;
+  if (fs::exists("jobs/ctxsim.sbatch")) return "jobs";
+  const fs::path installed = fs::path(self_path()).parent_path().parent_path() / "share" / "ctxsim" / "jobs";
+  return fs::exists(installed / "ctxsim.sbatch") ? installed.string() : std::string("jobs");
+}
+
+// sbatch's --time: D-HH:MM:SS, whole minutes rounded up.
+std::string slurm_time(double seconds) {
+  int64_t minutes = int64_t(std::ceil(seconds / 60.0));
+  std::ostringstream s;
+  s << std::setfill('0');
+  if (minutes >= 24 * 60) s << minutes / (24 * 60) << "-";
+  minutes %= 24 * 60;
+  s << std::setw(2) << minutes / 60 << ":" << std::setw(2) << minutes % 60 << ":00";
+  return s.str();
+}
+
+// The folder a job would write: it, or its nearest existing parent, must be writable here (the
+// login node shares the file system the job writes to).
+void check_output_folder(const Config& c) {
+  fs::path p = fs::absolute(c.output.dir);
+  std::error_code ec;
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  if (fs::exists(p, ec) && !fs::is_directory(p, ec))
+    throw Error(c.where("output.dir"), "'" + c.output.dir + "' cannot be made: " + p.string() + " is a file", "choose another output.dir");
+  if (::access(p.c_str(), W_OK | X_OK) != 0)
+    throw Error(c.where("output.dir"), "'" + c.output.dir + "' cannot be written: " + p.string() + " is not writable by you",
+                "choose an output.dir you can write (on a file system the compute nodes share)");
+}
+
+// One configuration the job runs (the config, or one sweep point): checked and, for the jobs plan
+// estimates, planned. `plan_text` gets plan's report.
+struct Checked {
+  ResourceEstimate estimate;
+  bool estimated = false, complete = false;
+};
+
+Checked check_one(const std::string& path, const Config& c, JobKind kind, const SubmitArgs& a, std::ostream& plan_text) {
+  Checked r;
+  check_paths(c);
+  check_output_folder(c);
+  r.complete = check_output_before_queueing(kind, path, c) == StoreMode::AlreadyDone;
+  if (kind == JobKind::Run || kind == JobKind::Segment) {
+    r.estimate = plan_config(path, c, a.ranks > 0 ? a.ranks : 2, a.plan_batches, plan_text);
+    r.estimated = true;
+  }
+  return r;
+}
+
+// Runs `command` (sbatch …) and returns the job id it printed (--parsable: "id" or "id;cluster").
+std::string call_sbatch(const std::string& command, const std::string& template_path) {
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) throw Error("sbatch", "cannot start sbatch", "install slurm-wlm, or submit from a cluster login node");
+  std::string reply;
+  std::array<char, 512> buf{};
+  while (std::fgets(buf.data(), int(buf.size()), p)) reply += buf.data();
+  const int status = ::pclose(p);
+  while (!reply.empty() && (reply.back() == '\n' || reply.back() == '\r')) reply.pop_back();
+  if (status != 0) throw Error("sbatch", "failed: " + reply, "check the #SBATCH lines of " + template_path + " and your cluster's limits");
+  const size_t nl = reply.rfind('\n');
+  std::string id = nl == std::string::npos ? reply : reply.substr(nl + 1);  // warnings come first
+  return id.substr(0, id.find(';'));
+}
+
 }  // namespace
 
 int cmd_submit(const std::string& config_path, const std::vector<std::string>& overrides, const SubmitArgs& a, std::ostream& out) {
   const Config c = load_config(config_path, overrides);
   const SweepPlan plan = expand_sweep(c);
   const bool sweep = !c.sweep.empty();
-  if (sweep && a.pretrain)
-    throw Error(config_path, "--pretrain trains one model; this config has a sweep: section", "drop the sweep: section or --pretrain");
-  // A config with a segment: section is a segmentation job's (configs/segment/).
-  const bool segment = !a.pretrain && is_segment_config(c);
-  if (segment && sweep)
-    throw Error(c.where("sweep"), "segment runs one configuration; a sweep: section is for runs",
+  const JobKind kind = a.pretrain ? JobKind::Pretrain : job_kind_of(c);
+  const std::string command = job_row(kind).name;
+  if (sweep && kind != JobKind::Run)
+    throw Error(c.where("sweep"), "'ctxsim " + command + "' runs one configuration; a sweep: section is for runs",
                 "remove the sweep: section and submit each point with its overrides");
-  const std::string command = a.pretrain ? "pretrain" : segment ? "segment" : "run";
-  // The samples a run draws are at most samples.num_samples (fewer when the corpus has fewer).
-  if (command == "run" && a.ranks > 0)
+  if (!a.then.empty() && a.then != "collect" && a.then != "compare")
+    throw UsageError("--then", "expected collect or compare, got '" + a.then + "'", "see 'ctxsim submit --help'");
+  if (!a.then.empty() && kind != JobKind::Run)
+    throw UsageError("--then", "collect and compare gather run stores; this is a '" + command + "' job",
+                     "submit without --then, and run 'ctxsim compare' on the stores once they are complete");
+  if (a.then == "compare" && plan.points.size() < 2)
+    throw UsageError("--then compare", "draws several stores together, and this config makes one",
+                     "use --then collect, or add a sweep: section");
+  if (!(a.margin >= 1.0 && a.margin <= 100.0))
+    throw UsageError("--margin", "expected a factor from 1 to 100, got " + std::to_string(a.margin), "e.g. --margin 1.5");
+
+  // Everything the job would refuse after its queue wait, refused now: each point in turn.
+  MpiSession::ensure();  // reading an existing store (parallel HDF5)
+  std::ostringstream plan_text;
+  ResourceEstimate need;
+  bool estimated = true;
+  int64_t complete = 0;
+  if (sweep) {
+    for (const auto& p : plan.points) {
+      std::vector<std::string> all = overrides;
+      all.insert(all.end(), p.overrides.begin(), p.overrides.end());
+      plan_text << "# point " << p.index << ": " << p.name << "\n";
+      const Checked r = check_one(config_path, load_config(config_path, all), kind, a, plan_text);
+      need.memory_per_rank = std::max(need.memory_per_rank, r.estimate.memory_per_rank);
+      need.seconds = std::max(need.seconds, r.estimate.seconds);
+      estimated = estimated && r.estimated;
+      complete += r.complete;
+    }
+  } else {
+    const Checked r = check_one(config_path, c, kind, a, plan_text);
+    need = r.estimate;
+    estimated = r.estimated;
+    complete += r.complete;
+  }
+  if (!sweep && complete == 1 && !a.dry_run) {
+    out << "nothing to submit: " << (fs::path(c.output.dir) / "store.h5").string()
+        << " is complete (ctxsim summary shows it; output.overwrite=true runs it again)\n";
+    return 0;
+  }
+  if (sweep && complete > 0)
+    std::cerr << "ctxsim: note: " << complete << " of " << plan.points.size()
+              << " points are complete already; their array tasks end at once\n";
+  if (kind == JobKind::Run && a.ranks > 0)
     if (const std::string idle = idle_ranks_warning(c.samples.num_samples, c.runtime.unit_size, a.ranks); !idle.empty())
       std::cerr << "ctxsim: warning: " << idle << "\n";
-  const std::string template_path = (fs::path(a.jobs_dir) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
+
+  const std::string jobs = jobs_folder(a.jobs_dir);
+  const std::string template_path = (fs::path(jobs) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   std::string script =
       read_file_bytes(template_path, kMaxConfigBytes, "the job script template", "run from the ctxsim folder or give --jobs-dir");
   const std::string marker = "# @CTXSIM_SUBMIT@";
@@ -65,54 +195,112 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
        << "CTXSIM=" << quote(self_path()) << "\n"
        << "CONFIG=" << quote(fs::absolute(config_path).string()) << "\n"
        << "COMMAND=" << command << "\n"
+       << "LAUNCHER=" << c.runtime.launcher << "\n"
        << "OVERRIDES=(";
   for (const auto& o : overrides) fill << " " << quote(o);
   fill << " )";
   script.replace(at, eol - at, fill.str());
 
-  const std::string logs = !a.logs_dir.empty() ? a.logs_dir
-                                               : (fs::path(c.output.dir) / (sweep        ? plan.name
-                                                                            : a.pretrain ? "pretrain-jobs"
-                                                                                         : "jobs"))
-                                                     .string();
-  std::vector<std::string> args = {"sbatch", "--parsable"};
-  if (sweep) args.push_back("--array=0-" + std::to_string(plan.points.size() - 1));
+  const std::string sweep_dir = (fs::path(c.output.dir) / plan.name).string();
+  const std::string logs = !a.logs_dir.empty()         ? a.logs_dir
+                           : sweep                     ? sweep_dir
+                           : kind == JobKind::Pretrain ? (fs::path(c.output.dir) / "pretrain-jobs").string()
+                                                       : (fs::path(c.output.dir) / "jobs").string();
+  const std::string name =
+      a.job_name.empty() ? "ctxsim-" + (sweep ? plan.name : safe_folder_name(fs::path(config_path).stem().string())) : a.job_name;
+  std::vector<std::string> args = {"sbatch", "--parsable", "--job-name=" + name};
+  if (sweep)
+    args.push_back("--array=0-" + std::to_string(plan.points.size() - 1) +
+                   (a.array_throttle > 0 ? "%" + std::to_string(a.array_throttle) : std::string()));
   // sbatch expands %j, %A, … in --output: a % in the folder's own name is written %%.
   std::string log_folder;
   for (char ch : (fs::absolute(logs) / "").string()) log_folder += ch == '%' ? std::string("%%") : std::string(1, ch);
   args.push_back("--output=" + log_folder + (sweep ? "ctxsim-%A_%a.log" : "ctxsim-%j.log"));
   if (a.ranks > 0) args.push_back("--ntasks=" + std::to_string(a.ranks));
   if (a.cpus_per_task > 0) args.push_back("--cpus-per-task=" + std::to_string(a.cpus_per_task));
-  if (!a.time.empty()) args.push_back("--time=" + a.time);
-  if (!a.partition.empty()) args.push_back("--partition=" + a.partition);
+  // Resources: what the user gave, else plan's estimate times the margin. The time also covers
+  // the two minutes between SIGTERM and the limit (--signal=B:TERM@120), and is at least 5 min.
+  std::ostringstream resources;
+  if (!a.time.empty()) {
+    args.push_back("--time=" + a.time);
+  } else if (estimated) {
+    const std::string t = slurm_time(std::max(300.0, need.seconds * a.margin + 120));
+    args.push_back("--time=" + t);
+    resources << "--time=" << t << " (plan: " << format_duration(need.seconds) << " x margin " << a.margin << " + 2 min for SIGTERM)";
+  }
+  if (!a.mem.empty()) {
+    args.push_back("--mem=" + a.mem);
+  } else if (estimated) {
+    const int64_t cpus = std::max<int64_t>(1, a.cpus_per_task);
+    const int64_t mb = std::max<int64_t>(256, int64_t(std::ceil(need.memory_per_rank * a.margin / double(cpus) / double(1 << 20))));
+    args.push_back("--mem-per-cpu=" + std::to_string(mb) + "M");
+    resources << (resources.tellp() > 0 ? ", " : "") << "--mem-per-cpu=" << mb << "M (plan: " << std::setprecision(3)
+              << need.memory_per_rank / 1e9 << " GB a rank x margin " << a.margin << ")";
+  }
+  if (!estimated && (a.time.empty() || a.mem.empty()))
+    resources << (resources.tellp() > 0 ? "; " : "") << "plan does not estimate '" << command
+              << "' jobs: the job script's #SBATCH lines apply" << (a.time.empty() ? " (give --time" : " (give")
+              << (a.mem.empty() ? " --mem" : "") << " to ask for more)";
+  for (const auto& row : sbatch_passthrough())
+    if (const auto it = a.sbatch.find(row.flag); it != a.sbatch.end() && !it->second.empty())
+      args.push_back(std::string(row.flag) + "=" + it->second);
   if (a.overcommit) args.push_back("--overcommit");
   const std::string script_path = (fs::absolute(logs) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   args.push_back(script_path);
   const std::string sbatch = join_each(args, quote, " ");
+
+  // The job after it: collect (a CSV of every store) or compare (a page of them), once every task
+  // ended well (afterok; a requeued task is waited for).
+  const std::string target = sweep ? sweep_dir : c.output.dir;
+  std::vector<std::string> then_args;
+  if (!a.then.empty()) {
+    std::string work = "cd " + quote(fs::current_path().string()) + " && exec " + quote(self_path()) + " " + a.then + " " +
+                       quote(fs::absolute(target).string());
+    if (a.then == "compare") work += " --out " + quote((fs::absolute(target) / "compare").string());
+    then_args = {"sbatch",
+                 "--parsable",
+                 "--job-name=" + name + "-" + a.then,
+                 "--dependency=afterok:@ID@",
+                 "--kill-on-invalid-dep=yes",
+                 "--ntasks=1",
+                 "--time=00:30:00",
+                 "--output=" + log_folder + "ctxsim-" + a.then + "-%j.log"};
+    for (const char* flag : {"--account", "--qos", "--partition", "--reservation"})
+      if (const auto it = a.sbatch.find(flag); it != a.sbatch.end() && !it->second.empty())
+        then_args.push_back(std::string(flag) + "=" + it->second);
+    then_args.push_back("--wrap=" + work);
+  }
   // sbatch passes its environment to the job: what ctxsim set for its own MPI start stays here.
   std::vector<std::string> unset = MpiSession::unset_arguments();
   if (!unset.empty()) unset.insert(unset.begin(), "env");
-  const std::string launch = unset.empty() ? sbatch : join_each(unset, quote, " ") + " " + sbatch;
+  const std::string prefix = unset.empty() ? std::string() : join_each(unset, quote, " ") + " ";
 
+  const std::string what = sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name +
+                                       (a.array_throttle > 0 ? " (at most " + std::to_string(a.array_throttle) + " at once)" : "")
+                                 : "one '" + command + "' job";
   if (a.dry_run) {
-    out << "# "
-        << (sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name : "one '" + command + "' job")
-        << "\n# would write " << script_path << " and run:\n# " << sbatch << "\n"
-        << script;
+    out << "# checked: the config, " << (sweep ? std::to_string(plan.points.size()) + " points' " : std::string("its "))
+        << "inputs and output folder\n";
+    std::istringstream lines(plan_text.str());
+    for (std::string line; std::getline(lines, line);) out << "# " << (line.rfind("# ", 0) == 0 ? line.substr(2) : line) << "\n";
+    if (resources.tellp() > 0) out << "# resources: " << resources.str() << "\n";
+    out << "# " << what << "; would write " << script_path << " and run:\n# " << sbatch << "\n";
+    if (!then_args.empty()) out << "# then, after it: " << join_each(then_args, quote, " ") << "\n";
+    out << script;
     return 0;
   }
   make_folder(logs, "--logs");
   atomic_write(script_path, script);
-  FILE* p = ::popen((launch + " 2>&1").c_str(), "r");
-  if (!p) throw Error("sbatch", "cannot start sbatch", "install slurm-wlm, or submit from a cluster login node");
-  std::string reply;
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), int(buf.size()), p)) reply += buf.data();
-  const int status = ::pclose(p);
-  if (status != 0) throw Error("sbatch", "failed: " + reply, "check the #SBATCH lines of " + template_path + " and your cluster's limits");
-  while (!reply.empty() && (reply.back() == '\n' || reply.back() == '\r')) reply.pop_back();
-  out << "submitted job " << reply << (sweep ? " (" + std::to_string(plan.points.size()) + " array tasks)" : std::string()) << "; logs in "
-      << logs << "\n";
+  const std::string id = call_sbatch(prefix + sbatch, template_path);
+  out << "submitted job " << id << " (" << what << ")";
+  if (resources.tellp() > 0) out << "; " << resources.str();
+  out << "; logs in " << logs << "\n";
+  if (!then_args.empty()) {
+    for (auto& x : then_args)
+      if (const size_t p = x.find("@ID@"); p != std::string::npos) x.replace(p, 4, id);
+    const std::string then_id = call_sbatch(prefix + join_each(then_args, quote, " "), template_path);
+    out << "submitted job " << then_id << " (ctxsim " << a.then << " " << target << ", after job " << id << " ends well)\n";
+  }
   return 0;
 }
 

@@ -147,6 +147,16 @@ void set_attr(hid_t obj, const std::string& name, double value) { write_attr(obj
 
 bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
 
+std::vector<std::string> dataset_paths(hid_t obj) {
+  std::vector<std::string> paths;
+  const auto visit = [](hid_t, const char* name, const H5O_info_t* info, void* data) -> herr_t {
+    if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+    return 0;
+  };
+  CTXSIM_H5(H5Ovisit2(obj, H5_INDEX_NAME, H5_ITER_INC, visit, &paths, H5O_INFO_BASIC));
+  return paths;
+}
+
 std::string file_name(hid_t obj) {
   const ssize_t n = H5Fget_name(obj, nullptr, 0);
   if (n <= 0) {

@@ -101,6 +101,9 @@ std::string get_attr_string(hid_t obj, const std::string& name);
 int64_t get_attr_int(hid_t obj, const std::string& name);
 double get_attr_double(hid_t obj, const std::string& name);
 bool has_attr(hid_t obj, const std::string& name);
+// Every dataset under obj, by its path from obj ("stats/baseline/samples"), in name order (the
+// same on every rank).
+std::vector<std::string> dataset_paths(hid_t obj);
 
 // Dimension scales (HDF5's H5DS, the netCDF-4 convention that h5netcdf, xarray and netCDF read;
 // docs/STORE.md "With xarray"). Makes the 1-D dataset ds a dimension scale: CLASS

@@ -140,6 +140,7 @@ PruneStore PruneStore::create(const std::string& path, MPI_Comm comm, int rank, 
     h5::set_attr(st.file_, "full_loss", 0.0);
     h5::set_attr(st.file_, "full_accuracy", 0.0);
     create_datasets(st.file_, layout, st.collective_, rank == 0);
+    write_cf_attributes(st.file_);
     CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
     move_into_place(creating, path, comm, rank);
     st.path_ = path;
@@ -239,8 +240,9 @@ void PruneStore::write_results(const PruneResults& r) {
 
 void PruneStore::flush() { CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL)); }
 
-void PruneStore::finish(const std::string& finished, double seconds) {
+void PruneStore::finish(const std::string& finished, double seconds, const TextAttributes& session) {
   CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  write_session_attributes(file_, session);
   h5::set_attr(file_, "finished", finished);
   h5::set_attr(file_, "run_seconds", seconds);
   CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));

@@ -65,7 +65,7 @@ class PruneStore {
   void write_results(const PruneResults& r);
   void flush();
   // Collective: finished time, seconds, complete = 1; closes the file.
-  void finish(const std::string& finished, double seconds);
+  void finish(const std::string& finished, double seconds, const TextAttributes& session);
 
  private:
   PruneStore(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout, bool create);

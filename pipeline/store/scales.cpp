@@ -2,6 +2,8 @@
 #include "pipeline/store/scales.h"
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 #include "pipeline/store/hdf5.h"
 #include "stages/base/files.h"
@@ -185,6 +187,29 @@ void create_scales(hid_t file, const StoreLayout& l, const std::string& vocab_te
   const h5::Id vocab = h5::open_group(file, "vocab");
   s.bare(vocab, "byte", vocab_text.size(), "byte offset into text (a dimension without values)");
   Scales::attach(vocab, "text", {"byte"});
+}
+
+void write_cf_attributes(hid_t file) {
+  // The fixed-point statistics (kStatSchema's fixed_point rows) by name, wherever they are (/stats, /units).
+  static const char* const kFixedPoint[] = {"separator_mass", "separator_mass_by_token"};
+  for (const std::string& path : h5::dataset_paths(file)) {
+    const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+    if (h5::has_attr(ds, "long_name")) continue;  // made by the caller, or already done
+    const std::string description = h5::has_attr(ds, "description") ? h5::get_attr_string(ds, "description") : std::string();
+    if (!description.empty()) h5::set_attr(ds, "long_name", description);
+    const std::string leaf = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+    const h5::Id type(H5Dget_type(ds), H5Tclose, "H5Dget_type");
+    const H5T_class_t cls = H5Tget_class(type);
+    const bool fixed_point = std::any_of(std::begin(kFixedPoint), std::end(kFixedPoint), [&](const char* n) { return leaf == n; });
+    if (fixed_point) {
+      h5::set_attr(ds, "units", std::string("1"));
+      h5::set_attr(ds, "scale_factor", std::ldexp(1.0, -32));
+    } else if (description.find("(count") != std::string::npos) {
+      h5::set_attr(ds, "units", std::string("count"));
+    } else if (cls == H5T_FLOAT) {
+      h5::set_attr(ds, "units", std::string("1"));
+    }
+  }
 }
 
 void write_separator_scale(hid_t stats, const std::vector<std::string>& separator_tokens, hid_t dxpl, bool writer) {

@@ -42,6 +42,13 @@ class Scales {
 // writes the values through the transfer list dxpl.
 void create_scales(hid_t file, const StoreLayout& layout, const std::string& vocab_text, hid_t dxpl, bool writer);
 
+// CF attributes (the Climate and Forecast conventions' long_name, units and scale_factor, which
+// xarray, netCDF tools and Panoply read) on every dataset under `file`: long_name from its
+// description; units "count" for counts, "1" for dimensionless values (shares, attention,
+// similarities, Pk, nats); the fixed-point separator masses get scale_factor 2^-32 (xarray then
+// decodes them to attention mass). Collective: every rank makes the same calls.
+void write_cf_attributes(hid_t file);
+
 // Writes the separator tokens into /stats/baseline/separator (known only with the statistics); a
 // store made before scales has none, and nothing is written.
 void write_separator_scale(hid_t stats_group, const std::vector<std::string>& separator_tokens, hid_t dxpl, bool writer);

@@ -3,11 +3,13 @@
 // collective, a rank with nothing to write taking part with an empty selection.
 #include "pipeline/store/segment_store.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "pipeline/store/scales.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -44,6 +46,44 @@ void create_datasets(hid_t file, const SegmentLayout& l) {
   const hsize_t S0 = hsize_t(l.example_sentences);
   h5::create_dataset<double>(example, "similarity", {L, S0, S0},
                              "[layer, sentence, sentence] test document 0's sentence similarity (the heads-* methods' matrix)");
+}
+
+// Every axis named by a dimension scale (docs/STORE.md "With xarray"), each group carrying the
+// scales its datasets use: xarray.open_dataset(path, engine="h5netcdf", group="methods").
+void create_scales(hid_t file, const SegmentLayout& l, hid_t dxpl, bool writer) {
+  const hsize_t D = hsize_t(l.documents), M = hsize_t(l.methods.size()), G = hsize_t(std::max<int64_t>(1, l.max_gaps));
+  const hsize_t L = hsize_t(l.layers), H = hsize_t(l.heads), K = hsize_t(l.segments), S0 = hsize_t(l.example_sentences);
+  constexpr const char* kDocument = "test document index (documents/subset says its subset)";
+  Scales s(dxpl, writer);
+  const h5::Id docs = h5::open_group(file, "documents");
+  s.numbers(docs, "document", D, kDocument);
+  s.numbers(docs, "segment", K, "segment index within the test document");
+  s.numbers(docs, "gold_boundary", K - 1, "gold boundary index (the boundary before segment 2 ... K)");
+  const std::vector<std::string> fields = {"corpus_document", "sentences"};
+  s.strings(docs, "part_field", 2, Scales::string_width(15), "the fields of parts: corpus document index, sentences taken", fields);
+  for (const char* n : {"subset", "sentences"}) Scales::attach(docs, n, {"document"});
+  Scales::attach(docs, "parts", {"document", "segment", "part_field"});
+  Scales::attach(docs, "gold", {"document", "gold_boundary"});
+  size_t width = 0;
+  for (const auto& m : l.methods) width = std::max(width, m.size());
+  const h5::Id methods = h5::open_group(file, "methods");
+  s.numbers(methods, "document", D, kDocument);
+  // Not "method": xarray's sel() takes that keyword for its fill method.
+  s.strings(methods, "segmentation_method", M, Scales::string_width(width), "segmentation method (the group's names attribute, in order)",
+            l.methods);
+  s.numbers(methods, "boundary", G, "predicted boundary index (values past the method's count are -1)");
+  Scales::attach(methods, "boundaries", {"document", "segmentation_method", "boundary"});
+  for (const char* n : {"count", "pk", "window_diff"}) Scales::attach(methods, n, {"document", "segmentation_method"});
+  const h5::Id heads = h5::open_group(file, "heads");
+  s.numbers(heads, "document", D, kDocument);
+  s.numbers(heads, "layer", L, "layer index (0: the first encoder layer)");
+  s.numbers(heads, "head", H, "attention head index within the layer");
+  for (const char* n : {"pk", "window_diff"}) Scales::attach(heads, n, {"document", "layer", "head"});
+  const h5::Id example = h5::open_group(file, "example");
+  s.numbers(example, "layer", L, "layer index (0: the first encoder layer)");
+  s.numbers(example, "sentence_i", S0, "sentence i of test document 0");
+  s.numbers(example, "sentence_j", S0, "sentence j of test document 0");
+  Scales::attach(example, "similarity", {"layer", "sentence_i", "sentence_j"});
 }
 
 void write_documents(hid_t file, const SegmentLayout& l, const std::vector<SegmentDocumentInfo>& docs, hid_t dxpl, bool writer) {
@@ -85,6 +125,8 @@ SegmentStore SegmentStore::create(const std::string& path, MPI_Comm comm, int ra
     CTXSIM_CHECK(attrs.kind == kKind, "a segmentation store's kind is segment");
     write_root_attributes(st.file_, attrs);
     create_datasets(st.file_, layout);
+    create_scales(st.file_, layout, st.collective_, rank == 0);
+    write_cf_attributes(st.file_);
     write_documents(st.file_, layout, documents, st.collective_, rank == 0);
     CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
     move_into_place(creating, path, comm, rank);
@@ -133,8 +175,9 @@ void SegmentStore::set_attribute(const std::string& name, const std::string& val
 
 void SegmentStore::flush() { CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL)); }
 
-void SegmentStore::finish(const std::string& finished, double seconds) {
+void SegmentStore::finish(const std::string& finished, double seconds, const TextAttributes& session) {
   CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  write_session_attributes(file_, session);
   h5::set_attr(file_, "results_sha256", results_digest(read_rows(file_)));
   h5::set_attr(file_, "finished", finished);
   h5::set_attr(file_, "run_seconds", seconds);

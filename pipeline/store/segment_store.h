@@ -62,7 +62,7 @@ class SegmentStore {
   void flush();
   // Collective: finished time and seconds, the results' digest (results_sha256, every rank
   // reading the rows back), then complete = 1, flushed; the file is closed.
-  void finish(const std::string& finished, double seconds);
+  void finish(const std::string& finished, double seconds, const TextAttributes& session);
 
  private:
   SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout, bool create);

@@ -175,7 +175,12 @@ void write_root_attributes(hid_t file, const StoreAttributes& a) {
   h5::set_attr(file, "devices", a.devices);
   h5::set_attr(file, "isa", a.isa);
   h5::set_attr(file, "per_rank_seconds", std::string());
+  write_session_attributes(file, a.session);
   h5::set_attr(file, "complete", int64_t{0});
+}
+
+void write_session_attributes(hid_t file, const TextAttributes& session) {
+  for (const auto& [name, value] : session) h5::set_attr(file, name, value);
 }
 
 void move_into_place(const std::string& creating, const std::string& path, MPI_Comm comm, int rank) {
@@ -201,6 +206,7 @@ Store Store::create(const std::string& path, MPI_Comm comm, int rank, const Stor
     create_units(st.file_, layout);
     st.write_samples(samples, vocab_text);
     create_scales(st.file_, layout, vocab_text, st.collective_, rank == 0);
+    write_cf_attributes(st.file_);
     CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
     move_into_place(creating, path, comm, rank);
     st.path_ = path;
@@ -359,8 +365,9 @@ void Store::write_unit_sums(int64_t unit, const std::vector<int64_t>& row) {
   });
 }
 
-void Store::finish(const std::string& finished, double seconds) {
+void Store::finish(const std::string& finished, double seconds, const TextAttributes& session) {
   guarded([&] {
+    write_session_attributes(file_, session);
     h5::set_attr(file_, "finished", finished);
     h5::set_attr(file_, "run_seconds", seconds);
     CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));

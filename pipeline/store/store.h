@@ -29,6 +29,9 @@ namespace ctxsim {
 constexpr int64_t kStoreLayoutVersion = 5;
 inline int64_t store_schema_version() { return std::max(kStoreLayoutVersion, statistics_schema_version()); }
 
+// (attribute, text) pairs: the session's provenance (pipeline/job/dist/provenance.h).
+using TextAttributes = std::vector<std::pair<std::string, std::string>>;
+
 // Root attributes written at creation (the rest, like finished and complete, at the end).
 struct StoreAttributes {
   std::string kind;  // the job: "run" | "segment" | "prune"
@@ -37,10 +40,13 @@ struct StoreAttributes {
   std::string family = "bert";  // the model's config.json model_type (SPEC §7)
   bool causal = false;          // its attention: causal (a decoder) or bidirectional
   int64_t ranks = 1, threads = 1;
+  TextAttributes session;  // command_line, hosts, slurm_*: rewritten by the session that finishes the store
 };
 
 // The root attributes of a new store (run or segment), complete = 0. Collective.
 void write_root_attributes(hid_t file, const StoreAttributes& attrs);
+// Collective: the session's provenance attributes (at creation, and again by the session that finishes).
+void write_session_attributes(hid_t file, const TextAttributes& session);
 
 // Collective: a new store, flushed under `creating`, renamed over `path` by rank 0 once every
 // rank is done with it (so path is never a store that did not start).
@@ -80,7 +86,8 @@ class Store {
   // Collective: the same value on every rank.
   void set_attribute(const std::string& name, const std::string& value);
   // Sets finished time, run seconds and complete = 1 (last), then closes the file. Collective.
-  void finish(const std::string& finished, double seconds);
+  // `session`: the finishing session's provenance (a resumed or requeued job's own).
+  void finish(const std::string& finished, double seconds, const TextAttributes& session);
 
   const std::string& path() const { return path_; }
 

@@ -393,8 +393,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return parse_config(read_file_bytes(path, kMaxConfigBytes, "the config file", "check its permissions"), path, overrides);
 }
 
-bool is_segment_config(const Config& c) {
-  return std::find(c.file_sections.begin(), c.file_sections.end(), "segment") != c.file_sections.end();
+JobKind job_kind_of(const Config& c) {
+  static const std::pair<const char*, JobKind> rows[] = {
+      {"segment", JobKind::Segment}, {"prune", JobKind::Prune}, {"pretrain", JobKind::Pretrain}};
+  for (const auto& [section, kind] : rows)
+    if (std::find(c.file_sections.begin(), c.file_sections.end(), section) != c.file_sections.end()) return kind;
+  return JobKind::Run;
 }
 
 void check_paths(const Config& c) {

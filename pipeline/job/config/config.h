@@ -114,13 +114,14 @@ struct Config {
     int64_t report_max_bytes = 25 << 20;  // size budget of report.html
   } output;
   struct Runtime {
-    int64_t threads = 0;           // per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else cores
-    int64_t batch_size = 8;        // samples per forward pass
-    int64_t unit_size = 64;        // samples per work unit (never derived from rank count)
-    Device device = Device::Auto;  // auto | cpu | cuda
-    double progress_seconds = 30;  // seconds between progress lines in non-terminal logs
-    int64_t flush_units = 1;       // make progress durable every N completed units …
-    double flush_seconds = 60;     // … or every N seconds, whichever comes first
+    int64_t threads = 0;                 // per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else cores
+    int64_t batch_size = 8;              // samples per forward pass
+    int64_t unit_size = 64;              // samples per work unit (never derived from rank count)
+    Device device = Device::Auto;        // auto | cpu | cuda
+    double progress_seconds = 30;        // seconds between progress lines in non-terminal logs
+    int64_t flush_units = 1;             // make progress durable every N completed units …
+    double flush_seconds = 60;           // … or every N seconds, whichever comes first
+    std::string launcher = "srun-pmix";  // how the job scripts start the ranks (ctxsim submit)
   } runtime;
 
   // `sweep:` — cartesian product of the axes (zip groups vary together); empty = one run.
@@ -135,11 +136,6 @@ struct Config {
 
   std::string where(const std::string& key) const;  // "configs/x.yaml:4:9: corpus.path"
 };
-
-// Whether the config file has a `segment:` section: the config of a segmentation job, which
-// `ctxsim submit` and `ctxsim plan` treat as one (an override of a segment.* key does not make a
-// run's config one).
-bool is_segment_config(const Config& config);
 
 // Loads `path`, applies overrides ("samples.seq_len=64"), validates types and ranges.
 // Throws ctxsim::Error with file:line:column, key path and fix.
@@ -164,6 +160,11 @@ enum class JobKind { Run, Pretrain, Segment, Prune };
 // device, progress and flush intervals) at their defaults. Two runs may share a store only when these agree.
 // For JobKind::Pretrain the same over the keys pretrain reads.
 std::string identity_yaml(Config config, JobKind kind = JobKind::Run);
+
+// The job a config file is for, from the sections the file itself has (an override of a
+// segment.* key does not make a run's config a segmentation job's): segment: → Segment,
+// prune: → Prune, pretrain: → Pretrain, else Run. `ctxsim submit` and `ctxsim plan` use it.
+JobKind job_kind_of(const Config& config);
 
 // How a store's identity (its config attribute) differs from this config's, key by key:
 // "runtime.unit_size: 64 → 32". Empty when the two describe the same results; keys that only

@@ -447,6 +447,7 @@ const std::vector<Field>& schema() {
       double_field(R|P|S|X|Steer, "runtime.progress_seconds", KEY(runtime.progress_seconds), 0.0, 1e6, true, "seconds between progress lines when not on a terminal"),
       int_field(R|S|X|Steer, "runtime.flush_units", KEY(runtime.flush_units), 1, kMaxCount, "make progress durable (resume state) every N completed work units"),
       double_field(R|P|S|X|Steer, "runtime.flush_seconds", KEY(runtime.flush_seconds), 0.0, 1e7, true, "… or every N seconds, whichever comes first"),
+      string_field(R|P|S|X|Steer, "runtime.launcher", KEY(runtime.launcher), {"srun-pmix", "srun-pmi2", "mpirun"}, "how ctxsim submit's job scripts start the ranks: srun --mpi=pmix | srun --mpi=pmi2 | mpirun (a site whose srun lacks a PMI for Open MPI)"),
       // clang-format on
   };
   return fields;

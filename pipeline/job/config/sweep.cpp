@@ -1,9 +1,11 @@
 #include "pipeline/job/config/sweep.h"
 
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 
 namespace ctxsim {
@@ -80,10 +82,24 @@ std::string fold_rule_axes(const Config& c, std::vector<const SweepAxis*>& axes,
 
 }  // namespace
 
+std::string safe_folder_name(const std::string& name) {
+  std::string s = name;
+  for (auto& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+  if (s.empty() || s == "." || s == "..") s = "_" + s;
+  if (s[0] == '-' || s[0] == '.') s[0] = '_';  // not an option to a command, not a hidden folder
+  constexpr size_t kMax = 200;                 // file systems allow 255 bytes a component
+  if (s.size() > kMax)
+    s = s.substr(0, kMax - 17) + "-" + sha256_bytes(reinterpret_cast<const uint8_t*>(name.data()), name.size()).substr(0, 16);
+  return s;
+}
+
 SweepPlan expand_sweep(const Config& c) {
   namespace fs = std::filesystem;
   SweepPlan plan;
-  plan.name = !c.sweep_name.empty() ? c.sweep_name : c.source.empty() ? std::string("sweep") : fs::path(c.source).stem().string();
+  plan.name = safe_folder_name(!c.sweep_name.empty() ? c.sweep_name
+                               : c.source.empty()    ? std::string("sweep")
+                                                     : fs::path(c.source).stem().string());
   std::vector<const SweepAxis*> axes;
   const std::string rules = fold_rule_axes(c, axes, plan.folded);
   size_t total = 1;
@@ -93,11 +109,6 @@ SweepPlan expand_sweep(const Config& c) {
       throw Error(a->where + ": sweep", "the sweep has more than " + std::to_string(kMaxSweepPoints) + " points (the product of its axes)",
                   "split it into several sweeps, or zip axes that vary together (sweep.zip)");
   }
-  const auto safe = [](std::string s) {
-    for (auto& ch : s)
-      if (ch == '/' || ch == ' ' || ch == '"' || ch == '\'') ch = ch == '/' ? '_' : '-';
-    return s;
-  };
   // How each value is shown in point names: paths by as many last components as tell the axis's
   // values apart (model.path=data/models/x -> model.path=x; /a/tiny and /b/tiny -> a_tiny, b_tiny).
   std::vector<std::vector<std::vector<std::string>>> shown(axes.size());  // [axis][key][value]
@@ -116,11 +127,12 @@ SweepPlan expand_sweep(const Config& c) {
     for (size_t k = 0; k < axes.size(); ++k)
       for (size_t q = 0; q < axes[k]->keys.size(); ++q) {
         const std::string& value = axes[k]->values[q][pick[k]];
-        p.overrides.push_back(axes[k]->keys[q] + "=" + value);
-        p.name += (p.name.empty() ? "" : ",") + safe(axes[k]->keys[q] + "=" + shown[k][q][pick[k]]);
+        p.values.push_back(axes[k]->keys[q] + "=" + value);
+        p.name += (p.name.empty() ? "" : "__") + axes[k]->keys[q] + "-" + shown[k][q][pick[k]];
       }
+    p.overrides = p.values;
+    p.name = p.name.empty() ? std::string("all") : safe_folder_name(p.name);
     if (!rules.empty()) p.overrides.push_back("selection=[" + rules + "]");
-    if (p.name.empty()) p.name = "all";
     p.output_dir = (fs::path(c.output.dir) / plan.name / p.name).string();
     p.overrides.push_back("output.dir=" + p.output_dir);
     plan.points.push_back(std::move(p));
@@ -133,7 +145,7 @@ SweepPlan expand_sweep(const Config& c) {
       throw Error(
           (c.source.empty() ? std::string("config") : c.source) + ": sweep",
           "points " + std::to_string(it->second) + " and " + std::to_string(p.index) + " would share the output folder '" + p.name + "'",
-          "give the swept values names that differ after '/' and ' ' become '_' and '-' (e.g. distinct folder names)");
+          "give the swept values names that still differ when every character but letters, digits, '.', '_' and '-' becomes '_'");
   }
   return plan;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -80,15 +81,21 @@ int launcher_rank() {
 
 namespace {
 
-// The variables prepare_environment set, for unset_arguments.
-std::vector<std::string>& set_by_ctxsim() {
-  static std::vector<std::string> names;
-  return names;
+// The environment before prepare_environment changed it (NAME=VALUE entries), for unset_arguments.
+std::vector<std::string>& user_environment() {
+  static std::vector<std::string> entries;
+  return entries;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> entries;
+  for (char** e = environ; e && *e; ++e) entries.emplace_back(*e);
+  return entries;
 }
 
 void set_default(const char* name, const std::string& value) {
   if (std::getenv(name)) return;  // the user's setting wins
-  if (::setenv(name, value.c_str(), 1) == 0) set_by_ctxsim().push_back(name);
+  ::setenv(name, value.c_str(), 1);
 }
 
 }  // namespace
@@ -97,6 +104,7 @@ void MpiSession::prepare_environment() {
   static bool done = false;
   if (done) return;
   done = true;
+  user_environment() = current_environment();
   // A process no launcher started (no mpirun, no srun --mpi=pmix) is a world of one: it needs
   // no network, and Open MPI's probe for one (UCX) costs a quarter of a second at every start.
   // A user's own choice of transport wins.
@@ -126,8 +134,18 @@ void MpiSession::prepare_environment() {
 }
 
 std::vector<std::string> MpiSession::unset_arguments() {
+  if (user_environment().empty()) return {};  // nothing changed it
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  std::map<std::string, std::string> before;
+  for (const auto& entry : user_environment()) before.emplace(name_of(entry), entry);
   std::vector<std::string> args;
-  for (const auto& name : set_by_ctxsim()) args.insert(args.end(), {"-u", name});
+  for (const auto& entry : current_environment()) {
+    const auto it = before.find(name_of(entry));
+    if (it == before.end())
+      args.insert(args.end(), {"-u", name_of(entry)});
+    else if (it->second != entry)
+      args.push_back(it->second);  // NAME=VALUE as the user had it
+  }
   return args;
 }
 

@@ -99,8 +99,9 @@ class MpiSession {
   // thread reads the environment is a data race (a run whose weights loaded beside MPI_Init
   // crashed in getenv), so nothing changes the environment after it.
   static void prepare_environment();
-  // What prepare_environment set (the user had not): `env -u NAME …` arguments, so that a program
-  // ctxsim starts (sbatch) gets the user's environment as it was.
+  // `env` arguments (-u NAME, NAME=VALUE) that give a program ctxsim starts (sbatch) the user's
+  // environment as it was before prepare_environment and MPI_Init (a singleton's MPI_Init adds
+  // OMPI_* and PMIX_* variables that would make the job's ranks take themselves for it).
   static std::vector<std::string> unset_arguments();
 };
 
