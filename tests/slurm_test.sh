@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Job scripts on a real one-node SLURM cluster (munged + slurmctld + slurmd on loopback, brought
 # up by jobs/local_cluster.sh in a temp folder and stopped by PID at the end, even on failure).
-#   slurm_test.sh CTXSIM CASE      CASE: submit_sweep | requeue
+#   slurm_test.sh CTXSIM CASE      CASE: submit_sweep | requeue | mpirun
 set -uo pipefail
 CTXSIM=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 CASE=$2
@@ -136,6 +136,20 @@ assert a["slurm_restart_count"] == "1", a["slurm_restart_count"]
 assert a["slurm_array_job_id"] == "" and a["sweep"] == "", a
 PY
     /usr/bin/python3 "$HERE/compare_stores.py" "$TMP/ref/store.h5" "$TMP/out/store.h5" || fail "requeued run differs from an uninterrupted one"
+    ;;
+  mpirun)
+    # runtime.launcher=mpirun: Open MPI's mpirun inside the allocation starts the ranks (as root
+    # here, which Open MPI refuses unless told). Debian's Open MPI has no PMI-2, so srun-pmi2 is
+    # for sites whose MPI has it and is not run here.
+    out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$CTXSIM" submit "$TMP/base.yaml" runtime.launcher=mpirun --ranks 2 \
+      --overcommit --plan-batches 1) || fail "submit: $out"
+    job=$(sed -n 's/^submitted job \([0-9]*\).*/\1/p' <<< "$out")
+    wait_idle 240
+    s=$("$CTXSIM" status "$TMP/out/store.h5" 2>/dev/null)
+    [[ $s == complete* ]] || fail "mpirun job: $s"
+    contains "$(cat "$TMP/out/jobs/ctxsim-$job.log")" "2 rank(s)"
+    contains "$(cat "$TMP/out/jobs/ctxsim.sbatch")" "LAUNCHER=mpirun"
+    [ "$(h5dump -a /ranks "$TMP/out/store.h5" | grep -o '(0): [0-9]*')" = "(0): 2" ] || fail "not 2 ranks: $(h5dump -a /ranks "$TMP/out/store.h5")"
     ;;
   *) fail "unknown case" ;;
 esac
