@@ -2,22 +2,51 @@
 # One-command setup on Debian 12 (as root or with sudo): Debian packages, pinned data in data/,
 # then configure and build into build/. Idempotent: installs and downloads only what is missing,
 # and the build is incremental.
-#   bash scripts/setup.sh            # everything
-#   SKIP_BUILD=1 bash scripts/setup.sh
+#   bash scripts/setup.sh                   # everything: build, run and test packages, data, build/
+#   SKIP_BUILD=1 bash scripts/setup.sh      # the same without the build
+#   bash scripts/setup.sh --runtime-only    # only the shared libraries an installed ctxsim binary
+#                                           # loads (LibTorch, OpenBLAS-openmp as libblas.so.3,
+#                                           # Open MPI, parallel HDF5, ...): no compiler, no test
+#                                           # tools, no data, no build (jobs/container's runtime stage)
+#   bash scripts/setup.sh --build-deps-only # only what building ctxsim needs (compiler, CMake, the
+#                                           # -dev packages): no test tools, no data, no build
+#                                           # (jobs/container's build stage)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { echo "[setup] $*"; }
+MODE=all
+for arg in "$@"; do
+  case "$arg" in
+    --runtime-only) MODE=runtime ;;
+    --build-deps-only) MODE=build-deps ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (--runtime-only, --build-deps-only, or none)" >&2; exit 2 ;;
+  esac
+done
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 
-PACKAGES=(
+# What an installed ctxsim loads (ldd build/ctxsim, by Debian package), and mpirun.
+RUNTIME_PACKAGES=(
+  libtorch1.13 libgomp1 libopenblas0-openmp # LibTorch; OpenBLAS with OpenMP as libblas.so.3 (the reference BLAS is 50x slower)
+  libopenmpi3 openmpi-bin                   # Open MPI (with PMIx, for srun --mpi=pmix) and mpirun
+  libhdf5-openmpi-103-1 libhdf5-openmpi-hl-100  # parallel HDF5 and its dimension scales
+  libyaml-cpp0.7 libutf8proc2 libpcre2-8-0 libssl3
+  libpng16-16 librsvg2-2 libcairo2 libglib2.0-0 fonts-dejavu-core  # figures: SVG to PNG with a known font
+)
+# What building ctxsim needs (-DCTXSIM_BUILD_TESTS=OFF).
+BUILD_PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   libtorch-dev libopenblas0-openmp          # LibTorch; OpenBLAS with OpenMP (the reference BLAS is 50x slower)
   libopenmpi-dev openmpi-bin
-  libhdf5-openmpi-dev hdf5-tools
+  libhdf5-openmpi-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev libpcre2-dev libssl-dev libpng-dev
   librsvg2-dev fonts-dejavu-core            # figures: SVG to PNG (librsvg, cairo) with a known font
+)
+# What the tests, the data and the developer scripts need besides.
+TEST_PACKAGES=(
+  hdf5-tools
   libgtest-dev
   python3-h5py                              # tests read the store as users do
   python3-xarray python3-h5netcdf           # tests/xarray_test.sh: the store's named dimensions, as xarray users read them
@@ -27,7 +56,14 @@ PACKAGES=(
   chromium                                  # the report is tested in a real headless browser
   clang libclang-rt-14-dev                  # libFuzzer and the sanitizers (scripts/fuzz.sh)
   clang-format                              # scripts/check_format.sh (CI)
+  podman buildah runc debootstrap           # tests/container_test.sh: builds jobs/container/Containerfile on a
+                                            # debootstrapped Debian 12 (runc: crun refuses hybrid cgroups)
 )
+case "$MODE" in
+  runtime) PACKAGES=("${RUNTIME_PACKAGES[@]}") ;;
+  build-deps) PACKAGES=("${BUILD_PACKAGES[@]}") ;;
+  all) PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+esac
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -52,6 +88,11 @@ case "$blas" in
   *) cand=$(update-alternatives --list libblas.so.3-x86_64-linux-gnu 2>/dev/null | grep openblas-openmp | head -1 || true)
      if [ -n "$cand" ]; then $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu "$cand" >/dev/null; say "BLAS set to $cand"; fi ;;
 esac
+
+if [ "$MODE" != all ]; then
+  say "done ($MODE packages only: no data, no build)"
+  exit 0
+fi
 
 say "data"
 bash scripts/fetch_data.sh
