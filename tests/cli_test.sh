@@ -341,6 +341,16 @@ PY
       fail "submit --dry-run of a pretrain config: $out"
     contains "$out" "COMMAND=pretrain"
     contains "$out" "'--time=01:00:00' '--mem=4G'"
+    # An installed ctxsim (cmake --install of this build) submits with its installed job scripts,
+    # from any folder.
+    here=$(pwd)
+    cmake --install "$(dirname "$CTXSIM")" --prefix "$TMP/prefix" > /dev/null || fail "cmake --install"
+    out=$(cd "$TMP" && "$TMP/prefix/bin/ctxsim" submit "$TMP/prefix/share/ctxsim/configs/default.yaml" model.path="$TMP/m" \
+      corpus.path="$here/data/brown" output.dir="$TMP/installed" samples.num_samples=10 --plan-batches 1 --dry-run) ||
+      fail "the installed ctxsim's submit: $out"
+    contains "$out" "#SBATCH --signal=B:TERM@120"
+    contains "$out" "CONFIG='$TMP/prefix/share/ctxsim/configs/default.yaml'"
+    [ "$("$TMP/prefix/bin/ctxsim" --version)" = "$("$CTXSIM" --version)" ] || fail "the installed binary is another version"
     "$CTXSIM" plan configs/prune/brown.yaml > /dev/null 2> "$TMP/err" && fail "plan took a prune config"
     contains "$(cat "$TMP/err")" "plan estimates runs and segmentation jobs, and this is a 'prune' config"
     out=$("$CTXSIM" plan configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 --batches 1 --ranks 2) || fail "plan of a segment config"
