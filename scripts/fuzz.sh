@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer bpe bpe_files store segment_store)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer bpe bpe_files store segment_store prune_store)
 say() { echo "[fuzz] $*"; }
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 
@@ -86,12 +86,21 @@ PY
       for i in 1 2 3 4 5 6; do head -c $((i * 9)) /dev/urandom > "$dir/random$i"; done
       printf '\x03\x00\x07\x02\x01\x00' > "$dir/replace_high_pairs"
       ;;
-    segment_store)  # a real segmentation store to edit (tests/fuzz/fuzz_segment_store.cpp)
+    segment_store)  # a real segmentation store to edit (tests/fuzz/fuzz_job_store.cpp)
       local m=$BUILD/segment-store-template
       rm -rf "$m"
       build/ctxsim segment configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 runtime.threads=1 \
         output.report=false output.dir="$m" > "$BUILD/segment-store-template.log" 2>&1 \
         || { tail -5 "$BUILD/segment-store-template.log"; rm -rf "$dir"; echo "[fuzz] could not make the segmentation store to edit" >&2; exit 1; }
+      for i in 1 2 3 4 5 6; do head -c $((i * 11)) /dev/urandom > "$dir/random$i"; done
+      printf '\x03\x00\x00\x08\x00\x05\x00\x00' > "$dir/legacy_then_edit"
+      ;;
+    prune_store)  # a real pruning store to edit (tests/fuzz/fuzz_job_store.cpp)
+      local m=$BUILD/prune-store-template
+      rm -rf "$m"
+      build/ctxsim prune configs/prune/brown.yaml samples.num_samples=10 runtime.unit_size=5 runtime.batch_size=5 prune.random_seeds=1 \
+        runtime.threads=1 output.report=false output.dir="$m" > "$BUILD/prune-store-template.log" 2>&1 \
+        || { tail -5 "$BUILD/prune-store-template.log"; rm -rf "$dir"; echo "[fuzz] could not make the pruning store to edit" >&2; exit 1; }
       for i in 1 2 3 4 5 6; do head -c $((i * 11)) /dev/urandom > "$dir/random$i"; done
       printf '\x03\x00\x00\x08\x00\x05\x00\x00' > "$dir/legacy_then_edit"
       ;;
@@ -110,7 +119,8 @@ failed=()
 for t in "${TARGETS[@]}"; do
   bin=$BUILD/fuzz_$t
   seeds "$t"
-  export CTXSIM_FUZZ_STORE=$PWD/$BUILD/store-template/store.h5 CTXSIM_FUZZ_SEGMENT_STORE=$PWD/$BUILD/segment-store-template/store.h5
+  export CTXSIM_FUZZ_STORE=$PWD/$BUILD/store-template/store.h5 CTXSIM_FUZZ_SEGMENT_STORE=$PWD/$BUILD/segment-store-template/store.h5 \
+    CTXSIM_FUZZ_PRUNE_STORE=$PWD/$BUILD/prune-store-template/store.h5
   regressions=tests/fuzz/regressions/$t
   if compgen -G "$regressions/*" > /dev/null; then
     say "$t: replaying $(ls "$regressions" | wc -l) regression input(s)"

@@ -1,11 +1,13 @@
-// The segmentation store's readers (summary, the report's figures) on stores that a colleague's
-// tool could have written: a real store of `ctxsim segment` (CTXSIM_FUZZ_SEGMENT_STORE, made by
-// scripts/fuzz.sh) edited through the HDF5 API as the input bytes say: root and group attributes
-// of other types or values (method names, subsets, the digest, the schema version), datasets
-// replaced by other shapes, types or values (NaN, inf, negative, huge), values changed in place,
-// objects deleted. An edit may also drop the digest and call the store schema 2 (as a store of an
-// older ctxsim is), so that the checks behind the digest are reached too. Every outcome is the
-// store read, or a ctxsim::Error; any other exception, crash or sanitizer report is a finding.
+// The readers of the segmentation and pruning stores (status, summary, the report's figures) on
+// stores that a colleague's tool could have written: a real store of `ctxsim segment` or `ctxsim
+// prune` (CTXSIM_FUZZ_SEGMENT_STORE, CTXSIM_FUZZ_PRUNE_STORE, made by scripts/fuzz.sh) edited
+// through the HDF5 API as the input bytes say: root and group attributes of other types or values
+// (method names, subsets, orders, fractions, the digest, the schema version), datasets replaced by
+// other shapes, types or values (NaN, inf, negative, huge), values changed in place, objects
+// deleted. An edit may also drop the digest and call the store schema 2 (as a store of an older
+// ctxsim is), so that the checks behind the digest are reached too. Every outcome is the store
+// read, or a ctxsim::Error; any other exception, crash or sanitizer report is a finding.
+// One source, two targets: CTXSIM_FUZZ_PRUNE picks the pruning store's row of the kind table.
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -19,8 +21,10 @@
 #include <vector>
 
 #include "pipeline/commands/summary.h"
+#include "pipeline/report/prune_figures.h"
 #include "pipeline/report/segment_figures.h"
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/prune_store.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
@@ -61,20 +65,57 @@ struct Bytes {
   bool done() const { return at >= n; }
 };
 
+// What the fuzzer edits and which readers it runs, a row per store kind.
+struct StoreKind {
+  const char* name;  // the target's: fuzz_<name>
+  const char* template_variable;
+  std::vector<const char*> root_attributes;
+  std::vector<std::pair<const char*, const char*>> group_attributes;  // (group, attribute)
+  std::vector<const char*> datasets;
+  void (*read)(const std::string& path, const std::string& summary);  // the readers beyond status and summary
+};
+
+const StoreKind& kind() {
+  static const StoreKind kinds[] = {
+      {"segment_store",
+       "CTXSIM_FUZZ_SEGMENT_STORE",
+       {"schema_version", "complete", "kind", "results_sha256", "model_path", "config"},
+       {{"methods", "names"}, {"documents", "subsets"}, {"example", "document"}},
+       {"methods/boundaries", "methods/count", "methods/pk", "methods/window_diff", "heads/pk", "heads/window_diff", "documents/subset",
+        "documents/sentences", "documents/parts", "documents/gold", "example/similarity"},
+       [](const std::string& path, const std::string& summary) {
+         const std::vector<ctxsim::report::SegmentRun> runs = ctxsim::report::load_segment_runs({path}, {});
+         (void)ctxsim::report::summary_page("fuzz", summary, ctxsim::report::segment_figures(runs));
+       }},
+      {"prune_store",
+       "CTXSIM_FUZZ_PRUNE_STORE",
+       {"schema_version", "complete", "kind", "full_loss", "full_accuracy", "model_path", "config"},
+       {{"prune", "orders"}, {"prune", "unit_orders"}, {"prune", "fractions"}},
+       {"prune/ablation_loss", "prune/curve_accuracy", "prune/curve_accuracy_random", "prune/curve_loss", "prune/curve_loss_random",
+        "prune/entropy", "prune/importance", "prune/importance_normalised", "prune/order_heads", "prune/units/ablation_correct",
+        "prune/units/ablation_loss", "prune/units/correct", "prune/units/curve_correct", "prune/units/curve_loss", "prune/units/entropy",
+        "prune/units/importance", "prune/units/loss", "prune/units/predicted"},
+       [](const std::string& path, const std::string& summary) {
+         const std::vector<ctxsim::report::PruneRun> runs = ctxsim::report::load_prune_runs({path}, {});
+         for (const auto& r : runs) (void)ctxsim::report::summary_page("fuzz", summary, ctxsim::report::prune_figures(r.data, r.label));
+         (void)ctxsim::report::prune_compare_figures(runs, "fuzz");
+       }},
+  };
+#if defined(CTXSIM_FUZZ_PRUNE)
+  return kinds[1];
+#else
+  return kinds[0];
+#endif
+}
+
 std::string template_path() {
-  const char* v = std::getenv("CTXSIM_FUZZ_SEGMENT_STORE");
+  const char* v = std::getenv(kind().template_variable);
   if (!v) {
-    fprintf(stderr, "fuzz_segment_store: set CTXSIM_FUZZ_SEGMENT_STORE to a segmentation store.h5 (scripts/fuzz.sh makes one)\n");
+    fprintf(stderr, "fuzz_%s: set %s to its store.h5 (scripts/fuzz.sh makes one)\n", kind().name, kind().template_variable);
     std::abort();
   }
   return v;
 }
-
-const char* const kRootAttributes[] = {"schema_version", "complete", "kind", "results_sha256", "model_path", "config"};
-const char* const kGroupAttributes[][2] = {{"methods", "names"}, {"documents", "subsets"}, {"example", "document"}};
-const char* const kDatasets[] = {"methods/boundaries", "methods/count",     "methods/pk",        "methods/window_diff",
-                                 "heads/pk",           "heads/window_diff", "documents/subset",  "documents/sentences",
-                                 "documents/parts",    "documents/gold",    "example/similarity"};
 
 void set_int_attr(hid_t obj, const char* name, int64_t v) {
   if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
@@ -101,14 +142,19 @@ void set_string_attr(hid_t obj, const char* name, const std::string& v) {
 // One edit of the store, as the next input bytes say.
 void edit(hid_t f, Bytes& in) {
   const uint8_t op = in.u8() % 9;
-  const char* attr = kRootAttributes[in.u8() % (sizeof kRootAttributes / sizeof *kRootAttributes)];
-  const std::string path = kDatasets[in.u8() % (sizeof kDatasets / sizeof *kDatasets)];
-  const bool there = H5Lexists(f, path.substr(0, path.find('/')).c_str(), H5P_DEFAULT) > 0 && H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0;
+  const StoreKind& k = kind();
+  const char* attr = k.root_attributes[in.u8() % k.root_attributes.size()];
+  const std::string path = k.datasets[in.u8() % k.datasets.size()];
+  // Every group on the way must be there (an edit may have deleted one).
+  bool there = true;
+  for (size_t slash = path.find('/'); there && slash != std::string::npos; slash = path.find('/', slash + 1))
+    there = H5Lexists(f, path.substr(0, slash).c_str(), H5P_DEFAULT) > 0;
+  there = there && H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0;
   switch (op) {
     case 0: set_int_attr(f, attr, int64_t(in.u64(2)) - 8); break;
     case 1: set_string_attr(f, attr, in.text()); break;
-    case 2: {  // a group's attribute: method names, subsets
-      const auto& [group, name] = kGroupAttributes[in.u8() % (sizeof kGroupAttributes / sizeof *kGroupAttributes)];
+    case 2: {  // a group's attribute: method names, subsets, orders, fractions
+      const auto& [group, name] = k.group_attributes[in.u8() % k.group_attributes.size()];
       if (H5Lexists(f, group, H5P_DEFAULT) <= 0) break;
       const hid_t g = H5Gopen2(f, group, H5P_DEFAULT);
       if (in.u8() % 2)
@@ -196,7 +242,7 @@ void edit(hid_t f, Bytes& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string base = template_path();
-  const std::string path = "/dev/shm/ctxsim_fuzz_segment_store_" + std::to_string(getpid()) + ".h5";
+  const std::string path = std::string("/dev/shm/ctxsim_fuzz_") + kind().name + "_" + std::to_string(getpid()) + ".h5";
   std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
   {
     const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -209,9 +255,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ostringstream out;
     (void)ctxsim::verify_complete_store(path);  // what `ctxsim status` checks
     ctxsim::print_summary(path, ctxsim::SummaryOptions{}, out);
-    const std::vector<ctxsim::report::SegmentRun> runs = ctxsim::report::load_segment_runs({path}, {});
-    const std::vector<ctxsim::report::Entry> figures = ctxsim::report::segment_figures(runs);
-    (void)ctxsim::report::summary_page("fuzz", out.str(), figures);
+    kind().read(path, out.str());
   } catch (const ctxsim::Error&) {
     // A clear error is a right answer to a damaged store.
   }
