@@ -28,42 +28,13 @@
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
+#include "tests/fuzz/store_edits.h"
 
 namespace {
 
-// The input, read a little at a time (zeros once it runs out).
-struct Bytes {
-  const uint8_t* p;
-  size_t n, at = 0;
-  uint8_t u8() { return at < n ? p[at++] : 0; }
-  uint64_t u64(int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v = v << 8 | u8();
-    return v;
-  }
-  std::string text() {
-    const size_t len = u8() % 40;
-    std::string s;
-    for (size_t i = 0; i < len; ++i) s.push_back(char(u8()));
-    return s;
-  }
-  // A double that readers must survive: ordinary shares, their edges, NaN, infinities, huge.
-  double value() {
-    static const double kSpecial[] = {0.0,
-                                      1.0,
-                                      -0.0,
-                                      -1e-9,
-                                      1.0 + 1e-9,
-                                      std::numeric_limits<double>::quiet_NaN(),
-                                      std::numeric_limits<double>::infinity(),
-                                      -std::numeric_limits<double>::infinity(),
-                                      1e308,
-                                      -5.0};
-    const uint8_t k = u8();
-    return k < 10 ? kSpecial[k] : double(u64(2)) / 65535.0;
-  }
-  bool done() const { return at >= n; }
-};
+using fuzz::Bytes;
+using fuzz::set_int_attr;
+using fuzz::set_string_attr;
 
 // What the fuzzer edits and which readers it runs, a row per store kind.
 struct StoreKind {
@@ -108,37 +79,6 @@ const StoreKind& kind() {
 #endif
 }
 
-std::string template_path() {
-  const char* v = std::getenv(kind().template_variable);
-  if (!v) {
-    fprintf(stderr, "fuzz_%s: set %s to its store.h5 (scripts/fuzz.sh makes one)\n", kind().name, kind().template_variable);
-    std::abort();
-  }
-  return v;
-}
-
-void set_int_attr(hid_t obj, const char* name, int64_t v) {
-  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
-  const hid_t s = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(obj, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, H5T_NATIVE_INT64, &v);
-  H5Aclose(a);
-  H5Sclose(s);
-}
-
-void set_string_attr(hid_t obj, const char* name, const std::string& v) {
-  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
-  const hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, std::max<size_t>(1, v.size()));
-  const hid_t s = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
-  std::string padded = v.empty() ? std::string(1, '\0') : v;
-  H5Awrite(a, t, padded.data());
-  H5Aclose(a);
-  H5Sclose(s);
-  H5Tclose(t);
-}
-
 // One edit of the store, as the next input bytes say.
 void edit(hid_t f, Bytes& in) {
   const uint8_t op = in.u8() % 9;
@@ -152,13 +92,13 @@ void edit(hid_t f, Bytes& in) {
   there = there && H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0;
   switch (op) {
     case 0: set_int_attr(f, attr, int64_t(in.u64(2)) - 8); break;
-    case 1: set_string_attr(f, attr, in.text()); break;
+    case 1: set_string_attr(f, attr, in.text(40)); break;
     case 2: {  // a group's attribute: method names, subsets, orders, fractions
       const auto& [group, name] = k.group_attributes[in.u8() % k.group_attributes.size()];
       if (H5Lexists(f, group, H5P_DEFAULT) <= 0) break;
       const hid_t g = H5Gopen2(f, group, H5P_DEFAULT);
       if (in.u8() % 2)
-        set_string_attr(g, name, in.text());
+        set_string_attr(g, name, in.text(40));
       else
         set_int_attr(g, name, int64_t(in.u64(2)) - 8);
       H5Gclose(g);
@@ -241,7 +181,7 @@ void edit(hid_t f, Bytes& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string base = template_path();
+  static const std::string base = fuzz::template_store(kind().name, kind().template_variable);
   const std::string path = std::string("/dev/shm/ctxsim_fuzz_") + kind().name + "_" + std::to_string(getpid()) + ".h5";
   std::filesystem::copy_file(base, path, std::filesystem::copy_options::overwrite_existing);
   {

@@ -21,36 +21,13 @@
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
+#include "tests/fuzz/store_edits.h"
 
 namespace {
 
-// The input, read a little at a time (zeros once it runs out).
-struct Bytes {
-  const uint8_t* p;
-  size_t n, at = 0;
-  uint8_t u8() { return at < n ? p[at++] : 0; }
-  uint64_t u64(int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v = v << 8 | u8();
-    return v;
-  }
-  std::string text() {
-    const size_t len = u8() % 24;
-    std::string s;
-    for (size_t i = 0; i < len; ++i) s.push_back(char(u8()));
-    return s;
-  }
-  bool done() const { return at >= n; }
-};
-
-std::string template_path() {
-  const char* v = std::getenv("CTXSIM_FUZZ_STORE");
-  if (!v) {
-    fprintf(stderr, "fuzz_store: set CTXSIM_FUZZ_STORE to a store.h5 (scripts/fuzz.sh makes one)\n");
-    std::abort();
-  }
-  return v;
-}
+using fuzz::Bytes;
+using fuzz::set_int_attr;
+using fuzz::set_string_attr;
 
 const char* const kRootAttributes[] = {"schema_version", "complete", "config", "model_path", "dtype", "vector", "stats_sha256", "kind"};
 
@@ -80,28 +57,6 @@ std::vector<std::string> dataset_paths(const std::string& rule) {
           "units/" + rule + "/distance_hist"};
 }
 
-void set_int_attr(hid_t obj, const char* name, int64_t v) {
-  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
-  const hid_t s = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(obj, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, H5T_NATIVE_INT64, &v);
-  H5Aclose(a);
-  H5Sclose(s);
-}
-
-void set_string_attr(hid_t obj, const char* name, const std::string& v) {
-  if (H5Aexists(obj, name) > 0) H5Adelete(obj, name);
-  const hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, std::max<size_t>(1, v.size()));
-  const hid_t s = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
-  std::string padded = v.empty() ? std::string(1, '\0') : v;
-  H5Awrite(a, t, padded.data());
-  H5Aclose(a);
-  H5Sclose(s);
-  H5Tclose(t);
-}
-
 // One edit of the store, as the next input bytes say.
 void edit(hid_t f, Bytes& in, const std::vector<std::string>& paths) {
   const uint8_t op = in.u8() % 7;
@@ -110,7 +65,7 @@ void edit(hid_t f, Bytes& in, const std::vector<std::string>& paths) {
   const bool there = H5Lexists(f, path.substr(0, path.find('/')).c_str(), H5P_DEFAULT) > 0 && H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0;
   switch (op) {
     case 0: set_int_attr(f, attr, int64_t(in.u64(2)) - 8); break;
-    case 1: set_string_attr(f, attr, in.text()); break;
+    case 1: set_string_attr(f, attr, in.text(24)); break;
     case 2:
       if (H5Aexists(f, attr) > 0) H5Adelete(f, attr);
       break;
@@ -173,7 +128,7 @@ void edit(hid_t f, Bytes& in, const std::vector<std::string>& paths) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string base = template_path();
+  static const std::string base = fuzz::template_store("store", "CTXSIM_FUZZ_STORE");
   static const std::string rule = [] {
     const hid_t f = H5Fopen(base.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     const std::string r = ctxsim::h5::get_attr_string(ctxsim::h5::open_group(f, "stats"), "rules");
