@@ -30,6 +30,17 @@ namespace {
 
 double dtype_bytes(Precision p) { return p == Precision::Float64 ? 8 : p == Precision::BFloat16 ? 2 : 4; }
 
+// The encoder's parameters (every tensor of encoder_tensor_shapes).
+double parameter_count(const BertConfig& mc) {
+  double params = 0;
+  for (const auto& [name, shape] : encoder_tensor_shapes(mc)) {
+    double n = 1;
+    for (auto d : shape) n *= double(d);
+    params += n;
+  }
+  return params;
+}
+
 std::string bytes_text(double b) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(1);
@@ -69,12 +80,7 @@ ResourceEstimate plan_segment_job(const std::string& path, const Config& c, int6
   const double eta = double(layout.documents) * per_document / double(ranks) * 1.15 + 60;
   // Weights, one window's attention maps and activations (a document at a time), the benchmark.
   const BertConfig& mc = model.config();
-  double params = 0;
-  for (const auto& [name, shape] : encoder_tensor_shapes(mc)) {
-    double k = 1;
-    for (auto d : shape) k *= double(d);
-    params += k;
-  }
+  const double params = parameter_count(mc);
   const double T = double(window), H = double(mc.num_heads);
   const double memory =
       params * dtype_bytes(c.model.dtype) + double(mc.num_layers) * 8.0 * H * T * T * 8 + 6.0 * T * mc.intermediate_size * 4 + 400e6;
@@ -95,10 +101,11 @@ ResourceEstimate plan_segment_job(const std::string& path, const Config& c, int6
 
 ResourceEstimate plan_config(const std::string& path, const Config& c, int64_t ranks, int64_t batches, std::ostream& out) {
   check_paths(c);
-  if (const JobKind kind = job_kind_of(c); kind == JobKind::Pretrain || kind == JobKind::Prune)
+  const JobKind kind = job_kind_of(c);
+  if (kind == JobKind::Pretrain || kind == JobKind::Prune)
     throw Error(path, std::string("plan estimates runs and segmentation jobs, and this is a '") + job_row(kind).name + "' config",
                 "time a short job instead (pretrain.steps or samples.num_samples lowered), and give submit --time and --mem");
-  if (job_kind_of(c) == JobKind::Segment) return plan_segment_job(path, c, ranks, batches, out);
+  if (kind == JobKind::Segment) return plan_segment_job(path, c, ranks, batches, out);
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
   JobTokenizer tokenizer = make_tokenizer(c);
@@ -114,12 +121,7 @@ ResourceEstimate plan_config(const std::string& path, const Config& c, int64_t r
   const int64_t L = mc.num_layers, H = mc.num_heads, V = mc.vocab_size, E = int64_t(c.statistics.examples.size());
   const auto units = make_units(N, c.runtime.unit_size);
   const double dsize = dtype_bytes(c.model.dtype);
-  double params = 0;
-  for (const auto& [name, shape] : encoder_tensor_shapes(mc)) {
-    double n = 1;
-    for (auto d : shape) n *= double(d);
-    params += n;
-  }
+  const double params = parameter_count(mc);
   const double acc_bytes = 8.0 * double(R * L * H * (V + T + 12) + T + 8 + 2 * L * H);
   // Per layer: attention maps and similarity (a few [B, H, T, T] tensors), FFN activations.
   const double activations = double(B) * (8.0 * H * T * T * 8 + 6.0 * T * mc.intermediate_size * 4);

@@ -45,12 +45,6 @@ const std::vector<SbatchOption>& sbatch_passthrough() {
 
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
-
 std::string self_path() {
   std::array<char, 4096> buf{};
   const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
@@ -191,13 +185,13 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   const size_t eol = script.find('\n', at);
   std::ostringstream fill;
   fill << "# filled by ctxsim submit\n"
-       << "cd " << quote(fs::current_path().string()) << "\n"
-       << "CTXSIM=" << quote(self_path()) << "\n"
-       << "CONFIG=" << quote(fs::absolute(config_path).string()) << "\n"
+       << "cd " << shell_quote(fs::current_path().string()) << "\n"
+       << "CTXSIM=" << shell_quote(self_path()) << "\n"
+       << "CONFIG=" << shell_quote(fs::absolute(config_path).string()) << "\n"
        << "COMMAND=" << command << "\n"
        << "LAUNCHER=" << c.runtime.launcher << "\n"
        << "OVERRIDES=(";
-  for (const auto& o : overrides) fill << " " << quote(o);
+  for (const auto& o : overrides) fill << " " << shell_quote(o);
   fill << " )";
   script.replace(at, eol - at, fill.str());
 
@@ -247,16 +241,16 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   if (a.overcommit) args.push_back("--overcommit");
   const std::string script_path = (fs::absolute(logs) / (sweep ? "sweep.sbatch" : "ctxsim.sbatch")).string();
   args.push_back(script_path);
-  const std::string sbatch = join_each(args, quote, " ");
+  const std::string sbatch = join_each(args, shell_quote, " ");
 
   // The job after it: collect (a CSV of every store) or compare (a page of them), once every task
   // ended well (afterok; a requeued task is waited for).
   const std::string target = sweep ? sweep_dir : c.output.dir;
   std::vector<std::string> then_args;
   if (!a.then.empty()) {
-    std::string work = "cd " + quote(fs::current_path().string()) + " && exec " + quote(self_path()) + " " + a.then + " " +
-                       quote(fs::absolute(target).string());
-    if (a.then == "compare") work += " --out " + quote((fs::absolute(target) / "compare").string());
+    std::string work = "cd " + shell_quote(fs::current_path().string()) + " && exec " + shell_quote(self_path()) + " " + a.then + " " +
+                       shell_quote(fs::absolute(target).string());
+    if (a.then == "compare") work += " --out " + shell_quote((fs::absolute(target) / "compare").string());
     then_args = {"sbatch",
                  "--parsable",
                  "--job-name=" + name + "-" + a.then,
@@ -273,7 +267,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   // sbatch passes its environment to the job: what ctxsim set for its own MPI start stays here.
   std::vector<std::string> unset = MpiSession::unset_arguments();
   if (!unset.empty()) unset.insert(unset.begin(), "env");
-  const std::string prefix = unset.empty() ? std::string() : join_each(unset, quote, " ") + " ";
+  const std::string prefix = unset.empty() ? std::string() : join_each(unset, shell_quote, " ") + " ";
 
   const std::string what = sweep ? std::to_string(plan.points.size()) + " array tasks, one per point of sweep " + plan.name +
                                        (a.array_throttle > 0 ? " (at most " + std::to_string(a.array_throttle) + " at once)" : "")
@@ -285,7 +279,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
     for (std::string line; std::getline(lines, line);) out << "# " << (line.rfind("# ", 0) == 0 ? line.substr(2) : line) << "\n";
     if (resources.tellp() > 0) out << "# resources: " << resources.str() << "\n";
     out << "# " << what << "; would write " << script_path << " and run:\n# " << sbatch << "\n";
-    if (!then_args.empty()) out << "# then, after it: " << join_each(then_args, quote, " ") << "\n";
+    if (!then_args.empty()) out << "# then, after it: " << join_each(then_args, shell_quote, " ") << "\n";
     out << script;
     return 0;
   }
@@ -298,7 +292,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   if (!then_args.empty()) {
     for (auto& x : then_args)
       if (const size_t p = x.find("@ID@"); p != std::string::npos) x.replace(p, 4, id);
-    const std::string then_id = call_sbatch(prefix + join_each(then_args, quote, " "), template_path);
+    const std::string then_id = call_sbatch(prefix + join_each(then_args, shell_quote, " "), template_path);
     out << "submitted job " << then_id << " (ctxsim " << a.then << " " << target << ", after job " << id << " ends well)\n";
   }
   return 0;

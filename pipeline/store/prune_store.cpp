@@ -52,8 +52,8 @@ void create_datasets(hid_t file, const PruneLayout& l, hid_t dxpl, bool writer) 
   h5::set_attr(prune, "fractions", join(shown, "\n"));
   Scales s(dxpl, writer);
   const auto common = [&](hid_t g) {
-    s.numbers(g, "layer", L, "layer index (0: the first encoder layer)");
-    s.numbers(g, "head", H, "attention head index within the layer");
+    s.numbers(g, "layer", L, kLayerScale);
+    s.numbers(g, "head", H, kHeadScale);
     s.numbers(g, "fraction", F, "percent of the heads removed (round(p * L*H) heads)", tenths);
   };
   size_t width = 0;

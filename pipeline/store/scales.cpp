@@ -2,8 +2,6 @@
 #include "pipeline/store/scales.h"
 
 #include <algorithm>
-#include <cmath>
-#include <iterator>
 
 #include "pipeline/store/hdf5.h"
 #include "stages/base/files.h"
@@ -77,8 +75,6 @@ size_t longest(const std::vector<std::string>& v) {
   return n;
 }
 
-constexpr const char* kLayerScale = "layer index (0: the first encoder layer)";
-constexpr const char* kHeadScale = "attention head index within the layer";
 constexpr const char* kSampleScale = "sample index";
 constexpr const char* kRuleScale = "selection rule name, in the order of /stats rules";
 
@@ -190,8 +186,6 @@ void create_scales(hid_t file, const StoreLayout& l, const std::string& vocab_te
 }
 
 void write_cf_attributes(hid_t file) {
-  // The fixed-point statistics (kStatSchema's fixed_point rows) by name, wherever they are (/stats, /units).
-  static const char* const kFixedPoint[] = {"separator_mass", "separator_mass_by_token"};
   for (const std::string& path : h5::dataset_paths(file)) {
     const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
     if (h5::has_attr(ds, "long_name")) continue;  // made by the caller, or already done
@@ -200,10 +194,12 @@ void write_cf_attributes(hid_t file) {
     const std::string leaf = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     const h5::Id type(H5Dget_type(ds), H5Tclose, "H5Dget_type");
     const H5T_class_t cls = H5Tget_class(type);
-    const bool fixed_point = std::any_of(std::begin(kFixedPoint), std::end(kFixedPoint), [&](const char* n) { return leaf == n; });
+    // A fixed-point statistic of the schema, wherever it is (/stats, /units).
+    const bool fixed_point =
+        std::any_of(kStatSchema.begin(), kStatSchema.end(), [&](const StatInfo& s) { return s.fixed_point && leaf == s.name; });
     if (fixed_point) {
       h5::set_attr(ds, "units", std::string("1"));
-      h5::set_attr(ds, "scale_factor", std::ldexp(1.0, -32));
+      h5::set_attr(ds, "scale_factor", 1.0 / kFixedPointScale);
     } else if (description.find("(count") != std::string::npos) {
       h5::set_attr(ds, "units", std::string("count"));
     } else if (cls == H5T_FLOAT) {

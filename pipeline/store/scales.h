@@ -13,6 +13,10 @@
 
 namespace ctxsim {
 
+// The descriptions of the layer and head coordinates, in every store.
+constexpr const char* kLayerScale = "layer index (0: the first encoder layer)";
+constexpr const char* kHeadScale = "attention head index within the layer";
+
 // Makes a group's coordinate datasets as dimension scales and names datasets' axes by them. Every
 // rank makes the same calls; `writer` (rank 0) writes the values through the transfer list dxpl.
 class Scales {
@@ -45,8 +49,8 @@ void create_scales(hid_t file, const StoreLayout& layout, const std::string& voc
 // CF attributes (the Climate and Forecast conventions' long_name, units and scale_factor, which
 // xarray, netCDF tools and Panoply read) on every dataset under `file`: long_name from its
 // description; units "count" for counts, "1" for dimensionless values (shares, attention,
-// similarities, Pk, nats); the fixed-point separator masses get scale_factor 2^-32 (xarray then
-// decodes them to attention mass). Collective: every rank makes the same calls.
+// similarities, Pk, nats); the fixed-point statistics (kStatSchema's fixed_point rows: the
+// separator masses) get scale_factor 2^-32 (xarray then decodes them to attention mass). Collective: every rank makes the same calls.
 void write_cf_attributes(hid_t file);
 
 // Writes the separator tokens into /stats/baseline/separator (known only with the statistics); a

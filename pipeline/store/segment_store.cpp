@@ -76,11 +76,11 @@ void create_scales(hid_t file, const SegmentLayout& l, hid_t dxpl, bool writer) 
   for (const char* n : {"count", "pk", "window_diff"}) Scales::attach(methods, n, {"document", "segmentation_method"});
   const h5::Id heads = h5::open_group(file, "heads");
   s.numbers(heads, "document", D, kDocument);
-  s.numbers(heads, "layer", L, "layer index (0: the first encoder layer)");
-  s.numbers(heads, "head", H, "attention head index within the layer");
+  s.numbers(heads, "layer", L, kLayerScale);
+  s.numbers(heads, "head", H, kHeadScale);
   for (const char* n : {"pk", "window_diff"}) Scales::attach(heads, n, {"document", "layer", "head"});
   const h5::Id example = h5::open_group(file, "example");
-  s.numbers(example, "layer", L, "layer index (0: the first encoder layer)");
+  s.numbers(example, "layer", L, kLayerScale);
   s.numbers(example, "sentence_i", S0, "sentence i of test document 0");
   s.numbers(example, "sentence_j", S0, "sentence j of test document 0");
   Scales::attach(example, "similarity", {"layer", "sentence_i", "sentence_j"});

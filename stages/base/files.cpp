@@ -201,6 +201,12 @@ std::string resolved_path(const std::string& path) {
 
 bool same_path(const std::string& a, const std::string& b) { return resolved_path(a) == resolved_path(b); }
 
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string s;
   for (size_t i = 0; i < items.size(); ++i) {

@@ -54,6 +54,10 @@ std::string join_each(const Range& items, Text&& text, std::string_view sep = ",
   return join(parts, sep);
 }
 
+// `s` in single quotes as a POSIX shell reads it back ('\'' for each quote inside): a word of a
+// command line ctxsim writes (sbatch's, a store's command_line).
+std::string shell_quote(const std::string& s);
+
 // The lines of a text (vocab.txt, a list attribute): split at '\n', one trailing '\r' removed
 // from each, no empty last line for a final '\n'.
 std::vector<std::string> split_lines(std::string_view text);

@@ -12,6 +12,7 @@
 
 #include "pipeline/job/dist/agree.h"
 #include "stages/base/error.h"
+#include "stages/base/files.h"
 
 namespace ctxsim {
 namespace {
@@ -48,10 +49,7 @@ std::string shell_word(const std::string& s) {
   const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
     return std::isalnum(static_cast<unsigned char>(ch)) || std::string("-_./=:,+@%").find(ch) != std::string::npos;
   });
-  if (plain) return s;
-  std::string q = "'";
-  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
+  return plain ? s : shell_quote(s);
 }
 
 std::string env_or_empty(const char* name) {
