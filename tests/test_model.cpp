@@ -342,6 +342,35 @@ TEST_F(TinyModel, KeyNameVariantsLoadTheSameModel) {
   EXPECT_TRUE(at::equal(a.forward(ids, valid), b.forward(ids, valid)));
 }
 
+TEST_F(TinyModel, IntegerBuffersAreIgnoredAndIntegerWeightsRefused) {
+  SafetensorsFile f(dir_ + "/model.safetensors");
+  std::map<std::string, TensorData> with_buffer, int_weight;
+  for (const auto& [name, v] : f.tensors())
+    with_buffer[name] = TensorData{v.dtype, v.shape, std::vector<uint8_t>(v.data, v.data + v.nbytes)};
+  int_weight = with_buffer;
+  with_buffer["embeddings.position_ids"] = TensorData{DType::I64, {1, 4}, std::vector<uint8_t>(32, 0)};  // as real BERT files carry it
+  const std::string bias = "encoder.layer.0.output.dense.bias";
+  ASSERT_EQ(int_weight.count(bias), 1u);
+  int_weight[bias].dtype = DType::I32;  // same byte count: 4 per value
+  for (const auto& [sub, tensors] : {std::pair{"buffer", &with_buffer}, std::pair{"intweight", &int_weight}}) {
+    std::filesystem::create_directories(tmp_.path / sub);
+    std::filesystem::copy_file(dir_ + "/config.json", tmp_.path / sub / "config.json");
+    write_safetensors((tmp_.path / sub / "model.safetensors").string(), *tensors);
+  }
+  LoadReport r;
+  const TransformerEncoder a = TransformerEncoder::load(dir_, at::kFloat),
+                           b = TransformerEncoder::load((tmp_.path / "buffer").string(), at::kFloat, &r);
+  EXPECT_EQ(r.ignored, (std::vector<std::string>{"embeddings.position_ids"}));
+  const at::Tensor ids = ids_tensor(kRows), valid = valid_tensor(kValid, 12);
+  EXPECT_TRUE(at::equal(a.forward(ids, valid), b.forward(ids, valid)));
+  try {
+    TransformerEncoder::load((tmp_.path / "intweight").string(), at::kFloat);
+    ADD_FAILURE() << "an I32 weight was loaded";
+  } catch (const Error& e) {
+    EXPECT_HAS(std::string(e.what()), "tensor '" + bias + "': is I32, but it is a weight, which must be floating");
+  }
+}
+
 TEST_F(TinyModel, MissingAndMisshapenTensorsAreListed) {
   SafetensorsFile f(dir_ + "/model.safetensors");
   std::map<std::string, TensorData> t;

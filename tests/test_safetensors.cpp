@@ -71,6 +71,31 @@ TEST(Safetensors, RoundTripAllDtypes) {
   EXPECT_EQ(sha256_file(p), sha256_file(q));
 }
 
+// Integer buffers beside the weights (position_ids as I64 in many BERT files) are read, sized by
+// their dtype, and told apart from the floating weights; F8 and unknown types stay refused by name.
+TEST(Safetensors, IntegerBuffersAreRead) {
+  test::TempDir dir;
+  std::map<std::string, TensorData> t;
+  t["embeddings.position_ids"] = TensorData{DType::I64, {1, 3}, std::vector<uint8_t>(24, 0)};
+  t["flags"] = TensorData{DType::BOOL, {2}, {1, 0}};
+  t["w"] = TensorData{DType::F32, {1}, std::vector<uint8_t>(4)};
+  const std::string p = (dir.path / "m.safetensors").string();
+  write_safetensors(p, t);
+  const SafetensorsFile f(p);
+  ASSERT_NE(f.find("embeddings.position_ids"), nullptr);
+  EXPECT_EQ(f.find("embeddings.position_ids")->dtype, DType::I64);
+  EXPECT_EQ(f.find("embeddings.position_ids")->nbytes, 24u);
+  EXPECT_FALSE(dtype_is_floating(DType::I64));
+  EXPECT_FALSE(dtype_is_floating(DType::BOOL));
+  EXPECT_TRUE(dtype_is_floating(DType::BF16));
+  for (const char* name : {"I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64", "BOOL"}) {
+    const std::string header = std::string(R"({"b": {"dtype": ")") + name + R"(", "shape": [0], "data_offsets": [0, 0]}})";
+    EXPECT_NO_THROW(SafetensorsFile(raw_file(dir, std::string(name) + ".safetensors", header, 0))) << name;
+  }
+  EXPECT_HAS(open_error(raw_file(dir, "f8.safetensors", R"({"w": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}})", 1)),
+             "unsupported dtype \"F8_E4M3\"");
+}
+
 // The loader's copy counts NaN and inf of every dtype by their exponent bits, in chunks: a large
 // tensor with bad values in its second chunk and an untouched tail, and the small dtypes.
 TEST(Safetensors, CopyCountsNonFiniteValuesOfEveryDtype) {

@@ -11,6 +11,7 @@
 #include "stages/base/error.h"
 #include "stages/base/limits.h"
 #include "stages/model/family.h"
+#include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/safetensors.h"
 #include "stages/model/transformer_layer.h"
@@ -259,9 +260,7 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
     const TensorView& v = *it->second;
     if (v.shape != p.shape)
       throw Error(file.path() + ": " + v.name, "has the shape of another model than config.json's", "use the config.json of these weights");
-    static const std::map<DType, at::ScalarType> kinds = {
-        {DType::F16, at::kHalf}, {DType::BF16, at::kBFloat16}, {DType::F32, at::kFloat}, {DType::F64, at::kDouble}};
-    at::Tensor raw = at::empty(p.shape, at::TensorOptions().dtype(kinds.at(v.dtype)));
+    at::Tensor raw = at::empty(p.shape, at::TensorOptions().dtype(weight_dtype(v, file.path())));
     int64_t first = -1;
     if (const int64_t bad = copy_counting_nonfinite(file.file(), v, raw.data_ptr(), &first))
       throw Error(file.path() + ": tensor '" + v.name + "'",

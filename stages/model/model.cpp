@@ -25,16 +25,6 @@
 namespace ctxsim {
 namespace {
 
-at::ScalarType torch_dtype(DType t) {
-  switch (t) {
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::F32: return at::kFloat;
-    case DType::F64: return at::kDouble;
-  }
-  return at::kFloat;
-}
-
 // The first items, then how many there are in all.
 std::string join_first(const std::vector<std::string>& v, size_t max_items = 12) {
   std::string s = join(std::vector<std::string>(v.begin(), v.begin() + long(std::min(max_items, v.size()))));
@@ -132,6 +122,19 @@ at::ScalarType torch_dtype(Precision p) {
   return at::kFloat;
 }
 
+at::ScalarType weight_dtype(const TensorView& v, const std::string& path) {
+  switch (v.dtype) {
+    case DType::F16: return at::kHalf;
+    case DType::BF16: return at::kBFloat16;
+    case DType::F32: return at::kFloat;
+    case DType::F64: return at::kDouble;
+    default:
+      throw Error(path + ": tensor '" + v.name + "'",
+                  std::string("is ") + dtype_name(v.dtype) + ", but it is a weight, which must be floating",
+                  "convert the checkpoint's weights to F32, F16, BF16 or F64");
+  }
+}
+
 at::ScalarType parse_dtype(const std::string& name, const std::string& where) {
   const auto p = parse_precision(name);
   if (!p) throw Error(where, "'" + name + "' is not float32, bfloat16 or float64", "pick one of them");
@@ -206,7 +209,7 @@ class QkvBlocks {
 // weights are not resident twice. NaN or inf in a weight gives nonsense statistics without any
 // other sign: refused.
 at::Tensor read_tensor(const SafetensorsFile& file, const std::string& key, const TensorView& view, at::Tensor raw, at::ScalarType dtype) {
-  if (!raw.defined()) raw = at::empty(view.shape, at::TensorOptions().dtype(torch_dtype(view.dtype)));
+  if (!raw.defined()) raw = at::empty(view.shape, at::TensorOptions().dtype(weight_dtype(view, file.path())));
   int64_t first = -1;
   if (const int64_t bad = copy_counting_nonfinite(file.file(), view, raw.data_ptr(), &first))
     throw Error(file.path() + ": tensor '" + key + "'",
@@ -253,7 +256,7 @@ std::map<std::string, at::Tensor> read_encoder_tensors(const SafetensorsFile& fi
       ++r.encoder_tensors;
       continue;
     }
-    tensors[name] = read_tensor(file, key, view, blocks.slot(name, torch_dtype(view.dtype)), dtype);
+    tensors[name] = read_tensor(file, key, view, blocks.slot(name, weight_dtype(view, file.path())), dtype);
   }
   if (!mismatched.empty())
     throw Error(file.path(), "tensor shapes do not match " + config_path + ": " + join_first(mismatched),

@@ -16,6 +16,8 @@
 
 namespace ctxsim {
 
+struct TensorView;
+
 struct LoadReport {
   int64_t tensors_in_file = 0;
   int64_t encoder_tensors = 0;          // loaded (the pooler included when present)
@@ -56,6 +58,9 @@ using BertModel = TransformerEncoder;
 // The LibTorch dtype of a precision; parse_dtype reads "float32" | "bfloat16" | "float64".
 at::ScalarType torch_dtype(Precision p);
 at::ScalarType parse_dtype(const std::string& name, const std::string& where);  // where: the key or option
+// The LibTorch dtype of a checkpoint's weight `v` in `path`; an integer tensor (a buffer's type)
+// given as a weight is an error naming the tensor.
+at::ScalarType weight_dtype(const TensorView& v, const std::string& path);
 
 // The device a rank computes on. choice "cpu"; "cuda": GPU local_rank % the visible count, and an
 // error naming `where` when this LibTorch has no CUDA or no GPU is visible; "auto": CUDA when both

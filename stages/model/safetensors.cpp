@@ -21,46 +21,54 @@ namespace {
 
 const std::string kFixCorrupt = "the file is damaged or not a safetensors file: copy or convert the checkpoint again";
 
+// Every dtype the format defines that ctxsim reads (F8 types are refused by name): the
+// floating ones are weights, the integer ones buffers a checkpoint may carry beside them
+// (position_ids as I64 in many BERT files), which a model ignores.
+struct DTypeRow {
+  DType dtype;
+  const char* name;
+  size_t size;
+  bool floating;
+};
+// clang-format off
+constexpr DTypeRow kDTypes[] = {
+    {DType::F16,  "F16",  2, true},  {DType::BF16, "BF16", 2, true},  {DType::F32, "F32", 4, true},  {DType::F64, "F64", 8, true},
+    {DType::BOOL, "BOOL", 1, false}, {DType::U8,   "U8",   1, false}, {DType::I8,  "I8",  1, false},
+    {DType::I16,  "I16",  2, false}, {DType::U16,  "U16",  2, false}, {DType::I32, "I32", 4, false}, {DType::U32, "U32", 4, false},
+    {DType::I64,  "I64",  8, false}, {DType::U64,  "U64",  8, false},
+};
+// clang-format on
+
+const DTypeRow* dtype_row(DType t) {
+  for (const DTypeRow& r : kDTypes)
+    if (r.dtype == t) return &r;
+  return nullptr;
+}
+
 bool parse_dtype(const std::string& s, DType& out) {
-  if (s == "F32") {
-    out = DType::F32;
-    return true;
-  }
-  if (s == "F16") {
-    out = DType::F16;
-    return true;
-  }
-  if (s == "BF16") {
-    out = DType::BF16;
-    return true;
-  }
-  if (s == "F64") {
-    out = DType::F64;
-    return true;
-  }
+  for (const DTypeRow& r : kDTypes)
+    if (s == r.name) {
+      out = r.dtype;
+      return true;
+    }
   return false;
 }
 
 }  // namespace
 
 size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::F16:
-    case DType::BF16: return 2;
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-  }
-  return 0;
+  const DTypeRow* r = dtype_row(t);
+  return r ? r->size : 0;
 }
 
 const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::F32: return "F32";
-    case DType::F64: return "F64";
-  }
-  return "?";
+  const DTypeRow* r = dtype_row(t);
+  return r ? r->name : "?";
+}
+
+bool dtype_is_floating(DType t) {
+  const DTypeRow* r = dtype_row(t);
+  return r && r->floating;
 }
 
 int64_t TensorView::numel() const {
@@ -128,8 +136,8 @@ int64_t count_nonfinite(DType t, const uint8_t* p, size_t n) {
     case DType::BF16: return count_nonfinite<uint16_t>(p, n, 0x7f80);
     case DType::F32: return count_nonfinite<uint32_t>(p, n, 0x7f800000u);
     case DType::F64: return count_nonfinite<uint64_t>(p, n, 0x7ff0000000000000ull);
+    default: return 0;  // integers are always finite
   }
-  return 0;
 }
 
 }  // namespace
@@ -192,7 +200,7 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, co
     TensorView v;
     v.name = name;
     if (!t["dtype"].is_string() || !parse_dtype(t["dtype"].get<std::string>(), v.dtype))
-      throw Error(where, "unsupported dtype " + t["dtype"].dump() + " (ctxsim reads F32, F16, BF16 and F64)",
+      throw Error(where, "unsupported dtype " + t["dtype"].dump() + " (ctxsim reads F32, F16, BF16 and F64 weights, and integer buffers)",
                   "convert the checkpoint's floating weights to one of these");
     if (!t["shape"].is_array()) throw Error(where, "shape is not a list", kFixCorrupt);
     for (const auto& d : t["shape"]) {

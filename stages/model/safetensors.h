@@ -10,9 +10,12 @@
 
 namespace ctxsim {
 
-enum class DType { F16, BF16, F32, F64 };
+// The floating types are weights; the integer types (and BOOL) are buffers a checkpoint may carry
+// beside them, which the reader accepts and a model never uses as a weight.
+enum class DType { F16, BF16, F32, F64, BOOL, U8, I8, I16, U16, I32, U32, I64, U64 };
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "F32"
+bool dtype_is_floating(DType t);
 
 struct TensorView {
   std::string name;
