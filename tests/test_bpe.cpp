@@ -138,6 +138,40 @@ TEST(ByteLevelFiles, TokenizerJsonReadsBothMergeSpellings) {
   EXPECT_EQ(t.encode("abcab").ids, (std::vector<int32_t>{257, 256}));
 }
 
+// Added tokens (the tokenizers library's): matched in the text before the pre-tokenizer, leftmost
+// then longest, never merged, each a word; lstrip/rstrip take the whitespace beside them.
+// vocab.json + merges.txt get GPT-2's <|endoftext|>, or RoBERTa's five when the vocabulary has <s>
+// and </s> (where <|endoftext|> is an ordinary token).
+TEST(ByteLevel, AddedTokensAreMatchedFirstAndNeverMerged) {
+  const auto id = [](const BpeTokenizer& t, const char* token) { return t.vocab().id(token); };
+  BpeTokenizer gpt2 = tiny({"<|endoftext|>"}, "");
+  const int32_t eot = id(gpt2, "<|endoftext|>");
+  Encoding e = gpt2.encode("a<|endoftext|><|endoftext|> b<|endoftext");
+  EXPECT_EQ(e.ids, (std::vector<int32_t>{'a', eot, eot, id(gpt2, "\u0120"), 'b', '<', '|', 'e', 'n', 'd', 'o', 'f', 't', 'e', 'x', 't'}));
+  EXPECT_EQ(e.word_ids, (std::vector<int32_t>{0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}));
+  EXPECT_EQ(e.num_words, 4);
+
+  BpeTokenizer roberta = tiny({"<s>", "</s>", "<mask>", "<|endoftext|>"}, "");
+  EXPECT_EQ(roberta.encode("<s>x</s>").ids, (std::vector<int32_t>{id(roberta, "<s>"), 'x', id(roberta, "</s>")}));
+  EXPECT_EQ(roberta.encode("<|endoftext|>").ids.size(), 13u);  // not RoBERTa's: its bytes
+
+  nlohmann::json j;
+  j["model"] = {{"type", "BPE"}, {"vocab", nlohmann::json::parse(vocab_json({"<mask>", "</s>"}))}, {"merges", nlohmann::json::array()}};
+  j["pre_tokenizer"] = {{"type", "ByteLevel"}};
+  j["added_tokens"] = {{{"id", 256}, {"content", "<mask>"}, {"lstrip", true}, {"rstrip", false}},
+                       {{"id", 257}, {"content", "</s>"}, {"lstrip", false}, {"rstrip", true}}};
+  BpeTokenizer flags(BpeModel::parse_tokenizer_json(j.dump(), "tokenizer.json"));
+  const int32_t space = id(flags, "\u0120");
+  EXPECT_EQ(flags.encode("a \u3000 <mask> b").ids, (std::vector<int32_t>{'a', 256, space, 'b'}));  // lstrip takes U+3000 too
+  EXPECT_EQ(flags.encode("a </s>  b").ids, (std::vector<int32_t>{'a', space, 257, 'b'}));
+  // Hostile added tokens: an id that is another token, a single_word token.
+  j["added_tokens"] = {{{"id", 10}, {"content", "<mask>"}}};
+  EXPECT_HAS(error_of([&] { BpeModel::parse_tokenizer_json(j.dump(), "t.json"); }),
+             "t.json: added_tokens[0]: '<mask>' with id 10 is not that token of model.vocab");
+  j["added_tokens"] = {{{"id", 256}, {"content", "<mask>"}, {"single_word", true}}};
+  EXPECT_HAS(error_of([&] { BpeModel::parse_tokenizer_json(j.dump(), "t.json"); }), "matches single words only");
+}
+
 TEST(ByteLevelFiles, TheFolderDecidesTheTokenizer) {
   test::TempDir d;
   d.write("bpe/vocab.json", vocab_json({"ab"}));

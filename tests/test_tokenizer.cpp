@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "stages/base/error.h"
+#include "stages/text/tokenizer_files.h"
+#include "stages/text/tokenizer_json.h"
 #include "test_helpers.h"
 
 namespace ctxsim {
@@ -234,6 +238,46 @@ TEST(TokenizerConfig, ReadsDoLowerCase) {
   EXPECT_FALSE(o.strip_accents);
   dir.write("tokenizer_config.json", "{not json");
   EXPECT_THROW(read_tokenizer_options(dir.path.string(), true), Error);
+}
+
+// A WordPiece tokenizer.json (what BertTokenizerFast saves): the vocabulary from model.vocab, the
+// options from the BertNormalizer; the folder picks it when it has no vocab.txt; what ctxsim's
+// WordPiece would not do exactly as the file says is refused naming the component.
+TEST(TokenizerJson, WordPieceFromTokenizersFormat) {
+  nlohmann::json j;
+  j["model"] = {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"}, {"max_input_chars_per_word", 5}};
+  j["model"]["vocab"] = {{"[PAD]", 0}, {"[UNK]", 1}, {"[CLS]", 2}, {"[SEP]", 3}, {"Café", 4}, {"cafe", 5}, {"##s", 6}};
+  j["normalizer"] = {
+      {"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true}, {"strip_accents", nullptr}, {"lowercase", false}};
+  j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
+  WordPieceJson cased = parse_wordpiece_tokenizer_json(j.dump(), "tokenizer.json");
+  EXPECT_FALSE(cased.options.lower_case);
+  EXPECT_FALSE(cased.options.strip_accents);  // null follows lowercase
+  EXPECT_EQ(cased.options.max_chars_per_word, 5);
+  BertTokenizer t(std::move(cased.vocab), cased.options);
+  EXPECT_EQ(t.encode("Cafés [SEP] cafess").ids, (std::vector<int32_t>{4, 6, 3, 1}));  // 6 characters: over the limit
+  j["normalizer"]["lowercase"] = true;
+  test::TempDir dir;
+  dir.write("m/tokenizer.json", j.dump());
+  const auto folder = open_tokenizer((dir.path / "m").string(), TokenizerOptions{});
+  EXPECT_STREQ(folder->kind(), "WordPiece");
+  EXPECT_EQ(folder->encode("Cafés").ids, (std::vector<int32_t>{5, 6}));
+  const auto refused = [&](const char* key, const nlohmann::json& value, const char* message) {
+    nlohmann::json k = j;
+    k[nlohmann::json::json_pointer(key)] = value;
+    try {
+      parse_wordpiece_tokenizer_json(k.dump(), "tok.json");
+      ADD_FAILURE() << key << " accepted";
+    } catch (const Error& e) { EXPECT_HAS(std::string(e.what()), message); }
+  };
+  refused("/model/continuing_subword_prefix", "@@", "tok.json: model.continuing_subword_prefix: is \"@@\"");
+  refused("/normalizer/type", "NFKC", "tok.json: normalizer: is NFKC");
+  refused("/normalizer/clean_text", false, "tok.json: normalizer.clean_text: is false");
+  refused("/normalizer/lowercase", "yes", "tok.json: normalizer.lowercase: expected true, false or null");
+  refused("/pre_tokenizer/type", "Whitespace", "tok.json: pre_tokenizer: is Whitespace");
+  refused("/model/unk_token", "<unk>", "tok.json: model.unk_token");
+  refused("/model/max_input_chars_per_word", 0, "tok.json: model.max_input_chars_per_word");
+  refused("/model/vocab", nlohmann::json::object({{"a", 0}}), "tok.json: model.vocab: has no [UNK] token");
 }
 
 }  // namespace

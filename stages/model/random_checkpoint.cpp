@@ -24,9 +24,16 @@ struct TokenizerOut {
   int64_t size = 0;
 };
 
-TokenizerOut wordpiece_files(const std::string& path) {
-  const std::string vocab = read_file_bytes(path, kMaxVocabBytes, "the vocabulary",
-                                            "give --vocab a vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
+// vocab.txt as read, or written from a WordPiece tokenizer.json's tokens.
+TokenizerOut wordpiece_files(const TokenizerFiles& files) {
+  const std::string& path = files.vocab;
+  std::string vocab;
+  if (files.wordpiece_json()) {
+    vocab = files.wordpiece_vocab().lines();
+  } else {
+    vocab = read_file_bytes(path, kMaxVocabBytes, "the vocabulary",
+                            "give --vocab a vocab.txt (scripts/setup.sh makes data/vocab/bert-base-uncased.txt)");
+  }
   int64_t lines = 0;
   for (char c : vocab) lines += c == '\n';
   if (!vocab.empty() && vocab.back() != '\n') ++lines;
@@ -72,7 +79,13 @@ TokenizerOut tokenizer_files_for(const FamilySpec& f, const std::string& path) {
                     " model's tokenizer is " + (f.byte_level_bpe ? "byte-level BPE" : "WordPiece"),
                 "give --vocab a vocab.txt for BERT and DistilBERT (data/vocab/bert-base-uncased.txt), a folder with vocab.json and "
                 "merges.txt (data/vocab/gpt2) or a tokenizer.json for GPT-2 and RoBERTa");
-  return bpe ? bpe_files(f, path, files) : wordpiece_files(files.vocab);
+  TokenizerOut out = bpe ? bpe_files(f, path, files) : wordpiece_files(files);
+  // A model folder's tokenizer options (do_lower_case, …) go with its vocabulary.
+  const std::string options = (std::filesystem::path(path) / "tokenizer_config.json").string();
+  if (path_kind(path, path) == PathKind::Folder && path_kind(options, options) == PathKind::File)
+    out.files.emplace_back("tokenizer_config.json",
+                           read_file_bytes(options, kMaxJsonBytes, "the tokenizer options", "check the model folder"));
+  return out;
 }
 
 uint64_t fnv1a(const std::string& s) {

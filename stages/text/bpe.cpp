@@ -10,6 +10,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/text/tokenizer_json.h"
 #include "stages/text/utf8.h"
 
 namespace ctxsim {
@@ -33,26 +34,6 @@ namespace {
 constexpr const char* kVocabFix = "give the model's vocab.json and merges.txt (GPT-2's: scripts/fetch_data.sh writes data/vocab/gpt2)";
 constexpr size_t kMaxMergesBytes = size_t(64) << 20;
 
-// vocab.json's object: token → id, ids 0 … n-1 once each.
-Vocab vocab_from_json(const nlohmann::json& j, const std::string& name) {
-  if (!j.is_object() || j.empty())
-    throw Error(name, "expected a JSON object of tokens to ids, got " + std::string(j.type_name()), kVocabFix);
-  if (j.size() > size_t(std::numeric_limits<int32_t>::max() / 2)) throw Error(name, "too many tokens", kVocabFix);
-  std::vector<std::string> tokens(j.size());
-  std::vector<uint8_t> seen(j.size(), 0);
-  for (const auto& [token, id] : j.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= int64_t(j.size()))
-      throw Error(name + ": \"" + utf8::replace_invalid(token.substr(0, 64)) + "\"",
-                  "the id " + id.dump() + " is not a whole number from 0 to " + std::to_string(j.size() - 1) + " (the token count - 1)",
-                  kVocabFix);
-    const size_t i = size_t(id.get<int64_t>());
-    if (seen[i]) throw Error(name, "the id " + std::to_string(i) + " is given to two tokens", kVocabFix);
-    seen[i] = 1;
-    tokens[i] = token;
-  }
-  return Vocab::from_tokens(tokens);
-}
-
 // One merge: the ids of its parts and result, or an Error naming `where`.
 void add_merge(BpeModel& m, const std::string& left, const std::string& right, int32_t rank, const std::string& where) {
   const int32_t a = m.vocab.id(left), b = m.vocab.id(right), ab = m.vocab.id(left + right);
@@ -75,6 +56,30 @@ void index_bytes(BpeModel& m, const std::string& name) {
   }
 }
 
+// Rust's char::is_whitespace (the White_Space property), which the tokenizers library's lstrip and
+// rstrip take.
+bool is_white_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+void sort_added(BpeModel& m) {
+  std::stable_sort(m.added.begin(), m.added.end(),
+                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
+}
+
+// vocab.json + merges.txt carry no added tokens: those that transformers' tokenizer classes add
+// for these files (5.x: none strips whitespace), RoBERTa's when the vocabulary has <s> and </s>,
+// else GPT-2's <|endoftext|>. A tokenizer.json lists its own.
+void add_default_specials(BpeModel& m) {
+  const bool roberta = m.vocab.id("<s>") >= 0 && m.vocab.id("</s>") >= 0;
+  const std::vector<const char*> names =
+      roberta ? std::vector<const char*>{"<s>", "<pad>", "</s>", "<unk>", "<mask>"} : std::vector<const char*>{"<|endoftext|>"};
+  for (const char* name : names)
+    if (const int32_t id = m.vocab.id(name); id >= 0) m.added.push_back({name, id, false, false});
+  sort_added(m);
+}
+
 nlohmann::json parse_json(const std::string& text, const std::string& name) {
   try {
     return nlohmann::json::parse(text);
@@ -87,7 +92,7 @@ std::shared_ptr<const BpeModel> BpeModel::parse(const std::string& vocab_json, c
                                                 const std::string& merges_name) {
   auto m = std::make_shared<BpeModel>();
   m->source = vocab_name + " + " + merges_name;
-  m->vocab = vocab_from_json(parse_json(vocab_json, vocab_name), vocab_name);
+  m->vocab = vocab_from_json(parse_json(vocab_json, vocab_name), vocab_name, kVocabFix);
   index_bytes(*m, vocab_name);
   const size_t bad = utf8::find_invalid(merges_txt);
   if (bad != utf8::npos) throw Error(merges_name, "invalid UTF-8 at " + utf8::describe_offset(merges_txt, bad), kVocabFix);
@@ -104,6 +109,7 @@ std::shared_ptr<const BpeModel> BpeModel::parse(const std::string& vocab_json, c
       throw Error(where, "expected two tokens separated by one space, got '" + line.substr(0, 80) + "'", kVocabFix);
     add_merge(*m, line.substr(0, space), line.substr(space + 1), rank++, where);
   }
+  add_default_specials(*m);
   return m;
 }
 
@@ -118,8 +124,9 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   const nlohmann::json model = member(j, "model");
   const std::string type = member(model, "type").is_string() ? member(model, "type").get<std::string>() : std::string("(none)");
   if (type != "BPE")
-    throw Error(name + ": model.type", "is " + type + "; ctxsim reads byte-level BPE (GPT-2, RoBERTa) from a tokenizer.json",
-                "for WordPiece (BERT) give the model's vocab.txt; other tokenizers are not supported");
+    throw Error(name + ": model.type",
+                "is " + type + "; ctxsim reads a tokenizer.json of byte-level BPE (GPT-2, RoBERTa) or WordPiece (BERT)",
+                "give the model's own tokenizer files; other tokenizer models are not supported");
   // The ByteLevel pre-tokenizer, alone or in a Sequence.
   const nlohmann::json pre = member(j, "pre_tokenizer");
   bool byte_level = member(pre, "type") == "ByteLevel";
@@ -130,7 +137,7 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
                 "give a GPT-2 or RoBERTa tokenizer.json, or its vocab.json and merges.txt");
   auto m = std::make_shared<BpeModel>();
   m->source = name;
-  m->vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab");
+  m->vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab", kVocabFix);
   index_bytes(*m, name + ": model.vocab");
   const nlohmann::json merges = member(model, "merges");
   if (!merges.is_array()) throw Error(name + ": model.merges", "expected a list of merges", kVocabFix);
@@ -152,6 +159,24 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
     }
     add_merge(*m, left, right, rank++, where);
   }
+  const nlohmann::json added = member(j, "added_tokens");
+  if (!added.is_null() && !added.is_array()) throw Error(name + ": added_tokens", "expected a list", kVocabFix);
+  for (size_t i = 0; i < (added.is_array() ? added.size() : 0); ++i) {
+    const std::string where = name + ": added_tokens[" + std::to_string(i) + "]";
+    const nlohmann::json& e = added[i];
+    const nlohmann::json content = member(e, "content"), id = member(e, "id");
+    if (!content.is_string() || content.get<std::string>().empty() || !id.is_number_integer())
+      throw Error(where, "needs a non-empty content and an integer id", kVocabFix);
+    const std::string text = content.get<std::string>();
+    if (id.get<int64_t>() < 0 || id.get<int64_t>() >= m->vocab.size() || m->vocab.token(int32_t(id.get<int64_t>())) != text)
+      throw Error(where, "'" + utf8::replace_invalid(text.substr(0, 64)) + "' with id " + id.dump() + " is not that token of model.vocab",
+                  "ctxsim reads added tokens that are tokens of the model's vocabulary; give the model's own tokenizer.json");
+    if (member(e, "single_word") == true)
+      throw Error(where, "'" + utf8::replace_invalid(text.substr(0, 64)) + "' matches single words only, which ctxsim does not implement",
+                  "give a tokenizer.json without single_word added tokens");
+    m->added.push_back({text, int32_t(id.get<int64_t>()), member(e, "lstrip") == true, member(e, "rstrip") == true});
+  }
+  sort_added(*m);
   return m;
 }
 
@@ -185,15 +210,21 @@ struct BpeTokenizer::Pattern {
 
 BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeModel> model) : model_(std::move(model)), pattern_(std::make_unique<Pattern>()) {
   CTXSIM_CHECK(model_, "a BPE tokenizer needs its model");
+  for (const AddedToken& a : model_->added) added_first_[static_cast<unsigned char>(a.content[0])] = true;
 }
 BpeTokenizer::~BpeTokenizer() = default;
 BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
 BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 
-template <class OnPiece>
-void BpeTokenizer::for_each_piece(std::string_view text, OnPiece&& on_piece) {
+namespace {
+void check_utf8(std::string_view text) {
   const size_t bad = utf8::find_invalid(text);
   if (bad != utf8::npos) throw Error("text", "invalid UTF-8 at " + utf8::describe_offset(text, bad), "give UTF-8 text");
+}
+}  // namespace
+
+template <class OnPiece>
+void BpeTokenizer::for_each_piece(std::string_view text, OnPiece&& on_piece) {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t at = 0;
   while (at < text.size()) {
@@ -208,6 +239,7 @@ void BpeTokenizer::for_each_piece(std::string_view text, OnPiece&& on_piece) {
 }
 
 std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) {
+  check_utf8(text);
   std::vector<std::string_view> out;
   for_each_piece(text, [&](std::string_view p) { out.push_back(p); });
   return out;
@@ -250,7 +282,7 @@ void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
   ids.insert(ids.end(), w.begin(), w.end());
 }
 
-void BpeTokenizer::encode(std::string_view text, Encoding& out) {
+void BpeTokenizer::encode_segment(std::string_view text, Encoding& out) {
   bool any = false;
   for_each_piece(text, [&](std::string_view piece) {
     if (any && piece[0] == ' ') ++out.num_words;  // a word starts at a piece that starts with a space (SPEC §7)
@@ -259,6 +291,44 @@ void BpeTokenizer::encode(std::string_view text, Encoding& out) {
     out.word_ids.resize(out.ids.size(), out.num_words);
   });
   if (any) ++out.num_words;
+}
+
+void BpeTokenizer::encode(std::string_view text, Encoding& out) {
+  // Added tokens first, leftmost then longest, as the tokenizers library splits on them; each is a
+  // word of its own, and the text between them is pre-tokenized and merged alone.
+  check_utf8(text);
+  const auto& added = model_->added;
+  size_t seg = 0;
+  for (size_t i = 0; i < text.size() && !added.empty(); ++i) {
+    if (!added_first_[static_cast<unsigned char>(text[i])]) continue;
+    const AddedToken* hit = nullptr;
+    for (const AddedToken& a : added)
+      if (text.compare(i, a.content.size(), a.content) == 0) {
+        hit = &a;
+        break;
+      }
+    if (!hit) continue;
+    size_t before = i, after = i + hit->content.size();
+    if (hit->lstrip)
+      while (before > seg) {
+        size_t at = before - 1;
+        while (at > seg && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;  // to the character's first byte
+        size_t next = at;
+        if (!is_white_space(utf8::next(text, next))) break;
+        before = at;
+      }
+    if (hit->rstrip)
+      for (size_t next = after; next < text.size();) {
+        if (!is_white_space(utf8::next(text, next))) break;
+        after = next;
+      }
+    if (before > seg) encode_segment(text.substr(seg, before - seg), out);
+    out.ids.push_back(hit->id);
+    out.word_ids.push_back(out.num_words++);
+    seg = after;
+    i = after - 1;
+  }
+  if (seg < text.size()) encode_segment(text.substr(seg), out);
 }
 
 std::vector<std::string> BpeTokenizer::tokens(const std::vector<int32_t>& ids) const {

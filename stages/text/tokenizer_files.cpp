@@ -5,10 +5,25 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/text/bpe.h"
+#include "stages/text/tokenizer_json.h"
 
 namespace fs = std::filesystem;
 
 namespace ctxsim {
+
+namespace {
+
+// A tokenizer.json's kind by its model: WordPiece, else byte-level BPE (whose reader names any
+// other model type).
+TokenizerKind json_kind(const std::string& path) {
+  return tokenizer_json_model_type(path) == "WordPiece" ? TokenizerKind::WordPiece : TokenizerKind::ByteLevelBpe;
+}
+
+}  // namespace
+
+bool TokenizerFiles::wordpiece_json() const { return kind == TokenizerKind::WordPiece && fs::path(vocab).extension() == ".json"; }
+
+Vocab TokenizerFiles::wordpiece_vocab() const { return wordpiece_json() ? load_wordpiece_tokenizer_json(vocab).vocab : Vocab::load(vocab); }
 
 TokenizerFiles find_tokenizer_files(const std::string& path) {
   const PathKind kind = path_kind(path, path);
@@ -17,14 +32,17 @@ TokenizerFiles find_tokenizer_files(const std::string& path) {
   TokenizerFiles f;
   if (kind != PathKind::Folder) {
     f.vocab = path;
-    f.kind = fs::path(path).extension() == ".json" ? TokenizerKind::ByteLevelBpe : TokenizerKind::WordPiece;
+    f.kind = fs::path(path).extension() == ".json" ? json_kind(path) : TokenizerKind::WordPiece;
     return f;
   }
   const auto in = [&](const char* name) { return (fs::path(path) / name).string(); };
   const auto has = [&](const char* name) { return path_kind(in(name), in(name)) == PathKind::File; };
-  if (has("vocab.json") && has("merges.txt")) return {TokenizerKind::ByteLevelBpe, in("vocab.json"), in("merges.txt")};
+  // vocab.txt (with tokenizer_config.json) says all a WordPiece tokenizer.json does. A BPE's
+  // tokenizer.json says more than vocab.json + merges.txt (its added tokens and their flags), and
+  // is what transformers' AutoTokenizer reads when a folder has both.
   if (has("vocab.txt")) return {TokenizerKind::WordPiece, in("vocab.txt"), ""};
-  if (has("tokenizer.json")) return {TokenizerKind::ByteLevelBpe, in("tokenizer.json"), ""};
+  if (has("tokenizer.json")) return {json_kind(in("tokenizer.json")), in("tokenizer.json"), ""};
+  if (has("vocab.json") && has("merges.txt")) return {TokenizerKind::ByteLevelBpe, in("vocab.json"), in("merges.txt")};
   if (has("vocab.json") || has("merges.txt"))
     throw Error(path, std::string("has ") + (has("vocab.json") ? "vocab.json but no merges.txt" : "merges.txt but no vocab.json"),
                 "a byte-level BPE needs both files (or a tokenizer.json)");
@@ -34,6 +52,10 @@ TokenizerFiles find_tokenizer_files(const std::string& path) {
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece) {
   const TokenizerFiles f = find_tokenizer_files(path);
+  if (f.wordpiece_json()) {
+    WordPieceJson j = load_wordpiece_tokenizer_json(f.vocab);
+    return std::make_unique<BertTokenizer>(std::move(j.vocab), j.options);
+  }
   if (f.kind == TokenizerKind::WordPiece) return std::make_unique<BertTokenizer>(Vocab::load(f.vocab), wordpiece);
   return std::make_unique<BpeTokenizer>(f.merges.empty() ? BpeModel::load_tokenizer_json(f.vocab) : BpeModel::load(f.vocab, f.merges));
 }

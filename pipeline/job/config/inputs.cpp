@@ -12,6 +12,7 @@
 #include "stages/model/bert_config.h"
 #include "stages/text/bpe.h"
 #include "stages/text/tokenizer_files.h"
+#include "stages/text/tokenizer_json.h"
 
 namespace fs = std::filesystem;
 
@@ -86,18 +87,14 @@ std::shared_ptr<const BpeModel> load_bpe(const TokenizerFiles& f) {
   return f.merges.empty() ? BpeModel::load_tokenizer_json(f.vocab) : BpeModel::load(f.vocab, f.merges);
 }
 
-std::string joined_tokens(const Vocab& v) {
-  std::string text;
-  for (int32_t id = 0; id < v.size(); ++id) (text += v.token(id)) += '\n';
-  return text;
-}
-
 }  // namespace
 
 std::string vocab_text(const Config& c) {
   const TokenizerFiles f = config_tokenizer_files(c);
-  if (f.kind == TokenizerKind::WordPiece) return read_file_bytes(f.vocab, kMaxVocabBytes, "the vocabulary", "check model.vocab");
-  return joined_tokens(load_bpe(f)->vocab);
+  if (f.kind == TokenizerKind::WordPiece && !f.wordpiece_json())
+    return read_file_bytes(f.vocab, kMaxVocabBytes, "the vocabulary", "check model.vocab");
+  if (f.kind == TokenizerKind::WordPiece) return f.wordpiece_vocab().lines();
+  return load_bpe(f)->vocab.lines();
 }
 
 std::string model_config_sha256(const std::string& dir) {
@@ -165,7 +162,12 @@ JobTokenizer make_tokenizer(const Config& c) {
                     (t.family->byte_level_bpe ? "byte-level BPE" : "WordPiece") + ", but " + vocab_path(c) + " is " +
                     (files.kind == TokenizerKind::ByteLevelBpe ? "byte-level BPE" : "a WordPiece vocab.txt"),
                 "give the tokenizer files that belong to the model (its own folder's, or set model.vocab to them)");
-  if (files.kind == TokenizerKind::WordPiece) {
+  if (files.wordpiece_json()) {
+    // The file's own normalizer says how it lower-cases; model.do_lower_case may override it.
+    WordPieceJson j = load_wordpiece_tokenizer_json(files.vocab);
+    if (c.model.do_lower_case != LowerCase::Auto) j.options.lower_case = j.options.strip_accents = c.model.do_lower_case == LowerCase::True;
+    t.tokenizer = std::make_unique<BertTokenizer>(std::move(j.vocab), j.options);
+  } else if (files.kind == TokenizerKind::WordPiece) {
     TokenizerOptions options;
     if (c.model.do_lower_case == LowerCase::Auto) {
       options = dir.empty() ? TokenizerOptions{} : read_tokenizer_options(dir, true);

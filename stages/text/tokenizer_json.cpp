@@ -1,0 +1,107 @@
+#include "stages/text/tokenizer_json.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/text/utf8.h"
+
+namespace ctxsim {
+namespace {
+
+constexpr const char* kWordPieceFix =
+    "give the model's vocab.txt (and its tokenizer_config.json) instead, or a tokenizer.json that Hugging Face's BertTokenizerFast writes";
+constexpr size_t kMaxTokenizerJsonBytes = size_t(128) << 20;
+
+nlohmann::json parse_json(const std::string& text, const std::string& name) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(name, std::string("not valid JSON: ") + e.what(), "give the tokenizer.json as Hugging Face saves it");
+  }
+}
+
+nlohmann::json member(const nlohmann::json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : nlohmann::json(); }
+
+std::string type_of(const nlohmann::json& o) {
+  const nlohmann::json t = member(o, "type");
+  return t.is_string() ? t.get<std::string>() : std::string("(none)");
+}
+
+// A boolean member: its value, `absent` when missing or null, an Error when another type.
+bool flag(const nlohmann::json& o, const char* key, bool absent, const std::string& where) {
+  const nlohmann::json v = member(o, key);
+  if (v.is_null()) return absent;
+  if (!v.is_boolean()) throw Error(where + "." + key, "expected true, false or null, got " + v.dump().substr(0, 40), kWordPieceFix);
+  return v.get<bool>();
+}
+
+}  // namespace
+
+std::string tokenizer_json_model_type(const std::string& path) {
+  return type_of(member(parse_json(read_file_bytes(path, kMaxTokenizerJsonBytes, "the tokenizer", kWordPieceFix), path), "model"));
+}
+
+Vocab vocab_from_json(const nlohmann::json& j, const std::string& name, const std::string& fix) {
+  if (!j.is_object() || j.empty()) throw Error(name, "expected a JSON object of tokens to ids, got " + std::string(j.type_name()), fix);
+  if (j.size() > size_t(std::numeric_limits<int32_t>::max() / 2)) throw Error(name, "too many tokens", fix);
+  std::vector<std::string> tokens(j.size());
+  std::vector<uint8_t> seen(j.size(), 0);
+  for (const auto& [token, id] : j.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= int64_t(j.size()))
+      throw Error(name + ": \"" + utf8::replace_invalid(token.substr(0, 64)) + "\"",
+                  "the id " + id.dump() + " is not a whole number from 0 to " + std::to_string(j.size() - 1) + " (the token count - 1)",
+                  fix);
+    const size_t i = size_t(id.get<int64_t>());
+    if (seen[i]) throw Error(name, "the id " + std::to_string(i) + " is given to two tokens", fix);
+    seen[i] = 1;
+    tokens[i] = token;
+  }
+  return Vocab::from_tokens(tokens);
+}
+
+WordPieceJson parse_wordpiece_tokenizer_json(const std::string& text, const std::string& name) {
+  const nlohmann::json j = parse_json(text, name);
+  const nlohmann::json model = member(j, "model");
+  if (type_of(model) != "WordPiece")
+    throw Error(name + ": model.type", "is " + type_of(model) + ", not WordPiece", "give a BERT tokenizer.json or the model's vocab.txt");
+  const nlohmann::json prefix = member(model, "continuing_subword_prefix");
+  if (!prefix.is_null() && prefix != "##")
+    throw Error(name + ": model.continuing_subword_prefix", "is " + prefix.dump().substr(0, 40) + "; ctxsim's WordPiece continues with ##",
+                kWordPieceFix);
+  const nlohmann::json unk = member(model, "unk_token");
+  if (!unk.is_null() && unk != "[UNK]")
+    throw Error(name + ": model.unk_token", "is " + unk.dump().substr(0, 40) + "; ctxsim's WordPiece's unknown token is [UNK]",
+                kWordPieceFix);
+  WordPieceJson out;
+  const nlohmann::json max_chars = member(model, "max_input_chars_per_word");
+  if (!max_chars.is_null()) {
+    if (!max_chars.is_number_integer() || max_chars.get<int64_t>() < 1 || max_chars.get<int64_t>() > (int64_t(1) << 20))
+      throw Error(name + ": model.max_input_chars_per_word", "expected a whole number from 1 to 1048576", kWordPieceFix);
+    out.options.max_chars_per_word = int(max_chars.get<int64_t>());
+  }
+  const nlohmann::json norm = member(j, "normalizer");
+  if (type_of(norm) != "BertNormalizer")
+    throw Error(name + ": normalizer",
+                "is " + type_of(norm) + "; ctxsim's WordPiece applies BERT's normalizer (BertNormalizer) and no other", kWordPieceFix);
+  if (!flag(norm, "clean_text", true, name + ": normalizer"))
+    throw Error(name + ": normalizer.clean_text", "is false; ctxsim's WordPiece always removes control characters", kWordPieceFix);
+  out.options.split_cjk = flag(norm, "handle_chinese_chars", true, name + ": normalizer");
+  out.options.lower_case = flag(norm, "lowercase", true, name + ": normalizer");
+  out.options.strip_accents = flag(norm, "strip_accents", out.options.lower_case, name + ": normalizer");  // null follows lowercase
+  const nlohmann::json pre = member(j, "pre_tokenizer");
+  if (type_of(pre) != "BertPreTokenizer")
+    throw Error(name + ": pre_tokenizer",
+                "is " + type_of(pre) + "; ctxsim's WordPiece splits words as BertPreTokenizer does and no other way", kWordPieceFix);
+  out.vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab", kWordPieceFix);
+  if (out.vocab.unk_id() < 0) throw Error(name + ": model.vocab", "has no [UNK] token", kWordPieceFix);
+  return out;
+}
+
+WordPieceJson load_wordpiece_tokenizer_json(const std::string& path) {
+  return parse_wordpiece_tokenizer_json(read_file_bytes(path, kMaxTokenizerJsonBytes, "the tokenizer", kWordPieceFix), path);
+}
+
+}  // namespace ctxsim
