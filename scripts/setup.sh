@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One-command setup on Debian 12 (as root or with sudo): Debian packages, the project venv (.venv:
 # transformers, tokenizers and the CPU build of torch, every file hash-pinned in
-# scripts/requirements.txt), pinned data and models in data/, then configure and build into build/. Idempotent: installs and downloads only what is missing,
-# and the build is incremental.
+# scripts/requirements.txt), pinned data and models in data/, then configure and build into build/.
+# Idempotent: installs and downloads only what is missing, and the build is incremental.
 #   bash scripts/setup.sh                   # everything: build, run and test packages, data, build/
 #   SKIP_BUILD=1 bash scripts/setup.sh      # the same without the build
 #   bash scripts/setup.sh --runtime-only    # only the shared libraries an installed ctxsim binary
@@ -137,14 +137,19 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   fi
   say "building $BUILD (${JOBS:-$(nproc)} jobs)"
   cmake --build "$BUILD" -j "${JOBS:-$(nproc)}"
-  # The default job's model: a seeded random BERT-base in the Hugging Face format (the study's
-  # random-init control; no pretrained weights can be downloaded here).
-  MODEL=data/models/bert-base-seed0
-  if [ -f "$MODEL/model.safetensors" ] && "$BUILD/ctxsim" model-info "$MODEL" >/dev/null 2>&1; then
-    say "model present: $MODEL"
-  else
-    say "writing $MODEL (ctxsim init-model --preset bert-base --seed 0)"
-    "$BUILD/ctxsim" init-model --preset bert-base --seed 0 --vocab data/vocab/bert-base-uncased.txt --out "$MODEL"
-  fi
+  # Seeded random controls in the Hugging Face format: BERT-base (the study's random-init control
+  # at its scale, bench-model's shape) and a model of the default job's shape and vocabulary
+  # (all-MiniLM-L6-v2's config.json; configs/default.yaml names it).
+  random_model() {  # random_model OUT INIT-MODEL-ARGS...
+    local out=$1; shift
+    if [ -f "$out/model.safetensors" ] && "$BUILD/ctxsim" model-info "$out" > /dev/null 2>&1; then
+      say "model present: $out"
+    else
+      say "writing $out (ctxsim init-model $* --seed 0)"
+      "$BUILD/ctxsim" init-model "$@" --seed 0 --out "$out"
+    fi
+  }
+  random_model data/models/bert-base-seed0 --preset bert-base --vocab data/vocab/bert-base-uncased.txt
+  random_model data/models/all-MiniLM-L6-v2-random --like data/models/all-MiniLM-L6-v2
 fi
 say "done"

@@ -152,6 +152,31 @@ case "$CASE" in
     head -c 1000 "$TMP/base/model.safetensors" > "$TMP/a/model.safetensors"
     "$CTXSIM" model-info "$TMP/a" 2> "$TMP/err" && fail "truncated checkpoint accepted"
     contains "$(cat "$TMP/err")" "model.safetensors: header length"
+    # --like: the random control of a real model (setup writes all-MiniLM-L6-v2's): its config.json's
+    # family and shape, its own tokenizer files; the same seed twice, the same bytes.
+    real=data/models/all-MiniLM-L6-v2
+    [ -f $real/config.json ] || fail "$real is missing (scripts/setup.sh fetches it)"
+    out=$("$CTXSIM" init-model --like $real --seed 3 --out "$TMP/like") || fail "init-model --like"
+    contains "$out" "the shape of $real (6 layers, hidden 384, 12 heads, ffn 1536), seed 3"
+    "$CTXSIM" init-model --like $real --seed 3 --out "$TMP/like2" > /dev/null || fail "init-model --like again"
+    cmp -s "$TMP/like/model.safetensors" "$TMP/like2/model.safetensors" || fail "--like: two runs differ"
+    for f in vocab.txt tokenizer_config.json; do cmp -s $real/$f "$TMP/like/$f" || fail "--like: $f is not the model's own"; done
+    /usr/bin/python3 - $real/config.json "$TMP/like/config.json" <<'PY' || fail "--like: config.json differs in shape"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+keys = ["model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+        "hidden_act", "layer_norm_eps", "type_vocab_size", "vocab_size", "pad_token_id"]
+assert all(a[k] == b[k] for k in keys), {k: (a[k], b[k]) for k in keys if a[k] != b[k]}
+PY
+    [ "$(sha256sum < "$TMP/like/model.safetensors")" != "$(sha256sum < $real/model.safetensors)" ] || fail "--like copied the weights"
+    "$CTXSIM" init-model --like $real --preset bert-tiny --out "$TMP/x" > /dev/null 2> "$TMP/err"; [ $? -eq 2 ] || fail "--like with --preset"
+    contains "$(cat "$TMP/err")" "--preset excludes --like"
+    mkdir "$TMP/empty"
+    "$CTXSIM" init-model --like "$TMP/empty" --out "$TMP/x" > /dev/null 2> "$TMP/err"; [ $? -eq 1 ] || fail "--like without config.json"
+    contains "$(cat "$TMP/err")" "--like $TMP/empty: has no config.json"
+    "$CTXSIM" init-model --out "$TMP/x" > /dev/null 2> "$TMP/err"; [ $? -eq 2 ] || fail "no --vocab, no --like"
+    contains "$(cat "$TMP/err")" "--vocab: is required"
+    [ ! -e "$TMP/x" ] || fail "a refused init-model wrote $TMP/x"
     ;;
   torch_reference)
     # A second, independent implementation of SPEC §2-§4 (scripts/torch_pipeline.py: plain PyTorch,
@@ -638,7 +663,7 @@ PY
     out=$("$CTXSIM" inspect --text "$text" --out "$TMP/i" 2> "$TMP/err") || fail "inspect: $(cat "$TMP/err")"
     contains "$out" "explorer:  $TMP/i/report.html"
     for f in report.html heads.h5 store.h5 input.txt inspect.yaml; do [ -s "$TMP/i/$f" ] || fail "no $f"; done
-    tokens=$(echo "$text" | "$CTXSIM" tokenize --model models/brown-bert --tokens) || fail "tokenize"
+    tokens=$(echo "$text" | "$CTXSIM" tokenize --model data/models/all-MiniLM-L6-v2 --tokens) || fail "tokenize"  # the default model's
     /usr/bin/python3 - "$TMP/i" "[CLS] $tokens [SEP]" > "$TMP/py" 2>&1 <<'PY' || fail "heads.h5: $(cat "$TMP/py")"
 import sys, h5py, numpy as np, xarray as xr
 d, expected = sys.argv[1], sys.argv[2].split()
@@ -647,7 +672,7 @@ for axis in ("query", "key", "i", "j"):
     assert list(ds[axis].values) == expected, (axis, list(ds[axis].values), expected)
 ctx, att, sim = ds["context"].values, ds["attention"].values, ds["similarity"].values
 L, H, n, dim = ctx.shape
-assert (L, H) == (6, 8) and n == len(expected), ctx.shape
+assert (L, H) == (6, 12) and n == len(expected), ctx.shape
 want = np.einsum("lhid,lhjd->lhij", ctx.astype("f8"), ctx.astype("f8"))
 want[:, :, np.arange(n), np.arange(n)] = 0
 assert np.allclose(sim, want, rtol=1e-4, atol=1e-4 * abs(want).max()), abs(sim - want).max()

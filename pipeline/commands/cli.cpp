@@ -94,7 +94,7 @@ std::vector<Subcommand> config_commands(Args& a) {
        },
        [&] { return cmd_tokenize(a.vocab, a.dir, a.cased, a.tokens, std::cin, std::cout); }},
       {"run", "run the job a config describes (every point of a sweep, or one)",
-       "ctxsim run configs/default.yaml model.path=models/brown-bert-init",
+       "ctxsim run configs/default.yaml model.path=data/models/all-MiniLM-L6-v2-random",
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--sweep-index", a.sweep_index, "run only this point of the config's sweep (0-based)")
@@ -175,7 +175,7 @@ std::vector<Subcommand> config_commands(Args& a) {
 std::vector<Subcommand> store_commands(Args& a) {
   return {
       {"summary", "print per-layer tables of a store's statistics vs chance",
-       "ctxsim summary runs/default/brown-bert/store.h5 --heads 0:3,5:0",
+       "ctxsim summary runs/default/all-MiniLM-L6-v2/store.h5 --heads 0:3,5:0",
        [&](CLI::App& s) {
          s.add_option("store", a.store, "store.h5 written by ctxsim run")->required();
          s.add_option("--heads", a.heads, "layer:head list whose top anchors are shown, e.g. 0:3,11:0")->delimiter(',');
@@ -186,7 +186,7 @@ std::vector<Subcommand> store_commands(Args& a) {
          return print_summary(a.store, a.summary, std::cout);
        }},
       {"report", "figures (PNG, SVG) and a self-contained report.html with an example explorer",
-       "ctxsim report runs/default/brown-bert/store.h5 --out runs/default/report-L5 --heads 5:0,5:7",
+       "ctxsim report runs/default/all-MiniLM-L6-v2/store.h5 --out runs/default/report-L5 --heads 5:0,5:7",
        [&](CLI::App& s) {
          s.add_option("store", a.store, "store.h5 of a finished run")->required();
          s.add_option("--out", a.report.out_dir, "folder (default: next to the store)");
@@ -201,7 +201,7 @@ std::vector<Subcommand> store_commands(Args& a) {
        },
        [&] { return cmd_report(a.store, a.report, std::cout); }},
       {"compare", "several finished runs drawn together: per-layer figures (PNG + SVG) and one compare.html",
-       "ctxsim compare runs/default/brown-bert runs/default/brown-bert-init --labels trained,init --out runs/compare",
+       "ctxsim compare runs/default/all-MiniLM-L6-v2 runs/default/all-MiniLM-L6-v2-random --labels trained,random --out runs/compare",
        [&](CLI::App& s) {
          s.add_option("stores", a.stores, "store.h5 files, or folders searched for complete stores")->required();
          s.add_option("--out", a.compare.out_dir, "folder for compare.html and figures/")->required();
@@ -219,7 +219,7 @@ std::vector<Subcommand> store_commands(Args& a) {
          s.add_option("--out", a.out, "CSV path (default: SWEEP_DIR/collect.csv)");
        },
        [&] { return cmd_collect(a.dir, a.out, std::cout); }},
-      {"status", "where a run stands: complete, or units done (from its resume state)", "ctxsim status runs/default/brown-bert/store.h5",
+      {"status", "where a run stands: complete, or units done (from its resume state)", "ctxsim status runs/default/all-MiniLM-L6-v2/store.h5",
        [&](CLI::App& s) { s.add_option("store", a.store, "store.h5 of a run")->required(); },
        [&] { return cmd_status(a.store, std::cout); }},
   };
@@ -248,9 +248,15 @@ std::vector<Subcommand> model_commands(Args& a) {
                       "bert (BertModel layout) | distilbert (DistilBertForMaskedLM layout) | roberta (RobertaModel layout) | gpt2 "
                       "(GPT2Model layout)")
              ->capture_default_str();
-         s.add_option("--preset", a.init.preset,
-                      "bert-base | distilbert-base | bert-mini | bert-tiny | roberta-base | roberta-tiny | gpt2 | gpt2-tiny (a shape)")
-             ->capture_default_str();
+         auto* preset =
+             s.add_option("--preset", a.init.preset,
+                          "bert-base | distilbert-base | bert-mini | bert-tiny | roberta-base | roberta-tiny | gpt2 | gpt2-tiny (a shape)")
+                 ->capture_default_str();
+         s.add_option("--like", a.init.like,
+                      "a model folder: its config.json's family and shape (the random control of that model), its tokenizer unless "
+                      "--vocab")
+             ->excludes(preset)
+             ->excludes("--family");
          const std::tuple<const char*, int64_t*, const char*> overrides[] = {{"--layers", &a.init.layers, "layer count"},
                                                                              {"--hidden", &a.init.hidden, "hidden size"},
                                                                              {"--heads", &a.init.heads, "head count"},
@@ -265,8 +271,7 @@ std::vector<Subcommand> model_commands(Args& a) {
              ->capture_default_str();
          s.add_option("--vocab", a.init.vocab,
                       "the tokenizer: a vocab.txt (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
-                      "(GPT-2, RoBERTa); its size sets vocab_size")
-             ->required();
+                      "(GPT-2, RoBERTa); its size sets vocab_size; required unless --like");
          s.add_flag("--mlm", a.init.mlm, "BERT: write BertForMaskedLM, the masked-LM head included (what `ctxsim prune` evaluates)");
          s.add_option("--out", a.init.out, "output folder")->required();
          s.add_flag("--overwrite", a.init.overwrite, "replace another model in --out");

@@ -110,9 +110,10 @@ namespace ctxsim {
 struct InitModelArgs {
   std::string family = "bert";  // bert | distilbert: the checkpoint's layout and config.json keys
   std::string preset = "bert-base";
+  std::string like;  // a model folder whose config.json gives family and shape instead ("" = the preset's)
   int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, positions = 0;  // 0 = the preset's
   uint64_t seed = 0;
-  std::string vocab, out;
+  std::string vocab, out;  // vocab "" = --like's own tokenizer
   bool mlm = false;        // BERT: BertForMaskedLM with its masked-LM head (what `ctxsim prune` evaluates)
   bool overwrite = false;  // replace another model in --out
 };
@@ -121,7 +122,7 @@ int cmd_init_model(const InitModelArgs& args, std::ostream& out);
 // `ctxsim inspect`: one text through a model, every layer and head (pipeline/commands/inspect.cpp).
 struct InspectArgs {
   std::string text, file;  // the text itself, or a file of it (exactly one)
-  std::string model = "models/brown-bert";
+  std::string model = "data/models/all-MiniLM-L6-v2";  // scripts/setup.sh fetches it
   std::string out = "runs/inspect";  // input.txt, inspect.yaml, store.h5, report.html, heads.h5
   double top_fraction = 0.05;        // the selection rule (SPEC §3) of the report's overlays
   bool overwrite = false;            // replace the inspection of another text in --out

@@ -49,7 +49,16 @@ void publish_model(const fs::path& staging, const std::string& out, bool overwri
 }  // namespace
 
 int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
-  BertConfig c = BertConfig::preset(a.preset, parse_family(a.family, "--family"));
+  // --like: the random control of a real model, its family and config.json's shape (and its own
+  // tokenizer unless --vocab names another).
+  if (a.like.empty() && a.vocab.empty())
+    throw UsageError("--vocab", "is required", "give the tokenizer (--vocab), or --like a model folder whose tokenizer it then takes");
+  const std::string like_config = (fs::path(a.like) / "config.json").string();
+  if (!a.like.empty() && path_kind(like_config, like_config) != PathKind::File)
+    throw Error("--like " + a.like, "has no config.json", "give a Hugging Face model folder (config.json, model.safetensors, tokenizer)");
+  BertConfig c = a.like.empty() ? BertConfig::preset(a.preset, parse_family(a.family, "--family")) : BertConfig::load(like_config);
+  const std::string vocab = a.vocab.empty() ? a.like : a.vocab;
+  const std::string shape = a.like.empty() ? a.preset + " shape" : "the shape of " + a.like;
   if (a.layers > 0) c.num_layers = a.layers;
   if (a.hidden > 0) c.hidden_size = a.hidden;
   if (a.heads > 0) c.num_heads = a.heads;
@@ -68,7 +77,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
     throw Error("--out " + a.out, std::string("cannot write there: ") + std::strerror(errno), "give --out a folder you may write to");
   const fs::path staging = staging_name;
   try {
-    write_random_checkpoint(c, a.seed, a.vocab, staging.string());
+    write_random_checkpoint(c, a.seed, vocab, staging.string());
     if (a.mlm) {  // the same encoder (init_bert is init-model's), with the masked-LM head, over the bare model's files
       const BertConfig written = BertConfig::load((staging / "config.json").string());
       MlmModel m(written, at::kFloat);
@@ -85,7 +94,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   }
   fs::remove_all(staging);
   const FamilySpec& f = family_spec(c.family);
-  out << "wrote " << a.out << ": " << a.preset << " shape (" << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads
+  out << "wrote " << a.out << ": " << shape << " (" << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads
       << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;
   if (c.family != Family::Bert || a.mlm)
     out << ", " << f.display << " layout (" << (f.init_writes_mlm || a.mlm ? f.mlm_class : f.model_class) << ")";

@@ -134,7 +134,8 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
   const std::string model_weights = (fs::path(a.model) / "model.safetensors").string();
   if (!fs::is_regular_file(model_weights))
     throw Error("--model " + a.model, "has no model.safetensors",
-                "give a Hugging Face model folder (config.json, model.safetensors and its vocabulary), e.g. models/brown-bert");
+                "give a Hugging Face model folder (config.json, model.safetensors and its vocabulary), e.g. models/brown-bert; "
+                "scripts/setup.sh fetches the default, data/models/all-MiniLM-L6-v2");
   const nlohmann::json what = {{"text_sha256", sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size())},
                                {"model", a.model},
                                {"model_sha256", sha256_file(model_weights)}};
