@@ -1,0 +1,333 @@
+"""ctxsim against Hugging Face's own libraries (transformers and tokenizers, from the project venv
+that scripts/setup.sh makes): the `reference` tests (tests/reference_test.sh runs each case).
+
+  hf_reference.py families CTXSIM TMP
+      For each family (BertModel, DistilBertModel, RobertaModel, GPT2Model, and the same with their
+      masked-LM / LM heads, whose checkpoints name the encoder with a prefix), transformers writes a
+      seeded random checkpoint (save_pretrained, small shapes, every bias and LayerNorm non-trivial,
+      peaked attention); ctxsim's float64 per-head context vectors and attention maps
+      (model-info --dump-heads) must equal transformers' float64 forward: the context from a forward
+      pre-hook on the attention's output projection (its input: every head's o_i = sum_j A_ij v_j),
+      the maps from output_attentions (eager attention). Max relative deviation <= 1e-10.
+  hf_reference.py minilm CTXSIM MODEL_DIR BROWN_DIR TMP
+      The real all-MiniLM-L6-v2: >= 50 Brown windows of 128 tokens and >= 20 hostile strings,
+      tokenized by the model's own tokenizer.json; float32 <= 1e-4, and float64 <= 1e-10.
+  hf_reference.py tokenizers CTXSIM LINES TMP
+      `ctxsim tokenize` against the tokenizers library, line by line (no special tokens), for
+      bert-base-uncased's vocab.txt, MiniLM's folder and its tokenizer.json, GPT-2's files and a
+      RoBERTa vocabulary (init-model's, from GPT-2's files).
+
+The deviation of a tensor is max |ctxsim - transformers| / max |transformers| per sample and layer,
+over the valid query rows (every key: attention on padding must be 0 in both).
+Prints one line per model; exits 1 on the first failure.
+"""
+import json
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local: never ask the hub
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import numpy as np
+import torch
+import tokenizers
+import transformers
+from tokenizers import Tokenizer
+
+torch.set_num_threads(int(os.environ.get("REFERENCE_THREADS", "2")))
+
+
+def run(*argv, stdin=None):
+    p = subprocess.run(list(argv), input=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"FAIL [reference]: {' '.join(argv[:4])} … exited {p.returncode}: {p.stderr.strip()[-600:]}")
+    return p.stdout
+
+
+def fail(message):
+    print(f"FAIL [reference]: {message}")
+    sys.exit(1)
+
+
+# ------------------------------------------------------------------------------- families ------
+# family: (config class, config keys, base model, model with its head, the output projection of
+# layer i inside the base model)
+FAMILIES = {
+    "bert": (transformers.BertConfig, dict(hidden_size=60, num_hidden_layers=3, num_attention_heads=4, intermediate_size=96,
+                                           max_position_embeddings=64, hidden_act="gelu"),
+             transformers.BertModel, transformers.BertForMaskedLM, "encoder.layer.{}.attention.output.dense"),
+    "distilbert": (transformers.DistilBertConfig, dict(dim=60, n_layers=3, n_heads=4, hidden_dim=96, max_position_embeddings=64),
+                   transformers.DistilBertModel, transformers.DistilBertForMaskedLM, "transformer.layer.{}.attention.out_lin"),
+    "roberta": (transformers.RobertaConfig, dict(hidden_size=60, num_hidden_layers=3, num_attention_heads=4, intermediate_size=96,
+                                                 max_position_embeddings=66, pad_token_id=1, bos_token_id=0, eos_token_id=2),
+                transformers.RobertaModel, transformers.RobertaForMaskedLM, "encoder.layer.{}.attention.output.dense"),
+    "gpt2": (transformers.GPT2Config, dict(n_embd=60, n_layer=3, n_head=4, n_inner=96, n_positions=64, bos_token_id=999, eos_token_id=999),
+             transformers.GPT2Model, transformers.GPT2LMHeadModel, "h.{}.attn.c_proj"),
+}
+VOCAB = 1000
+# Three samples of different lengths (padding is masked), one holding id 1 (RoBERTa's padding id,
+# which moves its positions); d = 60 / 4 = 15, so 1/sqrt(d) is inexact.
+SAMPLES = [[2, 10, 11, 12, 13, 3], [2, 40, 41, 40, 1, 42, 43, 44, 45, 46, 47, 48, 49, 50, 3], [2, 999, 3]]
+
+
+def perturb(model, generator):
+    """Every parameter drawn afresh: weights N(0, 0.2^2) (peaked attention at hidden 60), biases
+    N(0, 0.1^2), LayerNorm scales 1 + N(0, 0.2^2), so that a misplaced bias or epsilon shows."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=generator, dtype=p.dtype)
+            if p.dim() == 1 and ("LayerNorm" in name or "layer_norm" in name or ".ln_" in name or name.startswith("ln_")):
+                p.copy_(1 + 0.2 * noise if name.endswith("weight") else 0.1 * noise)
+            elif p.dim() == 1:
+                p.copy_(0.1 * noise)
+            else:
+                p.copy_(0.2 * noise)
+
+
+def hf_heads(model, proj, ids, n_valid):
+    """transformers' per-head context vectors [B, L, H, T, d] and attention maps [B, L, H, T, T]."""
+    base = model.base_model
+    cfg = model.config
+    H, L = cfg.num_attention_heads, cfg.num_hidden_layers  # every family's config maps these names
+    contexts, hooks = [], []
+    for i in range(L):
+        module = base.get_submodule(proj.format(i))
+        hooks.append(module.register_forward_pre_hook(lambda m, args: contexts.append(args[0].detach().clone())))
+    B, T = ids.shape
+    mask = (torch.arange(T).view(1, T) < n_valid.view(B, 1)).long()
+    with torch.no_grad():
+        out = base(input_ids=ids, attention_mask=mask, output_attentions=True)
+    for h in hooks:
+        h.remove()
+    if len(contexts) != L or out.attentions is None or len(out.attentions) != L:
+        fail(f"{type(model).__name__}: hooks saw {len(contexts)} of {L} layers, attentions {out.attentions is not None}")
+    context = torch.stack([c.view(B, T, H, -1).permute(0, 2, 1, 3) for c in contexts], 1)
+    attention = torch.stack(list(out.attentions), 1)
+    return context, attention
+
+
+def dump(ctxsim, model_dir, dtype, samples, out_dir):
+    argv = [ctxsim, "model-info", model_dir, "--dtype", dtype, "--dump-heads", out_dir]
+    for s in samples:
+        argv += ["--ids", ",".join(str(i) for i in s)]
+    info = run(*argv)
+    load = lambda name: torch.from_numpy(np.load(os.path.join(out_dir, name)))
+    return info, load("ids.npy"), load("n_valid.npy"), load("context.npy"), load("attention.npy")
+
+
+def deviation(ours, theirs, n_valid):
+    """Max over samples and layers of max |ours - theirs| / max |theirs| on the valid query rows;
+    and the attention mass on padding keys in either."""
+    worst = 0.0
+    for b in range(ours.shape[0]):
+        n = int(n_valid[b])
+        for l in range(ours.shape[1]):
+            o, t = ours[b, l, :, :n].double(), theirs[b, l, :, :n].double()
+            worst = max(worst, float((o - t).abs().max() / t.abs().max()))
+    return worst
+
+
+def pad_mass(attention, n_valid):
+    B, T = attention.shape[0], attention.shape[-1]
+    keys = torch.arange(T).view(1, T) >= n_valid.view(B, 1)
+    return float(attention.double().abs().masked_select(keys.view(B, 1, 1, 1, T).expand_as(attention)).sum())
+
+
+def compare(label, ctxsim, model_dir, cls, proj, dtype, samples, tmp, tolerance):
+    torch_dtype = torch.float64 if dtype == "float64" else torch.float32
+    info, ids, n_valid, context, attention = dump(ctxsim, model_dir, dtype, samples, os.path.join(tmp, "dump"))
+    model = cls.from_pretrained(model_dir, attn_implementation="eager", dtype=torch_dtype).eval()
+    ref_context, ref_attention = hf_heads(model, proj, ids, n_valid)
+    if ref_context.shape != context.shape or ref_attention.shape != attention.shape:
+        fail(f"{label}: ctxsim's dump is {tuple(context.shape)} / {tuple(attention.shape)}, transformers' "
+             f"{tuple(ref_context.shape)} / {tuple(ref_attention.shape)}")
+    c, a = deviation(context, ref_context, n_valid), deviation(attention, ref_attention, n_valid)
+    pads = pad_mass(attention, n_valid) + pad_mass(ref_attention[:, :, :, :, :], n_valid)
+    peak = float(ref_attention.max())
+    return c, a, pads, peak, info
+
+
+def cmd_families(ctxsim, tmp):
+    worst = 0.0
+    for family, (config_cls, keys, base_cls, head_cls, proj) in FAMILIES.items():
+        for cls in (base_cls, head_cls):
+            label = f"{family} ({cls.__name__})"
+            folder = os.path.join(tmp, cls.__name__)
+            generator = torch.Generator().manual_seed(20261206)
+            torch.manual_seed(20261206)
+            model = cls(config_cls(vocab_size=VOCAB, **keys))
+            perturb(model, generator)
+            model.save_pretrained(folder)  # model.safetensors (float32) + config.json, as users have them
+            c, a, pads, peak, info = compare(label, ctxsim, folder, cls, proj, "float64", SAMPLES, tmp, 1e-10)
+            if f"family:      {family}" not in info:
+                fail(f"{label}: ctxsim read it as another family: {info.splitlines()[1:2]}")
+            print(f"reference: {label}: {len(SAMPLES)} samples x {model.config.num_hidden_layers} layers, float64: max relative deviation "
+                  f"context {c:.2e}, attention {a:.2e} (tolerance 1e-10); attention on padding {pads:g}; largest weight {peak:.3f}")
+            if not (c <= 1e-10 and a <= 1e-10 and pads == 0 and peak > 0.5):
+                fail(f"{label}: beyond the tolerance (or attention not peaked, or mass on padding)")
+            worst = max(worst, c, a)
+            if cls is base_cls and family == "bert":
+                # The check can fail: ctxsim's float32 forward is far beyond it.
+                c32, a32, _, _, _ = compare(label, ctxsim, folder, cls, proj, "float32", SAMPLES, tmp, 1e-10)
+                if max(c32, a32) <= 1e-10:
+                    fail(f"{label}: ctxsim's float32 forward passed the float64 check ({c32:.2e}, {a32:.2e})")
+    print(f"reference: families: largest deviation {worst:.2e}")
+
+
+# -------------------------------------------------------------------------------- MiniLM -------
+
+def brown_sentences(brown):
+    docs = []
+    for name in sorted(os.listdir(brown)):
+        if len(name) != 4 or not name.startswith("c"):
+            continue
+        with open(os.path.join(brown, name), encoding="utf-8") as f:
+            sentences = [" ".join(t.rsplit("/", 1)[0] for t in line.split()) for line in f]
+        docs.append([s for s in sentences if s])
+    return docs
+
+
+HOSTILE = [
+    "naïve café résumé, São Paulo and Ångström in Zürich", "ÉCOLE façade jalapeño coöperate", "東京は日本の首都です。",
+    "中文字符测试 and 漢字 mixed with English", "한국어 문장 ひらがなとカタカナ", "Привет, мир! Съешь же ещё этих мягких французских булок",
+    "مرحبا بالعالم שלום עולם", "नमस्ते दुनिया สวัสดีครับ Γειά σου Κόσμε", "👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷🇩🇪 ❤️ 🧑🏾‍💻",
+    "I can't believe it's 😀😃😄 already", "supercalifragilisticexpialidocious pneumonoultramicroscopicsilicovolcanoconiosis",
+    "x" * 150, "a" + "é" * 120 + "z", "word     with      runs       of        spaces", "\ttabs\t\tand  \t mixed   whitespace\t",
+    "   leading and trailing   ", "!!!???... -- — «quoted» “curly” (parens) [brackets] {braces}", "http://example.com/path?q=1&r=2 user@example.org",
+    "$100 €50 £3 ¥1000 100% ~tilde~ _under_ 4½ ٣٤٥ १२३", "ΣΊΣΥΦΟΣ ΟΔΥΣΣΕΥΣ final sigma Σ", "[SEP] literal [CLS] specials [MASK] inside",
+    "ﬁne ligatures and ＦＵＬＬＷＩＤＴＨ letters", "\u200bzero\u200dwidth\ufeffmarks", "combining e\u0301 and n\u0303 accents",
+]
+
+
+SPECIALS = [
+    "a [SEP] b [CLS][MASK] c [PAD] [UNK] d", "[SEP]", "x[MASK]y", "[sep] [Sep] lower-case ones are words",
+    "x <|endoftext|> y", "<|endoftext|>", "a<|endoftext|><|endoftext|>b", "<|endoftext",
+    "<s> hi </s> <pad> <unk> <mask> there", "a  <mask>  b", "<s></s><mask>", "<S> </S> <Mask> not specials",
+]
+
+
+def cmd_minilm(ctxsim, model_dir, brown, tmp):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    if not tokenizer.is_fast:
+        fail("AutoTokenizer gave a slow tokenizer; the reference is the tokenizers library's")
+    docs = brown_sentences(brown)
+    windows = []
+    for doc in docs[::len(docs) // 50][:50]:  # 50 documents across the corpus' genres, each its first 128 tokens
+        windows.append(tokenizer(" ".join(doc), truncation=True, max_length=128)["input_ids"])
+    hostile = [tokenizer(s)["input_ids"] for s in HOSTILE]
+    if len(windows) < 50 or any(len(w) != 128 for w in windows) or len(hostile) < 20:
+        fail(f"expected 50 windows of 128 tokens and 20 hostile strings, got {len(windows)} and {len(hostile)}")
+    cls, proj = transformers.BertModel, FAMILIES["bert"][4]
+    for dtype, tolerance in (("float32", 1e-4), ("float64", 1e-10)):
+        worst_c = worst_a = 0.0
+        samples = windows + hostile
+        for at in range(0, len(samples), 25):
+            c, a, pads, peak, info = compare("MiniLM", ctxsim, model_dir, cls, proj, dtype, samples[at:at + 25], tmp, tolerance)
+            if "family:      bert" not in info or "6 layers, hidden 384, 12 heads" not in info:
+                fail(f"MiniLM: ctxsim read another shape: {info}")
+            if pads != 0:
+                fail(f"MiniLM {dtype}: attention on padding keys {pads:g}")
+            worst_c, worst_a = max(worst_c, c), max(worst_a, a)
+        print(f"reference: all-MiniLM-L6-v2 (BertModel): {len(windows)} Brown windows of 128 tokens + {len(hostile)} hostile strings x 6 "
+              f"layers x 12 heads, {dtype}: max relative deviation context {worst_c:.2e}, attention {worst_a:.2e} (tolerance {tolerance:g})")
+        if worst_c > tolerance or worst_a > tolerance:
+            fail(f"MiniLM {dtype}: beyond the tolerance {tolerance:g}")
+
+
+# ---------------------------------------------------------------------------- tokenizers -------
+
+def compare_ids(label, ours, theirs, lines):
+    if len(ours) != len(lines):
+        fail(f"{label}: ctxsim wrote {len(ours)} lines for {len(lines)}")
+    for n, (a, b, text) in enumerate(zip(ours, theirs, lines), 1):
+        if a != b:
+            fail(f"{label}: line {n} differs: text {text!r}; ctxsim {a[:40]}; tokenizers {b[:40]}")
+    print(f"reference: tokenizer {label}: {len(lines)} lines, {sum(len(i) for i in theirs)} ids, identical to the tokenizers library's")
+
+
+def ctxsim_ids(ctxsim, args, text):
+    return [[int(t) for t in line.split()] for line in run(ctxsim, "tokenize", *args, stdin=text).split("\n")[:-1]]
+
+
+def cmd_tokenizers(ctxsim, lines_path, tmp):
+    with open(lines_path, encoding="utf-8") as f:
+        lines = f.read().split("\n")[:-1]
+    # Then the strings of the MiniLM check, and every family's special tokens written in the text:
+    # the library matches them before the model (an added token), with its flags.
+    lines += HOSTILE + SPECIALS
+    text = "\n".join(lines) + "\n"
+    if len(lines) < 10000:
+        fail(f"{lines_path}: {len(lines)} lines, expected at least 10,000")
+
+    def ids(tok):  # a tokenizers.Tokenizer, or what transformers' AutoTokenizer wraps around one
+        backend = getattr(tok, "backend_tokenizer", tok)
+        # A file's batch settings (MiniLM's pads and truncates to 128) are not its tokenization:
+        # ctxsim frames and cuts samples itself (SPEC §1).
+        backend.no_padding()
+        backend.no_truncation()
+        return [e.ids for e in backend.encode_batch(lines, add_special_tokens=False)]
+
+    def auto(folder):  # what a Hugging Face user gets for the folder: the tokenizers library underneath
+        tok = transformers.AutoTokenizer.from_pretrained(folder)
+        if not tok.is_fast:
+            fail(f"{folder}: AutoTokenizer gave a tokenizer without the tokenizers library underneath")
+        return ids(tok)
+
+    def agree(label, a, b):
+        if a != b:
+            fail(f"{label}: the two references disagree, so neither decides")
+        return a
+
+    # bert-base-uncased's vocab.txt: a BERT folder around it (init-model's) read by AutoTokenizer,
+    # and the tokenizers library's own BertWordPieceTokenizer over the file.
+    bert = os.path.join(tmp, "bert")
+    run(ctxsim, "init-model", "--preset", "bert-tiny", "--layers", "1", "--vocab", "data/vocab/bert-base-uncased.txt", "--out", bert)
+    theirs = agree("bert-base-uncased", auto(bert), ids(tokenizers.BertWordPieceTokenizer("data/vocab/bert-base-uncased.txt", lowercase=True)))
+    compare_ids("bert-base-uncased (vocab.txt)", ctxsim_ids(ctxsim, ["--vocab", "data/vocab/bert-base-uncased.txt"], text), theirs, lines)
+    # all-MiniLM-L6-v2's own files: its tokenizer.json, and AutoTokenizer on its folder.
+    minilm = "data/models/all-MiniLM-L6-v2"
+    theirs = agree("all-MiniLM-L6-v2", auto(minilm), ids(Tokenizer.from_file(f"{minilm}/tokenizer.json")))
+    compare_ids("all-MiniLM-L6-v2 (its folder: vocab.txt, tokenizer_config.json)", ctxsim_ids(ctxsim, ["--model", minilm], text), theirs, lines)
+    compare_ids("all-MiniLM-L6-v2 (its tokenizer.json)", ctxsim_ids(ctxsim, ["--vocab", f"{minilm}/tokenizer.json"], text), theirs, lines)
+    # GPT-2 and RoBERTa: init-model's folder from GPT-2's vocab.json + merges.txt (RoBERTa's puts
+    # <s> <pad> </s> <unk> first), read by AutoTokenizer (GPT2Tokenizer, RobertaTokenizer), which
+    # saves the tokenizer.json users have; ctxsim reads both the files and that tokenizer.json.
+    for family, preset, label in (("gpt2", "gpt2-tiny", "GPT-2"), ("roberta", "roberta-tiny", "RoBERTa")):
+        folder = os.path.join(tmp, family)
+        run(ctxsim, "init-model", "--family", family, "--preset", preset, "--layers", "1", "--vocab", "data/vocab/gpt2", "--out", folder)
+        tok = transformers.AutoTokenizer.from_pretrained(folder)
+        tok.save_pretrained(os.path.join(tmp, family + "-tok"))
+        saved = os.path.join(tmp, family + "-tok", "tokenizer.json")
+        theirs = agree(label, ids(tok), ids(Tokenizer.from_file(saved)))
+        compare_ids(f"{label} (vocab.json, merges.txt)", ctxsim_ids(ctxsim, ["--model", folder], text), theirs, lines)
+        compare_ids(f"{label} (tokenizer.json)", ctxsim_ids(ctxsim, ["--vocab", saved], text), theirs, lines)
+    # roberta-base's own tokenizer.json gives <mask> lstrip (it takes the whitespace before it);
+    # rstrip on </s> besides: the flags as the library applies them.
+    with open(saved, encoding="utf-8") as f:
+        j = json.load(f)
+    for t in j["added_tokens"]:
+        t["lstrip"], t["rstrip"] = t["content"] == "<mask>", t["content"] == "</s>"
+    stripped = os.path.join(tmp, "roberta-strip.json")
+    with open(stripped, "w", encoding="utf-8") as f:
+        json.dump(j, f)
+    compare_ids("RoBERTa (tokenizer.json, <mask> lstrip, </s> rstrip)", ctxsim_ids(ctxsim, ["--vocab", stripped], text),
+                ids(Tokenizer.from_file(stripped)), lines)
+
+
+def main():
+    case, ctxsim = sys.argv[1], sys.argv[2]
+    print(f"reference: transformers {transformers.__version__}, tokenizers {tokenizers.__version__}, torch {torch.__version__}")
+    if case == "families":
+        cmd_families(ctxsim, sys.argv[3])
+    elif case == "minilm":
+        cmd_minilm(ctxsim, sys.argv[3], sys.argv[4], sys.argv[5])
+    elif case == "tokenizers":
+        cmd_tokenizers(ctxsim, sys.argv[3], sys.argv[4])
+    else:
+        sys.exit(f"hf_reference.py: unknown case {case!r} (families, minilm, tokenizers)")
+
+
+if __name__ == "__main__":
+    main()
