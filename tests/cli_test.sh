@@ -213,6 +213,15 @@ PY
           || fail "$dtype: baseline and $level stores differ: $(cat "$TMP/cmp")"
       done
     done
+    # Unforced on an AVX2 or AVX-512 CPU, OpenBLAS never runs its SSE3 fallback (Prescott, its pick
+    # for a CPU it does not know): the level's kernel set replaces it.
+    if [ "$levels" != baseline ]; then
+      out=$(env -u OPENBLAS_CORETYPE -u CTXSIM_ISA "$CTXSIM" bench-model --preset bert-tiny --batch 1 --dtype float32 --seconds 0.01 2>&1) \
+        || fail "bench-model: $out"
+      line=$(grep '^ISA:' <<< "$out")
+      contains "$line" "BLAS: OpenBLAS"
+      grep -q "BLAS: OpenBLAS Prescott" <<< "$line" && fail "an AVX2/AVX-512 CPU runs OpenBLAS's SSE3 kernels: $line"
+    fi
     # An unknown level, or one above the CPU's, is one clear error naming the variable.
     out=$(CTXSIM_ISA=avx9 "$CTXSIM" validate configs/default.yaml 2>&1) && fail "CTXSIM_ISA=avx9 accepted"
     contains "$out" "CTXSIM_ISA=avx9: not an instruction-set level; fix: use x86-64-v4, x86-64-v3 or baseline"

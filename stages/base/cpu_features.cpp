@@ -193,9 +193,15 @@ std::string configure_openblas(bool forced, IsaLevel level) {
     blas.reinit(user);
     return "OpenBLAS " + first + " (set by OPENBLAS_CORETYPE=" + user + "; OpenBLAS's own pick here: " + own + ")";
   }
-  if (!forced || same_name(first, openblas_core_for(level))) return "OpenBLAS " + first;
+  if (same_name(first, openblas_core_for(level))) return "OpenBLAS " + first;
+  // Prescott is also OpenBLAS's pick for a CPU it does not know (0.3.21 on Intel's Emerald Rapids,
+  // model 207): SSE3 kernels on an AVX-512 CPU, 5x slower for BERT's matmuls. Such a CPU gets the
+  // kernel set of its level, as a forced level does.
+  const bool fallback = same_name(first, "Prescott") && level != IsaLevel::Baseline;
+  if (!forced && !fallback) return "OpenBLAS " + first;
   blas.reinit(openblas_core_for(level));
-  return "OpenBLAS " + blas.name() + " (CTXSIM_ISA; OpenBLAS's own pick here: " + first + ")";
+  return "OpenBLAS " + blas.name() + (forced ? " (CTXSIM_ISA" : " (this CPU's level: OpenBLAS does not know the CPU") +
+         "; OpenBLAS's own pick here: " + first + ")";
 }
 
 }  // namespace
