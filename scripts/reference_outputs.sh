@@ -19,7 +19,7 @@ case "$what" in
     mkdir -p "$RUNS"
     "$CTXSIM" run configs/default.yaml output.dir="$run" output.overwrite=true > "$RUNS/summary.txt"
     # The summary as a reader of the default job sees it: the store at the config's own path.
-    sed "s|$run/store.h5|runs/default/brown-bert/store.h5|" "$RUNS/summary.txt" > "$out/summary.txt"
+    sed "s|$run/store.h5|runs/default/all-MiniLM-L6-v2/store.h5|" "$RUNS/summary.txt" > "$out/summary.txt"
     rm -rf "$out/figures"
     cp -r "$run/figures" "$out/figures"
     node tests/browser/report_test.js "$run/report.html" --screenshot "$out/explorer.png" > /dev/null
