@@ -58,7 +58,7 @@ PY
     yaml_config) for f in configs/*.yaml configs/sweeps/*.yaml; do cp "$f" "$dir/$(basename "$(dirname "$f")")_$(basename "$f")"; done ;;
     brown) for f in ca01 cf13 cj42 cr09; do [ -f "data/brown/$f" ] && head -c 16384 "data/brown/$f" > "$dir/$f"; done ;;
     text_corpus|tokenizer|bpe) for f in README.md docs/*.md; do head -c 16384 "$f" > "$dir/$(basename "$f")"; done ;;
-    bpe_files)  # a small vocab.json NUL merges.txt pair and a tokenizer.json, from GPT-2's files
+    bpe_files)  # a small vocab.json NUL merges.txt pair and a tokenizer.json from GPT-2's files; a WordPiece tokenizer.json
       /usr/bin/python3 - "$dir" <<'PY'
 import json, os, sys
 out = sys.argv[1]
@@ -72,8 +72,17 @@ for line in merges[1:]:
             small.setdefault(t, len(small))
 v = json.dumps(small, ensure_ascii=False).encode()
 open(os.path.join(out, "pair"), "wb").write(v + b"\0" + "\n".join(merges).encode() + b"\n")
-tj = {"model": {"type": "BPE", "vocab": small, "merges": merges[1:101]}, "pre_tokenizer": {"type": "ByteLevel"}}
+small.setdefault("<mask>", len(small))
+tj = {"model": {"type": "BPE", "vocab": small, "merges": merges[1:101]}, "pre_tokenizer": {"type": "ByteLevel"},
+      "added_tokens": [{"id": small["<mask>"], "content": "<mask>", "lstrip": True, "rstrip": False}]}
 open(os.path.join(out, "tokenizer.json"), "wb").write(json.dumps(tj, ensure_ascii=False).encode())
+# A WordPiece tokenizer.json (BERT's layout) over the first 2,000 tokens of bert-base-uncased.
+words = open("data/vocab/bert-base-uncased.txt", encoding="utf-8").read().split("\n")[:2000]
+wp = {"model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+                "vocab": {w: i for i, w in enumerate(words)}},
+      "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None, "lowercase": True},
+      "pre_tokenizer": {"type": "BertPreTokenizer"}}
+open(os.path.join(out, "wordpiece.json"), "wb").write(json.dumps(wp, ensure_ascii=False).encode())
 PY
       ;;
     store)  # a real store to edit (tests/fuzz/fuzz_store.cpp), and a few edit scripts
