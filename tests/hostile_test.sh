@@ -839,6 +839,19 @@ f = h5py.File(sys.argv[1], "r")
 ids, n = f["samples/token_ids"][0], int(f["samples/n_valid"][0])
 assert 0 in ids[1:n - 1], (ids[:n], n)  # [PAD] (id 0) inside the valid positions
 PY
+    # GPT-2's too (SPEC §7: Hugging Face's tokenizers give <|endoftext|> its id): one token, valid.
+    "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --layers 1 --vocab data/vocab/gpt2 --out "$TMP/g" > /dev/null || fail "init-model gpt2"
+    printf 'The/at <|endoftext|>/nn sat/vbd ./.\n' > "$TMP/c/ca01"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/g" corpus.path="$TMP/c" corpus.split=all samples.windows=documents statistics.examples=[] \
+      output.report=false output.dir="$TMP/glit" > /dev/null 2> "$TMP/e" || fail "run on a literal <|endoftext|>: $(cat "$TMP/e")"
+    contains "$(cat "$TMP/e")" "<|endoftext|> x1"
+    contains "$(cat "$TMP/e")" "they keep their ids, as Hugging Face's tokenizers give them, and a literal <|endoftext|> is not padding"
+    /usr/bin/python3 - "$TMP/glit/store.h5" <<'PY' || fail "a literal <|endoftext|> was not its one token"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+ids, n = list(f["samples/token_ids"][0]), int(f["samples/n_valid"][0])
+assert ids[1:n].count(50256) == 1 and n == 6, (ids[:n], n)  # <|endoftext|> The <|endoftext|> sat . : the frame's, then the text's
+PY
     ;;
   *) fail "unknown case" ;;
 esac

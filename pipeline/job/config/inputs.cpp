@@ -215,8 +215,8 @@ SampleOptions sample_options(const Config& c) {
 
 namespace {
 
-// Special tokens written literally in the corpus's text ("[SEP]", "<s>"): they keep their ids, as
-// Hugging Face's tokenizers do (SPEC §1), which the user should know once per corpus. Validity is
+// Special tokens written literally in the corpus's text ("[SEP]", "<s>", "<|endoftext|>"): they keep
+// their ids, as Hugging Face's tokenizers do (SPEC §1, §7), which the user should know once per corpus. Validity is
 // by position, so a literal [PAD] is never taken for padding.
 std::string literal_specials_note(const Corpus& corpus, const JobTokenizer& tokenizer) {
   std::vector<std::pair<std::string, int64_t>> counts;
@@ -233,11 +233,8 @@ std::string literal_specials_note(const Corpus& corpus, const JobTokenizer& toke
   for (const auto& [token, n] : counts)
     if (n > 0) found += (found.empty() ? "" : ", ") + token + " x" + std::to_string(n);
   if (found.empty()) return "";
-  if (tokenizer.family->byte_level_bpe)
-    return "the text holds special tokens written out (" + found + "; the first in " + first +
-           "): byte-level BPE tokenizes them as text, as GPT-2's reference encoder does (Hugging Face's gives their ids)";
-  return "the text holds special tokens written out (" + found + "; the first in " + first +
-         "): they keep their ids, as Hugging Face's tokenizer gives them, and a literal [PAD] is not padding";
+  return "the text holds special tokens written out (" + found + "; the first in " + first + "): they keep their ids, as Hugging Face's " +
+         "tokenizers give them, and a literal " + std::string(tokenizer.vocab().token(tokenizer.frame.pad)) + " is not padding";
 }
 
 // The config's corpus, its notes said in the log.
