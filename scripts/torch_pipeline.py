@@ -6,9 +6,12 @@
 #    OpenBLAS as build/ctxsim). It reads the samples of a ctxsim store, runs a plain BERT forward
 #    with torch.nn.functional and computes every statistic with whole-tensor torch operations,
 #    batched over samples and heads: what a researcher writes in an afternoon, not tuned.
-#  - a second, independent check of the counts: --check compares every integer aggregate with the
-#    store's /stats and /per_sample datasets. Count for count needs float64 on both sides (SPEC §4:
-#    in float32, near-ties move pairs across a selection boundary).
+#  - a second, independent check of the counts: --check compares every dataset of the store with
+#    its own: the integer aggregates of /stats, their per-unit sums in /units, /per_sample and the
+#    examples' selected pairs exactly; anchor_share and the examples' float16 matrices within their
+#    rounding; /samples and /vocab are its inputs. A dataset it does not know fails the check, so a
+#    statistic added to ctxsim and not here cannot pass unseen. Count for count needs float64 on
+#    both sides (SPEC §4: in float32, near-ties move pairs across a selection boundary).
 # Run with Debian's python (the one with torch, numpy, h5py, yaml):
 #   build/ctxsim run configs/default.yaml samples.num_samples=32 model.dtype=float64 \
 #       statistics.examples=[] output.report=false output.dir=/tmp/tp/def64
@@ -218,29 +221,36 @@ def select(C, valid_pairs, n_pairs, kind, value):
 
 
 class Stats:
-    def __init__(self, rules, L, H, T, V, N, sep_ids, special_ids, vector):
+    def __init__(self, rules, L, H, T, V, N, sep_ids, special_ids, vector, examples=()):
         self.rules, self.L, self.H, self.T, self.V = rules, L, H, T, V
         self.sep_ids, self.special_ids, self.vector = sep_ids, special_ids, vector
         z = lambda *s: torch.zeros(*s, dtype=torch.long)
         self.out = {}
         for name, *_ in rules:
-            for key in ["high_pairs", "same_sentence", "sentence_eligible", "same_token", "in_attention", "anchor_pairs",
+            for key in ["high_pairs", "same_sentence", "sentence_eligible", "same_token", "same_word", "in_attention", "anchor_pairs",
                         "noise", "samples_with_pairs", "high_attention_all", "separator_mass"]:
                 self.out[f"stats/{name}/{key}"] = z(L, H)
             self.out[f"stats/{name}/distance_hist"] = z(L, H, T)
             self.out[f"stats/{name}/distinct_anchors"] = z(L)
             self.out[f"stats/{name}/anchor_counts"] = z(L, H, V)
         b = "stats/baseline/"
-        for key in ["samples", "valid_pairs", "same_sentence_all", "sentence_eligible_all", "same_token_all"]:
+        for key in ["samples", "valid_pairs", "same_sentence_all", "sentence_eligible_all", "same_token_all", "same_word_all"]:
             self.out[b + key] = z(())
         self.out[b + "distance_all"] = z(T)
         self.out[b + "separator_mass_by_token"] = z(L, H, len(sep_ids))
         self.anchor_token = torch.full((len(rules), N, L, H), -1, dtype=torch.int32)
+        self.anchor_share = torch.zeros(len(rules), N, L, H, dtype=torch.float64)
         self.high_pairs = torch.zeros(len(rules), N, L, H, dtype=torch.int32)
+        # the example samples' matrices: sample id -> its row in /examples
+        self.examples = {int(n): e for e, n in enumerate(examples)}
+        E = len(self.examples)
+        self.ex_selected = torch.zeros(E, len(rules), L, H, T, T, dtype=torch.uint8)
+        self.ex_attention = torch.zeros(E, L, H, T, T, dtype=torch.float64)
+        self.ex_similarity = torch.zeros(E, L, H, T, T, dtype=torch.float64)
         self.distance = (torch.arange(T).view(1, T) - torch.arange(T).view(T, 1)).clamp_min(0)  # [T,T]: j - i
 
-    def begin_batch(self, first, tok, sid, nv):
-        """Per-batch masks and the rule-independent baselines. tok, sid: [B,T] long; nv: [B]."""
+    def begin_batch(self, first, tok, sid, wid, nv):
+        """Per-batch masks and the rule-independent baselines. tok, sid, wid: [B,T] long; nv: [B]."""
         B, T = tok.shape
         self.first, self.tok, self.nv = first, tok, nv
         pos = torch.arange(T)
@@ -254,6 +264,7 @@ class Stats:
         self.same_sentence = (eligible & (sid.view(B, T, 1) == sid.view(B, 1, T))).view(B, 1, T, T)
         special = torch.isin(tok, torch.tensor(self.special_ids))
         self.same_token = ((tok.view(B, T, 1) == tok.view(B, 1, T)) & ~special.view(B, T, 1)).view(B, 1, T, T)
+        self.same_word = ((wid.view(B, T, 1) == wid.view(B, 1, T)) & (wid >= 0).view(B, T, 1)).view(B, 1, T, T)
         # token ids -> rank among the batch's sorted distinct ids, for the anchor counts
         self.uniq, self.rank = torch.unique(tok, sorted=True, return_inverse=True)
         self.seps = torch.stack([tok == s for s in self.sep_ids], dim=-1).double() if self.sep_ids else None  # [B,T,S]
@@ -265,6 +276,7 @@ class Stats:
         o[b + "same_sentence_all"] += (self.same_sentence & self.valid_pairs).sum()
         o[b + "sentence_eligible_all"] += (self.eligible & self.valid_pairs).sum()
         o[b + "same_token_all"] += (self.same_token & self.valid_pairs).sum()
+        o[b + "same_word_all"] += (self.same_word & self.valid_pairs).sum()
 
     def layer(self, l, A, ctx, W_O=None):
         B, H, T, d = ctx.shape
@@ -292,6 +304,7 @@ class Stats:
             o[p + "same_sentence"][l] += count_pairs(S & self.same_sentence).sum(0)
             o[p + "sentence_eligible"][l] += count_pairs(S & self.eligible).sum(0)
             o[p + "same_token"][l] += count_pairs(S & self.same_token).sum(0)
+            o[p + "same_word"][l] += count_pairs(S & self.same_word).sum(0)
             o[p + "in_attention"][l] += count_pairs(S & high_att).sum(0)
             o[p + "high_attention_all"][l] += count_pairs(high_att).sum(0)
             if by_token is not None:  # seps: the rule's separators, as indices into sep_ids
@@ -301,6 +314,7 @@ class Stats:
             counts = torch.zeros(B, H, len(self.uniq), dtype=torch.long)
             counts.scatter_add_(2, self.rank.view(B, 1, T).expand(B, H, T), degree)
             anchor = torch.where(hp > 0, self.uniq[counts.argmax(dim=2)], torch.full_like(hp, -1))  # [B,H]
+            share = torch.where(hp > 0, counts.max(dim=2).values.double() / (2 * hp).clamp_min(1).double(), torch.zeros_like(hp).double())
             is_anchor = self.tok.view(B, 1, T) == anchor.view(B, H, 1)
             touch = S & (is_anchor.view(B, H, T, 1) | is_anchor.view(B, H, 1, T))
             o[p + "anchor_pairs"][l] += count_pairs(touch).sum(0)
@@ -313,6 +327,19 @@ class Stats:
             heads = torch.arange(H).view(1, H).expand(B, H)
             o[p + "anchor_counts"][l].index_put_((heads[has], anchor[has]), torch.ones(int(has.sum()), dtype=torch.long), accumulate=True)
             self.anchor_token[r, self.first:self.first + B, l] = anchor.int()
+            self.anchor_share[r, self.first:self.first + B, l] = share
+            for b in range(B):
+                e = self.examples.get(self.first + b)
+                if e is not None:
+                    self.ex_selected[e, r, l] = S[b].to(torch.uint8)
+                    if r == 0:
+                        n = int(self.nv[b])
+                        self.ex_attention[e, l] = A[b].double()
+                        sim = C[b].double().clone()
+                        sim[:, n:, :] = 0
+                        sim[:, :, n:] = 0
+                        sim.diagonal(dim1=-2, dim2=-1).zero_()
+                        self.ex_similarity[e, l] = sim
             self.high_pairs[r, self.first:self.first + B, l] = hp.int()
 
 
@@ -394,41 +421,103 @@ def main():
              for name, kind, value, beta, seps in read_rules(store)]
     vector = store.attrs["vector"].decode() if "vector" in store.attrs else "context"
     L, H = cfg.get("num_hidden_layers", cfg.get("n_layer")), cfg.get("num_attention_heads", cfg.get("n_head"))
+    examples = store["examples/sample_ids"][...] if "examples/sample_ids" in store else ()
     stats = Stats(rules, L, H, T, cfg["vocab_size"], N, [name_to_id[s] for s in sep_names],
-                  [name_to_id[s] for s in SPECIALS[family] if s in name_to_id], vector)
+                  [name_to_id[s] for s in SPECIALS[family] if s in name_to_id], vector, examples)
     sid = torch.from_numpy(store["samples/sentence_ids"][...].astype(np.int64))
+    wid = torch.from_numpy(store["samples/word_ids"][...].astype(np.int64)) if "samples/word_ids" in store else torch.full_like(sid, -1)
+    # Work units (DESIGN: fixed runs of runtime.unit_size samples): the per-unit sums of /units,
+    # every aggregate but the [L, H, V] ones. Batches never cross a unit's end.
+    unit_size = int(yaml.safe_load(store.attrs["config"].decode())["runtime"]["unit_size"]) if yaml else N
+    per_unit = [k for k, v in stats.out.items() if not k.endswith("/anchor_counts")]
+    units = {k: [] for k in per_unit}
 
     t0 = time.perf_counter()
     with torch.inference_mode():
-        for first in range(0, N, args.batch):
-            x, s, n = ids[first:first + args.batch], sid[first:first + args.batch], nv[first:first + args.batch]
-            stats.begin_batch(first, x, s, n)
-            valid = torch.arange(T).view(1, T) < n.view(-1, 1)
-            forward(cfg, w, x, valid, stats.layer)
+        for unit in range(0, N, unit_size):
+            before = {k: stats.out[k].clone() for k in per_unit}
+            for first in range(unit, min(N, unit + unit_size), args.batch):
+                last = min(first + args.batch, unit + unit_size, N)
+                x, s, wd, n = ids[first:last], sid[first:last], wid[first:last], nv[first:last]
+                stats.begin_batch(first, x, s, wd, n)
+                valid = torch.arange(T).view(1, T) < n.view(-1, 1)
+                forward(cfg, w, x, valid, stats.layer)
+            for k in per_unit:
+                units[k].append(stats.out[k] - before[k])
     t_loop = time.perf_counter() - t0
     t_all = time.perf_counter() - T_START
     print(f"compute loop: {N} samples in {t_loop:.2f} s = {N / t_loop:.2f} samples/s")
     print(f"whole script: {N} samples in {t_all:.2f} s = {N / t_all:.2f} samples/s (from the script's start, imports and load included)")
 
     if args.check:
-        mine = dict(stats.out)
-        mine["per_sample/anchor_token"] = stats.anchor_token
-        mine["per_sample/high_pairs"] = stats.high_pairs
-        bad = 0
-        print(f"check against the store ({store.attrs['dtype'].decode()}, {int(store['stats/baseline/samples'][()])} samples);"
-              " anchor_share (float) is not compared")
-        for key, ours in mine.items():
-            theirs = torch.from_numpy(np.asarray(store[key][...]).astype(np.int64))
-            ours = ours.long().reshape(theirs.shape)
+        sys.exit(check(store, stats, units))
+
+
+def check(store, stats, units):
+    """Every dataset of the store against ours: 0 when all agree, else 1. Exact for integers; the
+    float ones within their rounding; /samples and /vocab are our inputs; dimension scales carry
+    coordinates. Any other dataset fails: nothing the store holds goes unchecked."""
+    exact = dict(stats.out)
+    for k, parts in units.items():
+        exact["units/" + k[len("stats/"):]] = torch.stack(parts)
+    exact["per_sample/anchor_token"] = stats.anchor_token
+    exact["per_sample/high_pairs"] = stats.high_pairs
+    exact["examples/selected"] = stats.ex_selected
+    close = {"per_sample/anchor_share": (stats.anchor_share, 1e-6, None),        # float32 of an exact ratio
+             "examples/attention": (stats.ex_attention, 2e-3, None),           # float16: 2^-11 relative, weights <= 1
+             "examples/similarity": (stats.ex_similarity, 2e-3, "scale")}      # float16, relative to the matrix's largest
+    inputs = ("samples/", "vocab/", "examples/sample_ids")  # what it reads
+    n_valid = store["samples/n_valid"][...]
+    ex_ids = store["examples/sample_ids"][...] if "examples/sample_ids" in store else []
+    bad, unknown, compared = 0, [], 0
+    names = []
+    store.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+    print(f"check against the store ({store.attrs['dtype'].decode()}, {int(store['stats/baseline/samples'][()])} samples)")
+    for key in sorted(names):
+        ds = store[key]
+        if ds.attrs.get("CLASS") == b"DIMENSION_SCALE" or key.startswith(inputs):
+            continue
+        if key in exact:
+            theirs = torch.from_numpy(np.asarray(ds[...]).astype(np.int64))
+            ours = exact[key].long().reshape(theirs.shape)
             diff = (ours != theirs).nonzero()
+            compared += 1
             if len(diff) == 0:
                 print(f"check {key}: equal")
                 continue
             bad += 1
             at = tuple(diff[0].tolist())
             print(f"check {key}: {len(diff)} of {ours.numel()} entries differ; first at {at}: ours {int(ours[at])}, store {int(theirs[at])}")
-        print("check: all equal" if bad == 0 else f"check: {bad} datasets differ")
-        sys.exit(1 if bad else 0)
+        elif key in close:
+            ours, tol, scale = close[key]
+            theirs = torch.from_numpy(np.asarray(ds[...]).astype(np.float64))
+            ours = ours.reshape(theirs.shape)
+            worst = 0.0
+            if key.startswith("examples/"):  # each example's valid rows; their [PAD] keys must hold 0
+                for e, sample in enumerate(ex_ids):
+                    n = int(n_valid[sample])
+                    o, t = ours[e, :, :, :n, :n], theirs[e, :, :, :n, :n]
+                    ref = float(t.abs().max()) if scale else 1.0
+                    worst = max(worst, float((o - t).abs().max()) / max(ref, 1e-300))
+                    if n < theirs.shape[-1] and float(theirs[e, :, :, :n, n:].abs().max()) != 0:
+                        worst = float("inf")
+            else:
+                worst = float((ours - theirs).abs().max()) if ours.numel() else 0.0
+            compared += 1
+            if worst <= tol:
+                print(f"check {key}: equal within {tol:g} (largest deviation {worst:.1e})")
+            else:
+                bad += 1
+                print(f"check {key}: largest deviation {worst:.3e} exceeds {tol:g}")
+        else:
+            unknown.append(key)
+    for key in unknown:
+        print(f"check {key}: not compared: this script does not compute it (add it to scripts/torch_pipeline.py)")
+    if bad == 0 and not unknown:
+        print(f"check: all equal ({compared} datasets)")
+        return 0
+    print(f"check: {bad} datasets differ, {len(unknown)} not compared")
+    return 1
 
 
 if __name__ == "__main__":

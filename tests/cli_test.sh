@@ -182,14 +182,24 @@ PY
     # A second, independent implementation of SPEC §2-§4 (scripts/torch_pipeline.py: plain PyTorch,
     # the benchmarks' yardstick) agrees with a float64 store count for count, on the trained model
     # with a rule of each kind, one with its own threshold and separators.
+    # Every dataset of the store is compared (per-unit sums, examples, same_word included); one it
+    # does not know fails the check.
     "$CTXSIM" run configs/default.yaml model.path=models/brown-bert model.vocab=models/brown-bert/vocab.txt model.dtype=float64 \
-      samples.num_samples=24 runtime.batch_size=5 statistics.examples=[] output.report=false output.dir="$TMP/s" \
+      samples.num_samples=24 runtime.batch_size=5 runtime.unit_size=10 statistics.examples=[0,13] output.report=false output.dir="$TMP/s" \
       'selection=[{top_fraction: 0.02}, {relative_to_max: 0.9, attention_threshold: 0.3}, {absolute: 2.5, separators: [".", "the"]}]' \
       > /dev/null 2> "$TMP/err" || fail "run: $(cat "$TMP/err")"
     out=$(/usr/bin/python3 scripts/torch_pipeline.py --store "$TMP/s/store.h5" --model models/brown-bert --dtype float64 --batch 7 --threads 1 --check 2>&1) \
       || fail "the PyTorch implementation disagrees: $(grep -v ': equal$' <<< "$out")"
     contains "$out" "check: all equal"
-    [ "$(grep -c ': equal$' <<< "$out")" -ge 40 ] || fail "too few datasets compared: $out"
+    contains "$out" "check stats/top_fraction=0.02/same_word: equal"
+    contains "$out" "check units/top_fraction=0.02/same_word: equal"
+    contains "$out" "check examples/selected: equal"
+    [ "$(grep -c ': equal' <<< "$out")" -ge 90 ] || fail "too few datasets compared: $out"
+    cp "$TMP/s/store.h5" "$TMP/extra.h5"
+    /usr/bin/python3 -c "import h5py; h5py.File('$TMP/extra.h5', 'r+')['stats/top_fraction=0.02'].create_dataset('new_stat', data=[[0]])" || fail "h5py"
+    out=$(/usr/bin/python3 scripts/torch_pipeline.py --store "$TMP/extra.h5" --model models/brown-bert --dtype float64 --threads 1 --check 2>&1) \
+      && fail "a dataset it does not compute passed the check"
+    contains "$out" "check stats/top_fraction=0.02/new_stat: not compared"
     ;;
   isa_levels)
     # SPEC §5: one answer on every node of a mixed cluster. One job at each instruction-set level
