@@ -121,11 +121,11 @@ int cmd_init_model(const InitModelArgs& args, std::ostream& out);
 
 // `ctxsim inspect`: one text through a model, every layer and head (pipeline/commands/inspect.cpp).
 struct InspectArgs {
-  std::string text, file;  // the text itself, or a file of it (exactly one)
+  std::string text, file;                              // the text itself, or a file of it (exactly one)
   std::string model = "data/models/all-MiniLM-L6-v2";  // scripts/setup.sh fetches it
-  std::string out = "runs/inspect";  // input.txt, inspect.yaml, store.h5, report.html, heads.h5
-  double top_fraction = 0.05;        // the selection rule (SPEC §3) of the report's overlays
-  bool overwrite = false;            // replace the inspection of another text in --out
+  std::string out = "runs/inspect";                    // input.txt, inspect.yaml, store.h5, report.html, heads.h5
+  double top_fraction = 0.05;                          // the selection rule (SPEC §3) of the report's overlays
+  bool overwrite = false;                              // replace the inspection of another text in --out
 };
 int cmd_inspect(const InspectArgs& args, std::ostream& out);
 struct ModelInfoArgs {
