@@ -50,7 +50,7 @@ namespace {
 // constructor has run (LibTorch's operator registration is most of a start), the process execs
 // itself with OMP_WAIT_POLICY=PASSIVE added (same pid, so mpiexec and srun still know it;
 // ~0.3 s here). Only for segment and pretrain: run's start-up is measured against the bare
-// forward, and run is the same with either policy on a dedicated node (README: a shared one sets
+// forward, and run is the same with either policy on a dedicated node (docs/CLUSTER.md: a shared one sets
 // OMP_WAIT_POLICY=passive or runtime.threads=1).
 constexpr char kDefaultMarker[] = "CTXSIM_OPENMP_DEFAULT";
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that every tracked C++ file is as clang-format (.clang-format) writes it; tables fenced
-# with `// clang-format off` stay as written. CI runs it first; to fix what it names:
+# with `// clang-format off` stay as written. CI runs it after the tests; to fix what it names:
 #   clang-format -i $(git ls-files '*.cpp' '*.h')
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -219,7 +219,8 @@ std::vector<Subcommand> store_commands(Args& a) {
          s.add_option("--out", a.out, "CSV path (default: SWEEP_DIR/collect.csv)");
        },
        [&] { return cmd_collect(a.dir, a.out, std::cout); }},
-      {"status", "where a run stands: complete, or units done (from its resume state)", "ctxsim status runs/default/all-MiniLM-L6-v2/store.h5",
+      {"status", "where a run stands: complete, or units done (from its resume state)",
+       "ctxsim status runs/default/all-MiniLM-L6-v2/store.h5",
        [&](CLI::App& s) { s.add_option("store", a.store, "store.h5 of a run")->required(); },
        [&] { return cmd_status(a.store, std::cout); }},
   };
@@ -269,15 +270,16 @@ std::vector<Subcommand> model_commands(Args& a) {
          s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")
              ->check(whole_in(0, std::numeric_limits<int64_t>::max()))
              ->capture_default_str();
-         s.add_option("--vocab", a.init.vocab,
-                      "the tokenizer: a vocab.txt (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
-                      "(GPT-2, RoBERTa); its size sets vocab_size; required unless --like");
+         s.add_option(
+             "--vocab", a.init.vocab,
+             "the tokenizer: a vocab.txt or WordPiece tokenizer.json (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
+             "(GPT-2, RoBERTa); its size sets vocab_size; required unless --like");
          s.add_flag("--mlm", a.init.mlm, "BERT: write BertForMaskedLM, the masked-LM head included (what `ctxsim prune` evaluates)");
          s.add_option("--out", a.init.out, "output folder")->required();
          s.add_flag("--overwrite", a.init.overwrite, "replace another model in --out");
        },
        [&] { return cmd_init_model(a.init, std::cout); }},
-      {"model-info", "load a Hugging Face BERT or DistilBERT folder and report its family, shape, tensors and sha256",
+      {"model-info", "load a Hugging Face model folder (BERT, DistilBERT, RoBERTa, GPT-2) and report its family, shape, tensors and sha256",
        "ctxsim model-info models/brown-bert",
        [&](CLI::App& s) {
          s.add_option("dir", a.info.dir, "model folder")->required();

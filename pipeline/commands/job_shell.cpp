@@ -29,8 +29,8 @@ namespace ctxsim {
 const JobRow& job_row(JobKind kind) {
   static const JobRow rows[] = {
       {JobKind::Run, "run", true, true,
-       "set model.path to a Hugging Face BERT or DistilBERT folder (scripts/setup.sh makes data/models/bert-base-seed0), or model.name"},
-      {JobKind::Segment, "segment", true, true, "set model.path to a Hugging Face BERT or DistilBERT folder, or model.name"},
+       "set model.path to a Hugging Face model folder (scripts/setup.sh fetches data/models/all-MiniLM-L6-v2), or model.name"},
+      {JobKind::Segment, "segment", true, true, "set model.path to a Hugging Face model folder, or model.name"},
       {JobKind::Pretrain, "pretrain", false, false, ""},
       {JobKind::Prune, "prune", true, true, "set model.path to a BertForMaskedLM folder (models/brown-bert), or model.name"},
   };

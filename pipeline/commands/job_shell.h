@@ -1,4 +1,4 @@
-// The one shell around every job (run, segment, pretrain; prune next): MPI and the log's rank,
+// The one shell around every job (run, segment, pretrain, prune): MPI and the log's rank,
 // the stop signals, the config and its checks, the lock on output.dir, the decision between new
 // output, a resume and nothing to do, HDF5's errors naming the store, and the end of a store's
 // job (its report and summary). A job is what differs: its checks, its units and its output,

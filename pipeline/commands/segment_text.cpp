@@ -52,8 +52,7 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
     throw Error("--segments " + std::to_string(segments), text_path + " has only " + std::to_string(lines.size()) + " sentences",
                 "ask for at most " + std::to_string(lines.size()) + " segments, or leave --segments out to let the method decide");
   const std::string dir = model_dir(c);
-  if (dir.empty())
-    throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face BERT or DistilBERT folder");
+  if (dir.empty()) throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face model folder");
   require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
   configure_threads(c.runtime.threads);
   configure_compute_libraries();

@@ -1,5 +1,5 @@
 // Thin RAII over the HDF5 C API: every id has an owner, every call is checked and turned into
-// a ctxsim::Error carrying HDF5's own error stack. Parallel rules are in store.cpp.
+// a ctxsim::Error carrying HDF5's own error stack. The parallel-HDF5 rules every store follows are written at the top of store.cpp.
 #pragma once
 #include <hdf5.h>
 #include <mpi.h>

@@ -81,7 +81,7 @@ constexpr const char* kRuleScale = "selection rule name, in the order of /stats 
 void scale_samples(Scales& s, hid_t file, hsize_t N, hsize_t T) {
   const h5::Id g = h5::open_group(file, "samples");
   s.numbers(g, "sample", N, kSampleScale);
-  s.numbers(g, "position", T, "token position in the sample (0: [CLS])");
+  s.numbers(g, "position", T, "token position in the sample (0: the family's begin token, or the first word where there is none)");
   const std::vector<std::string> fields = {"document", "first_sentence"};
   s.strings(g, "source_field", 2, longest(fields), "the fields of source: document index, first sentence index", fields);
   for (const char* n : {"token_ids", "sentence_ids", "word_ids"}) Scales::attach(g, n, {"sample", "position"});

@@ -1,5 +1,6 @@
-// Headless figures for reports: perceptual colour maps, matrices rendered to RGB images, PNG
-// (libpng) and SVG (written directly) output. No LibTorch, MPI or HDF5 here.
+// The raster half of the report's figures: perceptual colour maps, matrices rendered to RGB images
+// (heatmaps, pooled blocks) and PNG files through libpng. The figures themselves (SVG, and their PNG
+// through librsvg) are figure.h's. No LibTorch, MPI or HDF5 here.
 #pragma once
 #include <array>
 #include <cstdint>

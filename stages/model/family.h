@@ -1,4 +1,4 @@
-// Model families as tables, not forks: for each family ctxsim reads (BERT, DistilBERT) its
+// Model families as tables, not forks: for each family ctxsim reads (BERT, DistilBERT, RoBERTa, GPT-2) its
 // config.json keys, its checkpoint's tensor names by role, the task heads and buffers a loader
 // skips, and what its layers do differently. Everything that loads, writes or names a checkpoint
 // reads this one table, so a new family of the same shape is one row (docs/ARCHITECTURE.md: how

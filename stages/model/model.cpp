@@ -165,7 +165,7 @@ at::Device compute_device(const std::string& choice, int local_rank, const std::
   if (!has_cuda)
     throw Error(where, "this ctxsim's LibTorch has no CUDA (Debian's libtorch is CPU-only), so it cannot compute on a GPU",
                 "reconfigure with -DCTXSIM_CUDA=ON against a CUDA LibTorch (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; "
-                "print(torch.utils.cmake_prefix_path)'), README: GPU ranks), or set runtime.device=cpu");
+                "print(torch.utils.cmake_prefix_path)'), docs/CLUSTER.md: GPU ranks), or set runtime.device=cpu");
   if (gpus == 0)
     throw Error(where, "no CUDA device is visible", "run on a GPU node (check CUDA_VISIBLE_DEVICES), or set runtime.device=cpu");
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));

@@ -1,4 +1,4 @@
-// The transformer encoder of every family in family.h (BERT, DistilBERT) in LibTorch (ATen),
+// The transformer encoder of every family in family.h (BERT, DistilBERT, RoBERTa, GPT-2) in LibTorch (ATen),
 // inference only, loaded from a Hugging Face folder: the Encoder the analysis runs. Its layers
 // are transformer_layer.h's with the inference kernels; the family's table names the weights.
 // Also where a rank computes (dtype, device, threads). No MPI, no HDF5.

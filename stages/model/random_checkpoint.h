@@ -24,7 +24,7 @@ TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& s
 std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& config, uint64_t seed);
 
 // Writes config.json, model.safetensors and the tokenizer of vocab_path into out_dir (created): a
-// vocab.txt copied (BERT, DistilBERT), or vocab.json + merges.txt from a byte-level BPE's files
+// vocab.txt copied (WordPiece families: BERT, DistilBERT), or vocab.json + merges.txt from a byte-level BPE's files
 // (GPT-2, RoBERTa; RoBERTa's specials added to GPT-2's tokens, see random_checkpoint.cpp).
 // config.vocab_size is the vocabulary's size. A tokenizer of another kind than the family's is an
 // Error naming vocab_path.

@@ -146,8 +146,8 @@ template <class WriteWindow>
 SampleSet draw_windows(const std::vector<int32_t>& sentences_per_document, const SampleOptions& o, WriteWindow&& write) {
   if (!kSeqLen.holds(o.seq_len))
     throw Error(kSeqLen.quantity,
-                std::to_string(o.seq_len) + " is outside " + std::to_string(kSeqLen.lo) + " ([CLS], one token, [SEP]) to " +
-                    std::to_string(kSeqLen.hi),
+                std::to_string(o.seq_len) + " is outside " + std::to_string(kSeqLen.lo) +
+                    " (a begin token, one word token, an end token) to " + std::to_string(kSeqLen.hi),
                 "use a length in that range");
   const auto candidates = enumerate_candidates(sentences_per_document, o);
   if (candidates.empty()) {

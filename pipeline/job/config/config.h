@@ -1,6 +1,6 @@
 // The run configuration: one struct mirroring the YAML sections (defaults and units in
 // comments), loaded from a file plus `key.sub=value` overrides and validated with errors that
-// name the file, line, key path and fix. The schema is the table in config.cpp.
+// name the file, line, key path and fix. The schema is the key table in config_schema.cpp.
 #pragma once
 #include <cstdint>
 #include <map>

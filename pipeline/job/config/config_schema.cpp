@@ -177,7 +177,7 @@ std::function<void(const Config&, Config&)> copier(Ref<T> ref) {
   return [=](const Config& from, Config& to) { ref(to) = cref(ref, from); };
 }
 
-// A row: its jobs (R | P | S, and Steer), path, help, and how it is read, written and copied.
+// A row: its jobs (R | P | S | X: run, pretrain, segment, prune; and Steer), path, help, and how it is read, written and copied.
 Field row(uint8_t jobs, std::string path, std::string help,
           std::function<void(Config&, const YAML::Node&, const std::string& file, const std::string& where)> set,
           std::function<void(const Config&, YAML::Emitter&)> emit, std::function<void(const Config&, Config&)> copy) {
@@ -388,14 +388,14 @@ const std::vector<Field>& schema() {
       int_field(R|P|S|X, "corpus.max_documents", KEY(corpus.max_documents), 0, kMaxCount, "0 = all documents, else the first N in corpus order"),
       int_field(R|P|S|X, "corpus.heldout_every", KEY(corpus.heldout_every), 0, kMaxCount, "N > 0: documents N-1, 2N-1, ... are held out (pretrain never trains on them); 0 = none"),
       enum_field<DocumentSplit>(R|S|X, "corpus.split", KEY(corpus.split), "run: samples from all documents | the train split | the heldout split"),
-      int_field(R|P|S|X, "samples.seq_len", KEY(samples.seq_len), kSeqLen.lo, kSeqLen.hi, "T: tokens per sample including [CLS] and [SEP]"),
+      int_field(R|P|S|X, "samples.seq_len", KEY(samples.seq_len), kSeqLen.lo, kSeqLen.hi, "T: tokens per sample, the family's frame included ([CLS] … [SEP], <s> … </s>, <|endoftext|> …)"),
       enum_field<WindowMode>(R|P|X, "samples.windows", KEY(samples.windows), "sentences: a window at every stride-th sentence start | documents: one per document"),
       int_field(R|P|X, "samples.stride_sentences", KEY(samples.stride_sentences), 1, kMaxCount, "sentences mode: a window starts every N sentences"),
       int_field(R|X, "samples.num_samples", KEY(samples.num_samples), 1, kMaxCount, "windows drawn with the seeded shuffle (all when fewer exist)"),
       int_field(R|X, "samples.seed", KEY(samples.seed), 0, kMaxSeed, "SplitMix64 seed of the draw"),
-      string_field(R|S|X, "model.path", KEY(model.path), {}, "Hugging Face BERT folder: config.json, model.safetensors, vocab.txt"),
+      string_field(R|S|X, "model.path", KEY(model.path), {}, "Hugging Face model folder of any family (config.json, model.safetensors, its tokenizer files)"),
       string_field(R|S|X, "model.name", KEY(model.name), {}, "or a model name found offline in the Hugging Face cache (e.g. bert-base-uncased)"),
-      string_field(R|P|S|X, "model.vocab", KEY(model.vocab), {}, "vocab.txt; empty = the model folder's vocab.txt (pretrain: the vocabulary it trains with)"),
+      string_field(R|P|S|X, "model.vocab", KEY(model.vocab), {}, "the tokenizer (vocab.txt, tokenizer.json, or a vocab.json + merges.txt folder); empty = the model folder's (pretrain: the vocabulary it trains with)"),
       enum_field<LowerCase>(R|P|S|X, "model.do_lower_case", KEY(model.do_lower_case), "auto = tokenizer_config.json, else true (uncased)"),
       enum_field<Precision>(R|S|X, "model.dtype", KEY(model.dtype), "compute dtype; float64 for count-for-count checks"),
       enum_field<HeadVector>(R, "model.vector", KEY(model.vector), "head output: context (sum_j A_ij v_j) | projected (o_i W_O[h])"),

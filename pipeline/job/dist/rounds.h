@@ -1,5 +1,5 @@
 // The rounds of an MPI job over its work units. In round k every rank computes the k-th of its
-// pending units (or nothing); then all ranks agree (job/agree.h) on errors, a stop signal and
+// pending units (or nothing); then all ranks agree (pipeline/job/dist/agree.h) on errors, a stop signal and
 // whether progress is due to become durable; they write the round's results together; and, when
 // due, they make everything so far durable. A failure stops every rank with the failing rank's
 // message and exit code, and loses only the round in flight; a stop signal makes progress
