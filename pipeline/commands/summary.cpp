@@ -80,6 +80,122 @@ void print_prune_summary(const PruneStoreData& d, const std::string& path, hid_t
   }
 }
 
+// The metric table's rows each part of the summary shows, in the order of metrics().
+struct SummaryColumns {
+  std::vector<const Metric*> columns, chances, rule_chances, legends, intervals;
+  SummaryColumns() {
+    for (const Metric& m : metrics()) {
+      if (m.summary.width > 0) columns.push_back(&m);
+      if (m.summary.width > 0 && m.interval) intervals.push_back(&m);
+      if (m.chance_label) (m.per_rule_chance ? rule_chances : chances).push_back(&m);
+      if (m.legend) legends.push_back(&m);
+    }
+    std::stable_sort(chances.begin(), chances.end(), [](const Metric* a, const Metric* b) { return a->chance_order < b->chance_order; });
+  }
+};
+
+void print_header(const std::string& path, hid_t file, const Baseline& base, int64_t L, int64_t H, const SummaryColumns& cols,
+                  std::ostream& out) {
+  out << "ctxsim summary of " << path << "\n"
+      << "  " << base.samples() << " samples of T=" << base.T() << ", model " << h5::get_attr_string(file, "model_path") << " ("
+      << h5::get_attr_string(file, "dtype") << ", " << h5::get_attr_string(file, "vector") << " vectors), " << L << " layers x " << H
+      << " heads; " << read_store_model(file, path).describe() << "\n"
+      << "  chance (all valid pairs): ";
+  for (size_t k = 0; k < cols.chances.size(); ++k)
+    out << (k ? ", " : "") << cols.chances[k]->chance_label << " " << metric_text(*cols.chances[k], Counts{}, base, 1) << "%";
+  out << "\n";
+}
+
+// One rule's per-layer table, with the chances over all its heads and the legends below it.
+void print_rule_table(const std::string& rule, const RuleStats& r, const Baseline& base, const SummaryColumns& cols, std::ostream& out) {
+  out << "\nrule " << rule << "\n layer";
+  for (const Metric* m : cols.columns) out << std::setw(m->summary.width) << m->header;
+  out << "\n";
+  Counts all;  // every head of the rule: what a rule-dependent chance is over
+  for (int64_t l = 0; l < r.L; ++l) {
+    const Counts c = r.layer(l);
+    for (size_t k = 0; k < kStatCount; ++k) all.value[k] += c.value[k];
+    all.heads += c.heads;
+    out << std::setw(6) << l;
+    for (const Metric* m : cols.columns) out << std::setw(m->summary.width) << metric_text(*m, c, base, m->summary.digits);
+    out << "\n";
+  }
+  out << "  (chance: ";
+  for (size_t k = 0; k < cols.rule_chances.size(); ++k)
+    out << (k ? "; " : "") << cols.rule_chances[k]->chance_label << " " << metric_text(*cols.rule_chances[k], all, base, 1)
+        << "% of all valid pairs";
+  for (const Metric* m : cols.legends) out << "; " << with_heads(m->legend, r.H);
+  out << ")\n";
+}
+
+// The same columns' bootstrap intervals (SPEC §5.1), where the store kept its units' sums.
+void print_intervals(const Intervals& iv, int64_t L, const SummaryColumns& cols, std::ostream& out) {
+  if (iv.empty()) {
+    out << "  (no intervals: the store predates per-unit sums; rerun it with this ctxsim for them)\n";
+    return;
+  }
+  const auto& with = cols.intervals;
+  if (with.empty()) return;
+  out << "  " << fixed(100 * iv.level, 0) << "% bootstrap intervals (" << iv.replicates << " resamples of the " << iv.units
+      << " work units)\n layer";
+  std::vector<std::vector<std::string>> cells(with.size());
+  std::vector<int> width;
+  for (size_t k = 0; k < with.size(); ++k) {
+    size_t w = std::string(with[k]->header).size();
+    for (int64_t l = 0; l < L; ++l) {
+      cells[k].push_back(interval_text(*with[k], *iv.of(*with[k], int(l)), with[k]->summary.digits));
+      w = std::max(w, cells[k].back().size());
+    }
+    width.push_back(int(w) + 2);
+    out << std::setw(width.back()) << with[k]->header;
+  }
+  out << "\n";
+  for (int64_t l = 0; l < L; ++l) {
+    out << std::setw(6) << l;
+    for (size_t k = 0; k < with.size(); ++k) out << std::setw(width[k]) << cells[k][size_t(l)];
+    out << "\n";
+  }
+}
+
+// Top anchors of chosen heads: by default, per layer the head whose top anchor is most common.
+void print_top_anchors(const RuleStats& r, std::vector<std::pair<int64_t, int64_t>> heads, int64_t top,
+                       const std::vector<std::string>& vocab, std::ostream& out) {
+  if (heads.empty()) {
+    for (int64_t l = 0; l < r.L; ++l) {
+      int64_t best_h = 0, best = -1;
+      for (int64_t k = 0; k < r.H; ++k) {
+        const auto first = r.top_anchors(l, k, 1);
+        const int64_t m = first.empty() ? 0 : r.anchor_count(l, k, first[0]);
+        if (m > best) {
+          best = m;
+          best_h = k;
+        }
+      }
+      heads.emplace_back(l, best_h);
+    }
+  }
+  out << "  top anchors (token: samples)\n";
+  for (const auto& [l, k] : heads) {
+    out << "   L" << l << " H" << k << ":";
+    for (int64_t t : r.top_anchors(l, k, top)) out << "  " << token_text(vocab, t) << ": " << r.anchor_count(l, k, t);
+    out << "\n";
+  }
+}
+
+// Rule-independent: the attention on each separator token, per layer.
+void print_separator_attention(const Baseline& base, std::ostream& out) {
+  if (base.separator_tokens.empty()) return;
+  out << "\nattention on each separator (mean mass a valid query row puts on its keys, over the layer's heads)\n layer";
+  for (const auto& t : base.separator_tokens) out << std::setw(10) << t;
+  out << "\n";
+  const int64_t layers = int64_t(base.separator_mass_by_token.size()) / (int64_t(base.separator_tokens.size()) * base.separator_heads);
+  for (int64_t l = 0; l < layers; ++l) {
+    out << std::setw(6) << l;
+    for (size_t u = 0; u < base.separator_tokens.size(); ++u) out << std::setw(10) << fixed(base.separator_token_attention(l, -1, u), 3);
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
@@ -90,117 +206,17 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
   const auto vocab = store_vocab(file);
   const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
   const Baseline base = baseline_of(stats);
-  const auto& rule_names = stats.rules;
-  const int64_t samples = base.samples(), T = base.T();
-  // The table's columns, the chances of the header line and of each rule's footer, in the order
-  // of metrics().
-  std::vector<const Metric*> columns, chances, rule_chances, legends;
-  for (const Metric& m : metrics()) {
-    if (m.summary.width > 0) columns.push_back(&m);
-    if (m.chance_label) (m.per_rule_chance ? rule_chances : chances).push_back(&m);
-    if (m.legend) legends.push_back(&m);
-  }
-  std::stable_sort(chances.begin(), chances.end(), [](const Metric* a, const Metric* b) { return a->chance_order < b->chance_order; });
-
+  const SummaryColumns cols;
   // The heads asked for are checked before anything is printed.
   check_head_list(options.heads, stats.acc.shape().layers, stats.acc.shape().heads);
-  bool header = true;
-  for (size_t i = 0; i < rule_names.size(); ++i) {
-    const std::string& rule = rule_names[i];
+  for (size_t i = 0; i < stats.rules.size(); ++i) {
     const RuleStats r = rule_stats_of(stats, i);
-    const int64_t L = r.L, H = r.H;
-    if (header) {
-      out << "ctxsim summary of " << path << "\n"
-          << "  " << samples << " samples of T=" << T << ", model " << h5::get_attr_string(file, "model_path") << " ("
-          << h5::get_attr_string(file, "dtype") << ", " << h5::get_attr_string(file, "vector") << " vectors), " << L << " layers x " << H
-          << " heads; " << read_store_model(file, path).describe() << "\n"
-          << "  chance (all valid pairs): ";
-      for (size_t k = 0; k < chances.size(); ++k)
-        out << (k ? ", " : "") << chances[k]->chance_label << " " << metric_text(*chances[k], Counts{}, base, 1) << "%";
-      out << "\n";
-      header = false;
-    }
-    out << "\nrule " << rule << "\n layer";
-    for (const Metric* m : columns) out << std::setw(m->summary.width) << m->header;
-    out << "\n";
-    Counts all;  // every head of the rule: what a rule-dependent chance is over
-    for (int64_t l = 0; l < L; ++l) {
-      const Counts c = r.layer(l);
-      for (size_t k = 0; k < kStatCount; ++k) all.value[k] += c.value[k];
-      all.heads += c.heads;
-      out << std::setw(6) << l;
-      for (const Metric* m : columns) out << std::setw(m->summary.width) << metric_text(*m, c, base, m->summary.digits);
-      out << "\n";
-    }
-    out << "  (chance: ";
-    for (size_t k = 0; k < rule_chances.size(); ++k)
-      out << (k ? "; " : "") << rule_chances[k]->chance_label << " " << metric_text(*rule_chances[k], all, base, 1)
-          << "% of all valid pairs";
-    for (const Metric* m : legends) out << "; " << with_heads(m->legend, H);
-    out << ")\n";
-    // The same columns' bootstrap intervals (SPEC §5.1), where the store kept its units' sums.
-    const Intervals iv = store_intervals(file, path, stats, i);
-    std::vector<const Metric*> with;
-    for (const Metric* m : columns)
-      if (m->interval) with.push_back(m);
-    if (iv.empty()) {
-      out << "  (no intervals: the store predates per-unit sums; rerun it with this ctxsim for them)\n";
-    } else if (!with.empty()) {
-      out << "  " << fixed(100 * iv.level, 0) << "% bootstrap intervals (" << iv.replicates << " resamples of the " << iv.units
-          << " work units)\n layer";
-      std::vector<std::vector<std::string>> cells(with.size());
-      std::vector<int> width;
-      for (size_t k = 0; k < with.size(); ++k) {
-        size_t w = std::string(with[k]->header).size();
-        for (int64_t l = 0; l < L; ++l) {
-          cells[k].push_back(interval_text(*with[k], *iv.of(*with[k], int(l)), with[k]->summary.digits));
-          w = std::max(w, cells[k].back().size());
-        }
-        width.push_back(int(w) + 2);
-        out << std::setw(width.back()) << with[k]->header;
-      }
-      out << "\n";
-      for (int64_t l = 0; l < L; ++l) {
-        out << std::setw(6) << l;
-        for (size_t k = 0; k < with.size(); ++k) out << std::setw(width[k]) << cells[k][size_t(l)];
-        out << "\n";
-      }
-    }
-    // Top anchors of chosen heads: by default, per layer the head whose top anchor is most common.
-    std::vector<std::pair<int64_t, int64_t>> heads = options.heads;
-    if (heads.empty()) {
-      for (int64_t l = 0; l < L; ++l) {
-        int64_t best_h = 0, best = -1;
-        for (int64_t k = 0; k < H; ++k) {
-          const auto top = r.top_anchors(l, k, 1);
-          const int64_t m = top.empty() ? 0 : r.anchor_count(l, k, top[0]);
-          if (m > best) {
-            best = m;
-            best_h = k;
-          }
-        }
-        heads.emplace_back(l, best_h);
-      }
-    }
-    out << "  top anchors (token: samples)\n";
-    for (const auto& [l, k] : heads) {
-      out << "   L" << l << " H" << k << ":";
-      for (int64_t t : r.top_anchors(l, k, options.top)) out << "  " << token_text(vocab, t) << ": " << r.anchor_count(l, k, t);
-      out << "\n";
-    }
+    if (i == 0) print_header(path, file, base, r.L, r.H, cols, out);
+    print_rule_table(stats.rules[i], r, base, cols, out);
+    print_intervals(store_intervals(file, path, stats, i), r.L, cols, out);
+    print_top_anchors(r, options.heads, options.top, vocab, out);
   }
-  // Rule-independent: the attention on each separator token, per layer.
-  if (!base.separator_tokens.empty()) {
-    out << "\nattention on each separator (mean mass a valid query row puts on its keys, over the layer's heads)\n layer";
-    for (const auto& t : base.separator_tokens) out << std::setw(10) << t;
-    out << "\n";
-    const int64_t layers = int64_t(base.separator_mass_by_token.size()) / (int64_t(base.separator_tokens.size()) * base.separator_heads);
-    for (int64_t l = 0; l < layers; ++l) {
-      out << std::setw(6) << l;
-      for (size_t u = 0; u < base.separator_tokens.size(); ++u) out << std::setw(10) << fixed(base.separator_token_attention(l, -1, u), 3);
-      out << "\n";
-    }
-  }
+  print_separator_attention(base, out);
   return 0;
 }
 
