@@ -57,81 +57,62 @@ std::map<std::string, std::string> swept_values(hid_t file) {
   return values;
 }
 
-}  // namespace
-
-int cmd_collect(const std::string& dir, const std::string& out_path, std::ostream& out) {
-  if (!fs::is_directory(dir)) throw Error(dir, "not a folder", "give the sweep's folder: output.dir/<sweep name>");
-  MpiSession::ensure();
-  const std::vector<std::string> stores = stores_under(dir);
-  const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
-  std::vector<StoreRows> read;
-  std::vector<std::string> keys, separators;  // the union, in order of first appearance
-  const auto add = [](std::vector<std::string>& to, const std::string& x) {
-    if (std::find(to.begin(), to.end(), x) == to.end()) to.push_back(x);
-  };
-  int64_t rows = 0;
-  for (const fs::path path : stores) {
-    const h5::FileScope scope(path.string());
-    const StoreInfo info = inspect_store(path.string());
-    if (!info.complete) {
-      log_info("collect: skipping " + path.string() +
-               (info.kind == StoreInfo::Kind::NotAStore ? " (" + info.what + ")" : " (not complete; rerun its point to finish it)"));
-      continue;
-    }
-    const h5::Id file = open_complete_store(path.string());
-    if (is_segment_store(file))
-      throw Error(path.string(), "is a segmentation store (ctxsim segment); collect gathers the run stores of a sweep",
-                  "move it out of " + dir + ", and draw segmentations together with 'ctxsim compare STORE STORE … --out DIR'");
-    StoreRows sr;
-    sr.point = fs::relative(path.parent_path(), dir).string();
-    sr.swept = swept_values(file);
-    for (const auto& kv : sr.swept) add(keys, kv.first);
-    const auto vocab = store_vocab(file);
-    const StoreStats stats = read_store_stats(file, path.string(), int64_t(vocab.size()));
-    const Baseline base = baseline_of(stats);
-    sr.separators = base.separator_tokens;
-    for (const auto& t : sr.separators) add(separators, t);
-    for (size_t ri = 0; ri < stats.rules.size(); ++ri) {
-      const std::string& rule = stats.rules[ri];
-      const RuleStats r = rule_stats_of(stats, ri);
-      const Intervals iv = store_intervals(file, path.string(), stats, ri);
-      for (int64_t l = 0; l < r.L; ++l)
-        for (int64_t h = 0; h < r.H; ++h) {
-          const Counts c = r.head(l, h);
-          const auto top = r.top_anchors(l, h, 1);
-          std::ostringstream line;
-          line << std::setprecision(6) << csv_field(rule) << "," << l << "," << h << "," << base.samples();
-          for (const Metric& m : metrics()) {
-            if (m.whole)
-              line << "," << int64_t(m.value(c, base));
-            else
-              line << "," << m.value(c, base);
-          }
-          for (const Metric& m : metrics()) {
-            if (!m.interval) continue;
-            if (const Interval* i = iv.of(m, int(l), int(h)))
-              line << "," << i->lo << "," << i->hi;
-            else
-              line << ",,";
-          }
-          std::vector<double> mass;
-          for (size_t u = 0; u < sr.separators.size(); ++u) mass.push_back(base.separator_token_attention(l, h, u));
-          sr.lines.push_back(line.str());
-          sr.masses.push_back(std::move(mass));
-          sr.tails.push_back("," + csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) + "," +
-                             std::to_string(top.empty() ? 0 : r.anchor_count(l, h, top[0])));
-          ++rows;
-        }
-    }
-    read.push_back(std::move(sr));
+// A head's line: rule, layer, head, samples, every metric, every interval's bounds.
+std::string head_line(const std::string& rule, const RuleStats& r, const Baseline& base, const Intervals& iv, int64_t l, int64_t h) {
+  const Counts c = r.head(l, h);
+  std::ostringstream line;
+  line << std::setprecision(6) << csv_field(rule) << "," << l << "," << h << "," << base.samples();
+  for (const Metric& m : metrics()) {
+    if (m.whole)
+      line << "," << int64_t(m.value(c, base));
+    else
+      line << "," << m.value(c, base);
   }
-  if (read.empty())
-    throw Error(dir, "no complete store.h5 under this folder (" + std::to_string(stores.size()) + " found)",
-                "run the sweep's points first (ctxsim run CONFIG, or ctxsim submit CONFIG)");
-  // The point's folder, a column per swept key (its value as the sweep gave it), every row of the
-  // metric table (stages/stats/metrics.h), the bounds of the head's 95% bootstrap interval of each
-  // that has one (SPEC §5.1; empty cells for a store without units), a column per separator token
-  // (its attention mass; empty where a store did not measure it) and the head's top anchor.
+  for (const Metric& m : metrics()) {
+    if (!m.interval) continue;
+    if (const Interval* i = iv.of(m, int(l), int(h)))
+      line << "," << i->lo << "," << i->hi;
+    else
+      line << ",,";
+  }
+  return line.str();
+}
+
+// One complete run store's rows (a segmentation store is refused: collect is for run sweeps).
+StoreRows read_rows(const fs::path& path, const std::string& dir) {
+  const h5::Id file = open_complete_store(path.string());
+  if (is_segment_store(file))
+    throw Error(path.string(), "is a segmentation store (ctxsim segment); collect gathers the run stores of a sweep",
+                "move it out of " + dir + ", and draw segmentations together with 'ctxsim compare STORE STORE … --out DIR'");
+  StoreRows sr;
+  sr.point = fs::relative(path.parent_path(), dir).string();
+  sr.swept = swept_values(file);
+  const auto vocab = store_vocab(file);
+  const StoreStats stats = read_store_stats(file, path.string(), int64_t(vocab.size()));
+  const Baseline base = baseline_of(stats);
+  sr.separators = base.separator_tokens;
+  for (size_t ri = 0; ri < stats.rules.size(); ++ri) {
+    const RuleStats r = rule_stats_of(stats, ri);
+    const Intervals iv = store_intervals(file, path.string(), stats, ri);
+    for (int64_t l = 0; l < r.L; ++l)
+      for (int64_t h = 0; h < r.H; ++h) {
+        const auto top = r.top_anchors(l, h, 1);
+        std::vector<double> mass;
+        for (size_t u = 0; u < sr.separators.size(); ++u) mass.push_back(base.separator_token_attention(l, h, u));
+        sr.lines.push_back(head_line(stats.rules[ri], r, base, iv, l, h));
+        sr.masses.push_back(std::move(mass));
+        sr.tails.push_back("," + csv_field(top.empty() ? std::string() : token_text(vocab, top[0])) + "," +
+                           std::to_string(top.empty() ? 0 : r.anchor_count(l, h, top[0])));
+      }
+  }
+  return sr;
+}
+
+// The point's folder, a column per swept key (its value as the sweep gave it), every row of the
+// metric table (stages/stats/metrics.h), the bounds of the head's 95% bootstrap interval of each
+// that has one (SPEC §5.1; empty cells for a store without units), a column per separator token
+// (its attention mass; empty where a store did not measure it) and the head's top anchor.
+std::string csv_text(const std::vector<StoreRows>& read, const std::vector<std::string>& keys, const std::vector<std::string>& separators) {
   std::ostringstream csv;
   csv << "point";
   for (const auto& k : keys) csv << "," << csv_field(k);
@@ -158,7 +139,39 @@ int cmd_collect(const std::string& dir, const std::string& out_path, std::ostrea
       csv << sr.tails[i] << "\n";
     }
   }
-  atomic_write(target, csv.str());
+  return csv.str();
+}
+
+}  // namespace
+
+int cmd_collect(const std::string& dir, const std::string& out_path, std::ostream& out) {
+  if (!fs::is_directory(dir)) throw Error(dir, "not a folder", "give the sweep's folder: output.dir/<sweep name>");
+  MpiSession::ensure();
+  const std::vector<std::string> stores = stores_under(dir);
+  const std::string target = out_path.empty() ? (fs::path(dir) / "collect.csv").string() : out_path;
+  std::vector<StoreRows> read;
+  std::vector<std::string> keys, separators;  // the union, in order of first appearance
+  const auto add = [](std::vector<std::string>& to, const std::string& x) {
+    if (std::find(to.begin(), to.end(), x) == to.end()) to.push_back(x);
+  };
+  size_t rows = 0;
+  for (const fs::path path : stores) {
+    const h5::FileScope scope(path.string());
+    const StoreInfo info = inspect_store(path.string());
+    if (!info.complete) {
+      log_info("collect: skipping " + path.string() +
+               (info.kind == StoreInfo::Kind::NotAStore ? " (" + info.what + ")" : " (not complete; rerun its point to finish it)"));
+      continue;
+    }
+    read.push_back(read_rows(path, dir));
+    for (const auto& kv : read.back().swept) add(keys, kv.first);
+    for (const auto& t : read.back().separators) add(separators, t);
+    rows += read.back().lines.size();
+  }
+  if (read.empty())
+    throw Error(dir, "no complete store.h5 under this folder (" + std::to_string(stores.size()) + " found)",
+                "run the sweep's points first (ctxsim run CONFIG, or ctxsim submit CONFIG)");
+  atomic_write(target, csv_text(read, keys, separators));
   out << "collect: " << rows << " rows from " << read.size() << " store(s) into " << target << "\n";
   return 0;
 }
