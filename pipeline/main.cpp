@@ -14,10 +14,10 @@
 #include <new>
 
 #include "pipeline/commands/cli.h"
-#include "pipeline/job/dist/agree.h"
-#include "pipeline/job/dist/comm.h"
-#include "pipeline/job/dist/log.h"
-#include "pipeline/job/dist/provenance.h"
+#include "pipeline/job/parallel/agree.h"
+#include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/log.h"
+#include "pipeline/job/parallel/provenance.h"
 #include "pipeline/store/hdf5.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"

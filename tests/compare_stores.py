@@ -18,7 +18,7 @@ import numpy as np
 # Root attributes that describe the run, not its results.
 RUN_ATTRIBUTES = {"started", "finished", "run_seconds", "ranks", "threads_per_rank", "config_path", "model_path",
                   "vocab_path", "git_revision", "ctxsim_version", "isa", "blas", "devices", "per_rank_seconds",
-                  # the session's provenance (pipeline/job/dist/provenance.h)
+                  # the session's provenance (pipeline/job/parallel/provenance.h)
                   "command_line", "hosts", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
                   "slurm_restart_count", "slurm_job_name", "slurm_cluster", "slurm_partition"}
 

@@ -6,8 +6,8 @@
 #include <functional>
 #include <stdexcept>
 
-#include "pipeline/job/dist/agree.h"
-#include "pipeline/job/dist/rounds.h"
+#include "pipeline/job/parallel/agree.h"
+#include "pipeline/job/parallel/rounds.h"
 #include "stages/base/error.h"
 
 namespace ctxsim {

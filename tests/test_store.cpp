@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/parallel/agree.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/base/digest.h"

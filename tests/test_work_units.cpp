@@ -5,8 +5,8 @@
 #include <fstream>
 #include <set>
 
-#include "pipeline/job/dist/work_units.h"
 #include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/job/parallel/work_units.h"
 #include "stages/base/error.h"
 #include "test_helpers.h"
 

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "pipeline/commands/commands.h"
-#include "pipeline/job/dist/comm.h"
-#include "pipeline/job/dist/log.h"
+#include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/log.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"

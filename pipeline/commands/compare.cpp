@@ -6,7 +6,7 @@
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/commands/summary.h"
-#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/parallel/comm.h"
 #include "pipeline/report/compare.h"
 #include "pipeline/report/prune_figures.h"
 #include "pipeline/report/report_figures.h"

@@ -13,9 +13,9 @@
 #include "stages/base/digest.h"
 
 #include "pipeline/job/config/inputs.h"
-#include "pipeline/job/dist/agree.h"
-#include "pipeline/job/dist/log.h"
-#include "pipeline/job/dist/provenance.h"
+#include "pipeline/job/parallel/agree.h"
+#include "pipeline/job/parallel/log.h"
+#include "pipeline/job/parallel/provenance.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"

@@ -13,10 +13,10 @@
 
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/inputs.h"
-#include "pipeline/job/dist/comm.h"
-#include "pipeline/job/dist/signals.h"
 #include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/job/durable/run_lock.h"
+#include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/signals.h"
 #include "pipeline/store/store.h"
 #include "stages/base/stopwatch.h"
 #include "stages/model/bert_config.h"

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/job/dist/comm.h"
-#include "pipeline/job/dist/progress.h"
-#include "pipeline/job/dist/rounds.h"
 #include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/progress.h"
+#include "pipeline/job/parallel/rounds.h"
 #include "pipeline/store/store.h"
 #include "stages/stats/analysis.h"
 

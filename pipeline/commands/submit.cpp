@@ -19,9 +19,9 @@
 #include "pipeline/commands/job_shell.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/sweep.h"
-#include "pipeline/job/dist/comm.h"
-#include "pipeline/job/dist/progress.h"
-#include "pipeline/job/dist/work_units.h"
+#include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/progress.h"
+#include "pipeline/job/parallel/work_units.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 

@@ -9,9 +9,9 @@
 
 #include "ctxsim_revision.h"
 #include "pipeline/job/config/sweep.h"
-#include "pipeline/job/dist/comm.h"
-#include "pipeline/job/dist/log.h"
 #include "pipeline/job/durable/checkpoint.h"
+#include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/log.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/prune_store.h"

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/parallel/comm.h"
 #include "pipeline/report/report_data.h"
 #include "pipeline/report/report_figures.h"
 #include "pipeline/store/hdf5.h"

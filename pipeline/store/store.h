@@ -29,7 +29,7 @@ namespace ctxsim {
 constexpr int64_t kStoreLayoutVersion = 5;
 inline int64_t store_schema_version() { return std::max(kStoreLayoutVersion, statistics_schema_version()); }
 
-// (attribute, text) pairs: the session's provenance (pipeline/job/dist/provenance.h).
+// (attribute, text) pairs: the session's provenance (pipeline/job/parallel/provenance.h).
 using TextAttributes = std::vector<std::pair<std::string, std::string>>;
 
 // Root attributes written at creation (the rest, like finished and complete, at the end).

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipeline/job/dist/log.h"
+#include "pipeline/job/parallel/log.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"

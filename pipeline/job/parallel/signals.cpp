@@ -1,4 +1,4 @@
-#include "pipeline/job/dist/signals.h"
+#include "pipeline/job/parallel/signals.h"
 
 #include <unistd.h>
 

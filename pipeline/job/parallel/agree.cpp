@@ -1,6 +1,6 @@
-#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/parallel/agree.h"
 
-#include "pipeline/job/dist/log.h"
+#include "pipeline/job/parallel/log.h"
 
 namespace ctxsim {
 

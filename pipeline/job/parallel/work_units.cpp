@@ -1,4 +1,4 @@
-#include "pipeline/job/dist/work_units.h"
+#include "pipeline/job/parallel/work_units.h"
 
 #include <algorithm>
 

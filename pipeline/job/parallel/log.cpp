@@ -1,4 +1,4 @@
-#include "pipeline/job/dist/log.h"
+#include "pipeline/job/parallel/log.h"
 
 #include <iostream>
 

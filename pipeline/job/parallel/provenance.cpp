@@ -1,4 +1,4 @@
-#include "pipeline/job/dist/provenance.h"
+#include "pipeline/job/parallel/provenance.h"
 
 #include <mpi.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <set>
 
-#include "pipeline/job/dist/agree.h"
+#include "pipeline/job/parallel/agree.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 

@@ -1,4 +1,4 @@
-#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/parallel/comm.h"
 
 #include <signal.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "pipeline/job/dist/progress.h"
+#include "pipeline/job/parallel/progress.h"
 
 #include <unistd.h>
 

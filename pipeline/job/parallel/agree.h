@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/parallel/comm.h"
 #include "stages/base/error.h"
 
 namespace ctxsim {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/parallel/comm.h"
 
 namespace ctxsim {
 

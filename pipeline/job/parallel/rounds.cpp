@@ -1,7 +1,7 @@
-#include "pipeline/job/dist/rounds.h"
+#include "pipeline/job/parallel/rounds.h"
 
-#include "pipeline/job/dist/agree.h"
-#include "pipeline/job/dist/log.h"
+#include "pipeline/job/parallel/agree.h"
+#include "pipeline/job/parallel/log.h"
 #include "stages/base/error.h"
 #include "stages/base/stopwatch.h"
 

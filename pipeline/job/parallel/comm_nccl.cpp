@@ -1,7 +1,7 @@
 // NCCL reductions for CUDA ranks (CTXSIM_CUDA=ON): the communicator is bootstrapped over MPI
 // (rank 0 makes the unique id and broadcasts it), owns its CUDA stream, and reduces int64
 // buffers on the device. Without CUDA this file only says how to get it.
-#include "pipeline/job/dist/comm.h"
+#include "pipeline/job/parallel/comm.h"
 #include "stages/base/error.h"
 
 #ifdef CTXSIM_WITH_CUDA

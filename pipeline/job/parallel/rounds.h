@@ -1,5 +1,5 @@
 // The rounds of an MPI job over its work units. In round k every rank computes the k-th of its
-// pending units (or nothing); then all ranks agree (pipeline/job/dist/agree.h) on errors, a stop signal and
+// pending units (or nothing); then all ranks agree (pipeline/job/parallel/agree.h) on errors, a stop signal and
 // whether progress is due to become durable; they write the round's results together; and, when
 // due, they make everything so far durable. A failure stops every rank with the failing rank's
 // message and exit code, and loses only the round in flight; a stop signal makes progress
@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "pipeline/job/dist/comm.h"
-#include "pipeline/job/dist/progress.h"
-#include "pipeline/job/dist/signals.h"
-#include "pipeline/job/dist/work_units.h"
+#include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/progress.h"
+#include "pipeline/job/parallel/signals.h"
+#include "pipeline/job/parallel/work_units.h"
 
 namespace ctxsim {
 
