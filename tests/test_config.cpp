@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "stages/base/error.h"
+#include "stages/base/suggest.h"
 #include "test_helpers.h"
 
 namespace ctxsim {

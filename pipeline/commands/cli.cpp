@@ -14,6 +14,7 @@
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
 #include "stages/base/limits.h"
+#include "stages/base/suggest.h"
 
 namespace ctxsim {
 namespace {

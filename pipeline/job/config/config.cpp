@@ -18,6 +18,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/suggest.h"
 #include "stages/text/utf8.h"
 
 namespace ctxsim {
@@ -185,17 +186,6 @@ void apply_override(Config& c, const std::string& text) {
   c.origin[f->path] = "command line";
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // output.dir may name its model: "{model}" becomes the last component of model.path (or
 // model.name), so that one override of the model gives its results their own folder
 // (configs/default.yaml: runs/default/{model}). Any other "{…}" is a typo.
@@ -225,19 +215,6 @@ std::string Config::where(const std::string& key) const {
   const auto it = origin.find(key);
   if (it != origin.end()) return it->second + ": " + key;
   return (source.empty() ? std::string("default") : source + " (default)") + ": " + key;
-}
-
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = std::max<size_t>(1, std::min<size_t>(3, word.size() / 3)) + 1;
-  for (const auto& c : candidates) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
 }
 
 std::string identity_yaml(Config c, JobKind kind) {

@@ -174,7 +174,4 @@ std::vector<std::string> identity_differences(const std::string& stored, const C
 // All key paths of the schema ("corpus.format", …, "selection.top_fraction", …).
 std::vector<std::string> config_keys();
 
-// The closest of `candidates` to `word` within a small edit distance, or "".
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
-
 }  // namespace ctxsim

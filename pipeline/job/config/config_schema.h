@@ -1,5 +1,5 @@
-// The key table of the config (config_schema.cpp) and the YAML value readers it is built from,
-// for config.cpp and sweep expansion only: every key's path, help, reader, writer, copier and
+// The key table of the config (config_schema.cpp), built from the YAML value readers of
+// yaml_values.h, for config.cpp and sweep expansion only: every key's path, help, reader, writer, copier and
 // whether it determines a run's results.
 #pragma once
 #include <yaml-cpp/yaml.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pipeline/job/config/config.h"
+#include "pipeline/job/config/yaml_values.h"
 
 namespace ctxsim {
 
@@ -55,18 +56,5 @@ std::vector<std::string> keys_of(const std::string& section);  // "seq_len", …
 // The names and values of a choice key's enum.
 template <class E>
 const std::vector<std::pair<std::string, E>>& choices_of();
-
-// YAML values read with errors that name where (file:line:col), the key and the fix.
-constexpr int64_t kMaxCount = 1'000'000'000;  // the bound of counts (samples, documents, units, ids)
-constexpr int64_t kMaxSteps = 100'000'000;    // optimizer steps, and counts of steps
-constexpr int64_t kMaxSeed = std::numeric_limits<int64_t>::max();
-std::string location(const std::string& file, const YAML::Mark& mark);
-std::string shown(const YAML::Node& n);  // 'abc', a list, a mapping, nothing
-int64_t parse_int(const YAML::Node& n, const std::string& where, const std::string& key, int64_t lo, int64_t hi,
-                  const std::string& example);
-double parse_double(const YAML::Node& n, const std::string& where, const std::string& key, double lo, double hi, bool lo_open,
-                    const std::string& example);
-bool parse_bool(const YAML::Node& n, const std::string& where, const std::string& key);
-std::string parse_string(const YAML::Node& n, const std::string& where, const std::string& key, const std::vector<std::string>& choices);
 
 }  // namespace ctxsim
