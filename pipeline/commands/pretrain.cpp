@@ -29,13 +29,12 @@
 #include "pipeline/job/parallel/rounds.h"
 #include "pipeline/job/parallel/signals.h"
 #include "pipeline/job/parallel/work_units.h"
+#include "pipeline/report/pretrain_figures.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/stopwatch.h"
-#include "stages/figures/figure.h"
-#include "stages/figures/render.h"
 #include "stages/model/mlm.h"
 #include "stages/model/model.h"
 #include "stages/text/pretraining_data.h"
@@ -310,33 +309,9 @@ void write_curves(const std::string& dir, const std::vector<StepRow>& rows, cons
         << cell(r.heldout_loss) << ',' << cell(r.heldout_accuracy) << ',' << cell(std::isnan(r.heldout_loss) ? NAN : d.unigram_loss) << ','
         << cell(std::isnan(r.heldout_loss) ? NAN : d.unigram_accuracy) << ',' << std::hex << r.batch_digest << std::dec << '\n';
   atomic_write((fs::path(dir) / "loss.csv").string(), csv.str());
-  if (rows.empty() || !figures_available()) return;
-  Series train{"training loss (per step)", {}, {}, Rgb{160, 190, 220}};
-  Series held{"held-out loss", {}, {}, Rgb{31, 119, 180}};
-  Series acc{"held-out accuracy", {}, {}, Rgb{31, 119, 180}};
-  for (const auto& r : rows) {
-    train.x.push_back(double(r.step));
-    train.y.push_back(r.train_loss);
-    if (std::isnan(r.heldout_loss)) continue;
-    held.x.push_back(double(r.step));
-    held.y.push_back(r.heldout_loss);
-    acc.x.push_back(double(r.step));
-    acc.y.push_back(100 * r.heldout_accuracy);
-  }
-  const double last = double(rows.back().step);
-  Series uni_loss{"unigram baseline", {0, last}, {d.unigram_loss, d.unigram_loss}, Rgb{214, 39, 40}, true};
-  Series uni_acc{"unigram baseline", {0, last}, {100 * d.unigram_accuracy, 100 * d.unigram_accuracy}, Rgb{214, 39, 40}, true};
-  PlotSpec loss, accuracy;
-  loss.title = "masked-LM loss";
-  loss.x_label = accuracy.x_label = "step";
-  loss.y_label = "cross-entropy (nats)";
-  loss.series = {train, held, uni_loss};
-  accuracy.title = "held-out accuracy";
-  accuracy.y_label = "masked tokens predicted (%)";
-  accuracy.series = {acc, uni_acc};
-  write_figure(plot_figure({loss, accuracy}, 2, 420, 300, "ctxsim pretrain: loss curves",
-                           std::to_string(rows.size()) + " steps of " + std::to_string(batch) + " samples"),
-               dir, "loss");
+  std::vector<report::TrainingPoint> points;
+  for (const auto& r : rows) points.push_back({r.step, r.train_loss, r.heldout_loss, r.heldout_accuracy});
+  report::write_training_curves(dir, points, {d.unigram_loss, d.unigram_accuracy}, batch);
 }
 
 // ---------------------------------------------------------------------- steps -------------
