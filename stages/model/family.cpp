@@ -8,130 +8,122 @@ namespace {
 // The table. BERT: transformers' modeling_bert.py (BertModel, BertForMaskedLM, BertForPreTraining).
 // DistilBERT: modeling_distilbert.py (DistilBertModel, DistilBertForMaskedLM), whose LayerNorms
 // are built with eps=1e-12 and whose config.json has no epsilon key.
+// clang-format off
 const std::vector<FamilySpec>& families() {
   static const std::vector<FamilySpec> rows = [] {
-    const FamilySpec bert = {Family::Bert,
-                             "bert",
-                             "BERT",
-                             "BertModel",
-                             "BertForMaskedLM",
-                             "BertModel, BertForMaskedLM or BertForPreTraining",
-                             "bert.",
-                             {"cls."},
-                             {"embeddings.position_ids"},
-                             {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                              "max_position_embeddings", "hidden_act", "layer_norm_eps", "type_vocab_size"},
-                             1e-12,
-                             "embeddings.word_embeddings",
-                             "embeddings.position_embeddings",
-                             "embeddings.token_type_embeddings",
-                             "embeddings.LayerNorm",
-                             "encoder.layer.",
-                             "attention.self.query",
-                             "attention.self.key",
-                             "attention.self.value",
-                             "attention.output.dense",
-                             "attention.output.LayerNorm",
-                             "intermediate.dense",
-                             "output.dense",
-                             "output.LayerNorm",
-                             "pooler.dense",
-                             true,
-                             NormPlacement::Post,
-                             nullptr,
-                             false,
-                             false};
-    const FamilySpec distilbert = {
-        Family::DistilBert,
-        "distilbert",
-        "DistilBERT",
-        "DistilBertModel",
-        "DistilBertForMaskedLM",
-        "DistilBertModel or DistilBertForMaskedLM",
-        "distilbert.",
-        {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."},
-        {"embeddings.position_ids"},
-        {"vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "max_position_embeddings", "activation", nullptr, nullptr},
-        1e-12,
-        "embeddings.word_embeddings",
-        "embeddings.position_embeddings",
-        nullptr,
-        "embeddings.LayerNorm",
-        "transformer.layer.",
-        "attention.q_lin",
-        "attention.k_lin",
-        "attention.v_lin",
-        "attention.out_lin",
-        "sa_layer_norm",
-        "ffn.lin1",
-        "ffn.lin2",
-        "output_layer_norm",
-        nullptr,
-        false,
-        NormPlacement::Post,
-        nullptr,
-        true,
-        false};
+    FamilySpec bert;
+    bert.family          = Family::Bert;
+    bert.model_type      = "bert";
+    bert.display         = "BERT";
+    bert.model_class     = "BertModel";
+    bert.mlm_class       = "BertForMaskedLM";
+    bert.checkpoints     = "BertModel, BertForMaskedLM or BertForPreTraining";
+    bert.model_prefix    = "bert.";
+    bert.head_prefixes   = {"cls."};
+    bert.buffers         = {"embeddings.position_ids"};
+    bert.keys            = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                            "max_position_embeddings", "hidden_act", "layer_norm_eps", "type_vocab_size"};
+    bert.eps             = 1e-12;
+    bert.word            = "embeddings.word_embeddings";
+    bert.position        = "embeddings.position_embeddings";
+    bert.token_type      = "embeddings.token_type_embeddings";
+    bert.embed_norm      = "embeddings.LayerNorm";
+    bert.layer_prefix    = "encoder.layer.";
+    bert.query           = "attention.self.query";
+    bert.key             = "attention.self.key";
+    bert.value           = "attention.self.value";
+    bert.attn_out        = "attention.output.dense";
+    bert.attn_norm       = "attention.output.LayerNorm";
+    bert.ffn_in          = "intermediate.dense";
+    bert.ffn_out         = "output.dense";
+    bert.ffn_norm        = "output.LayerNorm";
+    bert.pooler          = "pooler.dense";
+    bert.dropout_after_attention_output = true;
+    bert.norm            = NormPlacement::Post;
+
+    FamilySpec distilbert = bert;
+    distilbert.family          = Family::DistilBert;
+    distilbert.model_type      = "distilbert";
+    distilbert.display         = "DistilBERT";
+    distilbert.model_class     = "DistilBertModel";
+    distilbert.mlm_class       = "DistilBertForMaskedLM";
+    distilbert.checkpoints     = "DistilBertModel or DistilBertForMaskedLM";
+    distilbert.model_prefix    = "distilbert.";
+    distilbert.head_prefixes   = {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."};
+    distilbert.keys            = {"vocab_size", "dim", "n_layers", "n_heads", "hidden_dim", "max_position_embeddings", "activation",
+                                  nullptr, nullptr};
+    distilbert.token_type      = nullptr;
+    distilbert.layer_prefix    = "transformer.layer.";
+    distilbert.query           = "attention.q_lin";
+    distilbert.key             = "attention.k_lin";
+    distilbert.value           = "attention.v_lin";
+    distilbert.attn_out        = "attention.out_lin";
+    distilbert.attn_norm       = "sa_layer_norm";
+    distilbert.ffn_in          = "ffn.lin1";
+    distilbert.ffn_out         = "ffn.lin2";
+    distilbert.ffn_norm        = "output_layer_norm";
+    distilbert.pooler          = nullptr;
+    distilbert.dropout_after_attention_output = false;
+    distilbert.init_writes_mlm = true;
+
     // RoBERTa: modeling_roberta.py (RobertaModel, RobertaForMaskedLM): BERT's layout under
     // "roberta.", one token type, positions after the padding id, GPT-2's byte-level BPE.
     FamilySpec roberta = bert;
-    roberta.family = Family::Roberta;
-    roberta.model_type = "roberta";
-    roberta.display = "RoBERTa";
-    roberta.model_class = "RobertaModel";
-    roberta.mlm_class = "RobertaForMaskedLM";
-    roberta.checkpoints = "RobertaModel or RobertaForMaskedLM";
-    roberta.model_prefix = "roberta.";
-    roberta.head_prefixes = {"lm_head."};
-    roberta.buffers = {"embeddings.position_ids", "embeddings.token_type_ids"};
-    roberta.pad_key = "pad_token_id";
+    roberta.family         = Family::Roberta;
+    roberta.model_type     = "roberta";
+    roberta.display        = "RoBERTa";
+    roberta.model_class    = "RobertaModel";
+    roberta.mlm_class      = "RobertaForMaskedLM";
+    roberta.checkpoints    = "RobertaModel or RobertaForMaskedLM";
+    roberta.model_prefix   = "roberta.";
+    roberta.head_prefixes  = {"lm_head."};
+    roberta.buffers        = {"embeddings.position_ids", "embeddings.token_type_ids"};
+    roberta.pad_key        = "pad_token_id";
     roberta.byte_level_bpe = true;
-    roberta.frame = {"<s>", "</s>", "<pad>", {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}};
+    roberta.frame          = {"<s>", "</s>", "<pad>", {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}};
+
     // GPT-2: modeling_gpt2.py (GPT2Model, GPT2LMHeadModel): Conv1D weights, one fused c_attn,
     // pre-LN blocks and ln_f, causal attention, learned positions from 0, no token types.
-    FamilySpec gpt2 = {
-        Family::Gpt2,
-        "gpt2",
-        "GPT-2",
-        "GPT2Model",
-        "GPT2LMHeadModel",
-        "GPT2Model or GPT2LMHeadModel",
-        "transformer.",
-        {"lm_head."},
-        {},
-        {"vocab_size", "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "activation_function", "layer_norm_epsilon", nullptr},
-        1e-5,
-        "wte",
-        "wpe",
-        nullptr,
-        nullptr,
-        "h.",
-        nullptr,
-        nullptr,
-        nullptr,
-        "attn.c_proj",
-        "ln_1",
-        "mlp.c_fc",
-        "mlp.c_proj",
-        "ln_2",
-        nullptr,
-        true,
-        NormPlacement::Pre,
-        nullptr,
-        false,
-        true,
-        "attn.c_attn",
-        true,
-        "ln_f",
-        {"attn.bias", "attn.masked_bias"},
-        true,
-        true,
-        "gelu_new"};
-    gpt2.frame = {"<|endoftext|>", nullptr, "<|endoftext|>", {"<|endoftext|>"}};  // no end token; padding is invalid
+    FamilySpec gpt2;
+    gpt2.family             = Family::Gpt2;
+    gpt2.model_type         = "gpt2";
+    gpt2.display            = "GPT-2";
+    gpt2.model_class        = "GPT2Model";
+    gpt2.mlm_class          = "GPT2LMHeadModel";
+    gpt2.checkpoints        = "GPT2Model or GPT2LMHeadModel";
+    gpt2.model_prefix       = "transformer.";
+    gpt2.head_prefixes      = {"lm_head."};
+    gpt2.buffers            = {};
+    gpt2.keys               = {"vocab_size", "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "activation_function",
+                               "layer_norm_epsilon", nullptr};
+    gpt2.eps                = 1e-5;
+    gpt2.word               = "wte";
+    gpt2.position           = "wpe";
+    gpt2.token_type         = nullptr;
+    gpt2.embed_norm         = nullptr;
+    gpt2.layer_prefix       = "h.";
+    gpt2.qkv                = "attn.c_attn";
+    gpt2.attn_out           = "attn.c_proj";
+    gpt2.attn_norm          = "ln_1";
+    gpt2.ffn_in             = "mlp.c_fc";
+    gpt2.ffn_out            = "mlp.c_proj";
+    gpt2.ffn_norm           = "ln_2";
+    gpt2.pooler             = nullptr;
+    gpt2.dropout_after_attention_output = true;
+    gpt2.norm               = NormPlacement::Pre;
+    gpt2.byte_level_bpe     = true;
+    gpt2.conv1d             = true;
+    gpt2.final_norm         = "ln_f";
+    gpt2.layer_buffers      = {"attn.bias", "attn.masked_bias"};
+    gpt2.causal             = true;
+    gpt2.ffn_null_is_4x     = true;
+    gpt2.default_activation = "gelu_new";
+    gpt2.frame              = {"<|endoftext|>", nullptr, "<|endoftext|>", {"<|endoftext|>"}};  // no end token; padding is invalid
     return std::vector<FamilySpec>{bert, distilbert, roberta, gpt2};
   }();
   return rows;
 }
+// clang-format on
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 bool ends_with(const std::string& s, const std::string& suffix) {

@@ -30,39 +30,40 @@ struct ConfigKeys {
   const char* type_vocab;  // type_vocab_size; nullptr: no token-type embeddings
 };
 
-// One family. Tensor names are the bare model's (BertModel, DistilBertModel), without the
+// One family, a row of families() in family.cpp whose fields are set by name. Tensor names are the bare model's (BertModel,
+// DistilBertModel), without the
 // `.weight` / `.bias` suffix; per-layer names follow `layer_prefix` + N + ".".
 struct FamilySpec {
-  Family family;
-  const char* model_type;                  // config.json "model_type"
-  const char* display;                     // "BERT"
-  const char* model_class;                 // the bare model's Hugging Face class: "BertModel"
-  const char* mlm_class;                   // the masked-LM class: "BertForMaskedLM"
-  const char* checkpoints;                 // what loads, for the fix of an incomplete checkpoint
-  const char* model_prefix;                // the encoder's prefix inside task-head checkpoints: "bert."
+  Family family = Family::Bert;
+  const char* model_type = nullptr;        // config.json "model_type"
+  const char* display = nullptr;           // "BERT"
+  const char* model_class = nullptr;       // the bare model's Hugging Face class: "BertModel"
+  const char* mlm_class = nullptr;         // the masked-LM class: "BertForMaskedLM"
+  const char* checkpoints = nullptr;       // what loads, for the fix of an incomplete checkpoint
+  const char* model_prefix = nullptr;      // the encoder's prefix inside task-head checkpoints: "bert."
   std::vector<std::string> head_prefixes;  // task heads skipped on purpose: "cls."
   std::vector<std::string> buffers;        // non-weight entries skipped: "embeddings.position_ids"
-  ConfigKeys keys;
-  double eps;  // LayerNorm epsilon when keys.eps is nullptr (and its default)
+  ConfigKeys keys = {};
+  double eps = 1e-12;  // LayerNorm epsilon when keys.eps is nullptr (and its default)
   // Embeddings.
-  const char* word;        // [vocab, hidden]
-  const char* position;    // [max_positions, hidden]
-  const char* token_type;  // [type_vocab, hidden]; nullptr: none (row 0 is added for every token)
-  const char* embed_norm;  // LayerNorm [hidden]
+  const char* word = nullptr;        // [vocab, hidden]
+  const char* position = nullptr;    // [max_positions, hidden]
+  const char* token_type = nullptr;  // [type_vocab, hidden]; nullptr: none (row 0 is added for every token)
+  const char* embed_norm = nullptr;  // LayerNorm [hidden]
   // One layer.
-  const char* layer_prefix;  // "encoder.layer."
-  const char* query;         // [hidden, hidden] each, HF Linear ([out, in]) with a bias
-  const char* key;
-  const char* value;
-  const char* attn_out;   // W_O
-  const char* attn_norm;  // LayerNorm after the attention block
-  const char* ffn_in;     // [ffn, hidden]
-  const char* ffn_out;    // [hidden, ffn]
-  const char* ffn_norm;   // LayerNorm after the feed-forward block
-  const char* pooler;     // [hidden, hidden] in bare-model checkpoints, unused; nullptr: none
+  const char* layer_prefix = nullptr;  // "encoder.layer."
+  const char* query = nullptr;         // [hidden, hidden] each, HF Linear ([out, in]) with a bias
+  const char* key = nullptr;
+  const char* value = nullptr;
+  const char* attn_out = nullptr;   // W_O
+  const char* attn_norm = nullptr;  // LayerNorm after the attention block
+  const char* ffn_in = nullptr;     // [ffn, hidden]
+  const char* ffn_out = nullptr;    // [hidden, ffn]
+  const char* ffn_norm = nullptr;   // LayerNorm after the feed-forward block
+  const char* pooler = nullptr;     // [hidden, hidden] in bare-model checkpoints, unused; nullptr: none
   // Training only: BERT drops out W_O's output before the residual add, DistilBERT does not.
-  bool dropout_after_attention_output;
-  NormPlacement norm;
+  bool dropout_after_attention_output = true;
+  NormPlacement norm = NormPlacement::Post;
   // Positions: nullptr, numbered 0, 1, …; else the config key of the padding id p (RoBERTa's
   // pad_token_id, default 1), and a token's position is p + its index among the non-padding
   // tokens (p for padding), as Hugging Face's create_position_ids_from_input_ids.
