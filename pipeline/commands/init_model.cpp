@@ -16,6 +16,7 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/base/stopwatch.h"
 #include "stages/model/mlm.h"
 #include "stages/model/model.h"
@@ -53,7 +54,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   // tokenizer unless --vocab names another).
   if (a.like.empty() && a.vocab.empty())
     throw UsageError("--vocab", "is required", "give the tokenizer (--vocab), or --like a model folder whose tokenizer it then takes");
-  const std::string like_config = (fs::path(a.like) / "config.json").string();
+  const std::string like_config = ModelFolder(a.like).config();
   if (!a.like.empty() && path_kind(like_config, like_config) != PathKind::File)
     throw Error("--like " + a.like, "has no config.json", "give a Hugging Face model folder (config.json, model.safetensors, tokenizer)");
   BertConfig c = a.like.empty() ? BertConfig::preset(a.preset, parse_family(a.family, "--family")) : BertConfig::load(like_config);
@@ -79,12 +80,12 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   try {
     write_random_checkpoint(c, a.seed, vocab, staging.string());
     if (a.mlm) {  // the same encoder (init_bert is init-model's), with the masked-LM head, over the bare model's files
-      const BertConfig written = BertConfig::load((staging / "config.json").string());
+      const ModelFolder staged(staging.string());
+      const BertConfig written = BertConfig::load(staged.config());
       MlmModel m(written, at::kFloat);
       m.init_bert(a.seed);
-      write_safetensors((staging / "model.safetensors").string(), m.export_tensors(DType::F32),
-                        {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
-      atomic_write((staging / "config.json").string(), written.to_json("BertForMaskedLM"));
+      write_safetensors(staged.weights(), m.export_tensors(DType::F32), {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
+      atomic_write(staged.config(), written.to_json("BertForMaskedLM"));
     }
     publish_model(staging, a.out, a.overwrite);
   } catch (...) {
@@ -194,7 +195,7 @@ int cmd_model_info(const ModelInfoArgs& a, std::ostream& out) {
       << "tensors:     " << r.tensors_in_file << " in the file: " << r.encoder_tensors << " " << f.display
       << (f.pooler ? " (encoder + pooler), " : " (encoder), ") << r.ignored.size() << " ignored (heads, buffers), " << r.unexpected.size()
       << " unexpected\n"
-      << "sha256:      " << sha256_file(r.weights_path) << "\n";
+      << "sha256:      " << ModelFolder(a.dir).weights_sha256() << "\n";
   if (!r.unexpected.empty()) {
     std::cerr << "ctxsim: warning: unexpected tensors ignored:";
     for (const auto& u : r.unexpected) std::cerr << " " << u;

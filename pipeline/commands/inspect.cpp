@@ -21,6 +21,7 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
+#include "stages/base/model_folder.h"
 #include "stages/model/bert_config.h"
 #include "stages/model/model.h"
 
@@ -131,14 +132,15 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
   const fs::path dir = a.out;
   const std::string store = (dir / "store.h5").string(), marker = (dir / "inspect.json").string();
   // What this inspection is of: the text and the model (by its weights).
-  const std::string model_weights = (fs::path(a.model) / "model.safetensors").string();
+  const ModelFolder folder(a.model);
+  const std::string model_weights = folder.weights();
   if (!fs::is_regular_file(model_weights))
     throw Error("--model " + a.model, "has no model.safetensors",
                 "give a Hugging Face model folder (config.json, model.safetensors and its vocabulary), e.g. models/brown-bert; "
                 "scripts/setup.sh fetches the default, data/models/all-MiniLM-L6-v2");
   const nlohmann::json what = {{"text_sha256", sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size())},
                                {"model", a.model},
-                               {"model_sha256", sha256_file(model_weights)}};
+                               {"model_sha256", folder.weights_sha256()}};
   std::error_code ec;
   if (fs::exists(store, ec) && !a.overwrite) {
     const auto before = nlohmann::json::parse(fs::exists(marker, ec) ? read_file_bytes(marker, kMaxJsonBytes) : "{}", nullptr, false);
@@ -153,7 +155,7 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
   const std::string corpus = (dir / "input.txt").string(), config = (dir / "inspect.yaml").string();
   // The sample is as long as the text (up to the model's positions): the tokens are counted by
   // drawing it once at the longest.
-  const BertConfig mc = BertConfig::load((fs::path(a.model) / "config.json").string());
+  const BertConfig mc = BertConfig::load(folder.config());
   const int64_t longest = std::min<int64_t>(mc.max_tokens(), kSeqLen.hi);
   atomic_write(corpus, text);
   Config probe = parse_config(inspect_yaml(a, corpus, longest), "ctxsim inspect");

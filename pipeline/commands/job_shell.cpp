@@ -11,6 +11,7 @@
 #include "pipeline/commands/summary.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/digest.h"
+#include "stages/base/model_folder.h"
 
 #include "pipeline/job/config/inputs.h"
 #include "pipeline/job/parallel/agree.h"
@@ -261,7 +262,7 @@ StoreAttributes cpu_job_attributes(MpiComm& world, const JobPlan& p, const JobTo
                                    int64_t corpus_documents, int threads) {
   std::string model_sha256;
   on_every_rank(world, [&] {
-    if (world.rank() == 0) model_sha256 = sha256_file((fs::path(p.model_dir) / "model.safetensors").string());
+    if (world.rank() == 0) model_sha256 = ModelFolder(p.model_dir).weights_sha256();
   });
   StoreAttributes a =
       job_attributes(world, p, {model_sha256, vocab_path(p.config), vocab_text(p.config), corpus_sha256, corpus_documents, threads});

@@ -34,6 +34,7 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/base/stopwatch.h"
 #include "stages/model/mlm.h"
 #include "stages/model/model.h"
@@ -159,7 +160,7 @@ nlohmann::json read_exports(const Config& c) {
 
 void record_export(const TrainPlan& p, const std::string& dir) {
   nlohmann::json j = read_exports(p.config);
-  j[resolved_path(dir)] = {{"model_sha256", sha256_file((fs::path(dir) / "model.safetensors").string())}, {"identity", p.identity}};
+  j[resolved_path(dir)] = {{"model_sha256", ModelFolder(dir).weights_sha256()}, {"identity", p.identity}};
   atomic_write(exports_path(p.config), j.dump(2) + "\n");
 }
 
@@ -170,10 +171,10 @@ void check_model_folders(const TrainPlan& p) {
   for (const auto& [dir, key] : {std::pair{p.model_out, "pretrain.model_out"}, std::pair{p.init_out, "pretrain.init_out"}}) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec) || fs::is_empty(dir, ec)) continue;
-    const fs::path weights = fs::path(dir) / "model.safetensors";
+    const ModelFolder folder(dir);
     const auto it = exports.find(resolved_path(dir));
-    if (it != exports.end() && it->is_object() && it->value("identity", "") == p.identity && fs::is_regular_file(weights, ec) &&
-        it->value("model_sha256", "") == sha256_file(weights.string()))
+    if (it != exports.end() && it->is_object() && it->value("identity", "") == p.identity && folder.has(ModelFolder::kWeights) &&
+        it->value("model_sha256", "") == folder.weights_sha256())
       continue;
     const std::string where = c.pretrain.model_out.empty() && c.pretrain.init_out.empty() ? c.where("output.dir") : c.where(key);
     throw Error(where,
@@ -287,15 +288,16 @@ TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
 void export_model(const std::string& dir, const MlmModel& model, const TrainData& d, const Config& c, const std::string& what) {
   make_folder(dir, what);
   const DType dtype = c.pretrain.save_dtype == SaveDtype::Float16 ? DType::F16 : DType::F32;
-  write_safetensors((fs::path(dir) / "model.safetensors").string(), model.export_tensors(dtype), {{"format", "pt"}});
-  atomic_write((fs::path(dir) / "config.json").string(), model.config().to_json("BertForMaskedLM", c.pretrain.dropout));
-  atomic_write((fs::path(dir) / "vocab.txt").string(), d.vocab_text);
+  const ModelFolder out(dir);
+  write_safetensors(out.weights(), model.export_tensors(dtype), {{"format", "pt"}});
+  atomic_write(out.config(), model.config().to_json("BertForMaskedLM", c.pretrain.dropout));
+  atomic_write(out.file(ModelFolder::kVocabTxt), d.vocab_text);
   nlohmann::ordered_json t;
   // Pretraining trains a BERT: make_tokenizer refused any vocabulary but a WordPiece vocab.txt.
   t["do_lower_case"] = dynamic_cast<const BertTokenizer&>(**d.tokenizer).options().lower_case;
   t["model_max_length"] = model.config().max_position_embeddings;
   t["tokenizer_class"] = "BertTokenizer";
-  atomic_write((fs::path(dir) / "tokenizer_config.json").string(), t.dump(2) + "\n");
+  atomic_write(out.tokenizer_config(), t.dump(2) + "\n");
 }
 
 // loss.csv and the loss curves (loss.svg, loss.png) in output.dir.

@@ -26,9 +26,9 @@
 #include "pipeline/job/parallel/signals.h"
 #include "pipeline/store/store.h"
 #include "stages/base/cpu_features.h"
-#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/base/stopwatch.h"
 #include "stages/figures/render.h"
 #include "stages/model/model.h"
@@ -77,7 +77,7 @@ struct EarlyLoad {
 };
 
 std::future<std::string> hash_weights(const std::string& model_dir) {
-  return std::async(std::launch::async, [w = (fs::path(model_dir) / "model.safetensors").string()] { return sha256_file(w); });
+  return std::async(std::launch::async, [folder = ModelFolder(model_dir)] { return folder.weights_sha256(); });
 }
 
 // Only where nothing the load does can depend on MPI or on the plan: a CPU run whose config is

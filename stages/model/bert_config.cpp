@@ -6,12 +6,14 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
+#include "stages/base/model_folder.h"
 
 namespace ctxsim {
 
 BertConfig BertConfig::load(const std::string& path) {
   return parse(
-      read_file_bytes(path, kMaxJsonBytes, "config.json", "a Hugging Face model folder holds config.json next to model.safetensors"), path);
+      read_file_bytes(path, kMaxJsonBytes, ModelFolder::kConfig, "a Hugging Face model folder holds config.json next to model.safetensors"),
+      path);
 }
 
 namespace {

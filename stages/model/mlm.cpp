@@ -10,6 +10,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/limits.h"
+#include "stages/base/model_folder.h"
 #include "stages/model/family.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
@@ -232,7 +233,8 @@ GatedMlm MlmModel::evaluate_gated(const MlmBatch& batch, const at::Tensor& gates
 
 MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
   namespace fs = std::filesystem;
-  const std::string config_path = (fs::path(dir) / "config.json").string();
+  const ModelFolder folder(dir);
+  const std::string config_path = folder.config();
   const BertConfig config = BertConfig::load(config_path);
   const FamilySpec& f = family_spec(config.family);
   if (config.family != Family::Bert)
@@ -240,7 +242,7 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
                 std::string("is ") + f.model_type + ": the masked-LM head ctxsim evaluates is BERT's (BertForMaskedLM)",
                 "give a BertForMaskedLM folder, e.g. models/brown-bert");
   MlmModel m(config, dtype);
-  const SafetensorsFile file((fs::path(dir) / "model.safetensors").string());
+  const SafetensorsFile file(folder.weights());
   // The file's tensors by the layout's names: the encoder under "bert." (or bare, legacy LayerNorm
   // gamma/beta renamed), the head as it is.
   std::map<std::string, const TensorView*> by_name;

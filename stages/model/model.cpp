@@ -20,6 +20,7 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
+#include "stages/base/model_folder.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
@@ -276,9 +277,10 @@ std::map<std::string, at::Tensor> read_encoder_tensors(const SafetensorsFile& fi
 TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarType dtype, LoadReport* report, at::Device device) {
   namespace fs = std::filesystem;
   const OneIntraOpThread one_thread;
-  const std::string config_path = (fs::path(dir) / "config.json").string();
+  const ModelFolder folder(dir);
+  const std::string config_path = folder.config();
   const BertConfig config = BertConfig::load(config_path);
-  const std::string weights = (fs::path(dir) / "model.safetensors").string();
+  const std::string weights = folder.weights();
   if (!fs::exists(weights))
     throw Error(weights, "missing",
                 "ctxsim reads model.safetensors (convert a pytorch_model.bin with the safetensors "
@@ -289,7 +291,6 @@ TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarTy
   LoadReport& r = report ? *report : local;
   r.tensors_in_file = static_cast<int64_t>(file.tensors().size());
   std::map<std::string, at::Tensor> tensors = read_encoder_tensors(file, config, dtype, config_path, r);
-  r.weights_path = weights;
   return from_tensors(config, std::move(tensors), dtype, device);
 }
 

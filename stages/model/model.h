@@ -23,7 +23,6 @@ struct LoadReport {
   int64_t encoder_tensors = 0;          // loaded (the pooler included when present)
   std::vector<std::string> ignored;     // task heads (cls.*, vocab_*) and buffers, skipped on purpose
   std::vector<std::string> unexpected;  // neither encoder nor known heads: listed in one warning
-  std::string weights_path;             // <dir>/model.safetensors (hash it with sha256_file)
 };
 
 class TransformerEncoder final : public Encoder {

@@ -7,6 +7,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/base/random.h"
 #include "stages/model/family.h"
 #include "stages/text/bpe.h"
@@ -38,7 +39,7 @@ TokenizerOut wordpiece_files(const TokenizerFiles& files) {
   for (char c : vocab) lines += c == '\n';
   if (!vocab.empty() && vocab.back() != '\n') ++lines;
   if (lines == 0) throw Error(path, "the vocabulary is empty", "give a WordPiece vocab.txt");
-  return {{{"vocab.txt", vocab}}, lines};
+  return {{{ModelFolder::kVocabTxt, vocab}}, lines};
 }
 
 // vocab.json + merges.txt of a byte-level BPE, written from the files read (a tokenizer.json's
@@ -67,7 +68,7 @@ TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const Token
   std::string merges = "#version: 0.2\n";
   for (const auto& [rank, pair] : ranked)
     ((merges += v.token(int32_t(pair >> 32))) += ' ') += std::string(v.token(int32_t(pair & 0xffffffffu))) + "\n";
-  return {{{"vocab.json", j.dump() + "\n"}, {"merges.txt", merges}}, int64_t(tokens.size())};
+  return {{{ModelFolder::kVocabJson, j.dump() + "\n"}, {ModelFolder::kMerges, merges}}, int64_t(tokens.size())};
 }
 
 TokenizerOut tokenizer_files_for(const FamilySpec& f, const std::string& path) {
@@ -81,9 +82,9 @@ TokenizerOut tokenizer_files_for(const FamilySpec& f, const std::string& path) {
                 "merges.txt (data/vocab/gpt2) or a tokenizer.json for GPT-2 and RoBERTa");
   TokenizerOut out = bpe ? bpe_files(f, path, files) : wordpiece_files(files);
   // A model folder's tokenizer options (do_lower_case, …) go with its vocabulary.
-  const std::string options = (std::filesystem::path(path) / "tokenizer_config.json").string();
+  const std::string options = ModelFolder(path).tokenizer_config();
   if (path_kind(path, path) == PathKind::Folder && path_kind(options, options) == PathKind::File)
-    out.files.emplace_back("tokenizer_config.json",
+    out.files.emplace_back(ModelFolder::kTokenizerConfig,
                            read_file_bytes(options, kMaxJsonBytes, "the tokenizer options", "check the model folder"));
   return out;
 }
@@ -159,9 +160,9 @@ void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string
   const TokenizerOut tokenizer = tokenizer_files_for(f, vocab_path);
   config.vocab_size = tokenizer.size;
   make_folder(out_dir, "--out");
-  write_safetensors((fs::path(out_dir) / "model.safetensors").string(), random_checkpoint_weights(config, seed),
-                    {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
-  atomic_write((fs::path(out_dir) / "config.json").string(), config.to_json(f.init_writes_mlm ? f.mlm_class : f.model_class));
+  const ModelFolder out(out_dir);
+  write_safetensors(out.weights(), random_checkpoint_weights(config, seed), {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
+  atomic_write(out.config(), config.to_json(f.init_writes_mlm ? f.mlm_class : f.model_class));
   for (const auto& [name, bytes] : tokenizer.files) atomic_write((fs::path(out_dir) / name).string(), bytes);
 }
 

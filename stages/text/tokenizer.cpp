@@ -10,6 +10,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/text/utf8.h"
 
 namespace ctxsim {
@@ -148,7 +149,7 @@ TokenizerOptions read_tokenizer_options(const std::string& model_dir, bool defau
   TokenizerOptions o;
   o.lower_case = default_lower_case;
   o.strip_accents = default_lower_case;
-  const auto file = std::filesystem::path(model_dir) / "tokenizer_config.json";
+  const auto file = std::filesystem::path(ModelFolder(model_dir).tokenizer_config());
   if (!std::filesystem::exists(file)) return o;
   const std::string text = read_file_bytes(file.string(), kMaxJsonBytes);
   nlohmann::json j;

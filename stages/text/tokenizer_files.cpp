@@ -4,6 +4,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/text/bpe.h"
 #include "stages/text/tokenizer_json.h"
 
@@ -35,16 +36,18 @@ TokenizerFiles find_tokenizer_files(const std::string& path) {
     f.kind = fs::path(path).extension() == ".json" ? json_kind(path) : TokenizerKind::WordPiece;
     return f;
   }
-  const auto in = [&](const char* name) { return (fs::path(path) / name).string(); };
-  const auto has = [&](const char* name) { return path_kind(in(name), in(name)) == PathKind::File; };
+  const ModelFolder folder(path);
+  const auto in = [&](const char* name) { return folder.file(name); };
+  const auto has = [&](const char* name) { return folder.has(name); };
+  using F = ModelFolder;
   // vocab.txt (with tokenizer_config.json) says all a WordPiece tokenizer.json does. A BPE's
   // tokenizer.json says more than vocab.json + merges.txt (its added tokens and their flags), and
   // is what transformers' AutoTokenizer reads when a folder has both.
-  if (has("vocab.txt")) return {TokenizerKind::WordPiece, in("vocab.txt"), ""};
-  if (has("tokenizer.json")) return {json_kind(in("tokenizer.json")), in("tokenizer.json"), ""};
-  if (has("vocab.json") && has("merges.txt")) return {TokenizerKind::ByteLevelBpe, in("vocab.json"), in("merges.txt")};
-  if (has("vocab.json") || has("merges.txt"))
-    throw Error(path, std::string("has ") + (has("vocab.json") ? "vocab.json but no merges.txt" : "merges.txt but no vocab.json"),
+  if (has(F::kVocabTxt)) return {TokenizerKind::WordPiece, in(F::kVocabTxt), ""};
+  if (has(F::kTokenizerJson)) return {json_kind(in(F::kTokenizerJson)), in(F::kTokenizerJson), ""};
+  if (has(F::kVocabJson) && has(F::kMerges)) return {TokenizerKind::ByteLevelBpe, in(F::kVocabJson), in(F::kMerges)};
+  if (has(F::kVocabJson) || has(F::kMerges))
+    throw Error(path, std::string("has ") + (has(F::kVocabJson) ? "vocab.json but no merges.txt" : "merges.txt but no vocab.json"),
                 "a byte-level BPE needs both files (or a tokenizer.json)");
   throw Error(path, "holds no tokenizer (vocab.txt, vocab.json + merges.txt, or tokenizer.json)",
               "give the model's folder as Hugging Face saves it");

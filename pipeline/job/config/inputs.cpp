@@ -9,6 +9,7 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
+#include "stages/base/model_folder.h"
 #include "stages/model/bert_config.h"
 #include "stages/text/bpe.h"
 #include "stages/text/tokenizer_files.h"
@@ -64,7 +65,7 @@ std::string model_dir(const Config& c) {
 std::string vocab_path(const Config& c) {
   if (!c.model.vocab.empty()) return c.model.vocab;
   const std::string dir = model_dir(c);
-  const fs::path txt = fs::path(dir) / "vocab.txt";
+  const fs::path txt = ModelFolder(dir).file(ModelFolder::kVocabTxt);
   std::error_code ec;
   if (dir.empty() || fs::exists(txt, ec)) return txt.string();
   return dir;
@@ -107,14 +108,15 @@ std::string model_config_sha256(const std::string& dir) {
     const std::string bytes = there ? read_file_bytes(p.string(), kMaxJsonBytes, name, "check the model folder") : "(absent)";
     text += std::string(name) + "\n" + std::to_string(bytes.size()) + "\n" + bytes + "\n";
   };
-  add("config.json", true);
-  add("tokenizer_config.json", true);
+  add(ModelFolder::kConfig, true);
+  add(ModelFolder::kTokenizerConfig, true);
   // A byte-level BPE folder's merges (never in a WordPiece folder, whose digest stays as it was).
   std::error_code ec;
-  if (fs::exists(fs::path(dir) / "merges.txt", ec))
-    add("merges.txt", false);
-  else if (!fs::exists(fs::path(dir) / "vocab.txt", ec))
-    add("tokenizer.json", false);
+  const ModelFolder folder(dir);
+  if (folder.has(ModelFolder::kMerges))
+    add(ModelFolder::kMerges, false);
+  else if (!folder.has(ModelFolder::kVocabTxt))
+    add(ModelFolder::kTokenizerJson, false);
   return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
@@ -122,7 +124,7 @@ InputDigests input_digests(const Config& c) {
   InputDigests d;
   const std::string dir = model_dir(c);
   if (!dir.empty()) {
-    d.model = sha256_file((fs::path(dir) / "model.safetensors").string());
+    d.model = ModelFolder(dir).weights_sha256();
     d.model_config = model_config_sha256(dir);
   }
   const std::string vocab = vocab_text(c);
@@ -136,7 +138,7 @@ std::vector<std::string> changed_inputs(const InputDigests& recorded, const Inpu
   const auto compare = [&](const std::string& a, const std::string& b, const std::string& what) {
     if (!a.empty() && a != b) changed.push_back(what + " (sha256 " + a.substr(0, 12) + "… then, " + b.substr(0, 12) + "… now)");
   };
-  compare(recorded.model, now.model, "the model's weights (" + (fs::path(model_dir(c)) / "model.safetensors").string() + ")");
+  compare(recorded.model, now.model, "the model's weights (" + ModelFolder(model_dir(c)).weights() + ")");
   compare(recorded.model_config, now.model_config, "the model's config.json or tokenizer_config.json (in " + model_dir(c) + ")");
   compare(recorded.vocab, now.vocab, "the vocabulary (" + vocab_path(c) + ")");
   compare(recorded.corpus, now.corpus, "the corpus (" + c.corpus.path + ")");
@@ -145,7 +147,7 @@ std::vector<std::string> changed_inputs(const InputDigests& recorded, const Inpu
 
 const FamilySpec& model_family(const Config& c) {
   const std::string dir = model_dir(c);
-  const fs::path config = fs::path(dir) / "config.json";
+  const fs::path config = ModelFolder(dir).config();
   std::error_code ec;
   if (dir.empty() || !fs::exists(config, ec)) return family_spec(Family::Bert);
   return family_spec(BertConfig::load(config.string()).family);

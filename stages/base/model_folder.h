@@ -1,0 +1,34 @@
+// A Hugging Face model folder as ctxsim reads and writes it: the one place that spells the names
+// of its files (config.json, model.safetensors, the tokenizer's) and digests its weights. It
+// knows names and paths only: what the files hold is read by stages/model and stages/text.
+#pragma once
+#include <string>
+
+namespace ctxsim {
+
+class ModelFolder {
+ public:
+  // The file names, for code that lists or checks a folder's files by name.
+  static constexpr const char* kConfig = "config.json";
+  static constexpr const char* kWeights = "model.safetensors";
+  static constexpr const char* kTokenizerConfig = "tokenizer_config.json";
+  static constexpr const char* kVocabTxt = "vocab.txt";    // WordPiece
+  static constexpr const char* kVocabJson = "vocab.json";  // byte-level BPE, with kMerges
+  static constexpr const char* kMerges = "merges.txt";
+  static constexpr const char* kTokenizerJson = "tokenizer.json";  // the tokenizers library's
+
+  explicit ModelFolder(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+  std::string file(const char* name) const;  // dir/name
+  std::string config() const { return file(kConfig); }
+  std::string weights() const { return file(kWeights); }
+  std::string tokenizer_config() const { return file(kTokenizerConfig); }
+  bool has(const char* name) const;  // a regular file of that name is there
+  // SHA-256 of the weights' bytes (hex): the identity of a model in stores and records.
+  std::string weights_sha256() const;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace ctxsim
