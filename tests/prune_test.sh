@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ctxsim prune` (SPEC §8) through its command line, run by ctest: prune_test.sh CTXSIM CASE.
 #   invariants   the curves at 0% are the full model, each head's ablation is the curve that removes
-#                it alone, the random orders are SPEC's Fisher-Yates, summary and report (label cli)
+#                it alone, the random orders are SPEC's Fisher-Yates, summary and report, the results'
+#                digest (label cli)
 #   ranks_resume the same store bytes on 1, 2 and 3 ranks, and after a SIGKILL and a resume (mpi)
 #   bad_input    a model without its masked-LM head, another family, a score store that does not
 #                fit: one error each, nothing written (cli)
@@ -97,6 +98,21 @@ PY
     out=$("$CTXSIM" summary "$TMP/a/store.h5") || fail "summary"
     contains "$out" "accuracy (%) with a fraction of the heads removed"
     contains "$out" "random (mean of 3)"
+    # The results carry their digest: status vouches for the intact store, and a changed value is
+    # refused by every reader; collect (for run sweeps) says what the store is.
+    "$CTXSIM" status "$TMP/a/store.h5" > "$TMP/o" 2> "$TMP/e" || fail "status: $(cat "$TMP/e")"
+    [ "$(cat "$TMP/o")" = complete ] || fail "status printed $(cat "$TMP/o")"
+    contains "$(cat "$TMP/e")" "pruning store: 2 layers x 2 heads, 4 curves; every check passed"
+    mkdir -p "$TMP/changed" && cp "$TMP/a/store.h5" "$TMP/changed/store.h5"
+    /usr/bin/python3 -c "import h5py; f = h5py.File('$TMP/changed/store.h5', 'r+'); assert len(f.attrs['results_sha256']) == 64
+f['prune/curve_loss'][0, 5] += 0.125; f.close()" || fail "crafting the changed store"
+    for cmd in status summary report; do
+      "$CTXSIM" $cmd "$TMP/changed/store.h5" > "$TMP/o" 2> "$TMP/e" && fail "$cmd took a changed pruning store"
+      contains "$(cat "$TMP/e")" "do not match the SHA-256 written with them (results_sha256)"
+    done
+    [ ! -e "$TMP/changed/report.html" ] || fail "a report was written from a changed store"
+    "$CTXSIM" collect "$TMP/changed" > "$TMP/o" 2> "$TMP/e" && fail "collect took a pruning store"
+    contains "$(cat "$TMP/e")" "is a pruning store (ctxsim prune); collect gathers the run stores of a sweep"
     # Rerunning a complete job answers from its store.
     prune 1 "$TMP/a" || fail "rerun"
     contains "$(cat "$TMP/a.log")" "is already complete for this config"

@@ -10,10 +10,10 @@
 #include <string_view>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/store_kinds.h"
 #include "pipeline/job/parallel/comm.h"
 #include "pipeline/job/parallel/log.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
@@ -78,12 +78,13 @@ std::string head_line(const std::string& rule, const RuleStats& r, const Baselin
   return line.str();
 }
 
-// One complete run store's rows (a segmentation store is refused: collect is for run sweeps).
+// One complete run store's rows (the other kinds are refused: collect is for run sweeps).
 StoreRows read_rows(const fs::path& path, const std::string& dir) {
   const h5::Id file = open_complete_store(path.string());
-  if (is_segment_store(file))
-    throw Error(path.string(), "is a segmentation store (ctxsim segment); collect gathers the run stores of a sweep",
-                "move it out of " + dir + ", and draw segmentations together with 'ctxsim compare STORE STORE … --out DIR'");
+  if (const StoreKind& kind = store_kind(file, path.string()); kind.collect_refusal)
+    throw Error(path.string(),
+                std::string("is a ") + kind.noun + " store (ctxsim " + kind.job + "); collect gathers the run stores of a sweep",
+                "move it out of " + dir + ", and " + kind.collect_refusal);
   StoreRows sr;
   sr.point = fs::relative(path.parent_path(), dir).string();
   sr.swept = swept_values(file);

@@ -273,4 +273,38 @@ StoreAttributes cpu_job_attributes(MpiComm& world, const JobPlan& p, const JobTo
   return a;
 }
 
+StoreStart start_store(MpiComm& world, const JobPlan& plan, size_t units, double bytes, const std::string& what) {
+  StoreStart start;
+  start.done.assign(units, 0);
+  if (plan.mode == StoreMode::Resume) {
+    start.resumed = true;
+    if (world.rank() == 0) {
+      CTXSIM_CHECK(plan.checkpoint && plan.checkpoint->done.size() == units, "resume state does not match the job's units");
+      start.done = plan.checkpoint->done;
+      start.generation = plan.checkpoint->generation;
+    }
+    world.broadcast(start.done.data(), start.done.size(), 0);
+    log_info("resuming " + plan.store_path + ": " + std::to_string(std::count(start.done.begin(), start.done.end(), uint8_t(1))) + " of " +
+             std::to_string(units) + " " + what + " done");
+    return start;
+  }
+  on_every_rank(world, [&] {
+    if (world.rank() != 0) return;
+    check_free_space(plan.config.output.dir, bytes, plan.config.where("output.dir"));
+    fs::remove(plan.progress_path);
+  });
+  return start;
+}
+
+void finish_store(MpiComm& world, const JobPlan& plan, StoreFile& store, double seconds, const std::string& what,
+                  const std::function<std::string()>& details) {
+  store.finish(utc_now(), seconds, plan.provenance);
+  if (world.rank() != 0) return;
+  fs::remove(plan.progress_path);
+  std::ostringstream line;
+  line.precision(3);
+  line << "done: " << what << " in " << seconds << " s on " << world.size() << " rank(s) " << details() << "; wrote " << plan.store_path;
+  log_info(line.str());
+}
+
 }  // namespace ctxsim

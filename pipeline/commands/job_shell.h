@@ -5,6 +5,7 @@
 // written as a `Job`, and a row of the job table.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -17,7 +18,7 @@
 #include "pipeline/job/durable/run_lock.h"
 #include "pipeline/job/parallel/comm.h"
 #include "pipeline/job/parallel/signals.h"
-#include "pipeline/store/store.h"
+#include "pipeline/store/store_file.h"
 #include "stages/base/stopwatch.h"
 #include "stages/model/bert_config.h"
 
@@ -86,6 +87,23 @@ struct JobFacts {
 // Collective (attributes are written collectively): the root attributes shared by run and
 // segment stores, rank 0's weights digest on every rank; the caller adds vector and devices.
 StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFacts& facts);
+
+// How a store-writing job's store begins, the same on every rank.
+struct StoreStart {
+  bool resumed = false;
+  std::vector<uint8_t> done;  // a flag per unit (rank 0's resume state when resumed)
+  int64_t generation = 0;     // the resume state's
+};
+// Collective, before the job opens or creates its store (plan.mode says which). Resuming: rank
+// 0's resume state checked against `units` flags, broadcast, and logged ("resuming STORE: n of N
+// <what> done"). Creating: the file system checked for the store's `bytes` (an Error on every
+// rank, nothing written) and a stale resume state removed.
+StoreStart start_store(MpiComm& world, const JobPlan& plan, size_t units, double bytes, const std::string& what);
+// Collective, the job's work done: the store finished (StoreFile::finish with this session's
+// provenance) and closed; rank 0 removes the resume state and logs "done: <what> in S s on N
+// rank(s) <details()>; wrote STORE" (details is called on rank 0, after the store is closed).
+void finish_store(MpiComm& world, const JobPlan& plan, StoreFile& store, double seconds, const std::string& what,
+                  const std::function<std::string()>& details);
 
 // The jobs that run one configuration on the CPU (segment, prune): what they refuse, on every rank
 // (a sweep: section, runtime.device=cuda, a dtype this CPU does not compute), naming the key.

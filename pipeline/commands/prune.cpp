@@ -10,7 +10,6 @@
 // not depend on the rank count or on resumes.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -38,8 +37,6 @@
 #include "stages/prune/prune.h"
 #include "stages/stats/metrics.h"
 
-namespace fs = std::filesystem;
-
 namespace ctxsim {
 namespace {
 
@@ -61,8 +58,9 @@ std::vector<double> store_score(const Config& c, const BertConfig& mc) {
   try {
     file = open_complete_store(path);
   } catch (const Error& e) { throw Error(key, e.problem(), e.fix()); }
-  if (is_segment_store(file) || is_prune_store(file))
-    throw Error(key, path + " is the store of another job, not of 'ctxsim run'", "give the store.h5 of a run of this model");
+  try {
+    require_store_job(file, "run");
+  } catch (const Error& e) { throw Error(key, path + " " + e.problem(), "give the store.h5 of a run of this model"); }
   const report::StoreData d = report::load_store_data(file, path, "");
   if (d.L != mc.num_layers || d.H != mc.num_heads)
     throw Error(key,
@@ -332,22 +330,16 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
   const std::vector<WorkUnit> units = make_units(N, c.runtime.unit_size);
   layout.units = int64_t(units.size()), layout.layers = mc.num_layers, layout.heads = mc.num_heads;
   layout.orders = order_names(c);
-  std::vector<uint8_t> all_done(2 * units.size(), 0);
-  int64_t generation = 0;
+  // A flag per unit and pass: pass 1's units, then pass 2's.
+  const StoreStart start = start_store(world, plan, 2 * units.size(), prune_store_bytes(layout), "unit passes");
+  std::vector<uint8_t> all_done = start.done;
+  int64_t generation = start.generation;
   std::optional<PruneStore> store;
-  if (plan.mode == StoreMode::Resume) {
-    if (world.rank() == 0) {
-      CTXSIM_CHECK(plan.checkpoint->done.size() == all_done.size(), "resume state does not match the units");
-      all_done = plan.checkpoint->done, generation = plan.checkpoint->generation;
-    }
-    world.broadcast(all_done.data(), all_done.size(), 0);
+  if (start.resumed) {
     store.emplace(PruneStore::open(plan.store_path, world.mpi(), world.rank(), layout));
-    log_info("resuming " + plan.store_path + ": " + std::to_string(std::count(all_done.begin(), all_done.end(), uint8_t(1))) + " of " +
-             std::to_string(all_done.size()) + " unit passes done");
   } else {
     const StoreAttributes attrs =
         cpu_job_attributes(world, plan, *in.tokenizer, in.prepared.corpus_sha256, in.prepared.documents, in.threads);
-    if (world.rank() == 0) fs::remove(plan.progress_path);
     store.emplace(PruneStore::create(plan.store_path, world.mpi(), world.rank(), layout, attrs));
   }
   log_info("prune: " + std::to_string(N) + " samples in " + std::to_string(units.size()) + " units; model " + plan.model_dir + " (" +
@@ -387,15 +379,12 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
   }
   const PruneResults results = results_of(layout, total(store->read_pass1(), LH), store->read_pass2(), N, in.score);
   store->write_results(results);
-  store->finish(utc_now(), clock.seconds(), plan.provenance);
-  store.reset();
-  if (world.rank() != 0) return kExitOk;
-  fs::remove(plan.progress_path);
-  std::ostringstream timing;
-  timing.precision(3);
-  timing << "done: " << N << " samples in " << clock.seconds() << " s on " << world.size() << " rank(s) (compute " << times.compute
-         << " s on rank 0); full loss " << results.full_loss << ", accuracy " << results.full_accuracy << "; wrote " << plan.store_path;
-  log_info(timing.str());
+  finish_store(world, plan, *store, clock.seconds(), std::to_string(N) + " samples", [&] {
+    std::ostringstream details;
+    details.precision(3);
+    details << "(compute " << times.compute << " s on rank 0); full loss " << results.full_loss << ", accuracy " << results.full_accuracy;
+    return details.str();
+  });
   return kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/store_kinds.h"
 #include "pipeline/commands/summary.h"
 #include "pipeline/job/parallel/comm.h"
 #include "pipeline/report/prune_figures.h"
@@ -62,7 +63,9 @@ int figures_report(const std::string& store_path, const ReportArgs& args, const 
 }
 
 // A segmentation store's report: its figures and the method table.
-int segment_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
+}  // namespace
+
+int segment_report(hid_t, const std::string& store_path, const ReportArgs& args, std::ostream& out) {
   const std::vector<SegmentRun> runs = load_segment_runs({store_path}, {});
   std::ostringstream summary;
   print_segment_summary(runs.front().results, summary);
@@ -71,7 +74,7 @@ int segment_report(const std::string& store_path, const ReportArgs& args, std::o
 }
 
 // A pruning store's report: its curves and per-head maps under its summary.
-int prune_report(const std::string& store_path, hid_t file, const ReportArgs& args, std::ostream& out) {
+int prune_report(hid_t file, const std::string& store_path, const ReportArgs& args, std::ostream& out) {
   const PruneStoreData d = read_prune_store(file, store_path);
   std::ostringstream summary;
   print_summary(store_path, SummaryOptions{}, summary);
@@ -81,8 +84,6 @@ int prune_report(const std::string& store_path, hid_t file, const ReportArgs& ar
                         prune_figures(d, "prune " + label + " · model " + fs::path(d.model_path).filename().string()), out);
 }
 
-}  // namespace
-
 int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostream& out) {
   const h5::FileScope scope(store_path);
   require_figures("ctxsim report");
@@ -90,8 +91,11 @@ int cmd_report(const std::string& store_path, const ReportArgs& args, std::ostre
   if (args.max_bytes < (1 << 20))
     throw Error("--max-bytes", std::to_string(args.max_bytes) + " is too small for a report", "give at least 1048576 (1 MiB)");
   const h5::Id file = open_complete_store(store_path);
-  if (is_segment_store(file)) return segment_report(store_path, args, out);
-  if (is_prune_store(file)) return prune_report(store_path, file, args, out);
+  return store_kind(file, store_path).report(file, store_path, args, out);
+}
+
+// A run store's report: the aggregate figures, each example's matrices and rollout, the page.
+int run_report(hid_t file, const std::string& store_path, const ReportArgs& args, std::ostream& out) {
   const StoreData d = load_store_data(file, store_path, args.rule);
   const auto heads = parse_heads(args.heads, d);
 

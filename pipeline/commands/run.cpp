@@ -205,36 +205,27 @@ RunState open_store(MpiComm& world, const JobPlan& p, RunInputs& in, const Analy
     log_info("warning: " + idle);
   const StoreLayout layout{samples.size(), samples.seq_len, mc.num_layers,           mc.num_heads, mc.vocab_size, c.selection,
                            in.examples,    st.acc.fields(), int64_t(st.units.size())};
-  if (p.mode == StoreMode::Resume) {
+  const StoreStart start = start_store(world, p, st.units.size(), store_bytes(layout), "units");
+  st.done = start.done, st.generation = start.generation;
+  if (start.resumed) {
     if (world.rank() == 0) {
-      CTXSIM_CHECK(p.checkpoint->done.size() == st.units.size() && p.checkpoint->acc.size() == st.acc.buffer().size(),
-                   "resume state does not match the plan");
-      st.done = p.checkpoint->done;
+      CTXSIM_CHECK(p.checkpoint->acc.size() == st.acc.buffer().size(), "resume state does not match the plan");
       st.acc.buffer() = p.checkpoint->acc;
-      st.generation = p.checkpoint->generation;
     }
-    world.broadcast(st.done.data(), st.done.size(), 0);
     st.store.emplace(Store::open(p.store_path, world.mpi(), world.rank(), layout));
-    const int64_t n_done = std::count(st.done.begin(), st.done.end(), uint8_t(1));
-    log_info("resuming " + p.store_path + ": " + std::to_string(n_done) + " of " + std::to_string(st.units.size()) + " units done");
     return st;
   }
   const std::string vocab_path = ctxsim::vocab_path(c);
   const std::string vocab_text = ctxsim::vocab_text(c);
   const StoreAttributes attrs = store_attributes(world, p, in, vocab_path, vocab_text, reducer);
-  on_every_rank(world, [&] {
-    if (world.rank() != 0) return;
-    check_free_space(c.output.dir, store_bytes(layout), c.where("output.dir"));
-    fs::remove(p.progress_path);
-  });
   st.store.emplace(Store::create(p.store_path, world.mpi(), world.rank(), layout, attrs, samples, vocab_text));
   return st;
 }
 
 // ---------------------------------------------------------------------- finish ------------
 // Invariants, the aggregates, timings and the complete flag; the resume state goes.
-void finish_store(MpiComm& world, const JobPlan& p, const RunInputs& in, RunState& st, const RoundTimes& rounds, const AnalysisUnits& work,
-                  const Stopwatch& clock, int64_t n_samples) {
+void finish_run_store(MpiComm& world, const JobPlan& p, const RunInputs& in, RunState& st, const RoundTimes& rounds,
+                      const AnalysisUnits& work, const Stopwatch& clock, int64_t n_samples) {
   std::string bad;
   if (world.rank() == 0) {
     const auto v = check_invariants(st.acc);
@@ -258,15 +249,14 @@ void finish_store(MpiComm& world, const JobPlan& p, const RunInputs& in, RunStat
   // Rank 0's accumulator is what /stats holds: its digest lets every reader tell a changed bit.
   st.store->set_attribute("stats_sha256", broadcast_string(world, world.rank() == 0 ? st.acc.digest() : std::string()));
   const double total = clock.seconds();
-  st.store->finish(utc_now(), total, p.provenance);
-  const double store_s = rounds.write + writing.seconds();
+  finish_store(world, p, *st.store, total, std::to_string(n_samples) + " samples", [&] {
+    std::ostringstream details;
+    details.precision(3);
+    details << "(compute " << rounds.compute << " s on rank 0; store writes " << rounds.write + writing.seconds() << " s, progress flushes "
+            << rounds.durable << " s)";
+    return details.str();
+  });
   st.store.reset();
-  if (world.rank() == 0) fs::remove(p.progress_path);
-  std::ostringstream timing;
-  timing.precision(3);
-  timing << "done: " << n_samples << " samples in " << total << " s on " << world.size() << " rank(s) (compute " << rounds.compute
-         << " s on rank 0; store writes " << store_s << " s, progress flushes " << rounds.durable << " s); wrote " << p.store_path;
-  log_info(timing.str());
   log_info(work.batch_times().describe() + " (rank 0)");
 }
 
@@ -300,7 +290,7 @@ int RunJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, cons
   Progress progress(samples.size(), plan.config.runtime.progress_seconds, world.rank() == 0);
   const RoundOptions options{plan.config.runtime.flush_units, plan.config.runtime.flush_seconds};
   const RoundTimes times = run_rounds(world, st.units, st.done, options, work, stop, progress);
-  finish_store(world, plan, in, st, times, work, clock, samples.size());
+  finish_run_store(world, plan, in, st, times, work, clock, samples.size());
   return kExitOk;  // the shell makes the report once the model and samples are freed
 }
 

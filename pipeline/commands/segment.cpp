@@ -4,7 +4,6 @@
 // benchmark) → store (created or resumed) → rounds over the work units (one test document each,
 // dealt round-robin, job/rounds.h) → finish (complete, the summary). A document's results do not
 // depend on which rank computed it, so the store is the same for any rank count or resume.
-#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -28,8 +27,6 @@
 #include "stages/base/stopwatch.h"
 #include "stages/model/model.h"
 #include "stages/segment/encode.h"
-
-namespace fs = std::filesystem;
 
 namespace ctxsim {
 namespace {
@@ -160,43 +157,29 @@ int SegmentJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, 
   SegmentInputs in = load_segment_inputs(world, plan);
   const SegmentLayout layout = segment_layout(in);
   std::vector<WorkUnit> units = make_units(layout.documents, 1);
-  std::vector<uint8_t> done(units.size(), 0);
-  int64_t generation = 0;
+  const StoreStart start = start_store(world, plan, units.size(), segment_store_bytes(layout), "documents");
+  std::vector<uint8_t> done = start.done;
   std::optional<SegmentStore> store;
-  if (plan.mode == StoreMode::Resume) {
-    if (world.rank() == 0) {
-      CTXSIM_CHECK(plan.checkpoint->done.size() == units.size(), "resume state does not match the benchmark");
-      done = plan.checkpoint->done, generation = plan.checkpoint->generation;
-    }
-    world.broadcast(done.data(), done.size(), 0);
+  if (start.resumed) {
     store.emplace(SegmentStore::open(plan.store_path, world.mpi(), world.rank(), layout));
-    log_info("resuming " + plan.store_path + ": " + std::to_string(std::count(done.begin(), done.end(), uint8_t(1))) + " of " +
-             std::to_string(units.size()) + " documents done");
   } else {
-    on_every_rank(world, [&] {
-      if (world.rank() == 0) check_free_space(plan.config.output.dir, segment_store_bytes(layout), plan.config.where("output.dir"));
-    });
     const StoreAttributes attrs =
         cpu_job_attributes(world, plan, *in.tokenizer, in.text.corpus_sha256, int64_t(in.text.corpus.documents.size()), in.threads);
-    if (world.rank() == 0) fs::remove(plan.progress_path);
     store.emplace(SegmentStore::create(plan.store_path, world.mpi(), world.rank(), layout, attrs, document_infos(in.bench)));
   }
   log_info("benchmark: " + std::to_string(layout.documents) + " test documents (" + join(layout.subsets) + "), " +
            std::to_string(layout.methods.size()) + " methods; model " + plan.model_dir + " (" + std::to_string(layout.layers) +
            " layers, " + std::to_string(layout.heads) + " heads), window T=" + std::to_string(in.window));
-  SegmentUnits work(in, layout, *store, plan.config, world, plan.progress_path, plan.identity_hash, generation);
+  SegmentUnits work(in, layout, *store, plan.config, world, plan.progress_path, plan.identity_hash, start.generation);
   Progress progress(layout.documents, plan.config.runtime.progress_seconds, world.rank() == 0, "documents");
   const RoundOptions options{plan.config.runtime.flush_units, plan.config.runtime.flush_seconds};
   const RoundTimes times = run_rounds(world, units, done, options, work, stop, progress);
-  store->finish(utc_now(), clock.seconds(), plan.provenance);
-  store.reset();
-  if (world.rank() != 0) return kExitOk;
-  fs::remove(plan.progress_path);
-  std::ostringstream timing;
-  timing.precision(3);
-  timing << "done: " << layout.documents << " documents in " << clock.seconds() << " s on " << world.size() << " rank(s) (compute "
-         << times.compute << " s on rank 0); wrote " << plan.store_path;
-  log_info(timing.str());
+  finish_store(world, plan, *store, clock.seconds(), std::to_string(layout.documents) + " documents", [&] {
+    std::ostringstream details;
+    details.precision(3);
+    details << "(compute " << times.compute << " s on rank 0)";
+    return details.str();
+  });
   return kExitOk;
 }
 

@@ -31,7 +31,7 @@ std::string with_heads(std::string text, int64_t H) {
 
 // A pruning store (SPEC §8): accuracy along each order's curve, the random band, whether
 // importance beats random at half the heads removed, and how the per-head measures agree.
-void print_prune_summary(const PruneStoreData& d, const std::string& path, hid_t file, std::ostream& out) {
+void print_prune_data(const PruneStoreData& d, const std::string& path, hid_t file, std::ostream& out) {
   const PruneResults& r = d.results;
   const int64_t L = d.layout.layers, H = d.layout.heads, F = d.layout.fractions;
   const int64_t R = int64_t(r.curve_accuracy_random.size()) / std::max<int64_t>(F, 1);
@@ -198,11 +198,11 @@ void print_separator_attention(const Baseline& base, std::ostream& out) {
 
 }  // namespace
 
-int print_summary(const std::string& path, const SummaryOptions& options, std::ostream& out) {
-  const h5::FileScope scope(path);
-  const h5::Id file = open_complete_store(path);
-  if (is_segment_store(file)) return print_segment_summary(read_segment_store(file), out), 0;
-  if (is_prune_store(file)) return print_prune_summary(read_prune_store(file, path), path, file, out), 0;
+void print_prune_summary(hid_t file, const std::string& path, const SummaryOptions&, std::ostream& out) {
+  print_prune_data(read_prune_store(file, path), path, file, out);
+}
+
+void print_run_summary(hid_t file, const std::string& path, const SummaryOptions& options, std::ostream& out) {
   const auto vocab = store_vocab(file);
   const StoreStats stats = read_store_stats(file, path, int64_t(vocab.size()));
   const Baseline base = baseline_of(stats);
@@ -217,7 +217,6 @@ int print_summary(const std::string& path, const SummaryOptions& options, std::o
     print_top_anchors(r, options.heads, options.top, vocab, out);
   }
   print_separator_attention(base, out);
-  return 0;
 }
 
 }  // namespace ctxsim

@@ -6,16 +6,14 @@
 #include <iostream>
 #include <sstream>
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/store_kinds.h"
 
 #include "ctxsim_revision.h"
 #include "pipeline/job/config/sweep.h"
 #include "pipeline/job/durable/checkpoint.h"
 #include "pipeline/job/parallel/comm.h"
 #include "pipeline/job/parallel/log.h"
-#include "pipeline/report/report_data.h"
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/prune_store.h"
-#include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
@@ -58,11 +56,11 @@ int cmd_status(const std::string& store, std::ostream& out) {
     // Complete means readable: every check its readers make (summary's, and the report's of the
     // samples and examples), so that status never vouches for a store they would refuse. stdout
     // stays the one word scripts compare with; what was checked goes to the log.
-    const std::string holds = verify_complete_store(store);
+    std::string holds;
     {
       const h5::FileScope scope(store);
       const h5::Id file = open_complete_store(store);
-      if (!is_segment_store(file) && !is_prune_store(file)) (void)report::load_store_data(file, store, "");
+      holds = store_kind(file, store).verify(file, store);
     }
     log_info(store + ": " + holds + "; every check passed");
     out << "complete\n";

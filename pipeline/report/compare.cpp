@@ -72,9 +72,6 @@ std::vector<CompareRun> load_runs(const std::vector<std::string>& paths, const C
     r.path = paths[i];
     const h5::FileScope scope(r.path);
     const h5::Id file = open_complete_store(r.path);
-    if (is_segment_store(file))
-      throw Error(r.path, "is a segmentation store, and " + paths.front() + " a run's: compare draws stores of one kind",
-                  "compare run stores with each other, and segmentation stores (ctxsim segment) with each other");
     const StoreStats stats = read_store_stats(file, r.path, int64_t(store_vocab(file).size()));
     const auto& rules = stats.rules;
     if (rule.empty()) rule = rules.front();

@@ -126,9 +126,6 @@ std::vector<PruneRun> load_prune_runs(const std::vector<std::string>& paths, con
     run.path = paths[i];
     const h5::FileScope scope(run.path);
     const h5::Id file = open_complete_store(run.path);
-    if (!is_prune_store(file))
-      throw Error(run.path, "is not a pruning store, and " + paths.front() + " is: compare draws stores of one kind",
-                  "compare pruning stores (ctxsim prune) with each other");
     run.data = read_prune_store(file, run.path);
     run.label = i < labels.size() ? labels[i] : std::filesystem::path(run.path).parent_path().filename().string();
     if (run.label.empty()) run.label = run.path;

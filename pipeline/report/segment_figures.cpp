@@ -133,9 +133,6 @@ std::vector<SegmentRun> load_segment_runs(const std::vector<std::string>& paths,
     run.path = paths[i];
     const h5::FileScope scope(run.path);
     const h5::Id file = open_complete_store(run.path);
-    if (!is_segment_store(file))
-      throw Error(run.path, "is a run's store, and " + paths.front() + " a segmentation store: compare draws stores of one kind",
-                  "compare segmentation stores (ctxsim segment) with each other, and run stores with each other");
     run.results = read_segment_store(file);
     run.table = segment_table(run.results);
     run.label = i < labels.size() ? labels[i] : std::filesystem::path(run.path).parent_path().filename().string();

@@ -8,6 +8,7 @@
 
 #include "pipeline/store/scales.h"
 #include "pipeline/store/store_reader.h"
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
@@ -128,31 +129,32 @@ void put_all(hid_t group, const char* name, const std::vector<T>& v, std::vector
 
 }  // namespace
 
-PruneStore::PruneStore(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout, bool create)
-    : path_(path), layout_(layout), rank_(rank), file_(h5::open_parallel(path, comm, create)), collective_(h5::collective_transfer()) {}
+double prune_store_bytes(const PruneLayout& l) {
+  const double U = double(l.units), LH = double(l.heads_total()), O = double(l.orders.size()), F = double(l.fractions);
+  const double C = O + 1, R = double(random_count(l));
+  // /prune/units: three numbers, four per-head sums and two curves a unit; /prune: the orders,
+  // five per-head maps, the curves; the scales' labels (about 64 bytes an order).
+  return U * (24 + LH * 32 + O * F * 16) + O * LH * 8 + LH * 40 + (C + R) * F * 16 + (O + C) * 64 + 4096;
+}
+
+PruneStore::PruneStore(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout)
+    : StoreFile(path, comm, rank, prune_store_bytes(layout)), layout_(layout) {}
+
+PruneStore::PruneStore(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout, const StoreAttributes& attrs)
+    : StoreFile(path, comm, rank, prune_store_bytes(layout), attrs, kKind), layout_(layout) {}
 
 PruneStore PruneStore::create(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout, const StoreAttributes& attrs) {
-  const std::string creating = path + ".creating";
-  try {
-    PruneStore st(creating, comm, rank, layout, true);
-    CTXSIM_CHECK(attrs.kind == kKind, "a pruning store's kind is prune");
-    write_root_attributes(st.file_, attrs);
+  PruneStore st(path, comm, rank, layout, attrs);
+  st.build([&] {
     h5::set_attr(st.file_, "full_loss", 0.0);
     h5::set_attr(st.file_, "full_accuracy", 0.0);
     create_datasets(st.file_, layout, st.collective_, rank == 0);
-    write_cf_attributes(st.file_);
-    CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
-    move_into_place(creating, path, comm, rank);
-    st.path_ = path;
-    return st;
-  } catch (...) {
-    if (rank == 0) std::remove(creating.c_str());
-    throw;
-  }
+  });
+  return st;
 }
 
 PruneStore PruneStore::open(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout) {
-  return PruneStore(path, comm, rank, layout, false);
+  return PruneStore(path, comm, rank, layout);
 }
 
 void PruneStore::write_pass1(int64_t u, const PrunePass1* r) {
@@ -238,23 +240,34 @@ void PruneStore::write_results(const PruneResults& r) {
   h5::set_attr(file_, "full_accuracy", r.full_accuracy);
 }
 
-void PruneStore::flush() { CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL)); }
+std::string PruneStore::results_digest_now() { return results_digest(read_prune_store(file_, path_)); }
 
-void PruneStore::finish(const std::string& finished, double seconds, const TextAttributes& session) {
-  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-  write_session_attributes(file_, session);
-  h5::set_attr(file_, "finished", finished);
-  h5::set_attr(file_, "run_seconds", seconds);
-  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-  h5::set_attr(file_, "complete", int64_t{1});  // last, and flushed: a store without it was interrupted
-  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-  collective_.reset();
-  file_.reset();
+std::string results_digest(const PruneStoreData& d) {
+  Sha256 h;
+  const auto field = [&](const char* name, const auto& v) {
+    h.update_field(name);
+    h.update_field(std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0])));
+  };
+  h.update_field(join(d.layout.orders, "\n"));
+  h.update_field(join(d.curve_orders, "\n"));
+  const PruneResults& r = d.results;
+  const std::vector<double> full = {r.full_loss, r.full_accuracy};
+  field("full", full);
+  field("importance", r.importance);
+  field("importance_normalised", r.importance_normalised);
+  field("ablation_loss", r.ablation_loss);
+  field("entropy", r.entropy);
+  field("curve_loss", r.curve_loss);
+  field("curve_accuracy", r.curve_accuracy);
+  field("curve_loss_random", r.curve_loss_random);
+  field("curve_accuracy_random", r.curve_accuracy_random);
+  field("order_heads", r.order_heads);
+  field("score", r.score);
+  return h.hex();
 }
 
-bool is_prune_store(hid_t file) { return h5::has_attr(file, "kind") && h5::get_attr_string(file, "kind") == kKind; }
-
 PruneStoreData read_prune_store(hid_t file, const std::string& store) {
+  require_store_job(file, kKind);
   PruneStoreData d;
   if (!h5::exists(file, "prune")) throw Error(store, "missing group /prune", kDamagedStoreFix);
   const h5::Id g = h5::open_group(file, "prune");
@@ -305,6 +318,10 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
     throw Error(store, "its full_loss or full_accuracy attribute is not a loss or an accuracy", kDamagedStoreFix);
   for (const int64_t k : r.order_heads)
     if (k < 0 || k >= l.heads_total()) throw Error(store, "/prune/order_heads names a head the model does not have", kDamagedStoreFix);
+  // Written at the end since this digest came in (a store without it is older): checked whenever there.
+  if (h5::has_attr(file, "results_sha256") && h5::get_attr_string(file, "results_sha256") != results_digest(d))
+    throw Error(store, "its results do not match the SHA-256 written with them (results_sha256): the file changed after ctxsim wrote it",
+                kDamagedStoreFix);
   return d;
 }
 

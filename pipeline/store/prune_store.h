@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/store.h"
+#include "pipeline/store/store_file.h"
 
 namespace ctxsim {
 
@@ -20,6 +20,9 @@ struct PruneLayout {
   int64_t fractions = 10;           // 0, 0.1, …, 0.9
   int64_t heads_total() const { return layers * heads; }
 };
+
+// About how many bytes a pruning store of this layout takes, for the free-space check.
+double prune_store_bytes(const PruneLayout& layout);
 
 // One unit's first pass: the full model's loss, each head's |∂L/∂ξ| and entropy summed over the
 // unit's samples, and the loss and correct predictions with each head alone removed.
@@ -47,7 +50,7 @@ struct PruneResults {
   std::vector<double> score;                                     // [L*H] the score order's values; empty: none
 };
 
-class PruneStore {
+class PruneStore final : public StoreFile {
  public:
   // Collective. A new store under <path>.creating, renamed over path once every dataset is there.
   static PruneStore create(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout, const StoreAttributes& attrs);
@@ -63,19 +66,14 @@ class PruneStore {
   // Collective: the unit orders (known after pass 1), then the results.
   void write_orders(const std::vector<int64_t>& order_heads);
   void write_results(const PruneResults& r);
-  void flush();
-  // Collective: finished time, seconds, complete = 1; closes the file.
-  void finish(const std::string& finished, double seconds, const TextAttributes& session);
 
  private:
-  PruneStore(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout, bool create);
-  std::string path_;
+  PruneStore(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout);
+  PruneStore(const std::string& path, MPI_Comm comm, int rank, const PruneLayout& layout, const StoreAttributes& attrs);
+  // finish's results_sha256: every rank reads the results back.
+  std::string results_digest_now() override;
   PruneLayout layout_;
-  int rank_ = 0;
-  h5::Id file_, collective_;
 };
-
-bool is_prune_store(hid_t file);
 
 // A complete pruning store read back (summary, report), every shape checked before reading.
 struct PruneStoreData {
@@ -84,6 +82,9 @@ struct PruneStoreData {
   std::vector<std::string> curve_orders;
   std::string model_path, score;
 };
+// Also checks the results against results_sha256 when the store has it.
 PruneStoreData read_prune_store(hid_t file, const std::string& store);
+// The SHA-256 of what read_prune_store reads (orders, curves, per-head results), as written at the end of the job.
+std::string results_digest(const PruneStoreData& data);
 
 }  // namespace ctxsim

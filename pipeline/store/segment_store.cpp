@@ -114,32 +114,25 @@ void write_documents(hid_t file, const SegmentLayout& l, const std::vector<Segme
 
 }  // namespace
 
-SegmentStore::SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout, bool create)
-    : path_(path), layout_(layout), rank_(rank), file_(h5::open_parallel(path, comm, create)), collective_(h5::collective_transfer()) {}
+SegmentStore::SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout)
+    : StoreFile(path, comm, rank, segment_store_bytes(layout)), layout_(layout) {}
+
+SegmentStore::SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout, const StoreAttributes& attrs)
+    : StoreFile(path, comm, rank, segment_store_bytes(layout), attrs, kKind), layout_(layout) {}
 
 SegmentStore SegmentStore::create(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout,
                                   const StoreAttributes& attrs, const std::vector<SegmentDocumentInfo>& documents) {
-  const std::string creating = path + ".creating";
-  try {
-    SegmentStore st(creating, comm, rank, layout, true);
-    CTXSIM_CHECK(attrs.kind == kKind, "a segmentation store's kind is segment");
-    write_root_attributes(st.file_, attrs);
+  SegmentStore st(path, comm, rank, layout, attrs);
+  st.build([&] {
     create_datasets(st.file_, layout);
     create_scales(st.file_, layout, st.collective_, rank == 0);
-    write_cf_attributes(st.file_);
     write_documents(st.file_, layout, documents, st.collective_, rank == 0);
-    CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
-    move_into_place(creating, path, comm, rank);
-    st.path_ = path;
-    return st;
-  } catch (...) {
-    if (rank == 0) std::remove(creating.c_str());  // a store that never started leaves nothing
-    throw;
-  }
+  });
+  return st;
 }
 
 SegmentStore SegmentStore::open(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout) {
-  return SegmentStore(path, comm, rank, layout, false);
+  return SegmentStore(path, comm, rank, layout);
 }
 
 void SegmentStore::write_document(int64_t d, const SegmentDocumentResult* r) {
@@ -171,22 +164,7 @@ void SegmentStore::write_document(int64_t d, const SegmentDocumentResult* r) {
   h5::write_slab(ds, mine ? r->example.data() : nullptr, {0, 0, 0}, {mine ? L : 0, mine ? S0 : 0, mine ? S0 : 0}, collective_);
 }
 
-void SegmentStore::set_attribute(const std::string& name, const std::string& value) { h5::set_attr(file_, name, value); }
-
-void SegmentStore::flush() { CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL)); }
-
-void SegmentStore::finish(const std::string& finished, double seconds, const TextAttributes& session) {
-  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-  write_session_attributes(file_, session);
-  h5::set_attr(file_, "results_sha256", results_digest(read_rows(file_)));
-  h5::set_attr(file_, "finished", finished);
-  h5::set_attr(file_, "run_seconds", seconds);
-  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-  h5::set_attr(file_, "complete", int64_t{1});  // last, and flushed: a store without it was interrupted
-  CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-  collective_.reset();
-  file_.reset();
-}
+std::string SegmentStore::results_digest_now() { return results_digest(read_rows(file_)); }
 
 double segment_store_bytes(const SegmentLayout& l) {
   const double D = double(l.documents), M = double(l.methods.size()), G = double(std::max<int64_t>(1, l.max_gaps));
@@ -195,8 +173,6 @@ double segment_store_bytes(const SegmentLayout& l) {
   // (Pk, WindowDiff), the example's similarity, and HDF5's own (a few hundred KB).
   return D * (8 + 8 * K + 4 * K) + D * M * (4 * G + 4 + 16) + D * LH * 16 + double(l.layers) * S0 * S0 * 8 + (256 << 10);
 }
-
-bool is_segment_store(hid_t file) { return h5::has_attr(file, "kind") && h5::get_attr_string(file, "kind") == kKind; }
 
 namespace {
 
@@ -315,6 +291,7 @@ std::string results_digest(const SegmentResults& r) {
 }
 
 SegmentResults read_segment_store(hid_t file) {
+  require_store_job(file, kKind);
   SegmentResults r = read_rows(file);
   if (const std::string bad = impossible_value(r); !bad.empty()) h5::damaged(file, bad);
   if ((effective_schema_version(file) >= 3 || h5::has_attr(file, "results_sha256")) &&

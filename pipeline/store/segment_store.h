@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/store.h"
+#include "pipeline/store/store_file.h"
 
 namespace ctxsim {
 
@@ -46,7 +46,7 @@ struct SegmentDocumentResult {
   std::vector<double> example;                    // document 0 only: [L, S, S] its sentence similarity per layer
 };
 
-class SegmentStore {
+class SegmentStore final : public StoreFile {
  public:
   // Collective. Creates path (under <path>.creating, renamed once flushed) with every dataset
   // allocated and the documents written (rank 0's `documents` is used).
@@ -57,19 +57,13 @@ class SegmentStore {
 
   // Collective: document d's row (nullptr: this rank writes nothing this round).
   void write_document(int64_t d, const SegmentDocumentResult* result);
-  void set_attribute(const std::string& name, const std::string& value);
-  // Collective: everything written so far is in the file (before the resume state says so).
-  void flush();
-  // Collective: finished time and seconds, the results' digest (results_sha256, every rank
-  // reading the rows back), then complete = 1, flushed; the file is closed.
-  void finish(const std::string& finished, double seconds, const TextAttributes& session);
 
  private:
-  SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout, bool create);
-  std::string path_;
+  SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout);
+  SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout, const StoreAttributes& attrs);
+  // finish's results_sha256: every rank reads the rows back.
+  std::string results_digest_now() override;
   SegmentLayout layout_;
-  int rank_ = 0;
-  h5::Id file_, collective_;
 };
 
 // A complete segmentation store read back (summary, figures). Checks every shape against the
@@ -85,7 +79,6 @@ struct SegmentResults {
   std::vector<int32_t> example_boundaries;        // [M, G] document 0's, as /methods/boundaries
   std::string model_path;
 };
-bool is_segment_store(hid_t file);
 // Reads every dataset, checks it against the layout the store declares and against what a
 // segmentation can be (Pk and WindowDiff in [0, 1], boundaries inside their document, in order,
 // counts within the gaps), then the SHA-256 of it all against results_sha256 (schema 3; checked

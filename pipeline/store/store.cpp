@@ -25,36 +25,15 @@
 
 namespace ctxsim {
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
+Store::Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout)
+    : StoreFile(path, comm, rank, store_bytes(layout)), layout_(layout), independent_(h5::independent_transfer()) {}
 
-Store::Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, bool create)
-    : path_(path), layout_(layout), rank_(rank), file_(h5::open_parallel(path, comm, create)), collective_(h5::collective_transfer()),
-      independent_(h5::independent_transfer()) {}
+Store::Store(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& attrs)
+    : StoreFile(path, comm, rank, store_bytes(layout), attrs, "run"), layout_(layout), independent_(h5::independent_transfer()) {}
 
-Store Store::open(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout) {
-  return Store(path, comm, rank, layout, false);
-}
+Store Store::open(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout) { return Store(path, comm, rank, layout); }
 
 namespace {
-
-// "1.2 MB", "340 MB".
-std::string megabytes(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, bytes < 10e6 ? "%.1f MB" : "%.0f MB", bytes / 1e6);
-  return buf;
-}
-
-// Free bytes on the file system of `path` (-1 when unknown).
-double free_bytes_at(const std::string& path) {
-  struct statvfs fs {};
-  if (::statvfs(path.c_str(), &fs) != 0) return -1;
-  return double(fs.f_bavail) * double(fs.f_frsize);
-}
 
 void create_samples(hid_t file, hsize_t N, hsize_t T) {
   const h5::Id g = h5::create_group(file, "samples");
@@ -147,56 +126,10 @@ void create_units(hid_t file, const StoreLayout& layout) {
 
 }  // namespace
 
-// The root attributes, in the order h5dump lists them by creation (docs/STORE.md).
-void write_root_attributes(hid_t file, const StoreAttributes& a) {
-  CTXSIM_CHECK(a.kind == "run" || a.kind == "segment" || a.kind == "prune", "a store's kind is run, segment or prune");
-  h5::set_attr(file, "schema_version", store_schema_version());
-  const std::pair<const char*, const std::string*> texts[] = {{"kind", &a.kind},
-                                                              {"config", &a.config_yaml},
-                                                              {"config_path", &a.config_path},
-                                                              {"model_path", &a.model_path},
-                                                              {"model_sha256", &a.model_sha256},
-                                                              {"model_config_sha256", &a.model_config_sha256},
-                                                              {"vocab_path", &a.vocab_path},
-                                                              {"vocab_sha256", &a.vocab_sha256},
-                                                              {"corpus", &a.corpus},
-                                                              {"corpus_sha256", &a.corpus_sha256},
-                                                              {"ctxsim_version", &a.version},
-                                                              {"git_revision", &a.git_revision},
-                                                              {"started", &a.started}};
-  for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
-  h5::set_attr(file, "finished", std::string());
-  h5::set_attr(file, "vector", a.vector_kind);
-  h5::set_attr(file, "model_family", a.family);
-  h5::set_attr(file, "causal", int64_t{a.causal});
-  h5::set_attr(file, "dtype", a.dtype);
-  h5::set_attr(file, "ranks", a.ranks);
-  h5::set_attr(file, "threads_per_rank", a.threads);
-  h5::set_attr(file, "devices", a.devices);
-  h5::set_attr(file, "isa", a.isa);
-  h5::set_attr(file, "per_rank_seconds", std::string());
-  write_session_attributes(file, a.session);
-  h5::set_attr(file, "complete", int64_t{0});
-}
-
-void write_session_attributes(hid_t file, const TextAttributes& session) {
-  for (const auto& [name, value] : session) h5::set_attr(file, name, value);
-}
-
-void move_into_place(const std::string& creating, const std::string& path, MPI_Comm comm, int rank) {
-  // Every rank's part is in the file: it becomes the store (the open file follows the rename).
-  CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
-  if (rank == 0 && std::rename(creating.c_str(), path.c_str()) != 0)
-    throw Error(path, std::string("cannot move the new store into place: ") + std::strerror(errno), "check the folder's permissions");
-  CTXSIM_CHECK(MPI_Barrier(comm) == MPI_SUCCESS, "MPI_Barrier failed");
-}
-
 Store Store::create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& a,
                     const SampleSet& samples, const std::string& vocab_text) {
-  const std::string creating = path + ".creating";
-  try {
-    Store st(creating, comm, rank, layout, true);
-    write_root_attributes(st.file_, a);
+  Store st(path, comm, rank, layout, a);
+  st.build([&] {
     const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers), H = hsize_t(layout.heads),
                   R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
     create_samples(st.file_, N, T);
@@ -206,39 +139,11 @@ Store Store::create(const std::string& path, MPI_Comm comm, int rank, const Stor
     create_units(st.file_, layout);
     st.write_samples(samples, vocab_text);
     create_scales(st.file_, layout, vocab_text, st.collective_, rank == 0);
-    write_cf_attributes(st.file_);
-    CTXSIM_H5(H5Fflush(st.file_, H5F_SCOPE_GLOBAL));
-    move_into_place(creating, path, comm, rank);
-    st.path_ = path;
-    return st;
-  } catch (const Error& e) {
-    if (rank == 0) std::remove(creating.c_str());  // a store that never started leaves nothing
-    throw_if_full(e, path, store_bytes(layout));
-    throw;
-  } catch (...) {
-    if (rank == 0) std::remove(creating.c_str());
-    throw;
-  }
-}
-
-void Store::throw_if_full(const Error& e, const std::string& path, double need) {
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const double free_bytes = free_bytes_at(dir.empty() ? "." : dir);
-  if (free_bytes < 0 || free_bytes > std::max(need, 64.0 * (1 << 20))) return;  // not a full disk: the original error stands
-  throw Error(path,
-              "No space left on device: the store needs about " + megabytes(need) + ", " + megabytes(free_bytes) +
-                  " are free (HDF5: " + e.problem().substr(0, 160) + ")",
-              "free space there or choose another output.dir ('ctxsim plan CONFIG' estimates the store's size); "
-              "rerun the same command to continue");
+  });
+  return st;
 }
 
 Store::~Store() = default;
-
-void Store::flush() {
-  guarded([&] { CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL)); });
-}
-
-void Store::set_attribute(const std::string& name, const std::string& value) { h5::set_attr(file_, name, value); }
 
 void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
   const h5::Id g = h5::open_group(file_, "samples");
@@ -365,41 +270,12 @@ void Store::write_unit_sums(int64_t unit, const std::vector<int64_t>& row) {
   });
 }
 
-void Store::finish(const std::string& finished, double seconds, const TextAttributes& session) {
-  guarded([&] {
-    write_session_attributes(file_, session);
-    h5::set_attr(file_, "finished", finished);
-    h5::set_attr(file_, "run_seconds", seconds);
-    CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-    // complete is written last and flushed: a store without it was interrupted.
-    h5::set_attr(file_, "complete", int64_t{1});
-    CTXSIM_H5(H5Fflush(file_, H5F_SCOPE_GLOBAL));
-    collective_.reset();
-    independent_.reset();
-    file_.reset();
-  });
-}
-
 std::vector<std::string> store_vocab(hid_t file) {
   const auto bytes = h5::read_all<uint8_t>(h5::open_group(file, "vocab"), "text");
   if (h5::has_attr(file, "vocab_sha256") && h5::get_attr_string(file, "vocab_sha256") != sha256_bytes(bytes.data(), bytes.size()))
     h5::damaged(
         file, "/vocab/text does not match the vocabulary's SHA-256 written with it (vocab_sha256): the file changed after ctxsim wrote it");
   return split_lines(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-}
-
-int64_t effective_schema_version(hid_t file) {
-  int64_t v = h5::get_attr_int(file, "schema_version");
-  if (h5::has_attr(file, "stats_sha256")) v = std::max<int64_t>(v, 2);
-  if (h5::has_attr(file, "model_config_sha256")) v = std::max<int64_t>(v, 3);
-  return v;
-}
-
-std::string store_identity(hid_t file) {
-  std::string text;
-  for (const char* name : {"kind", "started", "config", "model_sha256"})
-    text += std::string(name) + "\n" + (h5::has_attr(file, name) ? h5::get_attr_string(file, name) : std::string()) + "\n";
-  return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
 std::string labels_digest(const std::string& rules, const std::string& separators, const std::string& separator_tokens) {
@@ -410,81 +286,7 @@ std::string labels_digest(const std::string& rules, const std::string& separator
 
 std::vector<std::string> store_rules(hid_t stats_group) { return split_lines(h5::get_attr_string(stats_group, "rules")); }
 
-namespace {
-
-// What a file that is not a store is, in a few words.
-std::string describe_non_store(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (fs::is_directory(status)) return "a folder, not a store file";
-  if (!fs::is_regular_file(status)) return "not a regular file";
-  if (fs::file_size(path, ec) == 0) return "an empty file";
-  std::ifstream in(path, std::ios::binary);
-  char head[8] = {};
-  if (!in.read(head, sizeof head)) return "not an HDF5 file (shorter than HDF5's signature)";
-  if (std::memcmp(head, "\x89HDF\r\n\x1a\n", 8) != 0) return "not an HDF5 file";
-  return "an HDF5 file that cannot be opened (truncated or damaged)";
-}
-
-}  // namespace
-
-std::vector<std::string> stores_under(const std::string& dir) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() == "store.h5") found.push_back(e.path());
-  std::sort(found.begin(), found.end());  // folder by folder: "p" before "p-x"
-  return {found.begin(), found.end()};
-}
-
-StoreInfo inspect_store(const std::string& path) {
-  const h5::FileScope scope(path);
-  StoreInfo info;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return info;
-  info.kind = StoreInfo::Kind::NotAStore;
-  const hid_t f = std::filesystem::is_regular_file(path, ec) ? H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
-  if (f < 0) {
-    H5Eclear2(H5E_DEFAULT);
-    info.what = describe_non_store(path);
-    return info;
-  }
-  const h5::Id file(f, H5Fclose, "H5Fopen");
-  if (!h5::has_attr(file, "config") || !h5::has_attr(file, "complete")) {
-    info.what = "an HDF5 file that ctxsim did not write (no config and complete attributes)";
-    return info;
-  }
-  info.kind = StoreInfo::Kind::Store;
-  info.schema_version = h5::get_attr_int(file, "schema_version");
-  const int64_t newest = store_schema_version();
-  if (info.schema_version < 1 || info.schema_version > newest)
-    throw Error(path,
-                "schema_version " + std::to_string(info.schema_version) + ": this ctxsim reads schema 1 to " + std::to_string(newest) +
-                    (info.schema_version > newest ? " (a newer ctxsim wrote it?)" : ""),
-                "read it with the ctxsim that wrote it (its ctxsim_version attribute says which), or rerun 'ctxsim run'");
-  info.complete = h5::get_attr_int(file, "complete") == 1;
-  info.config_yaml = h5::get_attr_string(file, "config");
-  info.job = h5::has_attr(file, "kind") ? h5::get_attr_string(file, "kind") : "run";
-  if (info.job != "run" && info.job != "segment" && info.job != "prune")
-    throw Error(path, "its kind attribute is '" + info.job + "', not run, segment or prune", h5::kNotAStoreFix);
-  for (auto [name, value] : {std::pair{"model_sha256", &info.model_sha256},
-                             {"model_config_sha256", &info.model_config_sha256},
-                             {"vocab_sha256", &info.vocab_sha256},
-                             {"corpus_sha256", &info.corpus_sha256}})
-    if (h5::has_attr(file, name)) *value = h5::get_attr_string(file, name);
-  return info;
-}
-
-h5::Id open_complete_store(const std::string& path) {
-  const StoreInfo info = inspect_store(path);
-  if (!info.exists()) throw Error(path, "no store here", "give the store.h5 that 'ctxsim run' wrote (output.dir/store.h5)");
-  if (info.kind == StoreInfo::Kind::NotAStore)
-    throw Error(path, "not a ctxsim store: " + info.what, "give the store.h5 that 'ctxsim run' wrote (output.dir/store.h5)");
-  if (!info.complete)
-    throw Error(path, "the store is not complete (the run was interrupted or is still going)",
-                "'ctxsim status " + path + "' says how far it got; rerun the same 'ctxsim run' to finish it");
-  return h5::Id(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, ("open " + path).c_str());
-}
+namespace {}  // namespace
 
 double store_bytes(const StoreLayout& l) {
   const double N = double(l.samples), T = double(l.seq_len), L = double(l.layers), H = double(l.heads);
@@ -497,17 +299,6 @@ double store_bytes(const StoreLayout& l) {
   // the dimension scales: each rule's token spellings (about 20 bytes a token), sample indices.
   const double V = double(l.vocab);
   return N * T * 8 + N * 18 + R * N * L * H * 12 + E * L * H * T * T * (4 + R) + stats + R * V * 20 + N * 16;
-}
-
-void check_free_space(const std::string& dir, double bytes, const std::string& where) {
-  // Test hook: let the writes meet the full disk themselves.
-  if (const char* skip = std::getenv("CTXSIM_SKIP_SPACE_CHECK"); skip && std::string(skip) == "1") return;
-  const double free_bytes = free_bytes_at(dir);
-  if (free_bytes < 0 || free_bytes >= bytes * 1.05 + (16 << 20)) return;  // unknown: the writes will say
-  throw Error(where,
-              "no space for the store in " + dir + ": it needs about " + megabytes(bytes) + " (and 16 MB to spare), " +
-                  megabytes(free_bytes) + " are free",
-              "free space there or choose another output.dir ('ctxsim plan CONFIG' estimates the store's size)");
 }
 
 }  // namespace ctxsim

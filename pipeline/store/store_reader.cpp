@@ -4,8 +4,6 @@
 #include <numeric>
 
 #include "pipeline/store/hdf5.h"
-#include "pipeline/store/prune_store.h"
-#include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -153,19 +151,7 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
   return out;
 }
 
-std::string verify_complete_store(const std::string& path) {
-  const h5::FileScope scope(path);
-  const h5::Id file = open_complete_store(path);
-  if (is_segment_store(file)) {
-    const SegmentResults r = read_segment_store(file);
-    return "segmentation store: " + std::to_string(r.layout.documents) + " documents, " + std::to_string(r.layout.methods.size()) +
-           " methods, " + std::to_string(r.layout.layers) + " layers x " + std::to_string(r.layout.heads) + " heads";
-  }
-  if (is_prune_store(file)) {
-    const PruneStoreData d = read_prune_store(file, path);
-    return "pruning store: " + std::to_string(d.layout.layers) + " layers x " + std::to_string(d.layout.heads) + " heads, " +
-           std::to_string(d.curve_orders.size()) + " curves";
-  }
+std::string verify_run_store(hid_t file, const std::string& path) {
   const auto vocab = store_vocab(file);
   const StoreStats s = read_store_stats(file, path, int64_t(vocab.size()));
   const StatsShape& shape = s.acc.shape();

@@ -50,10 +50,10 @@ struct StoreStats {
 StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_tokens);
 Baseline baseline_of(const StoreStats& stats);
 
-// A complete store (run or segmentation) put through every check its readers make (shapes,
-// digests, invariants, value ranges); returns what it holds in a few words ("run store: 2000
-// samples, 12 layers x 12 heads, 1 rule"). Throws like the readers, naming the file.
-std::string verify_complete_store(const std::string& path);
+// A complete run store put through every check the statistics' readers make (shapes, digests,
+// invariants, value ranges); returns what it holds in a few words ("run store: 2000 samples, 12
+// layers x 12 heads, 1 rule"). Throws like the readers, naming the file.
+std::string verify_run_store(hid_t file, const std::string& path);
 RuleStats rule_stats_of(const StoreStats& stats, size_t rule);
 
 // Rule `rule`'s per-unit partial sums (/units) with every shape checked and their sums against

@@ -26,6 +26,7 @@
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/prune_store.h"
 #include "pipeline/store/segment_store.h"
+#include "pipeline/store/segment_summary.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
 #include "tests/fuzz/store_edits.h"
@@ -43,7 +44,8 @@ struct StoreKind {
   std::vector<const char*> root_attributes;
   std::vector<std::pair<const char*, const char*>> group_attributes;  // (group, attribute)
   std::vector<const char*> datasets;
-  void (*read)(const std::string& path, const std::string& summary);  // the readers beyond status and summary
+  void (*summary)(hid_t file, const std::string& path, std::ostream& out);  // what `ctxsim status` and `summary` read
+  void (*read)(const std::string& path, const std::string& summary);        // the readers beyond status and summary
 };
 
 const StoreKind& kind() {
@@ -54,6 +56,7 @@ const StoreKind& kind() {
        {{"methods", "names"}, {"documents", "subsets"}, {"example", "document"}},
        {"methods/boundaries", "methods/count", "methods/pk", "methods/window_diff", "heads/pk", "heads/window_diff", "documents/subset",
         "documents/sentences", "documents/parts", "documents/gold", "example/similarity"},
+       [](hid_t file, const std::string&, std::ostream& out) { ctxsim::print_segment_summary(ctxsim::read_segment_store(file), out); },
        [](const std::string& path, const std::string& summary) {
          const std::vector<ctxsim::report::SegmentRun> runs = ctxsim::report::load_segment_runs({path}, {});
          (void)ctxsim::report::summary_page("fuzz", summary, ctxsim::report::segment_figures(runs));
@@ -66,6 +69,9 @@ const StoreKind& kind() {
         "prune/entropy", "prune/importance", "prune/importance_normalised", "prune/order_heads", "prune/units/ablation_correct",
         "prune/units/ablation_loss", "prune/units/correct", "prune/units/curve_correct", "prune/units/curve_loss", "prune/units/entropy",
         "prune/units/importance", "prune/units/loss", "prune/units/predicted"},
+       [](hid_t file, const std::string& path, std::ostream& out) {
+         ctxsim::print_prune_summary(file, path, ctxsim::SummaryOptions{}, out);
+       },
        [](const std::string& path, const std::string& summary) {
          const std::vector<ctxsim::report::PruneRun> runs = ctxsim::report::load_prune_runs({path}, {});
          for (const auto& r : runs) (void)ctxsim::report::summary_page("fuzz", summary, ctxsim::report::prune_figures(r.data, r.label));
@@ -193,8 +199,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     std::ostringstream out;
-    (void)ctxsim::verify_complete_store(path);  // what `ctxsim status` checks
-    ctxsim::print_summary(path, ctxsim::SummaryOptions{}, out);
+    {
+      const ctxsim::h5::FileScope scope(path);
+      const ctxsim::h5::Id file = ctxsim::open_complete_store(path);
+      kind().summary(file, path, out);
+    }
     kind().read(path, out.str());
   } catch (const ctxsim::Error&) {
     // A clear error is a right answer to a damaged store.

@@ -147,8 +147,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     std::ostringstream out;
-    ctxsim::print_summary(path, ctxsim::SummaryOptions{}, out);
     const ctxsim::h5::Id file = ctxsim::open_complete_store(path);
+    (void)ctxsim::verify_run_store(file, path);  // what `ctxsim status` checks
+    ctxsim::print_run_summary(file, path, ctxsim::SummaryOptions{}, out);
     const ctxsim::report::StoreData d = ctxsim::report::load_store_data(file, path, "");
     for (size_t e = 0; e < d.example_ids.size(); ++e) {
       const ctxsim::report::Example x = ctxsim::report::load_example(file, d, e);
