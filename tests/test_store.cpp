@@ -6,16 +6,21 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
 #include "pipeline/job/parallel/agree.h"
 #include "pipeline/store/hdf5.h"
+#include "pipeline/store/prune_store.h"
+#include "pipeline/store/segment_store.h"
 #include "pipeline/store/store.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
+#include "stages/base/files.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/stats/accumulator.h"
 #include "test_helpers.h"
@@ -120,6 +125,56 @@ TEST_F(RunStore, StoreDocumentsExactlyTheStatisticsSchema) {
     EXPECT_TRUE(h5::exists(file_, where + info.name)) << where << info.name;
   }
   EXPECT_EQ(names.size(), kStatCount) << "docs/STORE.md's statistics table misses schema entries";
+}
+
+// docs/STORE.md's table of each job's store is that store's dataset table (dataset_spec.h): the
+// same datasets, element types and axes, nothing more and nothing less.
+TEST(JobStores, StoreDocumentsEveryDatasetOfTheirTables) {
+  struct Documented {
+    const char* section;
+    const std::vector<DatasetSpec>* table;
+    std::map<std::string, std::string> letters;  // axis -> the letter STORE.md writes
+  };
+  const Documented stores[] = {
+      {"## Pruning store",
+       &prune_datasets(),
+       {{"unit", "U"}, {"layer", "L"}, {"head", "H"}, {"order", "O"}, {"fraction", "F"}, {"curve", "C"}, {"seed", "R"}, {"rank", "L·H"}}},
+      {"## Segmentation store",
+       &segment_datasets(),
+       {{"document", "D"},
+        {"segment", "K"},
+        {"part_field", "2"},
+        {"gold_boundary", "K-1"},
+        {"segmentation_method", "M"},
+        {"boundary", "G"},
+        {"layer", "L"},
+        {"head", "H"},
+        {"sentence_i", "S0"},
+        {"sentence_j", "S0"}}},
+  };
+  std::ifstream in("docs/STORE.md");
+  ASSERT_TRUE(in) << "run from the source folder";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  const std::regex row(R"(^\| `/([\w/]+)` \| (\w+) \[([^\]]*)\] \| .+ \|$)");
+  for (const Documented& d : stores) {
+    const size_t begin = doc.find(d.section);
+    ASSERT_NE(begin, std::string::npos) << d.section;
+    const size_t end = doc.find("\n## ", begin + 1);
+    std::istringstream lines(doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    std::set<std::string> documented, tabled;
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (std::regex_match(line, m, row)) documented.insert(m[1].str() + " " + m[2].str() + " [" + m[3].str() + "]");
+    }
+    for (const DatasetSpec& s : *d.table) {
+      std::vector<std::string> axes;
+      for (const char* a : s.axes) axes.push_back(d.letters.at(a));
+      tabled.insert(s.path() + " " + element_name(s.element) + " [" + join(axes, ", ") + "]");
+    }
+    EXPECT_EQ(documented, tabled) << d.section << ": docs/STORE.md and the store's dataset table differ";
+  }
 }
 
 TEST_F(RunStore, EveryDatasetHasADescription) {

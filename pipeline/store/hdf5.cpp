@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "stages/base/error.h"
+#include "stages/base/files.h"
 
 namespace ctxsim::h5 {
 namespace {
@@ -362,5 +363,35 @@ template std::vector<float> read_all<float>(hid_t, const std::string&, hid_t);
 template std::vector<double> read_all<double>(hid_t, const std::string&, hid_t);
 template std::vector<uint8_t> read_all<uint8_t>(hid_t, const std::string&, hid_t);
 template std::vector<uint16_t> read_all<uint16_t>(hid_t, const std::string&, hid_t);
+
+template <class T>
+std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, const std::vector<long long>& shape,
+                            std::vector<hsize_t>* dims_out) {
+  if (!exists(file, path)) throw Error(store, "missing dataset /" + path, kNotAStoreFix);
+  const Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
+  const auto dims = dims_of(ds);
+  bool ok = dims.size() == shape.size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) ok = shape[i] < 0 || hsize_t(shape[i]) == dims[i];
+  if (!ok) {
+    const std::string got = join_each(
+        dims, [](hsize_t d) { return std::to_string(d); }, ",");
+    const std::string want = join_each(
+        shape, [](long long d) { return d < 0 ? std::string("*") : std::to_string(d); }, ",");
+    throw Error(store, "/" + path + " has shape [" + got + "], expected [" + want + "]", kNotAStoreFix);
+  }
+  if (dims_out) *dims_out = dims;
+  const size_t parent = path.rfind('/');
+  if (parent == std::string::npos) return read_all<T>(file, path);
+  return read_all<T>(open_group(file, path.substr(0, parent)), path.substr(parent + 1));
+}
+
+template std::vector<int64_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
+                                           std::vector<hsize_t>*);
+template std::vector<int32_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
+                                           std::vector<hsize_t>*);
+template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
+                                           std::vector<hsize_t>*);
+template std::vector<double> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
+                                          std::vector<hsize_t>*);
 
 }  // namespace ctxsim::h5

@@ -195,4 +195,10 @@ std::vector<T> read_all(hid_t parent, const std::string& name) {
   return read_all<T>(parent, name, Element<T>::memory());
 }
 
+// A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`
+// receives the actual extents. Errors name `store` (the file) and the dataset.
+template <class T>
+std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, const std::vector<long long>& shape,
+                            std::vector<hsize_t>* dims_out = nullptr);
+
 }  // namespace ctxsim::h5

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 
+#include "pipeline/store/dataset_spec.h"
 #include "pipeline/store/scales.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/digest.h"
@@ -38,11 +40,24 @@ std::vector<std::string> curve_orders(const PruneLayout& l) {
   return c;
 }
 
+// Every axis's extent in a store of layout l.
+Extents extents(const PruneLayout& l) {
+  const hsize_t L = hsize_t(l.layers), H = hsize_t(l.heads);
+  return {{"unit", hsize_t(l.units)},
+          {"layer", L},
+          {"head", H},
+          {"order", hsize_t(l.orders.size())},
+          {"fraction", hsize_t(l.fractions)},
+          {"curve", hsize_t(curve_orders(l).size())},
+          {"seed", hsize_t(random_count(l))},
+          {"rank", L * H}};
+}
+
+// The groups, their attributes and dimension scales; then the datasets of the table.
 void create_datasets(hid_t file, const PruneLayout& l, hid_t dxpl, bool writer) {
-  const hsize_t U = hsize_t(l.units), L = hsize_t(l.layers), H = hsize_t(l.heads), O = hsize_t(l.orders.size());
-  const hsize_t F = hsize_t(l.fractions), R = hsize_t(random_count(l));
+  const Extents e = extents(l);
+  const hsize_t F = e.at("fraction");
   const std::vector<std::string> curves = curve_orders(l);
-  const hsize_t C = hsize_t(curves.size());
   std::vector<int64_t> tenths;
   for (hsize_t f = 0; f < F; ++f) tenths.push_back(int64_t(f) * 10);
   const h5::Id prune = h5::create_group(file, "prune");
@@ -53,8 +68,8 @@ void create_datasets(hid_t file, const PruneLayout& l, hid_t dxpl, bool writer) 
   h5::set_attr(prune, "fractions", join(shown, "\n"));
   Scales s(dxpl, writer);
   const auto common = [&](hid_t g) {
-    s.numbers(g, "layer", L, kLayerScale);
-    s.numbers(g, "head", H, kHeadScale);
+    s.numbers(g, "layer", e.at("layer"), kLayerScale);
+    s.numbers(g, "head", e.at("head"), kHeadScale);
     s.numbers(g, "fraction", F, "percent of the heads removed (round(p * L*H) heads)", tenths);
   };
   size_t width = 0;
@@ -62,65 +77,57 @@ void create_datasets(hid_t file, const PruneLayout& l, hid_t dxpl, bool writer) 
   for (const auto& o : curves) width = std::max(width, o.size());
   const h5::Id units = h5::create_group(prune, "units");
   common(units);
-  s.numbers(units, "unit", U, "work unit (runtime.unit_size samples each, in sample order)");
-  s.strings(units, "order", O, width, "head order of the unit curves", l.orders);
-  h5::create_dataset<double>(units, "loss", {U}, "[unit] summed cross-entropy (nats) of the full model over the unit's predicted positions",
-                             1);
-  h5::create_dataset<int64_t>(units, "correct", {U}, "[unit] predicted positions whose arg-max is the original token", 1);
-  h5::create_dataset<int64_t>(units, "predicted", {U}, "[unit] predicted (masked) positions", 1);
-  h5::create_dataset<double>(units, "importance", {U, L, H}, "[unit, layer, head] sum over samples of |dL_s/dxi| at xi = 1", 1);
-  h5::create_dataset<double>(units, "entropy", {U, L, H}, "[unit, layer, head] sum over samples of the mean attention entropy (nats)", 1);
-  h5::create_dataset<double>(units, "ablation_loss", {U, L, H}, "[unit, layer, head] summed loss with the head alone removed", 1);
-  h5::create_dataset<int64_t>(units, "ablation_correct", {U, L, H}, "[unit, layer, head] correct predictions with the head alone removed",
-                              1);
-  h5::create_dataset<double>(units, "curve_loss", {U, O, F}, "[unit, order, fraction] summed loss with the order's first heads removed", 1);
-  h5::create_dataset<int64_t>(units, "curve_correct", {U, O, F}, "[unit, order, fraction] correct predictions, the same heads removed", 1);
-  for (const char* n : {"importance", "entropy", "ablation_loss", "ablation_correct"}) Scales::attach(units, n, {"unit", "layer", "head"});
-  for (const char* n : {"curve_loss", "curve_correct"}) Scales::attach(units, n, {"unit", "order", "fraction"});
-  for (const char* n : {"loss", "correct", "predicted"}) Scales::attach(units, n, {"unit"});
+  s.numbers(units, "unit", e.at("unit"), "work unit (runtime.unit_size samples each, in sample order)");
+  s.strings(units, "order", e.at("order"), width, "head order of the unit curves", l.orders);
   common(prune);
-  s.strings(prune, "order", O, width, "head order (its first entry removed first)", l.orders);
-  s.strings(prune, "curve", C, width, "curve of an order; random: the mean over the random orders", curves);
-  s.numbers(prune, "seed", R, "seed of a random order");
-  s.numbers(prune, "rank", L * H, "position in an order (0: removed first)");
-  h5::create_dataset<int64_t>(prune, "order_heads", {O, L * H}, "[order, rank] flat head index l*H + h, the first removed first");
-  Scales::attach(prune, "order_heads", {"order", "rank"});
-  const std::pair<const char*, const char*> per_head[] = {
-      {"importance", "sum over samples of |dL_s/dxi_{l,h}| at xi = 1 (Michel et al. 2019)"},
-      {"importance_normalised", "importance divided by the L2 norm of its layer's importances"},
-      {"ablation_loss", "mean loss with the head alone removed, minus the full model's"},
-      {"entropy", "mean over samples of the head's mean attention entropy over valid query rows (nats)"}};
-  if (has_score(l)) {
-    h5::create_dataset<double>(prune, "score", {L, H}, "[layer, head] the ctxsim score of prune.scores_from that the score order sorts");
-    Scales::attach(prune, "score", {"layer", "head"});
-  }
-  for (const auto& [n, d] : per_head) {
-    h5::create_dataset<double>(prune, n, {L, H}, std::string("[layer, head] ") + d);
-    Scales::attach(prune, n, {"layer", "head"});
-  }
-  h5::create_dataset<double>(prune, "curve_loss", {C, F}, "[curve, fraction] mean loss over predicted positions");
-  h5::create_dataset<double>(prune, "curve_accuracy", {C, F}, "[curve, fraction] share of predicted positions correct");
-  h5::create_dataset<double>(prune, "curve_loss_random", {R, F}, "[seed, fraction] mean loss of each random order");
-  h5::create_dataset<double>(prune, "curve_accuracy_random", {R, F}, "[seed, fraction] accuracy of each random order");
-  for (const char* n : {"curve_loss", "curve_accuracy"}) Scales::attach(prune, n, {"curve", "fraction"});
-  for (const char* n : {"curve_loss_random", "curve_accuracy_random"}) Scales::attach(prune, n, {"seed", "fraction"});
+  s.strings(prune, "order", e.at("order"), width, "head order (its first entry removed first)", l.orders);
+  s.strings(prune, "curve", e.at("curve"), width, "curve of an order; random: the mean over the random orders", curves);
+  s.numbers(prune, "seed", e.at("seed"), "seed of a random order");
+  s.numbers(prune, "rank", e.at("rank"), "position in an order (0: removed first)");
+  ctxsim::create_datasets(file, prune_datasets(), e, has_score(l));
+  attach_scales(file, prune_datasets());
 }
 
+// The /prune results bound to PruneResults' members, in the table's order (order_heads, written
+// with the orders, apart): write_results, the reader and the digest go through these.
+struct Bound {
+  const char* name;
+  std::vector<double>* values;
+};
+std::vector<Bound> bound(PruneResults& r) {
+  return {{"score", &r.score},
+          {"importance", &r.importance},
+          {"importance_normalised", &r.importance_normalised},
+          {"ablation_loss", &r.ablation_loss},
+          {"entropy", &r.entropy},
+          {"curve_loss", &r.curve_loss},
+          {"curve_accuracy", &r.curve_accuracy},
+          {"curve_loss_random", &r.curve_loss_random},
+          {"curve_accuracy_random", &r.curve_accuracy_random}};
+}
+
+// Row `at` of a per-unit dataset of /prune/units (mine: this rank writes it; else it takes part
+// with nothing).
 template <class T>
-void put(hid_t group, const char* name, const T* data, hsize_t at, bool mine, std::vector<hsize_t> rest, hid_t dxpl) {
-  const h5::Id ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose, name);
+void put(hid_t file, const PruneLayout& l, const char* name, const T* data, hsize_t at, bool mine, hid_t dxpl) {
+  const DatasetSpec& spec = spec_named(prune_datasets(), "prune/units", name);
+  const std::vector<hsize_t> dims = extents_of(spec, extents(l));
+  const h5::Id ds(H5Dopen2(file, spec.path().c_str(), H5P_DEFAULT), H5Dclose, name);
   std::vector<hsize_t> start{mine ? at : 0}, count{mine ? hsize_t(1) : 0};
-  for (hsize_t x : rest) start.push_back(0), count.push_back(mine ? x : 0);
+  for (size_t x = 1; x < dims.size(); ++x) start.push_back(0), count.push_back(mine ? dims[x] : 0);
   h5::write_slab(ds, data, start, count, dxpl);
 }
 
+// A whole dataset of /prune from rank 0 (the writer).
 template <class T>
-void put_all(hid_t group, const char* name, const std::vector<T>& v, std::vector<hsize_t> dims, bool writer, hid_t dxpl) {
+void put_all(hid_t file, const PruneLayout& l, const char* name, const std::vector<T>& v, bool writer, hid_t dxpl) {
+  const DatasetSpec& spec = spec_named(prune_datasets(), "prune", name);
+  const std::vector<hsize_t> dims = extents_of(spec, extents(l));
   hsize_t n = 1;
   for (hsize_t d : dims) n *= d;
   if (n == 0) return;  // no storage to write (and MPI-IO refuses an empty collective write)
   if (writer) CTXSIM_CHECK(v.size() == n, std::string("prune store: ") + name + " does not match the layout");
-  const h5::Id ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose, name);
+  const h5::Id ds(H5Dopen2(file, spec.path().c_str(), H5P_DEFAULT), H5Dclose, name);
   std::vector<hsize_t> count = dims;
   if (!writer)
     for (auto& c : count) c = 0;
@@ -128,6 +135,35 @@ void put_all(hid_t group, const char* name, const std::vector<T>& v, std::vector
 }
 
 }  // namespace
+
+const std::vector<DatasetSpec>& prune_datasets() {
+  // clang-format off
+  static const std::vector<DatasetSpec> rows = {
+    // Per work unit: the sums a resume keeps and the results are made of, a row per unit.
+    {"prune/units", "loss",             Element::Float64, {"unit"}, "[unit] summed cross-entropy (nats) of the full model over the unit's predicted positions", true},
+    {"prune/units", "correct",          Element::Int64,   {"unit"}, "[unit] predicted positions whose arg-max is the original token", true},
+    {"prune/units", "predicted",        Element::Int64,   {"unit"}, "[unit] predicted (masked) positions", true},
+    {"prune/units", "importance",       Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of |dL_s/dxi| at xi = 1", true},
+    {"prune/units", "entropy",          Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of the mean attention entropy (nats)", true},
+    {"prune/units", "ablation_loss",    Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] summed loss with the head alone removed", true},
+    {"prune/units", "ablation_correct", Element::Int64,   {"unit", "layer", "head"}, "[unit, layer, head] correct predictions with the head alone removed", true},
+    {"prune/units", "curve_loss",       Element::Float64, {"unit", "order", "fraction"}, "[unit, order, fraction] summed loss with the order's first heads removed", true},
+    {"prune/units", "curve_correct",    Element::Int64,   {"unit", "order", "fraction"}, "[unit, order, fraction] correct predictions, the same heads removed", true},
+    // The results, from rank 0 at the end.
+    {"prune", "order_heads",           Element::Int64,   {"order", "rank"}, "[order, rank] flat head index l*H + h, the first removed first"},
+    {"prune", "score",                 Element::Float64, {"layer", "head"}, "[layer, head] the ctxsim score of prune.scores_from that the score order sorts", false, true},
+    {"prune", "importance",            Element::Float64, {"layer", "head"}, "[layer, head] sum over samples of |dL_s/dxi_{l,h}| at xi = 1 (Michel et al. 2019)"},
+    {"prune", "importance_normalised", Element::Float64, {"layer", "head"}, "[layer, head] importance divided by the L2 norm of its layer's importances"},
+    {"prune", "ablation_loss",         Element::Float64, {"layer", "head"}, "[layer, head] mean loss with the head alone removed, minus the full model's"},
+    {"prune", "entropy",               Element::Float64, {"layer", "head"}, "[layer, head] mean over samples of the head's mean attention entropy over valid query rows (nats)"},
+    {"prune", "curve_loss",            Element::Float64, {"curve", "fraction"}, "[curve, fraction] mean loss over predicted positions"},
+    {"prune", "curve_accuracy",        Element::Float64, {"curve", "fraction"}, "[curve, fraction] share of predicted positions correct"},
+    {"prune", "curve_loss_random",     Element::Float64, {"seed", "fraction"}, "[seed, fraction] mean loss of each random order"},
+    {"prune", "curve_accuracy_random", Element::Float64, {"seed", "fraction"}, "[seed, fraction] accuracy of each random order"},
+  };
+  // clang-format on
+  return rows;
+}
 
 double prune_store_bytes(const PruneLayout& l) {
   const double U = double(l.units), LH = double(l.heads_total()), O = double(l.orders.size()), F = double(l.fractions);
@@ -158,28 +194,26 @@ PruneStore PruneStore::open(const std::string& path, MPI_Comm comm, int rank, co
 }
 
 void PruneStore::write_pass1(int64_t u, const PrunePass1* r) {
-  const hsize_t L = hsize_t(layout_.layers), H = hsize_t(layout_.heads);
-  if (r) CTXSIM_CHECK(r->importance.size() == L * H && r->ablation_correct.size() == L * H, "prune store: a unit's row does not match");
-  const h5::Id g = h5::open_group(file_, "prune/units");
+  const hsize_t LH = hsize_t(layout_.heads_total());
+  if (r) CTXSIM_CHECK(r->importance.size() == LH && r->ablation_correct.size() == LH, "prune store: a unit's row does not match");
   const bool mine = r != nullptr;
   const hsize_t at = hsize_t(std::max<int64_t>(u, 0));
-  put(g, "loss", mine ? &r->loss : nullptr, at, mine, {}, collective_);
-  put(g, "correct", mine ? &r->correct : nullptr, at, mine, {}, collective_);
-  put(g, "predicted", mine ? &r->predicted : nullptr, at, mine, {}, collective_);
-  put(g, "importance", mine ? r->importance.data() : nullptr, at, mine, {L, H}, collective_);
-  put(g, "entropy", mine ? r->entropy.data() : nullptr, at, mine, {L, H}, collective_);
-  put(g, "ablation_loss", mine ? r->ablation_loss.data() : nullptr, at, mine, {L, H}, collective_);
-  put(g, "ablation_correct", mine ? r->ablation_correct.data() : nullptr, at, mine, {L, H}, collective_);
+  put(file_, layout_, "loss", mine ? &r->loss : nullptr, at, mine, collective_);
+  put(file_, layout_, "correct", mine ? &r->correct : nullptr, at, mine, collective_);
+  put(file_, layout_, "predicted", mine ? &r->predicted : nullptr, at, mine, collective_);
+  put(file_, layout_, "importance", mine ? r->importance.data() : nullptr, at, mine, collective_);
+  put(file_, layout_, "entropy", mine ? r->entropy.data() : nullptr, at, mine, collective_);
+  put(file_, layout_, "ablation_loss", mine ? r->ablation_loss.data() : nullptr, at, mine, collective_);
+  put(file_, layout_, "ablation_correct", mine ? r->ablation_correct.data() : nullptr, at, mine, collective_);
 }
 
 void PruneStore::write_pass2(int64_t u, const PrunePass2* r) {
-  const hsize_t O = hsize_t(layout_.orders.size()), F = hsize_t(layout_.fractions);
-  if (r) CTXSIM_CHECK(r->loss.size() == O * F && r->correct.size() == O * F, "prune store: a unit's curves do not match");
-  const h5::Id g = h5::open_group(file_, "prune/units");
+  const hsize_t OF = hsize_t(layout_.orders.size() * layout_.fractions);
+  if (r) CTXSIM_CHECK(r->loss.size() == OF && r->correct.size() == OF, "prune store: a unit's curves do not match");
   const bool mine = r != nullptr;
   const hsize_t at = hsize_t(std::max<int64_t>(u, 0));
-  put(g, "curve_loss", mine ? r->loss.data() : nullptr, at, mine, {O, F}, collective_);
-  put(g, "curve_correct", mine ? r->correct.data() : nullptr, at, mine, {O, F}, collective_);
+  put(file_, layout_, "curve_loss", mine ? r->loss.data() : nullptr, at, mine, collective_);
+  put(file_, layout_, "curve_correct", mine ? r->correct.data() : nullptr, at, mine, collective_);
 }
 
 std::vector<PrunePass1> PruneStore::read_pass1() {
@@ -218,24 +252,12 @@ std::vector<PrunePass2> PruneStore::read_pass2() {
 }
 
 void PruneStore::write_orders(const std::vector<int64_t>& order_heads) {
-  const h5::Id g = h5::open_group(file_, "prune");
-  put_all(g, "order_heads", order_heads, {hsize_t(layout_.orders.size()), hsize_t(layout_.heads_total())}, rank_ == 0, collective_);
+  put_all(file_, layout_, "order_heads", order_heads, rank_ == 0, collective_);
 }
 
 void PruneStore::write_results(const PruneResults& r) {
-  const h5::Id g = h5::open_group(file_, "prune");
-  const hsize_t L = hsize_t(layout_.layers), H = hsize_t(layout_.heads), F = hsize_t(layout_.fractions);
-  const hsize_t C = hsize_t(curve_orders(layout_).size()), R = hsize_t(random_count(layout_));
-  const bool w = rank_ == 0;
-  put_all(g, "importance", r.importance, {L, H}, w, collective_);
-  put_all(g, "importance_normalised", r.importance_normalised, {L, H}, w, collective_);
-  put_all(g, "ablation_loss", r.ablation_loss, {L, H}, w, collective_);
-  put_all(g, "entropy", r.entropy, {L, H}, w, collective_);
-  put_all(g, "curve_loss", r.curve_loss, {C, F}, w, collective_);
-  put_all(g, "curve_accuracy", r.curve_accuracy, {C, F}, w, collective_);
-  put_all(g, "curve_loss_random", r.curve_loss_random, {R, F}, w, collective_);
-  if (has_score(layout_)) put_all(g, "score", r.score, {L, H}, w, collective_);
-  put_all(g, "curve_accuracy_random", r.curve_accuracy_random, {R, F}, w, collective_);
+  for (const Bound& b : bound(const_cast<PruneResults&>(r)))
+    if (std::string(b.name) != "score" || has_score(layout_)) put_all(file_, layout_, b.name, *b.values, rank_ == 0, collective_);
   h5::set_attr(file_, "full_loss", r.full_loss);
   h5::set_attr(file_, "full_accuracy", r.full_accuracy);
 }
@@ -250,19 +272,10 @@ std::string results_digest(const PruneStoreData& d) {
   };
   h.update_field(join(d.layout.orders, "\n"));
   h.update_field(join(d.curve_orders, "\n"));
-  const PruneResults& r = d.results;
-  const std::vector<double> full = {r.full_loss, r.full_accuracy};
+  const std::vector<double> full = {d.results.full_loss, d.results.full_accuracy};
   field("full", full);
-  field("importance", r.importance);
-  field("importance_normalised", r.importance_normalised);
-  field("ablation_loss", r.ablation_loss);
-  field("entropy", r.entropy);
-  field("curve_loss", r.curve_loss);
-  field("curve_accuracy", r.curve_accuracy);
-  field("curve_loss_random", r.curve_loss_random);
-  field("curve_accuracy_random", r.curve_accuracy_random);
-  field("order_heads", r.order_heads);
-  field("score", r.score);
+  field("order_heads", d.results.order_heads);
+  for (const Bound& b : bound(const_cast<PruneResults&>(d.results))) field(b.name, *b.values);
   return h.hex();
 }
 
@@ -278,23 +291,27 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
   l.orders = lines("unit_orders");
   d.curve_orders = lines("orders");
   l.fractions = int64_t(lines("fractions").size());
-  std::vector<hsize_t> dims;
   PruneResults& r = d.results;
-  r.importance = read_checked<double>(file, store, "prune/importance", {-1, -1}, &dims);
+  std::map<std::string, long long> known = {
+      {"fraction", l.fractions}, {"curve", (long long)d.curve_orders.size()}, {"order", (long long)l.orders.size()}};
+  std::vector<hsize_t> dims;
+  (void)read_spec<double>(file, store, spec_named(prune_datasets(), "prune", "importance"), {}, &dims);
   l.layers = int64_t(dims[0]), l.heads = int64_t(dims[1]);
   if (l.layers < 1 || l.heads < 1 || l.layers > kLayersOrHeads.hi || l.heads > kLayersOrHeads.hi || l.fractions != 10 ||
       d.curve_orders.empty() || int64_t(d.curve_orders.size()) > int64_t(l.orders.size()) + 1)
     throw Error(store, "/prune's shapes and attributes do not describe a pruning store", kDamagedStoreFix);
-  const long long L = l.layers, H = l.heads, C = (long long)d.curve_orders.size(), F = l.fractions;
-  r.importance_normalised = read_checked<double>(file, store, "prune/importance_normalised", {L, H});
-  r.ablation_loss = read_checked<double>(file, store, "prune/ablation_loss", {L, H});
-  r.entropy = read_checked<double>(file, store, "prune/entropy", {L, H});
-  r.curve_loss = read_checked<double>(file, store, "prune/curve_loss", {C, F});
-  r.curve_accuracy = read_checked<double>(file, store, "prune/curve_accuracy", {C, F});
-  r.curve_loss_random = read_checked<double>(file, store, "prune/curve_loss_random", {-1, F});
-  r.curve_accuracy_random = read_checked<double>(file, store, "prune/curve_accuracy_random", {-1, F});
-  r.order_heads = read_checked<int64_t>(file, store, "prune/order_heads", {(long long)l.orders.size(), L * H});
-  if (h5::exists(file, "prune/score")) r.score = read_checked<double>(file, store, "prune/score", {L, H});
+  known["layer"] = l.layers, known["head"] = l.heads, known["rank"] = l.heads_total();
+  // Every result is a finite number (a NaN or inf would be drawn as a colour or a rank); an axis
+  // first seen in one dataset (the random orders' seeds) holds for the next.
+  for (const Bound& b : bound(r)) {
+    const DatasetSpec& spec = spec_named(prune_datasets(), "prune", b.name);
+    if (spec.optional && !h5::exists(file, spec.path())) continue;
+    *b.values = read_spec<double>(file, store, spec, known, &dims);
+    for (size_t a = 0; a < spec.axes.size(); ++a) known.emplace(spec.axes[a], (long long)dims[a]);
+    for (const double x : *b.values)
+      if (!std::isfinite(x)) throw Error(store, "/" + spec.path() + " holds a value that is not finite", kDamagedStoreFix);
+  }
+  r.order_heads = read_spec<int64_t>(file, store, spec_named(prune_datasets(), "prune", "order_heads"), known);
   for (size_t i = 0; i < d.curve_orders.size(); ++i)
     if (d.curve_orders[i].rfind("score:", 0) == 0) d.score = d.curve_orders[i].substr(6);
   r.full_loss = h5::get_attr_double(file, "full_loss");
@@ -302,18 +319,6 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
   d.model_path = h5::get_attr_string(file, "model_path");
   for (const double v : r.curve_accuracy)
     if (!(v >= 0 && v <= 1)) throw Error(store, "/prune/curve_accuracy holds a value outside [0, 1]", kDamagedStoreFix);
-  // Every result is a finite number (a NaN or inf would be drawn as a colour or a rank).
-  const std::pair<const char*, const std::vector<double>*> values[] = {{"importance", &r.importance},
-                                                                       {"importance_normalised", &r.importance_normalised},
-                                                                       {"ablation_loss", &r.ablation_loss},
-                                                                       {"entropy", &r.entropy},
-                                                                       {"curve_loss", &r.curve_loss},
-                                                                       {"curve_loss_random", &r.curve_loss_random},
-                                                                       {"curve_accuracy_random", &r.curve_accuracy_random},
-                                                                       {"score", &r.score}};
-  for (const auto& [name, v] : values)
-    for (const double x : *v)
-      if (!std::isfinite(x)) throw Error(store, std::string("/prune/") + name + " holds a value that is not finite", kDamagedStoreFix);
   if (!std::isfinite(r.full_loss) || !(r.full_accuracy >= 0 && r.full_accuracy <= 1))
     throw Error(store, "its full_loss or full_accuracy attribute is not a loss or an accuracy", kDamagedStoreFix);
   for (const int64_t k : r.order_heads)

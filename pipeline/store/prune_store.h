@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/store/dataset_spec.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store_file.h"
 
@@ -20,6 +21,9 @@ struct PruneLayout {
   int64_t fractions = 10;           // 0, 0.1, …, 0.9
   int64_t heads_total() const { return layers * heads; }
 };
+
+// The store's datasets, one row each (dataset_spec.h; docs/STORE.md "Pruning store").
+const std::vector<DatasetSpec>& prune_datasets();
 
 // About how many bytes a pruning store of this layout takes, for the free-space check.
 double prune_store_bytes(const PruneLayout& layout);

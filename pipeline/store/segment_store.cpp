@@ -21,31 +21,30 @@ constexpr const char* kKind = "segment";
 
 SegmentResults read_rows(hid_t file);
 
-// The per-document datasets and their element types, in creation order.
+Extents extents(const SegmentLayout& l) {
+  const hsize_t K = hsize_t(l.segments), S0 = hsize_t(l.example_sentences);
+  return {{"document", hsize_t(l.documents)},
+          {"segment", K},
+          {"part_field", 2},
+          {"gold_boundary", K - 1},
+          {"segmentation_method", hsize_t(l.methods.size())},
+          {"boundary", hsize_t(std::max<int64_t>(1, l.max_gaps))},
+          {"layer", hsize_t(l.layers)},
+          {"head", hsize_t(l.heads)},
+          {"sentence_i", S0},
+          {"sentence_j", S0}};
+}
+
+// The groups and their attributes, then the datasets of the table.
 void create_datasets(hid_t file, const SegmentLayout& l) {
-  const hsize_t D = hsize_t(l.documents), M = hsize_t(l.methods.size()), G = hsize_t(std::max<int64_t>(1, l.max_gaps));
-  const hsize_t L = hsize_t(l.layers), H = hsize_t(l.heads), K = hsize_t(l.segments);
   const h5::Id docs = h5::create_group(file, "documents");
   h5::set_attr(docs, "subsets", join(l.subsets, "\n"));
-  h5::create_dataset<int32_t>(docs, "subset", {D}, "index of the document's subset in the group's subsets attribute");
-  h5::create_dataset<int32_t>(docs, "sentences", {D}, "sentences S of the test document");
-  h5::create_dataset<int32_t>(docs, "parts", {D, K, 2},
-                              "[document, segment, 2]: (corpus document index, sentences taken from its start) of each segment, in order");
-  h5::create_dataset<int32_t>(docs, "gold", {D, K - 1}, "gold boundaries: the first sentence of segments 2 ... K");
   const h5::Id methods = h5::create_group(file, "methods");
   h5::set_attr(methods, "names", join(l.methods, "\n"));
-  h5::create_dataset<int32_t>(methods, "boundaries", {D, M, G}, "[document, method, b] predicted boundaries, -1 past count", 1);
-  h5::create_dataset<int32_t>(methods, "count", {D, M}, "[document, method] predicted boundaries", 1);
-  h5::create_dataset<double>(methods, "pk", {D, M}, "[document, method] Pk (SPEC section 6)", 1);
-  h5::create_dataset<double>(methods, "window_diff", {D, M}, "[document, method] WindowDiff (SPEC section 6)", 1);
-  const h5::Id heads = h5::create_group(file, "heads");
-  h5::create_dataset<double>(heads, "pk", {D, L, H}, "[document, layer, head] Pk of C99 on the head's sentence similarity, gold count", 1);
-  h5::create_dataset<double>(heads, "window_diff", {D, L, H}, "[document, layer, head] WindowDiff of the same", 1);
+  h5::create_group(file, "heads");
   const h5::Id example = h5::create_group(file, "example");
   h5::set_attr(example, "document", int64_t{0});
-  const hsize_t S0 = hsize_t(l.example_sentences);
-  h5::create_dataset<double>(example, "similarity", {L, S0, S0},
-                             "[layer, sentence, sentence] test document 0's sentence similarity (the heads-* methods' matrix)");
+  ctxsim::create_datasets(file, segment_datasets(), extents(l), false);
 }
 
 // Every axis named by a dimension scale (docs/STORE.md "With xarray"), each group carrying the
@@ -61,9 +60,6 @@ void create_scales(hid_t file, const SegmentLayout& l, hid_t dxpl, bool writer) 
   s.numbers(docs, "gold_boundary", K - 1, "gold boundary index (the boundary before segment 2 ... K)");
   const std::vector<std::string> fields = {"corpus_document", "sentences"};
   s.strings(docs, "part_field", 2, Scales::string_width(15), "the fields of parts: corpus document index, sentences taken", fields);
-  for (const char* n : {"subset", "sentences"}) Scales::attach(docs, n, {"document"});
-  Scales::attach(docs, "parts", {"document", "segment", "part_field"});
-  Scales::attach(docs, "gold", {"document", "gold_boundary"});
   size_t width = 0;
   for (const auto& m : l.methods) width = std::max(width, m.size());
   const h5::Id methods = h5::open_group(file, "methods");
@@ -72,18 +68,15 @@ void create_scales(hid_t file, const SegmentLayout& l, hid_t dxpl, bool writer) 
   s.strings(methods, "segmentation_method", M, Scales::string_width(width), "segmentation method (the group's names attribute, in order)",
             l.methods);
   s.numbers(methods, "boundary", G, "predicted boundary index (values past the method's count are -1)");
-  Scales::attach(methods, "boundaries", {"document", "segmentation_method", "boundary"});
-  for (const char* n : {"count", "pk", "window_diff"}) Scales::attach(methods, n, {"document", "segmentation_method"});
   const h5::Id heads = h5::open_group(file, "heads");
   s.numbers(heads, "document", D, kDocument);
   s.numbers(heads, "layer", L, kLayerScale);
   s.numbers(heads, "head", H, kHeadScale);
-  for (const char* n : {"pk", "window_diff"}) Scales::attach(heads, n, {"document", "layer", "head"});
   const h5::Id example = h5::open_group(file, "example");
   s.numbers(example, "layer", L, kLayerScale);
   s.numbers(example, "sentence_i", S0, "sentence i of test document 0");
   s.numbers(example, "sentence_j", S0, "sentence j of test document 0");
-  Scales::attach(example, "similarity", {"layer", "sentence_i", "sentence_j"});
+  attach_scales(file, segment_datasets());
 }
 
 void write_documents(hid_t file, const SegmentLayout& l, const std::vector<SegmentDocumentInfo>& docs, hid_t dxpl, bool writer) {
@@ -113,6 +106,27 @@ void write_documents(hid_t file, const SegmentLayout& l, const std::vector<Segme
 }
 
 }  // namespace
+
+const std::vector<DatasetSpec>& segment_datasets() {
+  // clang-format off
+  static const std::vector<DatasetSpec> rows = {
+    {"documents", "subset",    Element::Int32, {"document"}, "index of the document's subset in the group's subsets attribute"},
+    {"documents", "sentences", Element::Int32, {"document"}, "sentences S of the test document"},
+    {"documents", "parts",     Element::Int32, {"document", "segment", "part_field"},
+     "[document, segment, 2]: (corpus document index, sentences taken from its start) of each segment, in order"},
+    {"documents", "gold",      Element::Int32, {"document", "gold_boundary"}, "gold boundaries: the first sentence of segments 2 ... K"},
+    {"methods", "boundaries",  Element::Int32,   {"document", "segmentation_method", "boundary"}, "[document, method, b] predicted boundaries, -1 past count", true},
+    {"methods", "count",       Element::Int32,   {"document", "segmentation_method"}, "[document, method] predicted boundaries", true},
+    {"methods", "pk",          Element::Float64, {"document", "segmentation_method"}, "[document, method] Pk (SPEC section 6)", true},
+    {"methods", "window_diff", Element::Float64, {"document", "segmentation_method"}, "[document, method] WindowDiff (SPEC section 6)", true},
+    {"heads", "pk",            Element::Float64, {"document", "layer", "head"}, "[document, layer, head] Pk of C99 on the head's sentence similarity, gold count", true},
+    {"heads", "window_diff",   Element::Float64, {"document", "layer", "head"}, "[document, layer, head] WindowDiff of the same", true},
+    {"example", "similarity",  Element::Float64, {"layer", "sentence_i", "sentence_j"},
+     "[layer, sentence, sentence] test document 0's sentence similarity (the heads-* methods' matrix)"},
+  };
+  // clang-format on
+  return rows;
+}
 
 SegmentStore::SegmentStore(const std::string& path, MPI_Comm comm, int rank, const SegmentLayout& layout)
     : StoreFile(path, comm, rank, segment_store_bytes(layout)), layout_(layout) {}

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/store/dataset_spec.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store_file.h"
 
@@ -24,6 +25,9 @@ struct SegmentLayout {
   std::vector<std::string> subsets;  // names; "dev" is the documents the best layer is chosen on
   int64_t example_sentences = 0;     // S of document 0, whose similarity matrices are kept
 };
+
+// The store's datasets, one row each (dataset_spec.h; docs/STORE.md "Segmentation store").
+const std::vector<DatasetSpec>& segment_datasets();
 
 // About how many bytes a segmentation store of this layout takes (its datasets are allocated at
 // creation), for the free-space check.

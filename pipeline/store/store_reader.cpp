@@ -12,36 +12,6 @@
 #include "stages/stats/accumulator.h"
 
 namespace ctxsim {
-template <class T>
-std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, const std::vector<long long>& shape,
-                            std::vector<hsize_t>* dims_out) {
-  if (!h5::exists(file, path)) throw Error(store, "missing dataset /" + path, kDamagedStoreFix);
-  const h5::Id ds(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose, path.c_str());
-  const auto dims = h5::dims_of(ds);
-  bool ok = dims.size() == shape.size();
-  for (size_t i = 0; ok && i < dims.size(); ++i) ok = shape[i] < 0 || hsize_t(shape[i]) == dims[i];
-  if (!ok) {
-    const std::string got = join_each(
-        dims, [](hsize_t d) { return std::to_string(d); }, ",");
-    const std::string want = join_each(
-        shape, [](long long d) { return d < 0 ? std::string("*") : std::to_string(d); }, ",");
-    throw Error(store, "/" + path + " has shape [" + got + "], expected [" + want + "]", kDamagedStoreFix);
-  }
-  if (dims_out) *dims_out = dims;
-  const size_t parent = path.rfind('/');
-  if (parent == std::string::npos) return h5::read_all<T>(file, path);
-  return h5::read_all<T>(h5::open_group(file, path.substr(0, parent)), path.substr(parent + 1));
-}
-
-template std::vector<int64_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
-                                           std::vector<hsize_t>*);
-template std::vector<int32_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
-                                           std::vector<hsize_t>*);
-template std::vector<int16_t> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
-                                           std::vector<hsize_t>*);
-template std::vector<double> read_checked(hid_t, const std::string&, const std::string&, const std::vector<long long>&,
-                                          std::vector<hsize_t>*);
-
 size_t StoreStats::rule_index(const std::string& rule) const {
   const auto it = std::find(rules.begin(), rules.end(), rule);
   if (it == rules.end()) throw Error("--rule " + rule, "the store has no such selection rule", "pick one of: " + join(rules));
@@ -122,7 +92,7 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
       const std::string path = (f.per_rule() ? "stats/" + out.rules[size_t(r)] : std::string("stats/baseline")) + "/" + f.name();
       // A store older than a statistic lacks it (and its digest leaves it out): read as zeros.
       if (version < f.info->since) continue;
-      const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, want);
+      const std::vector<int64_t> v = h5::read_checked<int64_t>(file, store, path, want);
       std::copy(v.begin(), v.end(), out.acc.at(f.info->id, r));
     }
   }
@@ -194,7 +164,7 @@ UnitSums read_unit_sums(hid_t file, const std::string& store, const StoreStats& 
     std::vector<long long> shape = {U};
     shape.insert(shape.end(), f.dims.begin(), f.dims.end());
     const std::string path = (f.per_rule() ? group : base) + f.name();
-    const std::vector<int64_t> v = read_checked<int64_t>(file, store, path, shape);
+    const std::vector<int64_t> v = h5::read_checked<int64_t>(file, store, path, shape);
     const int64_t* total = f.per_rule() ? a.at(f.info->id, int64_t(rule)) : a.at(f.info->id);
     // Counts and masses are never negative, and no replicate of the bootstrap (up to U times a
     // total) may overflow: anything else is not a store ctxsim wrote.

@@ -62,10 +62,4 @@ RuleStats rule_stats_of(const StoreStats& stats, size_t rule);
 UnitSums read_unit_sums(hid_t file, const std::string& store, const StoreStats& stats, size_t rule);
 Intervals store_intervals(hid_t file, const std::string& store, const StoreStats& stats, size_t rule);
 
-// A whole dataset after checking that it exists and has `shape` (-1: any extent); `dims_out`
-// receives the actual extents.
-template <class T>
-std::vector<T> read_checked(hid_t file, const std::string& store, const std::string& path, const std::vector<long long>& shape,
-                            std::vector<hsize_t>* dims_out = nullptr);
-
 }  // namespace ctxsim
