@@ -43,7 +43,7 @@ class RunStore : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(test::kBrownPath)) return;
     tmp_ = new test::TempDir();
-    write_random_checkpoint(BertConfig::preset("bert-tiny"), 2, test::kVocabPath, (tmp_->path / "model").string());
+    write_random_checkpoint(ModelConfig::preset("bert-tiny"), 2, test::kVocabPath, (tmp_->path / "model").string());
     const std::string cfg = tmp_->write("c.yaml",
                                         "corpus: {path: data/brown, max_documents: 30}\n"
                                         "samples: {num_samples: 40, seed: 9}\n"
@@ -127,8 +127,9 @@ TEST_F(RunStore, StoreDocumentsExactlyTheStatisticsSchema) {
   EXPECT_EQ(names.size(), kStatCount) << "docs/STORE.md's statistics table misses schema entries";
 }
 
-// docs/STORE.md's table of each job's store is that store's dataset table (dataset_spec.h): the
-// same datasets, element types and axes, nothing more and nothing less.
+// docs/STORE.md's table of each store is that store's dataset table (dataset_spec.h; the run
+// store's /stats is the schema's, above): the same datasets, element types and axes, nothing more
+// and nothing less.
 TEST(JobStores, StoreDocumentsEveryDatasetOfTheirTables) {
   struct Documented {
     const char* section;
@@ -136,6 +137,18 @@ TEST(JobStores, StoreDocumentsEveryDatasetOfTheirTables) {
     std::map<std::string, std::string> letters;  // axis -> the letter STORE.md writes
   };
   const Documented stores[] = {
+      {"## Groups",
+       &run_datasets(),
+       {{"sample", "N"},
+        {"position", "T"},
+        {"source_field", "2"},
+        {"rule", "R"},
+        {"layer", "L"},
+        {"head", "H"},
+        {"example", "E"},
+        {"i", "T"},
+        {"j", "T"},
+        {"byte", "bytes"}}},
       {"## Pruning store",
        &prune_datasets(),
        {{"unit", "U"}, {"layer", "L"}, {"head", "H"}, {"order", "O"}, {"fraction", "F"}, {"curve", "C"}, {"seed", "R"}, {"rank", "L·H"}}},

@@ -111,9 +111,10 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
     d.beta = h5::get_attr_double(h5::open_group(file, "stats/attention"), "attention_threshold");
   }
   std::vector<hsize_t> sdims;
-  d.tokens = h5::read_checked<int32_t>(file, store, "samples/token_ids", {-1, T}, &sdims);
+  const auto spec = [](const char* group, const char* name) -> const DatasetSpec& { return spec_named(run_datasets(), group, name); };
+  d.tokens = read_spec<int32_t>(file, store, spec("samples", "token_ids"), {{"position", T}}, &sdims);
   const long long N = (long long)sdims[0];
-  d.n_valid = h5::read_checked<int16_t>(file, store, "samples/n_valid", {N});
+  d.n_valid = read_spec<int16_t>(file, store, spec("samples", "n_valid"), {{"sample", N}});
   // Validity is by position: a sample's first n_valid positions; it indexes every matrix.
   for (size_t i = 0; i < d.n_valid.size(); ++i)
     if (d.n_valid[i] < 0 || d.n_valid[i] > d.T)
@@ -121,7 +122,7 @@ StoreData load_store_data(hid_t file, const std::string& store, const std::strin
           store,
           "/samples/n_valid[" + std::to_string(i) + "] is " + std::to_string(d.n_valid[i]) + ", outside 0 … T = " + std::to_string(d.T),
           kDamagedStoreFix);
-  d.example_ids = h5::read_checked<int64_t>(file, store, "examples/sample_ids", {-1}, &dims);
+  d.example_ids = read_spec<int64_t>(file, store, spec("examples", "sample_ids"), {}, &dims);
   const long long E = (long long)dims[0];
   for (auto id : d.example_ids)
     if (id < 0 || id >= N)

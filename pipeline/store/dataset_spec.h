@@ -15,7 +15,15 @@
 
 namespace ctxsim {
 
-enum class Element { Int32, Int64, Float64 };
+enum class Element { Int16, Int32, Int64, UInt8, Float16, Float32, Float64 };
+
+// How a dataset is chunked: along `axis` (an index into its axes) `rows` at a time, the axes
+// before it one at a time, those after it whole; rows 0: contiguous. A dataset a job writes a
+// unit (or an example) at a time is chunked so that the unit's write covers whole chunks.
+struct Chunk {
+  size_t axis = 0;
+  hsize_t rows = 0;
+};
 
 struct DatasetSpec {
   const char* group;              // "prune/units"
@@ -23,12 +31,15 @@ struct DatasetSpec {
   Element element;                //
   std::vector<const char*> axes;  // dimension-scale names of the group, in order ("unit", "layer", "head")
   const char* description;        // its `description` attribute
-  bool per_unit = false;          // written a row (first axis) at a time: chunked by rows
+  Chunk chunk = {};               //
   bool optional = false;          // only in some stores (the pruning store's score): created when asked
   std::string path() const { return std::string(group) + "/" + name; }
 };
 
-// "int32", "int64", "float64": the type column of docs/STORE.md.
+// A row a unit at a time along the first axis.
+constexpr Chunk kRowChunks = {0, 1};
+
+// "int16", "int32", …, "float64": the type column of docs/STORE.md.
 const char* element_name(Element e);
 
 // The extent of each axis in one store (from its layout). An axis a table names and the extents

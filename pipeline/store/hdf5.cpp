@@ -254,15 +254,21 @@ void check_readable(hid_t ds, hid_t mem_type) {
 
 Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const std::string& description,
                   hsize_t chunk_rows) {
+  std::vector<hsize_t> chunk;
+  if (chunk_rows > 0 && !dims.empty()) {
+    chunk = dims;
+    chunk[0] = std::max<hsize_t>(1, std::min(chunk_rows, dims[0]));
+    for (auto& c : chunk) c = std::max<hsize_t>(c, 1);
+  }
+  return create_dataset(parent, name, type, dims, description, chunk);
+}
+
+Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const std::string& description,
+                  const std::vector<hsize_t>& chunk) {
   const Id space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
                  "H5Screate");
   const Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
-  if (chunk_rows > 0 && !dims.empty()) {
-    std::vector<hsize_t> chunk = dims;
-    chunk[0] = std::max<hsize_t>(1, std::min(chunk_rows, dims[0]));
-    for (auto& c : chunk) c = std::max<hsize_t>(c, 1);
-    CTXSIM_H5(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()));
-  }
+  if (!chunk.empty()) CTXSIM_H5(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()));
   // Allocate at creation so that parallel writers never race on allocation.
   CTXSIM_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
   CTXSIM_H5(H5Pset_fill_time(dcpl, H5D_FILL_TIME_ALLOC));

@@ -164,6 +164,9 @@ struct Element<double> {
 // with a `description` attribute.
 Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const std::string& description,
                   hsize_t chunk_rows = 0);
+// The same with the chunk dimensions given (empty: contiguous).
+Id create_dataset(hid_t parent, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const std::string& description,
+                  const std::vector<hsize_t>& chunk);
 // Writes `data` into the hyperslab [start, start + count) of dataset ds (count all zeros: this
 // rank takes part in a collective write with nothing to write). dxpl: transfer properties.
 void write_slab(hid_t ds, hid_t mem_type, const void* data, const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,

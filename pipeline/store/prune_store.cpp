@@ -140,18 +140,18 @@ const std::vector<DatasetSpec>& prune_datasets() {
   // clang-format off
   static const std::vector<DatasetSpec> rows = {
     // Per work unit: the sums a resume keeps and the results are made of, a row per unit.
-    {"prune/units", "loss",             Element::Float64, {"unit"}, "[unit] summed cross-entropy (nats) of the full model over the unit's predicted positions", true},
-    {"prune/units", "correct",          Element::Int64,   {"unit"}, "[unit] predicted positions whose arg-max is the original token", true},
-    {"prune/units", "predicted",        Element::Int64,   {"unit"}, "[unit] predicted (masked) positions", true},
-    {"prune/units", "importance",       Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of |dL_s/dxi| at xi = 1", true},
-    {"prune/units", "entropy",          Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of the mean attention entropy (nats)", true},
-    {"prune/units", "ablation_loss",    Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] summed loss with the head alone removed", true},
-    {"prune/units", "ablation_correct", Element::Int64,   {"unit", "layer", "head"}, "[unit, layer, head] correct predictions with the head alone removed", true},
-    {"prune/units", "curve_loss",       Element::Float64, {"unit", "order", "fraction"}, "[unit, order, fraction] summed loss with the order's first heads removed", true},
-    {"prune/units", "curve_correct",    Element::Int64,   {"unit", "order", "fraction"}, "[unit, order, fraction] correct predictions, the same heads removed", true},
+    {"prune/units", "loss",             Element::Float64, {"unit"}, "[unit] summed cross-entropy (nats) of the full model over the unit's predicted positions", kRowChunks},
+    {"prune/units", "correct",          Element::Int64,   {"unit"}, "[unit] predicted positions whose arg-max is the original token", kRowChunks},
+    {"prune/units", "predicted",        Element::Int64,   {"unit"}, "[unit] predicted (masked) positions", kRowChunks},
+    {"prune/units", "importance",       Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of |dL_s/dxi| at xi = 1", kRowChunks},
+    {"prune/units", "entropy",          Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of the mean attention entropy (nats)", kRowChunks},
+    {"prune/units", "ablation_loss",    Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] summed loss with the head alone removed", kRowChunks},
+    {"prune/units", "ablation_correct", Element::Int64,   {"unit", "layer", "head"}, "[unit, layer, head] correct predictions with the head alone removed", kRowChunks},
+    {"prune/units", "curve_loss",       Element::Float64, {"unit", "order", "fraction"}, "[unit, order, fraction] summed loss with the order's first heads removed", kRowChunks},
+    {"prune/units", "curve_correct",    Element::Int64,   {"unit", "order", "fraction"}, "[unit, order, fraction] correct predictions, the same heads removed", kRowChunks},
     // The results, from rank 0 at the end.
     {"prune", "order_heads",           Element::Int64,   {"order", "rank"}, "[order, rank] flat head index l*H + h, the first removed first"},
-    {"prune", "score",                 Element::Float64, {"layer", "head"}, "[layer, head] the ctxsim score of prune.scores_from that the score order sorts", false, true},
+    {"prune", "score",                 Element::Float64, {"layer", "head"}, "[layer, head] the ctxsim score of prune.scores_from that the score order sorts", {}, true},
     {"prune", "importance",            Element::Float64, {"layer", "head"}, "[layer, head] sum over samples of |dL_s/dxi_{l,h}| at xi = 1 (Michel et al. 2019)"},
     {"prune", "importance_normalised", Element::Float64, {"layer", "head"}, "[layer, head] importance divided by the L2 norm of its layer's importances"},
     {"prune", "ablation_loss",         Element::Float64, {"layer", "head"}, "[layer, head] mean loss with the head alone removed, minus the full model's"},

@@ -84,9 +84,6 @@ void scale_samples(Scales& s, hid_t file, hsize_t N, hsize_t T) {
   s.numbers(g, "position", T, "token position in the sample (0: the family's begin token, or the first word where there is none)");
   const std::vector<std::string> fields = {"document", "first_sentence"};
   s.strings(g, "source_field", 2, longest(fields), "the fields of source: document index, first sentence index", fields);
-  for (const char* n : {"token_ids", "sentence_ids", "word_ids"}) Scales::attach(g, n, {"sample", "position"});
-  for (const char* n : {"n_valid", "candidate"}) Scales::attach(g, n, {"sample"});
-  Scales::attach(g, "source", {"sample", "source_field"});
 }
 
 void scale_per_sample(Scales& s, hid_t file, const std::vector<std::string>& rules, hsize_t N, hsize_t L, hsize_t H) {
@@ -95,7 +92,6 @@ void scale_per_sample(Scales& s, hid_t file, const std::vector<std::string>& rul
   s.numbers(g, "sample", N, kSampleScale);
   s.numbers(g, "layer", L, kLayerScale);
   s.numbers(g, "head", H, kHeadScale);
-  for (const char* n : {"anchor_token", "anchor_share", "high_pairs"}) Scales::attach(g, n, {"rule", "sample", "layer", "head"});
 }
 
 void scale_examples(Scales& s, hid_t file, const StoreLayout& l, const std::vector<std::string>& rules) {
@@ -107,9 +103,6 @@ void scale_examples(Scales& s, hid_t file, const StoreLayout& l, const std::vect
   s.numbers(g, "head", hsize_t(l.heads), kHeadScale);
   s.numbers(g, "i", T, "position i of a pair (the query row of attention)");
   s.numbers(g, "j", T, "position j of a pair (the key column of attention)");
-  Scales::attach(g, "sample_ids", {"example"});
-  for (const char* n : {"attention", "similarity"}) Scales::attach(g, n, {"example", "layer", "head", "i", "j"});
-  Scales::attach(g, "selected", {"example", "rule", "layer", "head", "i", "j"});
 }
 
 // One /stats group (or /units group: `units` > 0, a leading unit axis): the scales its
@@ -182,7 +175,6 @@ void create_scales(hid_t file, const StoreLayout& l, const std::string& vocab_te
   }
   const h5::Id vocab = h5::open_group(file, "vocab");
   s.bare(vocab, "byte", vocab_text.size(), "byte offset into text (a dimension without values)");
-  Scales::attach(vocab, "text", {"byte"});
 }
 
 void write_cf_attributes(hid_t file) {

@@ -42,7 +42,8 @@ class Scales {
 };
 
 // Makes the scales of a new store's axes, with their values (layer, head, distance, tokens,
-// rules, …), and attaches them. Collective: every rank makes the same calls; `writer` (rank 0)
+// rules, …), and attaches the statistics (/stats, /units) to them; the datasets of the store's
+// table (run_datasets) are attached by attach_scales. Collective: every rank makes the same calls; `writer` (rank 0)
 // writes the values through the transfer list dxpl.
 void create_scales(hid_t file, const StoreLayout& layout, const std::string& vocab_text, hid_t dxpl, bool writer);
 

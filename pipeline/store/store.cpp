@@ -4,6 +4,7 @@
 // takes part with an empty selection.
 #include "pipeline/store/store.h"
 
+#include "pipeline/store/dataset_spec.h"
 #include "pipeline/store/scales.h"
 
 #include <sys/statvfs.h>
@@ -35,45 +36,18 @@ Store Store::open(const std::string& path, MPI_Comm comm, int rank, const StoreL
 
 namespace {
 
-void create_samples(hid_t file, hsize_t N, hsize_t T) {
-  const h5::Id g = h5::create_group(file, "samples");
-  h5::create_dataset<int32_t>(g, "token_ids", {N, T}, "WordPiece ids of each sample, [CLS] … [SEP] then [PAD]", 1024);
-  h5::create_dataset<int16_t>(g, "sentence_ids", {N, T}, "sentence index within the sample; -1 for [CLS], [SEP], [PAD]", 1024);
-  h5::create_dataset<int16_t>(g, "word_ids", {N, T}, "whitespace word index within the sample; -1 for specials", 1024);
-  h5::create_dataset<int16_t>(g, "n_valid", {N}, "valid positions (the first n_valid are not [PAD])", 4096);
-  h5::create_dataset<int32_t>(g, "source", {N, 2}, "(document index, first sentence index) of the window", 4096);
-  h5::create_dataset<int64_t>(g, "candidate", {N}, "index of the window among all candidates (SPEC §1 draw)", 4096);
-}
-
-void create_per_sample(hid_t file, hsize_t R, hsize_t N, hsize_t L, hsize_t H) {
-  const h5::Id g = h5::create_group(file, "per_sample");
-  const hsize_t rows = std::max<hsize_t>(1, std::min<hsize_t>(N, 256));
-  const auto slab = [&](const char* name, auto element, const char* d) {
-    const hid_t type = h5::Element<decltype(element)>::file();
-    // Chunks cover [1, rows, L, H]: one work unit per rule writes whole chunks.
-    const h5::Id space(H5Screate_simple(4, std::vector<hsize_t>{R, N, L, H}.data(), nullptr), H5Sclose, "H5Screate");
-    const h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
-    if (R * N * L * H > 0) {
-      const hsize_t chunk[4] = {1, rows, L, H};
-      CTXSIM_H5(H5Pset_chunk(dcpl, 4, chunk));
-    }
-    CTXSIM_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
-    const h5::Id ds(H5Dcreate2(g, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose, name);
-    h5::set_attr(ds, "description", std::string(d));
-  };
-  slab("anchor_token", int32_t{}, "[rule, sample, layer, head] anchor token id (-1: no selected pair)");
-  slab("anchor_share", float{}, "[rule, sample, layer, head] anchor endpoint count / (2 x selected pairs)");
-  slab("high_pairs", int32_t{}, "[rule, sample, layer, head] selected pairs");
-}
-
-void create_examples(hid_t file, hsize_t E, hsize_t R, hsize_t L, hsize_t H, hsize_t T) {
-  const h5::Id g = h5::create_group(file, "examples");
-  h5::create_dataset<int64_t>(g, "sample_ids", {E}, "sample ids of the examples");
-  const h5::Id f16 = h5::float16_type();
-  h5::create_dataset(g, "attention", f16, {E, L, H, T, T}, "[example, layer, head, i, j] attention A_ij (float16)", 1);
-  h5::create_dataset(g, "similarity", f16, {E, L, H, T, T},
-                     "[example, layer, head, i, j] context similarity C_ij, diagonal and [PAD] 0 (float16)", 1);
-  h5::create_dataset<uint8_t>(g, "selected", {E, R, L, H, T, T}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected", 1);
+Extents extents(const StoreLayout& l, const std::string& vocab_text) {
+  const hsize_t T = hsize_t(l.seq_len);
+  return {{"sample", hsize_t(l.samples)},
+          {"position", T},
+          {"source_field", 2},
+          {"rule", hsize_t(l.rules.size())},
+          {"layer", hsize_t(l.layers)},
+          {"head", hsize_t(l.heads)},
+          {"example", hsize_t(l.examples.size())},
+          {"i", T},
+          {"j", T},
+          {"byte", hsize_t(vocab_text.size())}};
 }
 
 // /stats with a group per rule, the baselines and attention groups, and every statistic's
@@ -90,7 +64,6 @@ void create_stats(hid_t file, const StoreLayout& layout) {
   }
   h5::create_group(g, "baseline");
   h5::create_group(g, "attention");
-  h5::create_group(file, "vocab");
   for (const auto& f : layout.fields) {
     std::vector<hsize_t> d;
     for (auto x : f.dims) d.push_back(hsize_t(x));
@@ -126,19 +99,41 @@ void create_units(hid_t file, const StoreLayout& layout) {
 
 }  // namespace
 
+const std::vector<DatasetSpec>& run_datasets() {
+  // clang-format off
+  static const std::vector<DatasetSpec> rows = {
+    {"samples", "token_ids",    Element::Int32, {"sample", "position"}, "token ids of each sample in the family's frame (SPEC §1, §7), then padding", {0, 1024}},
+    {"samples", "sentence_ids", Element::Int16, {"sample", "position"}, "sentence index within the sample; -1 for special tokens and padding", {0, 1024}},
+    {"samples", "word_ids",     Element::Int16, {"sample", "position"}, "whitespace word index within the sample; -1 for specials", {0, 1024}},
+    {"samples", "n_valid",      Element::Int16, {"sample"}, "valid positions (the first n_valid are not padding)", {0, 4096}},
+    {"samples", "source",       Element::Int32, {"sample", "source_field"}, "(document index, first sentence index) of the window", {0, 4096}},
+    {"samples", "candidate",    Element::Int64, {"sample"}, "index of the window among all candidates (SPEC §1 draw)", {0, 4096}},
+    // Chunks cover [1, rows, L, H]: one work unit per rule writes whole chunks.
+    {"per_sample", "anchor_token", Element::Int32,   {"rule", "sample", "layer", "head"}, "[rule, sample, layer, head] anchor token id (-1: no selected pair)", {1, 256}},
+    {"per_sample", "anchor_share", Element::Float32, {"rule", "sample", "layer", "head"}, "[rule, sample, layer, head] anchor endpoint count / (2 x selected pairs)", {1, 256}},
+    {"per_sample", "high_pairs",   Element::Int32,   {"rule", "sample", "layer", "head"}, "[rule, sample, layer, head] selected pairs", {1, 256}},
+    {"examples", "sample_ids", Element::Int64,   {"example"}, "sample ids of the examples"},
+    {"examples", "attention",  Element::Float16, {"example", "layer", "head", "i", "j"}, "[example, layer, head, i, j] attention A_ij (float16)", kRowChunks},
+    {"examples", "similarity", Element::Float16, {"example", "layer", "head", "i", "j"},
+     "[example, layer, head, i, j] context similarity C_ij, diagonal and padding 0 (float16)", kRowChunks},
+    {"examples", "selected",   Element::UInt8,   {"example", "rule", "layer", "head", "i", "j"}, "[example, rule, layer, head, i, j] 1 where pair i < j is selected", kRowChunks},
+    {"vocab", "text", Element::UInt8, {"byte"}, "the vocabulary's bytes (UTF-8, one token per line; the line number is the id)"},
+  };
+  // clang-format on
+  return rows;
+}
+
 Store Store::create(const std::string& path, MPI_Comm comm, int rank, const StoreLayout& layout, const StoreAttributes& a,
                     const SampleSet& samples, const std::string& vocab_text) {
   Store st(path, comm, rank, layout, a);
   st.build([&] {
-    const hsize_t N = hsize_t(layout.samples), T = hsize_t(layout.seq_len), L = hsize_t(layout.layers), H = hsize_t(layout.heads),
-                  R = hsize_t(layout.rules.size()), E = hsize_t(layout.examples.size());
-    create_samples(st.file_, N, T);
-    create_per_sample(st.file_, R, N, L, H);
-    create_examples(st.file_, E, R, L, H, T);
+    for (const char* group : {"samples", "per_sample", "examples", "vocab"}) h5::create_group(st.file_, group);
+    ctxsim::create_datasets(st.file_, run_datasets(), extents(layout, vocab_text), true);
     create_stats(st.file_, layout);
     create_units(st.file_, layout);
     st.write_samples(samples, vocab_text);
     create_scales(st.file_, layout, vocab_text, st.collective_, rank == 0);
+    attach_scales(st.file_, run_datasets());
   });
   return st;
 }
@@ -166,9 +161,7 @@ void Store::write_samples(const SampleSet& s, const std::string& vocab_text) {
   }
   put("source", src.data(), {N, 2});
   put("candidate", s.candidate.data(), {N});
-  const h5::Id vg = h5::open_group(file_, "vocab");
-  const h5::Id ds = h5::create_dataset<uint8_t>(vg, "text", {hsize_t(vocab_text.size())},
-                                                "the vocab.txt bytes (UTF-8, one token per line; the line number is the id)");
+  const h5::Id ds(H5Dopen2(h5::open_group(file_, "vocab"), "text", H5P_DEFAULT), H5Dclose, "text");
   h5::write_slab(ds, vocab_text.data(), {0}, {me ? hsize_t(vocab_text.size()) : 0}, collective_);
 }
 

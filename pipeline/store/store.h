@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/store/dataset_spec.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/store_file.h"
 #include "pipeline/store/store_layout.h"
@@ -56,6 +57,10 @@ class Store final : public StoreFile {
   StoreLayout layout_;
   h5::Id independent_;
 };
+
+// The datasets of a run store outside /stats and /units (whose table is the statistics schema,
+// kStatSchema): /samples, /per_sample, /examples and /vocab, in creation order.
+const std::vector<DatasetSpec>& run_datasets();
 
 // Readers shared by summary, collect and report: the vocabulary kept in the store (the line
 // number is the token id; checked against the root's vocab_sha256 when the store has it) and the
