@@ -39,8 +39,8 @@ std::string small_bpe(const test::TempDir& dir) {
   return (dir.path / "bpe").string();
 }
 
-BertConfig tiny(Family family) {
-  BertConfig c = BertConfig::preset("bert-tiny", family);
+ModelConfig tiny(Family family) {
+  ModelConfig c = ModelConfig::preset("bert-tiny", family);
   c.hidden_size = 32;
   c.num_heads = 4;
   c.intermediate_size = 48;
@@ -70,13 +70,13 @@ const at::Tensor kIds = at::tensor({2, 10, 11, 30, 12, 13, 3, 0, 0, 2, 20, 21, 2
 const at::Tensor kValid = at::arange(8).view({1, 8}) < at::tensor({7, 8}, at::kLong).view({2, 1});
 
 TEST(Families, ConfigJsonInEachFamilysKeys) {
-  const BertConfig d = tiny(Family::DistilBert);
+  const ModelConfig d = tiny(Family::DistilBert);
   const std::string json = d.to_json();
   for (const char* key : {"\"dim\": 32", "\"n_layers\": 3", "\"n_heads\": 4", "\"hidden_dim\": 48", "\"activation\": \"gelu\"",
                           "\"model_type\": \"distilbert\"", "\"sinusoidal_pos_embds\": false", "\"DistilBertModel\""})
     EXPECT_HAS(json, key);
   EXPECT_EQ(json.find("hidden_size"), std::string::npos);
-  const BertConfig back = BertConfig::parse(json, "config.json");
+  const ModelConfig back = ModelConfig::parse(json, "config.json");
   EXPECT_EQ(back.family, Family::DistilBert);
   EXPECT_EQ(back.hidden_size, 32);
   EXPECT_EQ(back.num_layers, 3);
@@ -84,16 +84,16 @@ TEST(Families, ConfigJsonInEachFamilysKeys) {
   EXPECT_EQ(back.type_vocab_size, 0);
   EXPECT_EQ(back.layer_norm_eps, 1e-12);
   // Without model_type a config.json is BERT's, as before families.
-  EXPECT_EQ(BertConfig::parse(R"({"vocab_size": 9, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+  EXPECT_EQ(ModelConfig::parse(R"({"vocab_size": 9, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
                                   "intermediate_size": 4})",
-                              "c.json")
+                               "c.json")
                 .family,
             Family::Bert);
 }
 
 TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
   try {
-    BertConfig::parse(R"({"model_type": "llama", "hidden_size": 768})", "m/config.json");
+    ModelConfig::parse(R"({"model_type": "llama", "hidden_size": 768})", "m/config.json");
     FAIL();
   } catch (const Error& e) {
     EXPECT_HAS(e.what(),
@@ -101,11 +101,12 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
     EXPECT_HAS(e.what(), "; fix: ");
   }
   try {
-    BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})", "c.json");
+    ModelConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})", "c.json");
     FAIL();
   } catch (const Error& e) { EXPECT_HAS(e.what(), "c.json: dim: missing"); }
   try {
-    BertConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "dim": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})", "c.json");
+    ModelConfig::parse(R"({"model_type": "distilbert", "vocab_size": 9, "dim": 9, "n_layers": 1, "n_heads": 2, "hidden_dim": 4})",
+                       "c.json");
     FAIL();
   } catch (const Error& e) { EXPECT_HAS(e.what(), "c.json: n_heads: dim 9 is not divisible by 2 heads"); }
   EXPECT_THROW(parse_family("llama", "--family"), Error);
@@ -154,12 +155,12 @@ TEST(DistilBert, RandomCheckpointIsDistilBertForMaskedLM) {
 TEST(DistilBert, BareAndMaskedLmLayoutsLoadTheSameModel) {
   test::TempDir tmp;
   const std::string dir = (tmp.path / "mlm").string();
-  const BertConfig c = tiny(Family::DistilBert);
+  const ModelConfig c = tiny(Family::DistilBert);
   write_random_checkpoint(c, 6, small_vocab(tmp), dir);
   std::map<std::string, TensorData> bare;
   for (auto& [name, t] : file_tensors(dir + "/model.safetensors"))
     if (name.rfind("distilbert.", 0) == 0) bare[name.substr(11)] = t;
-  BertConfig loaded = BertConfig::load(dir + "/config.json");
+  ModelConfig loaded = ModelConfig::load(dir + "/config.json");
   const std::string bare_dir = write_folder(tmp, "bare", loaded.to_json(), bare);
   const TransformerEncoder a = TransformerEncoder::load(dir, at::kDouble), b = TransformerEncoder::load(bare_dir, at::kDouble);
   EXPECT_TRUE(at::equal(a.forward(kIds, kValid), b.forward(kIds, kValid)));
@@ -181,8 +182,8 @@ TEST(DistilBert, IsBertsLayerUnderOtherNames) {
   test::TempDir tmp;
   const std::string vocab = small_vocab(tmp);
   write_random_checkpoint(tiny(Family::DistilBert), 7, vocab, (tmp.path / "d").string());
-  const BertConfig dc = BertConfig::load((tmp.path / "d/config.json").string());
-  BertConfig bc = dc;
+  const ModelConfig dc = ModelConfig::load((tmp.path / "d/config.json").string());
+  ModelConfig bc = dc;
   bc.family = Family::Bert;
   bc.type_vocab_size = 2;
   const FamilySpec& df = family_spec(Family::DistilBert);
@@ -226,12 +227,12 @@ TEST(DistilBert, IsBertsLayerUnderOtherNames) {
 // pad + 1, give bit-identical outputs on ids without the padding id.
 TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
   test::TempDir tmp;
-  BertConfig rc = tiny(Family::Roberta);
+  ModelConfig rc = tiny(Family::Roberta);
   rc.max_position_embeddings = 16 + 2;
   EXPECT_EQ(rc.pad_position, 1);
   EXPECT_EQ(rc.type_vocab_size, 1);
   write_random_checkpoint(rc, 9, small_bpe(tmp), (tmp.path / "r").string());
-  const BertConfig loaded = BertConfig::load((tmp.path / "r/config.json").string());
+  const ModelConfig loaded = ModelConfig::load((tmp.path / "r/config.json").string());
   EXPECT_EQ(loaded.family, Family::Roberta);
   EXPECT_EQ(loaded.vocab_size, 256 + 5);  // <s> <pad> </s> <unk>, the bytes, <mask>
   const auto files = BpeModel::load((tmp.path / "r/vocab.json").string(), (tmp.path / "r/merges.txt").string());
@@ -246,7 +247,7 @@ TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
   TensorData& pos = bert.at("embeddings.position_embeddings.weight");
   pos.shape = {16, 32};
   pos.bytes.erase(pos.bytes.begin(), pos.bytes.begin() + 2 * 32 * 4);  // rows 2 … 17 become 0 … 15
-  BertConfig bc = loaded;
+  ModelConfig bc = loaded;
   bc.family = Family::Bert;
   bc.pad_position = -1;
   bc.max_position_embeddings = 16;
@@ -285,7 +286,7 @@ TEST(Gpt2, NamesConfigAndCausalAttention) {
   EXPECT_EQ(canonical_tensor_name(f, "h.3.attn.masked_bias"), "");
   EXPECT_EQ(canonical_tensor_name(f, "h.3.attn.c_proj.bias"), "h.3.attn.c_proj.bias");
   EXPECT_EQ(canonical_tensor_name(f, "lm_head.weight"), "");
-  const BertConfig parsed = BertConfig::parse(
+  const ModelConfig parsed = ModelConfig::parse(
       R"({"model_type": "gpt2", "vocab_size": 64, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_inner": null, "n_positions": 16})", "c.json");
   EXPECT_EQ(parsed.intermediate_size, 128);
   EXPECT_EQ(parsed.hidden_act, "gelu_new");
@@ -294,7 +295,7 @@ TEST(Gpt2, NamesConfigAndCausalAttention) {
   test::TempDir tmp;
   write_random_checkpoint(tiny(Family::Gpt2), 4, small_bpe(tmp), (tmp.path / "g").string());
   // GPT-2's files gain <|endoftext|> (id 256); a RoBERTa's, its specials (test above).
-  EXPECT_EQ(BertConfig::load((tmp.path / "g/config.json").string()).vocab_size, 257);
+  EXPECT_EQ(ModelConfig::load((tmp.path / "g/config.json").string()).vocab_size, 257);
   EXPECT_EQ(BpeModel::load((tmp.path / "g/vocab.json").string(), (tmp.path / "g/merges.txt").string())->vocab.id("<|endoftext|>"), 256);
   const TransformerEncoder m = TransformerEncoder::load((tmp.path / "g").string(), at::kDouble);
   const at::Tensor ids = at::tensor({2, 10, 11, 30, 12, 13, 3, 9}, at::kLong).view({1, 8});

@@ -18,8 +18,8 @@
 namespace ctxsim {
 namespace {
 
-BertConfig tiny() {
-  BertConfig c;
+ModelConfig tiny() {
+  ModelConfig c;
   c.vocab_size = 40;
   c.hidden_size = 16;
   c.num_layers = 2;

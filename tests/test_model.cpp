@@ -24,14 +24,14 @@ using Vec = std::vector<double>;
 // ------------------------------------------------------------ the plain reference --------
 
 struct RefWeights {
-  BertConfig c;
+  ModelConfig c;
   std::map<std::string, Vec> w;
   const Vec& operator[](const std::string& n) const { return w.at(n); }
 };
 
 RefWeights read_reference_weights(const std::string& dir) {
   RefWeights r;
-  r.c = BertConfig::load(dir + "/config.json");
+  r.c = ModelConfig::load(dir + "/config.json");
   SafetensorsFile f(dir + "/model.safetensors");
   for (const auto& [name, v] : f.tensors()) {
     Vec data(static_cast<size_t>(v.numel()));
@@ -146,7 +146,7 @@ std::string small_vocab(const test::TempDir& dir) {
 // A tiny model (2 layers, hidden 32, 4 heads, ffn 64) written by init-model's code path, with
 // LayerNorm and biases randomised too so that the test exercises every parameter.
 std::string tiny_checkpoint(const test::TempDir& dir, uint64_t seed = 3) {
-  BertConfig c = BertConfig::preset("bert-tiny");
+  ModelConfig c = ModelConfig::preset("bert-tiny");
   c.hidden_size = 32;
   c.num_heads = 4;
   c.intermediate_size = 64;
@@ -154,7 +154,7 @@ std::string tiny_checkpoint(const test::TempDir& dir, uint64_t seed = 3) {
   const std::string out = (dir.path / "tiny").string();
   write_random_checkpoint(c, seed, small_vocab(dir), out);
   // Re-write with non-trivial biases and LayerNorm parameters.
-  auto weights = random_checkpoint_weights(BertConfig::load(out + "/config.json"), seed);
+  auto weights = random_checkpoint_weights(ModelConfig::load(out + "/config.json"), seed);
   uint64_t k = 1;
   for (auto& [name, t] : weights) {
     auto* f = reinterpret_cast<float*>(t.bytes.data());
@@ -421,7 +421,7 @@ TEST_F(TinyModel, HalfPrecisionCheckpointsConvert) {
 TEST(InitModel, DeterministicAndBertInitialisation) {
   test::TempDir tmp;
   const std::string vocab = small_vocab(tmp);
-  const BertConfig c = BertConfig::preset("bert-tiny");
+  const ModelConfig c = ModelConfig::preset("bert-tiny");
   write_random_checkpoint(c, 7, vocab, (tmp.path / "a").string());
   write_random_checkpoint(c, 7, vocab, (tmp.path / "b").string());
   write_random_checkpoint(c, 8, vocab, (tmp.path / "c").string());

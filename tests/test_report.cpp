@@ -35,7 +35,7 @@ class Report : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!fs::exists(test::kBrownPath)) return;
     tmp_ = new test::TempDir();
-    write_random_checkpoint(BertConfig::preset("bert-tiny"), 4, test::kVocabPath, (tmp_->path / "model").string());
+    write_random_checkpoint(ModelConfig::preset("bert-tiny"), 4, test::kVocabPath, (tmp_->path / "model").string());
     const std::string cfg = tmp_->write("c.yaml",
                                         "corpus: {path: data/brown, max_documents: 20}\n"
                                         "samples: {num_samples: 12, seed: 5, seq_len: 32}\n"

@@ -542,8 +542,8 @@ TEST(Windows, AnOverLongSentenceIsCutAndCounted) {
 namespace ctxsim::segment {
 namespace {
 
-BertConfig stitching_model() {
-  BertConfig c = BertConfig::preset("bert-tiny");
+ModelConfig stitching_model() {
+  ModelConfig c = ModelConfig::preset("bert-tiny");
   c.hidden_size = 32, c.num_heads = 4, c.intermediate_size = 48, c.num_layers = 2, c.max_position_embeddings = 16;
   return c;
 }

@@ -339,9 +339,9 @@ class BrownTiny : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(test::kBrownPath)) return;
     dir_ = new test::TempDir();
-    BertConfig c = BertConfig::preset("bert-tiny");
+    ModelConfig c = ModelConfig::preset("bert-tiny");
     write_random_checkpoint(c, 11, test::kVocabPath, (dir_->path / "m").string());
-    model64_ = new BertModel(BertModel::load((dir_->path / "m").string(), at::kDouble));
+    model64_ = new TransformerEncoder(TransformerEncoder::load((dir_->path / "m").string(), at::kDouble));
     CorpusOptions co;
     co.path = test::kBrownPath;
     co.max_documents = 40;
@@ -371,12 +371,12 @@ class BrownTiny : public ::testing::Test {
     return acc;
   }
   static test::TempDir* dir_;
-  static BertModel* model64_;
+  static TransformerEncoder* model64_;
   static SampleSet* samples_;
   static StatisticsOptions opt_;
 };
 test::TempDir* BrownTiny::dir_ = nullptr;
-BertModel* BrownTiny::model64_ = nullptr;
+TransformerEncoder* BrownTiny::model64_ = nullptr;
 SampleSet* BrownTiny::samples_ = nullptr;
 StatisticsOptions BrownTiny::opt_;
 

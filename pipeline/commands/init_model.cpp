@@ -57,7 +57,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   const std::string like_config = ModelFolder(a.like).config();
   if (!a.like.empty() && path_kind(like_config, like_config) != PathKind::File)
     throw Error("--like " + a.like, "has no config.json", "give a Hugging Face model folder (config.json, model.safetensors, tokenizer)");
-  BertConfig c = a.like.empty() ? BertConfig::preset(a.preset, parse_family(a.family, "--family")) : BertConfig::load(like_config);
+  ModelConfig c = a.like.empty() ? ModelConfig::preset(a.preset, parse_family(a.family, "--family")) : ModelConfig::load(like_config);
   const std::string vocab = a.vocab.empty() ? a.like : a.vocab;
   const std::string shape = a.like.empty() ? a.preset + " shape" : "the shape of " + a.like;
   if (a.layers > 0) c.num_layers = a.layers;
@@ -81,7 +81,7 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
     write_random_checkpoint(c, a.seed, vocab, staging.string());
     if (a.mlm) {  // the same encoder (init_bert is init-model's), with the masked-LM head, over the bare model's files
       const ModelFolder staged(staging.string());
-      const BertConfig written = BertConfig::load(staged.config());
+      const ModelConfig written = ModelConfig::load(staged.config());
       MlmModel m(written, at::kFloat);
       m.init_bert(a.seed);
       write_safetensors(staged.weights(), m.export_tensors(DType::F32), {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
@@ -147,7 +147,7 @@ std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
 // attention maps in float64. Files: ids.npy [B, T] int64, n_valid.npy [B] int64, context.npy
 // [B, L, H, T, d] and attention.npy [B, L, H, T, T] float64 (tests/model_reference.py reads them).
 void dump_heads(const Encoder& m, const std::vector<std::string>& samples, const std::string& dir, std::ostream& out) {
-  const BertConfig& c = m.config();
+  const ModelConfig& c = m.config();
   std::vector<std::vector<int64_t>> rows;
   int64_t T = 0;
   for (const auto& s : samples) {
@@ -186,7 +186,7 @@ int cmd_model_info(const ModelInfoArgs& a, std::ostream& out) {
     throw Error(a.dump.empty() ? "--ids" : "--dump-heads", "--dump-heads and --ids go together", "give both, or neither");
   LoadReport r;
   const TransformerEncoder m = TransformerEncoder::load(a.dir, parse_dtype(a.dtype, "--dtype"), &r);
-  const BertConfig& c = m.config();
+  const ModelConfig& c = m.config();
   const FamilySpec& f = m.family();
   out << "model:       " << a.dir << "\n"
       << "family:      " << f.model_type << " (" << f.display << ")\n"

@@ -20,7 +20,7 @@
 #include "pipeline/job/parallel/signals.h"
 #include "pipeline/store/store_file.h"
 #include "stages/base/stopwatch.h"
-#include "stages/model/bert_config.h"
+#include "stages/model/model_config.h"
 
 namespace ctxsim {
 

@@ -31,7 +31,7 @@ namespace {
 double dtype_bytes(Precision p) { return p == Precision::Float64 ? 8 : p == Precision::BFloat16 ? 2 : 4; }
 
 // The encoder's parameters (every tensor of encoder_tensor_shapes).
-double parameter_count(const BertConfig& mc) {
+double parameter_count(const ModelConfig& mc) {
   double params = 0;
   for (const auto& [name, shape] : encoder_tensor_shapes(mc)) {
     double n = 1;
@@ -79,7 +79,7 @@ ResourceEstimate plan_segment_job(const std::string& path, const Config& c, int6
   const double per_document = clock.seconds() / double(n);
   const double eta = double(layout.documents) * per_document / double(ranks) * 1.15 + 60;
   // Weights, one window's attention maps and activations (a document at a time), the benchmark.
-  const BertConfig& mc = model.config();
+  const ModelConfig& mc = model.config();
   const double params = parameter_count(mc);
   const double T = double(window), H = double(mc.num_heads);
   const double memory =
@@ -113,7 +113,7 @@ ResourceEstimate plan_config(const std::string& path, const Config& c, int64_t r
   const SampleSet& s = prepared.samples;
   require_native_dtype(c.model.dtype, c.where("model.dtype"));
   const TransformerEncoder model = TransformerEncoder::load(dir, torch_dtype(c.model.dtype));
-  const BertConfig& mc = model.config();
+  const ModelConfig& mc = model.config();
   const int threads = configure_threads(c.runtime.threads, 1);
   if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty())
     std::cerr << "ctxsim: " << note << "\n";

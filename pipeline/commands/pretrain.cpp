@@ -90,12 +90,12 @@ struct TrainPlan {
 };
 
 // What this config's model looks like, or an error naming the key.
-BertConfig model_shape(const Config& c, int64_t vocab_size) {
+ModelConfig model_shape(const Config& c, int64_t vocab_size) {
   const auto& p = c.pretrain;
   if (p.hidden % p.heads != 0)
     throw Error(c.where("pretrain.heads"), std::to_string(p.heads) + " heads do not divide pretrain.hidden=" + std::to_string(p.hidden),
                 "choose heads that divide the hidden size (e.g. hidden 256 with 4 or 8 heads)");
-  BertConfig m;
+  ModelConfig m;
   m.vocab_size = vocab_size;
   m.hidden_size = p.hidden;
   m.num_layers = p.layers;
@@ -232,7 +232,7 @@ struct TrainData {
   MaskSpec masks;
   UnigramBaseline unigram;
   double unigram_loss = 0, unigram_accuracy = 0;
-  BertConfig model;
+  ModelConfig model;
 };
 
 SampleSet windows_of(const Config& c, const TokenizedCorpus& corpus, DocumentSplit split, int64_t count, const SampleFrame& frame) {

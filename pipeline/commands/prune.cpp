@@ -50,7 +50,7 @@ struct PruneInputs {
 };
 
 // The per-head score of a run store (prune.scores_from) by its metric row.
-std::vector<double> store_score(const Config& c, const BertConfig& mc) {
+std::vector<double> store_score(const Config& c, const ModelConfig& mc) {
   if (c.prune.scores_from.empty()) return {};
   const std::string& path = c.prune.scores_from;
   const std::string key = c.where("prune.scores_from");
@@ -82,7 +82,7 @@ PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
     log_info(version_string() + "; prune " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
              std::to_string(in.threads) + " thread(s); " + configure_compute_libraries().describe());
     in.model.emplace(MlmModel::load(p.model_dir, torch_dtype(c.model.dtype)));
-    const BertConfig& mc = in.model->config();
+    const ModelConfig& mc = in.model->config();
     check_positions(c, mc.max_tokens());
     in.tokenizer.emplace(make_tokenizer(c));
     check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
@@ -197,7 +197,7 @@ class PruneUnits final : public UnitWork {
   // The unit under one set of gates [L*H], the same for each of its samples, in batches.
   std::pair<double, int64_t> evaluate(const WorkUnit& u, const std::vector<double>& gates) {
     const Stopwatch clock;
-    const BertConfig& mc = in_.model->config();
+    const ModelConfig& mc = in_.model->config();
     const at::Tensor g = at::tensor(gates, at::kDouble).view({1, mc.num_layers, mc.num_heads});
     double loss = 0;
     int64_t correct = 0;
@@ -210,7 +210,7 @@ class PruneUnits final : public UnitWork {
     return {loss, correct};
   }
   PrunePass1 first_pass(const WorkUnit& u) {
-    const BertConfig& mc = in_.model->config();
+    const ModelConfig& mc = in_.model->config();
     const int64_t L = mc.num_layers, H = mc.num_heads, LH = L * H;
     PrunePass1 r;
     r.importance.assign(size_t(LH), 0), r.entropy.assign(size_t(LH), 0);
@@ -236,7 +236,7 @@ class PruneUnits final : public UnitWork {
     return r;
   }
   PrunePass2 second_pass(const WorkUnit& u) {
-    const BertConfig& mc = in_.model->config();
+    const ModelConfig& mc = in_.model->config();
     const int64_t LH = mc.num_layers * mc.num_heads;
     const std::vector<double> fractions = prune::curve_fractions();
     // Orders share their first heads (and fraction 0 is the full model for all): each set of
@@ -324,7 +324,7 @@ class PruneJob : public Job {
 int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream&) {
   const Config& c = plan.config;
   PruneInputs in = load_prune_inputs(world, plan);
-  const BertConfig& mc = in.model->config();
+  const ModelConfig& mc = in.model->config();
   const int64_t N = in.prepared.samples.size(), LH = mc.num_layers * mc.num_heads;
   PruneLayout layout;
   const std::vector<WorkUnit> units = make_units(N, c.runtime.unit_size);

@@ -115,7 +115,7 @@ struct RunInputs {
 };
 
 void check_inputs(const Config& c, RunInputs& in) {
-  const BertConfig& mc = in.model->config();
+  const ModelConfig& mc = in.model->config();
   check_positions(c, mc.max_tokens());
   check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
   for (int64_t e : c.statistics.examples) {
@@ -160,7 +160,7 @@ RunInputs load_inputs(MpiComm& world, const JobPlan& p, at::Device device, Early
   if (!in.report.unexpected.empty())
     log_info("warning: tensors in " + p.model_dir + "/model.safetensors that the encoder does not use: " + join(in.report.unexpected, " "));
   const SampleSet& s = in.prepared.samples;
-  const BertConfig& mc = in.model->config();
+  const ModelConfig& mc = in.model->config();
   log_info("samples: " + std::to_string(s.size()) + " of " + std::to_string(s.num_candidates) +
            " candidates, T=" + std::to_string(s.seq_len) + "; model " + p.model_dir + " (" + family_spec(mc.family).model_type + ", " +
            std::to_string(mc.num_layers) + " layers, " + std::to_string(mc.num_heads) + " heads, " + name_of(c.model.dtype) + ")");
@@ -196,7 +196,7 @@ StoreAttributes store_attributes(MpiComm& world, const JobPlan& p, RunInputs& in
 RunState open_store(MpiComm& world, const JobPlan& p, RunInputs& in, const Analysis& analysis, const Communicator& reducer) {
   const Config& c = p.config;
   const SampleSet& samples = in.prepared.samples;
-  const BertConfig& mc = in.model->config();
+  const ModelConfig& mc = in.model->config();
   RunState st;
   st.acc = Accumulator(analysis.shape(samples.seq_len));
   st.units = make_units(samples.size(), c.runtime.unit_size);

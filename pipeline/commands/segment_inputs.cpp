@@ -109,7 +109,7 @@ segment::DocumentResult benchmark_document(const Config& c, const Benchmark& ben
   return r;
 }
 
-int32_t segment_window(const Config& c, const BertConfig& model) {
+int32_t segment_window(const Config& c, const ModelConfig& model) {
   check_positions(c, model.max_tokens());
   return int32_t(c.samples.seq_len);
 }

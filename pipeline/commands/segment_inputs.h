@@ -37,7 +37,7 @@ struct Benchmark {
 Benchmark make_benchmark(const Config& c, const TokenizedCorpus& corpus);
 
 // The model's input window for segment: samples.seq_len, which the model's positions must hold.
-int32_t segment_window(const Config& c, const BertConfig& model);
+int32_t segment_window(const Config& c, const ModelConfig& model);
 
 // "N of the benchmark's M sentences are longer than the window…" when any is (each is cut to the
 // window, its tail unseen by the model), else "".

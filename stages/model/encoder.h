@@ -8,7 +8,7 @@
 
 #include <functional>
 
-#include "stages/model/bert_config.h"
+#include "stages/model/model_config.h"
 
 namespace ctxsim {
 
@@ -36,7 +36,7 @@ class Encoder {
   virtual ~Encoder() = default;
   // The shape and family: num_layers, num_heads, head_dim(), hidden_size,
   // max_position_embeddings, vocab_size.
-  virtual const BertConfig& config() const = 0;
+  virtual const ModelConfig& config() const = 0;
   virtual at::ScalarType dtype() const = 0;  // of the weights and activations
   virtual at::Device device() const = 0;     // where they live
   // ids [B, T] int64; valid [B, T] bool (false on [PAD]). Returns the last hidden states

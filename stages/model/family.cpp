@@ -40,6 +40,9 @@ const std::vector<FamilySpec>& families() {
     bert.pooler          = "pooler.dense";
     bert.dropout_after_attention_output = true;
     bert.norm            = NormPlacement::Post;
+    bert.config_constants = R"({"initializer_range": 0.02, "pad_token_id": 0, "position_embedding_type": "absolute"})";
+    bert.dropout_keys    = {"attention_probs_dropout_prob", "hidden_dropout_prob"};
+    bert.base            = {30522, 512, 2, -1, 1e-12};
 
     FamilySpec distilbert = bert;
     distilbert.family          = Family::DistilBert;
@@ -65,6 +68,10 @@ const std::vector<FamilySpec>& families() {
     distilbert.pooler          = nullptr;
     distilbert.dropout_after_attention_output = false;
     distilbert.init_writes_mlm = true;
+    distilbert.config_constants = R"({"initializer_range": 0.02, "pad_token_id": 0, "qa_dropout": 0.1, "seq_classif_dropout": 0.2,
+                                      "sinusoidal_pos_embds": false, "tie_weights_": true})";
+    distilbert.dropout_keys    = {"attention_dropout", "dropout"};
+    distilbert.base            = {30522, 512, 0, -1, 1e-12};
 
     // RoBERTa: modeling_roberta.py (RobertaModel, RobertaForMaskedLM): BERT's layout under
     // "roberta.", one token type, positions after the padding id, GPT-2's byte-level BPE.
@@ -81,6 +88,10 @@ const std::vector<FamilySpec>& families() {
     roberta.pad_key        = "pad_token_id";
     roberta.byte_level_bpe = true;
     roberta.frame          = {"<s>", "</s>", "<pad>", {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}};
+    roberta.config_constants = R"({"bos_token_id": 0, "eos_token_id": 2, "initializer_range": 0.02, "position_embedding_type": "absolute"})";
+    roberta.base           = {30522, 514, 1, 1, 1e-5};
+    roberta.bpe_specials_first = {"<s>", "<pad>", "</s>", "<unk>"};
+    roberta.bpe_specials_last  = {"<mask>"};  // roberta-base's positions 2 … 513 after pad_token_id 1
 
     // GPT-2: modeling_gpt2.py (GPT2Model, GPT2LMHeadModel): Conv1D weights, one fused c_attn,
     // pre-LN blocks and ln_f, causal attention, learned positions from 0, no token types.
@@ -119,6 +130,11 @@ const std::vector<FamilySpec>& families() {
     gpt2.ffn_null_is_4x     = true;
     gpt2.default_activation = "gelu_new";
     gpt2.frame              = {"<|endoftext|>", nullptr, "<|endoftext|>", {"<|endoftext|>"}};  // no end token; padding is invalid
+    gpt2.config_constants   = R"({"initializer_range": 0.02, "scale_attn_weights": true})";
+    gpt2.dropout_keys       = {"attn_pdrop", "embd_pdrop", "resid_pdrop"};
+    gpt2.last_id_keys       = {"bos_token_id", "eos_token_id"};
+    gpt2.base               = {50257, 1024, 0, -1, 1e-5};
+    gpt2.bpe_specials_last  = {"<|endoftext|>"};
     return std::vector<FamilySpec>{bert, distilbert, roberta, gpt2};
   }();
   return rows;

@@ -4,6 +4,7 @@
 // reads this one table, so a new family of the same shape is one row (docs/ARCHITECTURE.md: how
 // to add a model family). No LibTorch here.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,9 @@ struct ConfigKeys {
   const char* type_vocab;  // type_vocab_size; nullptr: no token-type embeddings
 };
 
-// One family, a row of families() in family.cpp whose fields are set by name. Tensor names are the bare model's (BertModel,
-// DistilBertModel), without the
-// `.weight` / `.bias` suffix; per-layer names follow `layer_prefix` + N + ".".
+// One family, a row of families() in family.cpp whose fields are set by name. Tensor names are
+// the bare model's (BertModel, DistilBertModel), without the `.weight` / `.bias` suffix;
+// per-layer names follow `layer_prefix` + N + ".".
 struct FamilySpec {
   Family family = Family::Bert;
   const char* model_type = nullptr;        // config.json "model_type"
@@ -83,6 +84,21 @@ struct FamilySpec {
   bool causal = false;
   bool ffn_null_is_4x = false;
   const char* default_activation = "gelu";  // when config.json names none (GPT2Config: gelu_new)
+  // What init-model writes into config.json besides the sizes (keys above): the constant keys of
+  // transformers' config class as JSON text, the dropout keys (set to --dropout), and keys that
+  // hold the last token id (GPT-2's bos and eos: <|endoftext|>, appended last).
+  const char* config_constants = "{}";
+  std::vector<const char*> dropout_keys = {};
+  std::vector<const char*> last_id_keys = {};
+  // The special tokens init-model adds to byte-level BPE files that lack them: before the files'
+  // tokens (RoBERTa's <s> <pad> </s> <unk>, so that pad_token_id 1 is <pad>) and after them.
+  std::vector<const char*> bpe_specials_first = {};
+  std::vector<const char*> bpe_specials_last = {};
+  // The family's base model (bert-base, roberta-base, gpt2), which every preset starts from.
+  struct Base {
+    int64_t vocab = 30522, positions = 512, type_vocab = 2, pad_position = -1;
+    double eps = 1e-12;
+  } base = {};
   // Its samples' frame and special tokens (SPEC §7): [CLS] … [SEP] [PAD]… unless the row says.
   FrameTokens frame = wordpiece_frame_tokens();
 };

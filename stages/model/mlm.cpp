@@ -37,7 +37,7 @@ at::Tensor dropout(const at::Tensor& x, double p, const std::vector<uint64_t>& k
 
 }  // namespace
 
-std::vector<MlmParameter> mlm_parameter_layout(const BertConfig& c) {
+std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& c) {
   std::map<std::string, std::vector<int64_t>> shapes;
   CTXSIM_CHECK(c.family == Family::Bert, "mlm_parameter_layout: masked-LM training is BERT's (BertForMaskedLM)");
   for (const auto& [name, shape] : encoder_tensor_shapes(c)) shapes["bert." + name] = shape;
@@ -82,7 +82,7 @@ MlmBatch make_mlm_batch(const int32_t* input, const int32_t* labels, const int16
   return b;
 }
 
-MlmModel::MlmModel(const BertConfig& config, at::ScalarType dtype) : config_(config), layout_(mlm_parameter_layout(config)) {
+MlmModel::MlmModel(const ModelConfig& config, at::ScalarType dtype) : config_(config), layout_(mlm_parameter_layout(config)) {
   for (size_t i = 0; i < layout_.size(); ++i) index_[layout_[i].name] = i;
   const int64_t P = layout_.back().offset + layout_.back().numel;
   params_ = at::zeros({P}, at::TensorOptions().dtype(dtype));
@@ -114,7 +114,7 @@ void MlmModel::init_bert(uint64_t seed) {
 MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double p, at::Tensor* loss_out,
                         const at::Tensor& gates, GatedMlm* gated) const {
   const auto W = [&](const std::string& name) -> const at::Tensor& { return weights[index_.at(name)]; };
-  const BertConfig& c = config_;
+  const ModelConfig& c = config_;
   const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
   if (T > c.max_tokens()) throw Error(kSeqLen.quantity, c.positions_problem(T), "use at most " + std::to_string(c.max_tokens()));
   const double eps = c.layer_norm_eps;
@@ -235,7 +235,7 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
   namespace fs = std::filesystem;
   const ModelFolder folder(dir);
   const std::string config_path = folder.config();
-  const BertConfig config = BertConfig::load(config_path);
+  const ModelConfig config = ModelConfig::load(config_path);
   const FamilySpec& f = family_spec(config.family);
   if (config.family != Family::Bert)
     throw Error(config_path + ": model_type",

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/model/bert_config.h"
+#include "stages/model/model_config.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
@@ -28,7 +28,7 @@ struct MlmParameter {
 };
 
 // The parameters of BertForMaskedLM in name order (the tied decoder weight is the word embeddings).
-std::vector<MlmParameter> mlm_parameter_layout(const BertConfig& config);
+std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& config);
 
 // A batch of masked samples (rows of the global batch this rank computes).
 struct MlmBatch {
@@ -60,8 +60,8 @@ struct GatedMlm {
 
 class MlmModel {
  public:
-  MlmModel(const BertConfig& config, at::ScalarType dtype);  // parameters zero
-  const BertConfig& config() const { return config_; }
+  MlmModel(const ModelConfig& config, at::ScalarType dtype);  // parameters zero
+  const ModelConfig& config() const { return config_; }
   const std::vector<MlmParameter>& layout() const { return layout_; }
   at::Tensor& parameters() { return params_; }  // [P]
   const at::Tensor& parameters() const { return params_; }
@@ -98,7 +98,7 @@ class MlmModel {
   // entropies when gated->entropy is to be filled (defined on entry).
   MlmResult run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double dropout, at::Tensor* loss_sum,
                 const at::Tensor& gates = {}, GatedMlm* gated = nullptr) const;
-  BertConfig config_;
+  ModelConfig config_;
   std::vector<MlmParameter> layout_;
   std::map<std::string, size_t> index_;
   at::Tensor params_, grads_;

@@ -41,7 +41,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 // The layers the checkpoint holds (<layer_prefix>N.*) must be the layers config.json declares:
 // fewer would be missing tensors, more a model silently cut short.
-void check_layer_count(const SafetensorsFile& file, const BertConfig& config, const std::string& config_path) {
+void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, const std::string& config_path) {
   const FamilySpec& f = family_spec(config.family);
   const std::string prefix = f.layer_prefix;
   int64_t layers = 0;
@@ -222,7 +222,7 @@ at::Tensor read_tensor(const SafetensorsFile& file, const std::string& key, cons
 
 // The encoder's tensors of `file` by canonical name, each checked against the shape config.json
 // implies; everything else sorted into the report (ignored heads, unexpected keys).
-std::map<std::string, at::Tensor> read_encoder_tensors(const SafetensorsFile& file, const BertConfig& config, at::ScalarType dtype,
+std::map<std::string, at::Tensor> read_encoder_tensors(const SafetensorsFile& file, const ModelConfig& config, at::ScalarType dtype,
                                                        const std::string& config_path, LoadReport& r) {
   const FamilySpec& f = family_spec(config.family);
   const auto expected = encoder_tensor_shapes(config);
@@ -279,7 +279,7 @@ TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarTy
   const OneIntraOpThread one_thread;
   const ModelFolder folder(dir);
   const std::string config_path = folder.config();
-  const BertConfig config = BertConfig::load(config_path);
+  const ModelConfig config = ModelConfig::load(config_path);
   const std::string weights = folder.weights();
   if (!fs::exists(weights))
     throw Error(weights, "missing",
@@ -294,7 +294,7 @@ TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarTy
   return from_tensors(config, std::move(tensors), dtype, device);
 }
 
-TransformerEncoder TransformerEncoder::from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> t, at::ScalarType dtype,
+TransformerEncoder TransformerEncoder::from_tensors(const ModelConfig& config, std::map<std::string, at::Tensor> t, at::ScalarType dtype,
                                                     at::Device device) {
   TransformerEncoder m;
   m.config_ = config;

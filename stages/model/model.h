@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "stages/base/precision.h"
-#include "stages/model/bert_config.h"
 #include "stages/model/encoder.h"
+#include "stages/model/model_config.h"
 #include "stages/model/transformer_layer.h"
 
 namespace ctxsim {
@@ -31,10 +31,10 @@ class TransformerEncoder final : public Encoder {
   // (F32/F16/BF16/F64, converted to dtype), and places the weights on `device`.
   static TransformerEncoder load(const std::string& dir, at::ScalarType dtype, LoadReport* report = nullptr, at::Device device = at::kCPU);
   // From named tensors in the family's bare-model names (see encoder_tensor_shapes).
-  static TransformerEncoder from_tensors(const BertConfig& config, std::map<std::string, at::Tensor> tensors, at::ScalarType dtype,
+  static TransformerEncoder from_tensors(const ModelConfig& config, std::map<std::string, at::Tensor> tensors, at::ScalarType dtype,
                                          at::Device device = at::kCPU);
 
-  const BertConfig& config() const override { return config_; }
+  const ModelConfig& config() const override { return config_; }
   const FamilySpec& family() const { return family_spec(config_.family); }
   at::ScalarType dtype() const override { return dtype_; }
   at::Device device() const override { return device_; }
@@ -43,16 +43,13 @@ class TransformerEncoder final : public Encoder {
   at::Tensor output_projection_by_head(int64_t layer) const override;
 
  private:
-  BertConfig config_;
+  ModelConfig config_;
   LayerOptions options_;
   at::ScalarType dtype_ = at::kFloat;
   at::Device device_ = at::kCPU;
   EmbeddingWeights embeddings_;
   std::vector<LayerWeights> layers_;
 };
-
-// The name of TransformerEncoder from before DistilBERT, which callers and tests still use.
-using BertModel = TransformerEncoder;
 
 // The LibTorch dtype of a precision; parse_dtype reads "float32" | "bfloat16" | "float64".
 at::ScalarType torch_dtype(Precision p);

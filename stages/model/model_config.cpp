@@ -1,4 +1,4 @@
-#include "stages/model/bert_config.h"
+#include "stages/model/model_config.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,7 +10,7 @@
 
 namespace ctxsim {
 
-BertConfig BertConfig::load(const std::string& path) {
+ModelConfig ModelConfig::load(const std::string& path) {
   return parse(
       read_file_bytes(path, kMaxJsonBytes, ModelFolder::kConfig, "a Hugging Face model folder holds config.json next to model.safetensors"),
       path);
@@ -32,7 +32,7 @@ const FamilySpec& family_of(const nlohmann::json& j, const std::string& path) {
 }
 
 // The sizes, epsilon and activation under the family's key names.
-void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string& path, BertConfig& c) {
+void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string& path, ModelConfig& c) {
   const auto get_int = [&](const char* key, int64_t& dst, bool required) {
     const auto it = j.find(key);
     if (it == j.end()) {
@@ -85,13 +85,13 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
 
 }  // namespace
 
-BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
+ModelConfig ModelConfig::parse(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) { throw Error(path, std::string("malformed JSON: ") + e.what(), kFixConfig); }
   if (!j.is_object()) throw Error(path, "expected a JSON object", kFixConfig);
-  BertConfig c;
+  ModelConfig c;
   const FamilySpec& f = family_of(j, path);
   c.family = f.family;
   read_fields(j, f, path, c);
@@ -104,14 +104,14 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& path) {
   return c;
 }
 
-std::string BertConfig::positions_problem(int64_t tokens) const {
+std::string ModelConfig::positions_problem(int64_t tokens) const {
   if (pad_position < 0 || tokens <= max_tokens()) return ctxsim::positions_problem(tokens, max_position_embeddings);
   return std::to_string(tokens) + " " + kSeqLen.quantity + " exceed the " + std::to_string(max_tokens()) +
          " positions the model gives tokens (max_position_embeddings " + std::to_string(max_position_embeddings) + ", of which " +
          std::to_string(pad_position + 1) + " come before the first token)";
 }
 
-void BertConfig::check(const std::string& where, const std::string& fix) const {
+void ModelConfig::check(const std::string& where, const std::string& fix) const {
   const ConfigKeys& k = family_spec(family).keys;
   // Far above any BERT, far below what would exhaust memory before the weights are even read.
   const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {
@@ -128,116 +128,81 @@ void BertConfig::check(const std::string& where, const std::string& fix) const {
                 fix);
 }
 
-std::string BertConfig::to_json(const std::string& architecture, double dropout) const {
+std::string ModelConfig::to_json(const std::string& architecture, double dropout) const {
+  // The row's constant keys, then the sizes under its key names: every family's config class
+  // (BertConfig, DistilBertConfig, RobertaConfig, GPT2Config) in one sorted object, as
+  // transformers' save_pretrained sorts them.
   const FamilySpec& f = family_spec(family);
-  nlohmann::ordered_json j;
-  if (family == Family::Gpt2) {  // transformers' GPT2Config, keys in its sorted order
-    j["activation_function"] = hidden_act;
-    j["architectures"] = {architecture.empty() ? f.model_class : architecture};
-    j["attn_pdrop"] = dropout;
-    j["bos_token_id"] = vocab_size - 1;
-    j["embd_pdrop"] = dropout;
-    j["eos_token_id"] = vocab_size - 1;
-    j["initializer_range"] = 0.02;
-    j["layer_norm_epsilon"] = layer_norm_eps;
-    j["model_type"] = "gpt2";
-    j["n_embd"] = hidden_size;
-    j["n_head"] = num_heads;
-    j["n_inner"] = intermediate_size;
-    j["n_layer"] = num_layers;
-    j["n_positions"] = max_position_embeddings;
-    j["resid_pdrop"] = dropout;
-    j["scale_attn_weights"] = true;
-    j["vocab_size"] = vocab_size;
-    return j.dump(2) + "\n";
-  }
-  if (family == Family::DistilBert) {  // transformers' DistilBertConfig, keys in its sorted order
-    j["activation"] = hidden_act;
-    j["architectures"] = {architecture.empty() ? f.model_class : architecture};
-    j["attention_dropout"] = dropout;
-    j["dim"] = hidden_size;
-    j["dropout"] = dropout;
-    j["hidden_dim"] = intermediate_size;
-    j["initializer_range"] = 0.02;
-    j["max_position_embeddings"] = max_position_embeddings;
-    j["model_type"] = "distilbert";
-    j["n_heads"] = num_heads;
-    j["n_layers"] = num_layers;
-    j["pad_token_id"] = 0;
-    j["qa_dropout"] = 0.1;
-    j["seq_classif_dropout"] = 0.2;
-    j["sinusoidal_pos_embds"] = false;
-    j["tie_weights_"] = true;
-    j["vocab_size"] = vocab_size;
-    return j.dump(2) + "\n";
-  }
-  // BertConfig's keys (RobertaConfig adds its padding, start and end ids), sorted.
+  nlohmann::json j = nlohmann::json::parse(f.config_constants);
   j["architectures"] = {architecture.empty() ? f.model_class : architecture};
-  j["attention_probs_dropout_prob"] = dropout;
-  if (pad_position >= 0) j["bos_token_id"] = 0, j["eos_token_id"] = 2;
-  j["hidden_act"] = hidden_act;
-  j["hidden_dropout_prob"] = dropout;
-  j["hidden_size"] = hidden_size;
-  j["initializer_range"] = 0.02;
-  j["intermediate_size"] = intermediate_size;
-  j["layer_norm_eps"] = layer_norm_eps;
-  j["max_position_embeddings"] = max_position_embeddings;
   j["model_type"] = f.model_type;
-  j["num_attention_heads"] = num_heads;
-  j["num_hidden_layers"] = num_layers;
-  j["pad_token_id"] = pad_position >= 0 ? pad_position : 0;
-  j["position_embedding_type"] = "absolute";
-  j["type_vocab_size"] = type_vocab_size;
-  j["vocab_size"] = vocab_size;
+  for (const char* key : f.dropout_keys) j[key] = dropout;
+  for (const char* key : f.last_id_keys) j[key] = vocab_size - 1;
+  const ConfigKeys& k = f.keys;
+  const std::pair<const char*, int64_t> sizes[] = {{k.vocab, vocab_size},          {k.hidden, hidden_size},
+                                                   {k.layers, num_layers},         {k.heads, num_heads},
+                                                   {k.ffn, intermediate_size},     {k.positions, max_position_embeddings},
+                                                   {k.type_vocab, type_vocab_size}};
+  for (const auto& [key, value] : sizes)
+    if (key) j[key] = value;
+  j[k.activation] = hidden_act;
+  if (k.eps) j[k.eps] = layer_norm_eps;
+  if (f.pad_key) j[f.pad_key] = pad_position;
   return j.dump(2) + "\n";
 }
 
-BertConfig BertConfig::preset(const std::string& name, Family family) {
-  BertConfig c;
-  c.family = family;
-  const FamilySpec& f = family_spec(family);
-  c.type_vocab_size = f.token_type ? (f.pad_key ? 1 : 2) : 0;  // RoBERTa: one token type
-  if (f.causal) {                                              // gpt2's: 1024 positions, gelu_new, LayerNorm epsilon 1e-5
-    c.max_position_embeddings = 1024;
-    c.hidden_act = "gelu_new";
-    c.layer_norm_eps = 1e-5;
-    c.vocab_size = 50257;
-  }
-  if (f.pad_key) {  // roberta-base's: positions 2 … 513, LayerNorm epsilon 1e-5
-    c.pad_position = 1;
-    c.max_position_embeddings = 514;
-    c.layer_norm_eps = 1e-5;
-  }
-  if (name == "bert-base" || name == "roberta-base" || name == "gpt2") return c;
-  if (name == "distilbert-base") {
-    c.num_layers = 6;
+namespace {
+
+// The shapes a preset names; the rest is the family's base model (FamilySpec::base).
+struct Preset {
+  const char* name;
+  int64_t layers, hidden, heads, ffn;
+};
+// clang-format off
+constexpr Preset kPresets[] = {
+  {"bert-base",       12, 768, 12, 3072},
+  {"distilbert-base",  6, 768, 12, 3072},
+  {"bert-mini",        4, 256,  4, 1024},
+  {"bert-tiny",        2, 128,  2,  512},
+  {"roberta-base",    12, 768, 12, 3072},
+  {"roberta-tiny",     2, 128,  2,  512},
+  {"gpt2",            12, 768, 12, 3072},
+  {"gpt2-tiny",        2, 128,  2,  512},
+};
+// clang-format on
+
+}  // namespace
+
+ModelConfig ModelConfig::preset(const std::string& name, Family family) {
+  for (const Preset& p : kPresets) {
+    if (name != p.name) continue;
+    const FamilySpec& f = family_spec(family);
+    ModelConfig c;
+    c.family = family;
+    c.vocab_size = f.base.vocab;
+    c.max_position_embeddings = f.base.positions;
+    c.type_vocab_size = f.base.type_vocab;
+    c.pad_position = f.base.pad_position;
+    c.layer_norm_eps = f.base.eps;
+    c.hidden_act = f.default_activation;
+    c.num_layers = p.layers;
+    c.hidden_size = p.hidden;
+    c.num_heads = p.heads;
+    c.intermediate_size = p.ffn;
     return c;
   }
-  if (name == "bert-mini") {
-    c.num_layers = 4;
-    c.hidden_size = 256;
-    c.num_heads = 4;
-    c.intermediate_size = 1024;
-    return c;
-  }
-  if (name == "bert-tiny" || name == "roberta-tiny" || name == "gpt2-tiny") {
-    c.num_layers = 2;
-    c.hidden_size = 128;
-    c.num_heads = 2;
-    c.intermediate_size = 512;
-    return c;
-  }
-  throw Error("--preset " + name, "unknown preset",
-              "use bert-base, distilbert-base, bert-mini, bert-tiny, roberta-base, roberta-tiny, gpt2 or gpt2-tiny");
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  throw Error("--preset " + name, "unknown preset", "use one of " + join(names));
 }
 
-double BertConfig::flops_per_sample(int64_t T) const {
+double ModelConfig::flops_per_sample(int64_t T) const {
   const double t = double(T), h = double(hidden_size), f = double(intermediate_size);
   const double per_layer = 2 * (4 * t * h * h + 2 * t * h * f + 2 * t * t * h);
   return per_layer * double(num_layers);
 }
 
-std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const BertConfig& c) {
+std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelConfig& c) {
   const FamilySpec& f = family_spec(c.family);
   const int64_t H = c.hidden_size, F = c.intermediate_size;
   const auto name = [](const std::string& base, const char* kind) { return base + "." + kind; };
@@ -272,7 +237,7 @@ std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const BertConf
   return s;
 }
 
-std::map<std::string, std::vector<int64_t>> pooler_shapes(const BertConfig& c) {
+std::map<std::string, std::vector<int64_t>> pooler_shapes(const ModelConfig& c) {
   const char* pooler = family_spec(c.family).pooler;
   if (!pooler) return {};
   return {{std::string(pooler) + ".weight", {c.hidden_size, c.hidden_size}}, {std::string(pooler) + ".bias", {c.hidden_size}}};

@@ -1,6 +1,7 @@
-// A BERT-style encoder's shape and family: Hugging Face config.json in and out (each family's
-// keys from the table in family.h; the family from "model_type", "bert" when absent), presets,
-// and the names and shapes of every encoder tensor in the family's bare-model layout. No LibTorch here.
+// A model's shape and family: Hugging Face config.json in and out (each family's keys and
+// constants from its row in family.h; the family from "model_type", "bert" when absent), the
+// presets (a table of shapes over the family's base model), and the names and shapes of every
+// tensor of the family's bare-model layout. No LibTorch here.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -11,7 +12,7 @@
 
 namespace ctxsim {
 
-struct BertConfig {
+struct ModelConfig {
   Family family = Family::Bert;  // config.json "model_type"
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;         // BERT hidden_size, DistilBERT dim
@@ -28,17 +29,18 @@ struct BertConfig {
   int64_t max_tokens() const { return pad_position < 0 ? max_position_embeddings : max_position_embeddings - pad_position - 1; }
   int64_t head_dim() const { return hidden_size / num_heads; }
 
-  static BertConfig load(const std::string& config_json);                     // throws naming file and key
-  static BertConfig parse(const std::string& text, const std::string& path);  // the same from text
+  static ModelConfig load(const std::string& config_json);                     // throws naming file and key
+  static ModelConfig parse(const std::string& text, const std::string& path);  // the same from text
   // Every size within ctxsim's limits and the heads dividing the hidden size, else throws
   // Error(where + key, …, fix) with the family's key name.
   void check(const std::string& where, const std::string& fix) const;
-  // HF config.json text in the family's keys, stable order; `architecture` as transformers names
-  // the model class ("" = the family's bare model), `dropout` its hidden and attention dropout.
+  // HF config.json text in the family's keys and constants, keys sorted; `architecture` as
+  // transformers names the model class ("" = the family's bare model), `dropout` the family's
+  // dropout keys.
   std::string to_json(const std::string& architecture = "", double dropout = 0.1) const;
-  // A shape: bert-base | bert-mini | bert-tiny | distilbert-base (bert-base's with 6 layers),
-  // in the given family.
-  static BertConfig preset(const std::string& name, Family family = Family::Bert);
+  // A shape of the presets table (bert-base, bert-mini, bert-tiny, distilbert-base: bert-base's
+  // with 6 layers, roberta-*, gpt2*) over the given family's base model (FamilySpec::base).
+  static ModelConfig preset(const std::string& name, Family family = Family::Bert);
   double flops_per_sample(int64_t seq_len) const;  // forward multiply-adds × 2
   // "" when `tokens` positions fit max_position_embeddings, else what is wrong (the quantity:
   // the caller names the key or option that asked for them).
@@ -47,8 +49,8 @@ struct BertConfig {
 
 // The encoder tensors (the pooler excluded) by their bare-model names in the config's family,
 // with their shapes.
-std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const BertConfig& c);
+std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelConfig& c);
 // The pooler's two tensors (in BertModel checkpoints, unused by ctxsim); none for DistilBERT.
-std::map<std::string, std::vector<int64_t>> pooler_shapes(const BertConfig& c);
+std::map<std::string, std::vector<int64_t>> pooler_shapes(const ModelConfig& c);
 
 }  // namespace ctxsim

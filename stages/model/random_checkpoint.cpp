@@ -43,18 +43,19 @@ TokenizerOut wordpiece_files(const TokenizerFiles& files) {
 }
 
 // vocab.json + merges.txt of a byte-level BPE, written from the files read (a tokenizer.json's
-// too). A RoBERTa made from GPT-2's files gets RoBERTa's specials: <s> <pad> </s> <unk> first (so
-// that pad_token_id 1 is <pad>, as in every RoBERTa, and positions start after it), GPT-2's tokens
-// after them, <mask> last; a GPT-2 gets <|endoftext|> if its files lack it.
+// too), with the family's special tokens the files lack (FamilySpec::bpe_specials_first and
+// _last): a RoBERTa made from GPT-2's files gets <s> <pad> </s> <unk> first (so that pad_token_id
+// 1 is <pad>, as in every RoBERTa, and positions start after it) and <mask> last; a GPT-2 gets
+// <|endoftext|> if its files lack it.
 TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const TokenizerFiles& files) {
   const auto model = files.merges.empty() ? BpeModel::load_tokenizer_json(files.vocab) : BpeModel::load(files.vocab, files.merges);
   const Vocab& v = model->vocab;
   std::vector<std::string> tokens;
-  const bool roberta_specials = f.family == Family::Roberta && v.id("<s>") < 0;
-  if (roberta_specials) tokens = {"<s>", "<pad>", "</s>", "<unk>"};
+  for (const char* special : f.bpe_specials_first)
+    if (v.id(special) < 0) tokens.emplace_back(special);
   for (int32_t id = 0; id < v.size(); ++id) tokens.emplace_back(v.token(id));
-  if (roberta_specials) tokens.emplace_back("<mask>");
-  if (f.family == Family::Gpt2 && v.id("<|endoftext|>") < 0) tokens.emplace_back("<|endoftext|>");
+  for (const char* special : f.bpe_specials_last)
+    if (v.id(special) < 0) tokens.emplace_back(special);
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (j.contains(tokens[i])) throw Error(path, "the token '" + tokens[i] + "' is there twice", "give the tokenizer files unchanged");
@@ -127,7 +128,7 @@ TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& s
   return t;
 }
 
-std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& config, uint64_t seed) {
+std::map<std::string, TensorData> random_checkpoint_weights(const ModelConfig& config, uint64_t seed) {
   auto shapes = encoder_tensor_shapes(config);
   for (auto& kv : pooler_shapes(config)) shapes.insert(kv);
   std::map<std::string, TensorData> out;
@@ -154,7 +155,7 @@ std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& co
   return out;
 }
 
-void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir) {
+void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir) {
   namespace fs = std::filesystem;
   const FamilySpec& f = family_spec(config.family);
   const TokenizerOut tokenizer = tokenizer_files_for(f, vocab_path);

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "stages/model/bert_config.h"
+#include "stages/model/model_config.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
@@ -21,13 +21,13 @@ TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& s
 // Every tensor of the family's checkpoint by its name in the file (see the header). Each tensor
 // has its own SplitMix64 stream derived from (seed, its bare-model name), so the values of a
 // tensor do not depend on which other tensors exist.
-std::map<std::string, TensorData> random_checkpoint_weights(const BertConfig& config, uint64_t seed);
+std::map<std::string, TensorData> random_checkpoint_weights(const ModelConfig& config, uint64_t seed);
 
 // Writes config.json, model.safetensors and the tokenizer of vocab_path into out_dir (created): a
 // vocab.txt copied (WordPiece families: BERT, DistilBERT), or vocab.json + merges.txt from a byte-level BPE's files
 // (GPT-2, RoBERTa; RoBERTa's specials added to GPT-2's tokens, see random_checkpoint.cpp).
 // config.vocab_size is the vocabulary's size. A tokenizer of another kind than the family's is an
 // Error naming vocab_path.
-void write_random_checkpoint(BertConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir);
+void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir);
 
 }  // namespace ctxsim

@@ -19,7 +19,7 @@ at::Tensor activate(const at::Tensor& x, Activation a) {
   return at::gelu(x, a == Activation::GeluTanh ? "tanh" : "none");
 }
 
-LayerOptions layer_options(const BertConfig& c) {
+LayerOptions layer_options(const ModelConfig& c) {
   const FamilySpec& f = family_spec(c.family);
   LayerOptions o;
   o.heads = c.num_heads;

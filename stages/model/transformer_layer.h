@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/model/bert_config.h"
+#include "stages/model/model_config.h"
 
 namespace ctxsim {
 
@@ -27,7 +27,7 @@ struct EmbeddingWeights {
   at::Tensor token_type;                  // [type_vocab, hidden]; undefined for a family without token types
   at::Tensor norm_w, norm_b;              // [hidden]; undefined: no LayerNorm on the embeddings (GPT-2)
   at::Tensor final_norm_w, final_norm_b;  // [hidden]: after the last layer (GPT-2's ln_f); undefined: none
-  int64_t pad_position = -1;              // BertConfig::pad_position: positions from the padding id (RoBERTa); -1: 0, 1, …
+  int64_t pad_position = -1;              // ModelConfig::pad_position: positions from the padding id (RoBERTa); -1: 0, 1, …
 };
 
 // One layer's weights by role (HF Linear layout: [out, in]).
@@ -49,7 +49,7 @@ struct LayerOptions {
   bool causal = false;                         // decoder families: A_ij = 0 for j > i (GPT-2)
   bool dropout_after_attention_output = true;  // training: BERT yes, DistilBERT no
 };
-LayerOptions layer_options(const BertConfig& c);
+LayerOptions layer_options(const ModelConfig& c);
 
 // Inverted dropout at a numbered site (mlm.cpp's counter-based per-sample masks). Sites: 0 the
 // embeddings; layer l: 1 + 3l the attention probabilities, 2 + 3l W_O's output, 3 + 3l the

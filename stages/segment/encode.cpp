@@ -77,7 +77,7 @@ EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::v
   const WindowPlan plan = plan_windows(tokens, T, T - frame.room(T));
   const std::vector<GapPlace> gaps = place_gaps(plan, tokens);
   EncodedDocument out;
-  const BertConfig& c = encoder.config();
+  const ModelConfig& c = encoder.config();
   out.L = c.num_layers, out.H = c.num_heads, out.S = int64_t(sentences.size()), out.d = c.head_dim();
   out.cut_sentences = plan.cut_sentences;
   out.pooled.assign(size_t(out.L * out.H * out.S * out.d), 0.0);

@@ -10,7 +10,7 @@
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
 #include "stages/base/model_folder.h"
-#include "stages/model/bert_config.h"
+#include "stages/model/model_config.h"
 #include "stages/text/bpe.h"
 #include "stages/text/tokenizer_files.h"
 #include "stages/text/tokenizer_json.h"
@@ -150,7 +150,7 @@ const FamilySpec& model_family(const Config& c) {
   const fs::path config = ModelFolder(dir).config();
   std::error_code ec;
   if (dir.empty() || !fs::exists(config, ec)) return family_spec(Family::Bert);
-  return family_spec(BertConfig::load(config.string()).family);
+  return family_spec(ModelConfig::load(config.string()).family);
 }
 
 JobTokenizer make_tokenizer(const Config& c) {
