@@ -8,7 +8,9 @@ that scripts/setup.sh makes): the `reference` tests (tests/reference_test.sh run
       peaked attention); ctxsim's float64 per-head context vectors and attention maps
       (model-info --dump-heads) must equal transformers' float64 forward: the context from a forward
       pre-hook on the attention's output projection (its input: every head's o_i = sum_j A_ij v_j),
-      the maps from output_attentions (eager attention). Max relative deviation <= 1e-10.
+      the maps from output_attentions (eager attention); for the head classes also the head's
+      logits at every valid position (what prune's losses are made of). Max relative deviation
+      <= 1e-10.
   hf_reference.py minilm CTXSIM MODEL_DIR BROWN_DIR TMP
       The real all-MiniLM-L6-v2: >= 50 Brown windows of 128 tokens and >= 20 hostile strings,
       tokenized by the model's own tokenizer.json; float32 <= 1e-4, and float64 <= 1e-10.
@@ -149,6 +151,30 @@ def compare(label, ctxsim, model_dir, cls, proj, dtype, samples, tmp, tolerance)
     return c, a, pads, peak, info
 
 
+def compare_logits(label, cls, folder, dump_dir, info):
+    """The language-model head: ctxsim's float64 logits at every valid position (model-info
+    --dump-heads, logits.npy) against the head class's own, as prune evaluates them."""
+    if "logits:      [B, T, V]" not in info:
+        fail(f"{label}: ctxsim dumped no logits for a checkpoint with its head: {info.splitlines()[-1]}")
+    ids = torch.from_numpy(np.load(os.path.join(dump_dir, "ids.npy")))
+    n_valid = torch.from_numpy(np.load(os.path.join(dump_dir, "n_valid.npy")))
+    ours = torch.from_numpy(np.load(os.path.join(dump_dir, "logits.npy")))
+    model = cls.from_pretrained(folder, attn_implementation="eager", dtype=torch.float64).eval()
+    B, T = ids.shape
+    mask = (torch.arange(T).view(1, T) < n_valid.view(B, 1)).long()
+    with torch.no_grad():
+        theirs = model(input_ids=ids, attention_mask=mask).logits
+    worst = 0.0
+    for b in range(B):
+        n = int(n_valid[b])
+        worst = max(worst, float((ours[b, :n] - theirs[b, :n]).abs().max() / theirs[b, :n].abs().max()))
+    print(f"reference: {label}: logits of the language-model head [{B}, {T}, {theirs.shape[-1]}], float64: max relative deviation "
+          f"{worst:.2e} (tolerance 1e-10)")
+    if not worst <= 1e-10:
+        fail(f"{label}: the head's logits are beyond the tolerance")
+    return worst
+
+
 def cmd_families(ctxsim, tmp):
     worst = 0.0
     for family, (config_cls, keys, base_cls, head_cls, proj) in FAMILIES.items():
@@ -168,6 +194,8 @@ def cmd_families(ctxsim, tmp):
             if not (c <= 1e-10 and a <= 1e-10 and pads == 0 and peak > 0.5):
                 fail(f"{label}: beyond the tolerance (or attention not peaked, or mass on padding)")
             worst = max(worst, c, a)
+            if cls is head_cls:
+                worst = max(worst, compare_logits(label, cls, folder, os.path.join(tmp, "dump"), info))
             if cls is base_cls and family == "bert":
                 # The check can fail: ctxsim's float32 forward is far beyond it.
                 c32, a32, _, _, _ = compare(label, ctxsim, folder, cls, proj, "float32", SAMPLES, tmp, 1e-10)

@@ -4,8 +4,9 @@
 #                it alone, the random orders are SPEC's Fisher-Yates, summary and report, the results'
 #                digest (label cli)
 #   ranks_resume the same store bytes on 1, 2 and 3 ranks, and after a SIGKILL and a resume (mpi)
-#   bad_input    a model without its masked-LM head, another family, a score store that does not
-#                fit: one error each, nothing written (cli)
+#   families     DistilBERT, RoBERTa (masked-LM) and GPT-2 (next-token) prune (cli)
+#   bad_input    a model without its language-model head, a vocabulary without the mask token, a
+#                score store that does not fit: one error each, nothing written (cli)
 set -uo pipefail
 CTXSIM=$1
 CASE=$2
@@ -117,6 +118,46 @@ f['prune/curve_loss'][0, 5] += 0.125; f.close()" || fail "crafting the changed s
     prune 1 "$TMP/a" || fail "rerun"
     contains "$(cat "$TMP/a.log")" "is already complete for this config"
     ;;
+  families)
+    # Every family with a language-model head prunes (SPEC §8): DistilBERT and RoBERTa with their
+    # masked-LM heads, GPT-2 with the next-token objective, whose predicted positions are every
+    # valid one but the last of each sample.
+    "$CTXSIM" init-model --family distilbert --preset bert-tiny --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 64 --seed 3 \
+      --vocab "$VOCAB" --out "$TMP/distilbert" > /dev/null || fail "init-model distilbert"
+    for family in roberta gpt2; do
+      "$CTXSIM" init-model --family "$family" --preset "$family-tiny" --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 66 --mlm \
+        --seed 3 --vocab data/vocab/gpt2 --out "$TMP/$family" > "$TMP/init.log" || fail "init-model --mlm $family"
+      contains "$(cat "$TMP/init.log")" "layout ($( [ $family = gpt2 ] && echo GPT2LMHeadModel || echo RobertaForMaskedLM))"
+    done
+    for family in distilbert roberta gpt2; do
+      prune 1 "$TMP/p-$family" model.path="$TMP/$family" samples.num_samples=12 output.report=false ||
+        fail "prune $family: $(tail -3 "$TMP/p-$family.log")"
+      # The run of the same config draws the same held-out windows: its /samples/n_valid says
+      # which positions the objective predicts.
+      "$CTXSIM" run "${ARGS[@]}" model.path="$TMP/$family" samples.num_samples=12 output.report=false \
+        statistics.examples=[] output.dir="$TMP/r-$family" > "$TMP/r.log" 2>&1 || fail "run $family: $(tail -3 "$TMP/r.log")"
+      /usr/bin/python3 - "$TMP/p-$family/store.h5" "$TMP/r-$family/store.h5" "$family" > "$TMP/py" 2>&1 <<'PY' ||
+import sys, h5py, numpy as np
+f, run, family = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r"), sys.argv[3]
+assert f.attrs["complete"] == 1 and f.attrs["model_family"].decode() == family
+n_valid = run["samples/n_valid"][...].astype(np.int64)
+assert len(n_valid) == 12
+predicted = int(f["prune/units/predicted"][...].sum())
+ca = f["prune/curve_accuracy"][...]
+assert np.isfinite(f["prune/curve_loss"][...]).all() and ((0 <= ca) & (ca <= 1)).all()
+assert (f["prune/importance"][...] > 0).all(), "every head of a random model moves its loss a little"
+if family == "gpt2":  # next-token: every valid position but the last of each sample
+    assert f.attrs["causal"] == 1 and predicted == int((n_valid - 1).sum()), (predicted, n_valid)
+else:  # masked: about 15% of the non-special positions, at least one a sample
+    assert f.attrs["causal"] == 0 and 12 <= predicted < int(0.3 * n_valid.sum()), (predicted, n_valid.sum())
+print(f"{family}: {predicted} predicted positions of {int(n_valid.sum())} valid, full loss {f.attrs['full_loss']:.3f}")
+PY
+        fail "$family store: $(cat "$TMP/py")"
+      cat "$TMP/py"
+    done
+    out=$("$CTXSIM" summary "$TMP/p-gpt2/store.h5") || fail "summary gpt2"
+    contains "$out" "accuracy (%) with a fraction of the heads removed"
+    ;;
   ranks_resume)
     for np in 1 2 3; do prune "$np" "$TMP/r$np" output.report=false || fail "prune on $np ranks: $(tail -3 "$TMP/r$np.log")"; done
     for np in 2 3; do
@@ -147,12 +188,16 @@ f['prune/curve_loss'][0, 5] += 0.125; f.close()" || fail "crafting the changed s
     }
     "$CTXSIM" init-model --preset bert-tiny --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 64 --seed 3 --vocab "$VOCAB" \
       --out "$TMP/bare" > /dev/null || fail "init-model"
-    one_error "has no masked-LM head (cls.predictions.*)" "$TMP/o1" model.path="$TMP/bare"
+    one_error "has no BERT language-model head (cls.predictions.bias is missing): the masked-LM loss needs one" "$TMP/o1" \
+      model.path="$TMP/bare"
     "$CTXSIM" init-model --family distilbert --preset bert-tiny --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 64 --seed 3 \
       --vocab "$VOCAB" --out "$TMP/distil" > /dev/null || fail "init-model distilbert"
-    one_error "model_type: is distilbert: the masked-LM head ctxsim evaluates is BERT's" "$TMP/o2" model.path="$TMP/distil"
-    "$CTXSIM" init-model --family distilbert --preset bert-tiny --mlm --vocab "$VOCAB" --out "$TMP/x" 2> "$TMP/err" && fail "--mlm distilbert"
-    contains "$(cat "$TMP/err")" "--mlm: writes BERT's masked-LM (BertForMaskedLM)"
+    # A RoBERTa without its lm_head, and a vocabulary without the family's mask token.
+    "$CTXSIM" init-model --family roberta --preset roberta-tiny --positions 66 --seed 3 --vocab data/vocab/gpt2 --out "$TMP/rob" > /dev/null ||
+      fail "init-model roberta"
+    one_error "has no RoBERTa language-model head (lm_head.bias is missing)" "$TMP/o2" model.path="$TMP/rob"
+    head -n 103 "$VOCAB" | grep -v MASK > "$TMP/nomask.txt"
+    one_error "has no [MASK] token, which the masked-LM loss needs" "$TMP/o2" model.vocab="$TMP/nomask.txt"
     one_error "prune.score: expected one of noise, anchor_share, same_sentence_lift, repetition_lift, got 'quality'" "$TMP/o3" prune.score=quality prune.scores_from=x
     # A score store of another model's shape, and one that is not a run's.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/distil" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \

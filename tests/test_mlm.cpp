@@ -67,7 +67,7 @@ Samples make_samples(int64_t B, double fraction, uint64_t seed) {
 // central differences, in float64, on coordinates of every kind of parameter.
 void check_gradients(double dropout) {
   MlmModel model(tiny(), at::kDouble);
-  model.init_bert(3);
+  model.init(3);
   // Larger weights than BERT's 0.02 so that every path carries signal.
   model.parameters().mul_(10.0);
   const Samples s = make_samples(3, 0.4, 11);
@@ -106,7 +106,7 @@ TEST(MlmGradients, EqualFiniteDifferencesWithFixedDropoutMasks) { check_gradient
 // sample's loss with respect to its own gates equals central differences in float64 (1e-6 relative).
 TEST(HeadGates, OnesAreTheUngatedForwardAndZeroRemovesTheHead) {
   MlmModel model(tiny(), at::kDouble);
-  model.init_bert(4);
+  model.init(4);
   model.parameters().mul_(10.0);
   const Samples s = make_samples(3, 0.4, 12);
   const MlmBatch batch = s.batch();
@@ -150,7 +150,7 @@ TEST(HeadGates, OnesAreTheUngatedForwardAndZeroRemovesTheHead) {
 
 TEST(HeadGates, GradientsEqualFiniteDifferences) {
   MlmModel model(tiny(), at::kDouble);
-  model.init_bert(5);
+  model.init(5);
   model.parameters().mul_(10.0);
   const Samples s = make_samples(3, 0.4, 13);
   const MlmBatch batch = s.batch();
@@ -179,7 +179,7 @@ TEST(MlmLoad, ExportedFolderLoadsBackAndAHeadlessOneIsRefused) {
   const auto dir = std::filesystem::temp_directory_path() / ("ctxsim_mlm_load_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   MlmModel model(tiny(), at::kFloat);
-  model.init_bert(6);
+  model.init(6);
   auto tensors = model.export_tensors(DType::F32);
   write_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}});
   std::ofstream((dir / "config.json").string()) << tiny().to_json("BertForMaskedLM");
@@ -190,13 +190,13 @@ TEST(MlmLoad, ExportedFolderLoadsBackAndAHeadlessOneIsRefused) {
   try {
     MlmModel::load(dir.string(), at::kFloat);
     ADD_FAILURE() << "a checkpoint without its masked-LM head loaded";
-  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("has no masked-LM head"), std::string::npos) << e.what(); }
+  } catch (const Error& e) { EXPECT_NE(std::string(e.what()).find("has no BERT language-model head"), std::string::npos) << e.what(); }
   std::filesystem::remove_all(dir);
 }
 
 TEST(MlmTraining, OverfitsEightFixedSamples) {
   MlmModel model(tiny(), at::kFloat);
-  model.init_bert(1);
+  model.init(1);
   const Samples s = make_samples(8, 0.3, 21);
   const MlmBatch batch = s.batch();
   AdamWState state = adamw_state(model.parameters());
@@ -251,7 +251,7 @@ TEST(Schedule, WarmupThenLinearDecayAndClipping) {
 
 TEST(MlmLayout, HuggingFaceNamesTiedDecoderAndInitEqualToInitModel) {
   MlmModel model(tiny(), at::kFloat);
-  model.init_bert(9);
+  model.init(9);
   const auto tensors = model.export_tensors(DType::F32);
   EXPECT_EQ(tensors.count("bert.embeddings.word_embeddings.weight"), 1u);
   EXPECT_EQ(tensors.count("cls.predictions.transform.dense.weight"), 1u);

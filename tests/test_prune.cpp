@@ -1,4 +1,4 @@
-// stages/prune (SPEC §8): the masked-LM targets, head counts of a fraction, the orders, Spearman.
+// stages/prune (SPEC §8): the masked-LM and next-token targets, head counts of a fraction, the orders, Spearman.
 #include "stages/prune/prune.h"
 
 #include <gtest/gtest.h>
@@ -37,6 +37,18 @@ TEST(Prune, MaskTargetsFollowSpecSection8) {
   std::vector<int32_t> in(3), lab(3);
   EXPECT_EQ(mask_targets(empty.data(), 3, 2, specials, 103, 1, 0, in.data(), lab.data()), 0);
   EXPECT_EQ(lab, (std::vector<int32_t>{-1, -1, -1}));
+}
+
+TEST(Prune, NextTokenTargetsAreTheFollowingValidTokens) {
+  // GPT-2's frame: <|endoftext|> a b c, then two padding positions (invalid).
+  const std::vector<int32_t> ids = {50256, 5, 6, 7, 50256, 50256};
+  std::vector<int32_t> in(6, 99), lab(6, 99);
+  EXPECT_EQ(next_token_targets(ids.data(), 6, 4, in.data(), lab.data()), 3);
+  EXPECT_EQ(in, ids);                                           // nothing masked
+  EXPECT_EQ(lab, (std::vector<int32_t>{5, 6, 7, -1, -1, -1}));  // the last valid position predicts nothing
+  EXPECT_EQ(next_token_targets(ids.data(), 6, 1, in.data(), lab.data()), 0);
+  EXPECT_EQ(lab, std::vector<int32_t>(6, -1));
+  EXPECT_EQ(next_token_targets(ids.data(), 6, 0, in.data(), lab.data()), 0);
 }
 
 TEST(Prune, FractionsCountsOrdersAndGates) {

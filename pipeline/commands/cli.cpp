@@ -116,7 +116,8 @@ std::vector<Subcommand> config_commands(Args& a) {
          }
          return cmd_segment_text(a.config, a.overrides, a.text, a.segments, std::cout);
        }},
-      {"prune", "head importance, per-head ablation and accuracy as heads are removed, on a masked-LM's held-out samples (an MPI job)",
+      {"prune",
+       "head importance, per-head ablation and accuracy as heads are removed, on a language model's held-out samples (masked-LM or next-token; an MPI job)",
        "ctxsim prune configs/prune/brown.yaml", [&](CLI::App& s) { with_config(s, a); },
        [&] { return cmd_prune(a.config, a.overrides, std::cout); }},
       {"pretrain", "train a BERT with masked-LM on the config's corpus (MPI data-parallel, resumable), saved in HF's layout",
@@ -275,7 +276,9 @@ std::vector<Subcommand> model_commands(Args& a) {
              "--vocab", a.init.vocab,
              "the tokenizer: a vocab.txt or WordPiece tokenizer.json (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
              "(GPT-2, RoBERTa); its size sets vocab_size; required unless --like");
-         s.add_flag("--mlm", a.init.mlm, "BERT: write BertForMaskedLM, the masked-LM head included (what `ctxsim prune` evaluates)");
+         s.add_flag(
+             "--mlm", a.init.mlm,
+             "write the family's language-model class (BertForMaskedLM, RobertaForMaskedLM, GPT2LMHeadModel, ...), its head included (what `ctxsim prune` evaluates)");
          s.add_option("--out", a.init.out, "output folder")->required();
          s.add_flag("--overwrite", a.init.overwrite, "replace another model in --out");
        },

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include "pipeline/commands/commands.h"
 #include "stages/base/cpu_features.h"
@@ -66,9 +67,10 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.ffn > 0) c.intermediate_size = a.ffn;
   if (a.positions > 0) c.max_position_embeddings = a.positions;
   c.check("init-model: ", "pick sizes within those limits (a head count that divides the hidden size)");
-  if (a.mlm && c.family != Family::Bert)
-    throw Error("--mlm", "writes BERT's masked-LM (BertForMaskedLM)",
-                "use --family bert (a DistilBERT init has its masked-LM head already)");
+  const FamilySpec& f = family_spec(c.family);
+  if (a.mlm && f.lm_head.objective == LmObjective::None)
+    throw Error("--mlm", std::string("writes the family's language-model class, and ") + f.display + " has none in ctxsim",
+                "use --family with one of " + lm_model_types());
   // Made in a staging folder beside --out, then moved in: a refused or failed init-model leaves
   // --out as it was.
   const fs::path parent = fs::path(a.out).lexically_normal().parent_path();
@@ -79,13 +81,12 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   const fs::path staging = staging_name;
   try {
     write_random_checkpoint(c, a.seed, vocab, staging.string());
-    if (a.mlm) {  // the same encoder (init_bert is init-model's), with the masked-LM head, over the bare model's files
+    if (a.mlm) {  // the family's language-model class: the same encoder under its prefix, with the head
       const ModelFolder staged(staging.string());
       const ModelConfig written = ModelConfig::load(staged.config());
-      MlmModel m(written, at::kFloat);
-      m.init_bert(a.seed);
-      write_safetensors(staged.weights(), m.export_tensors(DType::F32), {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
-      atomic_write(staged.config(), written.to_json("BertForMaskedLM"));
+      write_safetensors(staged.weights(), random_lm_weights(written, a.seed),
+                        {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
+      atomic_write(staged.config(), written.to_json(f.mlm_class));
     }
     publish_model(staging, a.out, a.overwrite);
   } catch (...) {
@@ -94,11 +95,9 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
     throw;
   }
   fs::remove_all(staging);
-  const FamilySpec& f = family_spec(c.family);
   out << "wrote " << a.out << ": " << shape << " (" << c.num_layers << " layers, hidden " << c.hidden_size << ", " << c.num_heads
       << " heads, ffn " << c.intermediate_size << "), seed " << a.seed;
-  if (c.family != Family::Bert || a.mlm)
-    out << ", " << f.display << " layout (" << (f.init_writes_mlm || a.mlm ? f.mlm_class : f.model_class) << ")";
+  out << ", " << f.display << " layout (" << (f.init_writes_mlm || a.mlm ? f.mlm_class : f.model_class) << ")";
   out << "\n";
   return 0;
 }
@@ -145,8 +144,11 @@ std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
 // The developer dump behind `model-info --dump-heads`: the samples (padded with id 0 to the
 // longest, the padding masked) through the encoder, every layer's per-head context vectors and
 // attention maps in float64. Files: ids.npy [B, T] int64, n_valid.npy [B] int64, context.npy
-// [B, L, H, T, d] and attention.npy [B, L, H, T, T] float64 (tests/model_reference.py reads them).
-void dump_heads(const Encoder& m, const std::vector<std::string>& samples, const std::string& dir, std::ostream& out) {
+// [B, L, H, T, d] and attention.npy [B, L, H, T, T] float64 (tests/model_reference.py reads them);
+// where the folder holds the family's language-model head, logits.npy [B, T, V] float64 too (0 on
+// padding; tests/hf_reference.py compares it with the head class's).
+void dump_heads(const Encoder& m, const std::string& model_dir, const std::vector<std::string>& samples, const std::string& dir,
+                std::ostream& out) {
   const ModelConfig& c = m.config();
   std::vector<std::vector<int64_t>> rows;
   int64_t T = 0;
@@ -177,6 +179,28 @@ void dump_heads(const Encoder& m, const std::vector<std::string>& samples, const
   write_npy((fs::path(dir) / "attention.npy").string(), at::stack(attention, 1));  // [B, L, H, T, T]
   out << "heads:       " << B << " sample(s) of up to " << T << " tokens: context [B, L, H, T, d] and attention [B, L, H, T, T] "
       << "as float64 in " << dir << " (ids.npy, n_valid.npy, context.npy, attention.npy)\n";
+  if (family_spec(c.family).lm_head.objective == LmObjective::None) return;
+  std::optional<MlmModel> lm;
+  try {
+    lm.emplace(MlmModel::load(model_dir, at::kDouble));
+  } catch (const Error& e) {
+    out << "logits:      none (" << e.problem() << ")\n";
+    return;
+  }
+  std::vector<int32_t> input(size_t(B * T)), labels(size_t(B * T), -1);
+  std::vector<int16_t> lengths(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    lengths[size_t(b)] = int16_t(n_valid[b].item<int64_t>());
+    for (int64_t t = 0; t < T; ++t) {
+      input[size_t(b * T + t)] = int32_t(ids[b][t].item<int64_t>());
+      if (t < lengths[size_t(b)]) labels[size_t(b * T + t)] = 0;  // every valid position predicted
+    }
+  }
+  const MlmBatch batch = make_mlm_batch(input.data(), labels.data(), lengths.data(), B, T, std::vector<uint64_t>(size_t(B), 0));
+  at::Tensor logits = at::zeros({B * T, c.vocab_size}, at::kDouble);
+  logits.index_copy_(0, batch.positions, lm->logits(batch).to(at::kDouble));
+  write_npy((fs::path(dir) / "logits.npy").string(), logits.view({B, T, c.vocab_size}));
+  out << "logits:      [B, T, V] of the " << family_spec(c.family).mlm_class << " head as float64 in " << dir << " (logits.npy)\n";
 }
 
 }  // namespace
@@ -201,7 +225,7 @@ int cmd_model_info(const ModelInfoArgs& a, std::ostream& out) {
     for (const auto& u : r.unexpected) std::cerr << " " << u;
     std::cerr << "\n";
   }
-  if (!a.dump.empty()) dump_heads(m, a.ids, a.dump, out);
+  if (!a.dump.empty()) dump_heads(m, a.dir, a.ids, a.dump, out);
   return 0;
 }
 

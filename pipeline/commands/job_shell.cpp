@@ -33,7 +33,8 @@ const JobRow& job_row(JobKind kind) {
        "set model.path to a Hugging Face model folder (scripts/setup.sh fetches data/models/all-MiniLM-L6-v2), or model.name"},
       {JobKind::Segment, "segment", true, true, "set model.path to a Hugging Face model folder, or model.name"},
       {JobKind::Pretrain, "pretrain", false, false, ""},
-      {JobKind::Prune, "prune", true, true, "set model.path to a BertForMaskedLM folder (models/brown-bert), or model.name"},
+      {JobKind::Prune, "prune", true, true,
+       "set model.path to a folder of a language-model class (models/brown-bert, or what 'ctxsim init-model --mlm' writes), or model.name"},
   };
   for (const JobRow& r : rows)
     if (r.kind == kind) return r;

@@ -290,7 +290,7 @@ void export_model(const std::string& dir, const MlmModel& model, const TrainData
   const DType dtype = c.pretrain.save_dtype == SaveDtype::Float16 ? DType::F16 : DType::F32;
   const ModelFolder out(dir);
   write_safetensors(out.weights(), model.export_tensors(dtype), {{"format", "pt"}});
-  atomic_write(out.config(), model.config().to_json("BertForMaskedLM", c.pretrain.dropout));
+  atomic_write(out.config(), model.config().to_json(family_spec(model.config().family).mlm_class, c.pretrain.dropout));
   atomic_write(out.file(ModelFolder::kVocabTxt), d.vocab_text);
   nlohmann::ordered_json t;
   // Pretraining trains a BERT: make_tokenizer refused any vocabulary but a WordPiece vocab.txt.
@@ -466,7 +466,7 @@ int PretrainJob::execute(MpiComm& world, JobPlan& job, const StopSignals& stop, 
 
   // The model: BERT's initialisation (its step-0 weights exported), then the checkpoint's state.
   MlmModel model(data.model, at::kFloat);
-  model.init_bert(uint64_t(c.pretrain.seed));
+  model.init(uint64_t(c.pretrain.seed));
   find_checkpoint(world, plan, model.parameters().numel());
   AdamWState adam = adamw_state(model.parameters());
   std::vector<StepRow> history;

@@ -1,6 +1,7 @@
 // `ctxsim prune CONFIG`: head importance (Michel et al. 2019), per-head ablation and the curves of
 // loss and accuracy as heads are removed in several orders (SPEC §8), over held-out samples of a
-// masked-LM, as an MPI job on the run's scaffold (job_shell.h: lock, resume, status, store).
+// language model (masked-LM, or next-token for a decoder: the family row's objective), as an MPI job on the run's
+// scaffold (job_shell.h: lock, resume, status, store).
 //
 // Two passes over work units of samples. Pass 1: the full model with per-sample gate gradients and
 // attention entropies, and the model without each head alone. The orders follow from pass 1's
@@ -45,7 +46,7 @@ struct PruneInputs {
   std::optional<JobTokenizer> tokenizer;
   PreparedSamples prepared;
   std::optional<MlmModel> model;
-  std::vector<int32_t> input, labels;  // [N, T] SPEC §8's masked inputs and targets (-1: not predicted)
+  std::vector<int32_t> input, labels;  // [N, T] SPEC §8's inputs and targets (-1: not predicted)
   std::vector<double> score;           // [L*H] prune.score from prune.scores_from; empty: none
 };
 
@@ -86,18 +87,28 @@ PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
     check_positions(c, mc.max_tokens());
     in.tokenizer.emplace(make_tokenizer(c));
     check_vocab_fits(c, in.tokenizer->vocab(), mc.vocab_size);
-    const int32_t mask_id = in.tokenizer->vocab().mask_id();
-    if (mask_id < 0)
-      throw Error(c.where("model.vocab"), vocab_path(c) + " has no [MASK] token, which the masked-LM loss needs",
-                  "use the model's own vocab.txt");
+    // The row's objective: masked positions (encoders) or the next token (decoders), SPEC §8.
+    const LmHead& head = family_spec(mc.family).lm_head;
+    const bool causal = head.objective == LmObjective::Causal;
+    const int32_t mask_id = causal ? -1 : in.tokenizer->vocab().id(head.mask_token);
+    if (!causal && mask_id < 0)
+      throw Error(c.where("model.vocab"), vocab_path(c) + " has no " + head.mask_token + " token, which the masked-LM loss needs",
+                  "use the model's own tokenizer files");
     in.prepared = prepare_samples(c, *in.tokenizer);
     const SampleSet& s = in.prepared.samples;
     const int64_t N = s.size(), T = s.seq_len;
     in.input.resize(size_t(N * T));
     in.labels.resize(size_t(N * T));
-    for (int64_t n = 0; n < N; ++n)
-      prune::mask_targets(&s.token_ids[size_t(n * T)], int32_t(T), s.n_valid[size_t(n)], in.tokenizer->frame.specials, mask_id,
-                          uint64_t(c.samples.seed), uint64_t(n), &in.input[size_t(n * T)], &in.labels[size_t(n * T)]);
+    for (int64_t n = 0; n < N; ++n) {
+      const int32_t* ids = &s.token_ids[size_t(n * T)];
+      int32_t* input = &in.input[size_t(n * T)];
+      int32_t* labels = &in.labels[size_t(n * T)];
+      if (causal)
+        prune::next_token_targets(ids, int32_t(T), s.n_valid[size_t(n)], input, labels);
+      else
+        prune::mask_targets(ids, int32_t(T), s.n_valid[size_t(n)], in.tokenizer->frame.specials, mask_id, uint64_t(c.samples.seed),
+                            uint64_t(n), input, labels);
+    }
     in.score = store_score(c, mc);
   });
   return in;

@@ -13,6 +13,9 @@
 namespace ctxsim::report {
 namespace {
 
+// What the accuracy counts: "masked tokens" (masked-LM) or "next tokens" (a decoder).
+const char* target_tokens(const PruneStoreData& d) { return d.causal ? "next tokens" : "masked tokens"; }
+
 // One panel per quantity (accuracy, loss): a line per order, random as mean and mean +- sd.
 Entry curves(const PruneStoreData& d, const std::string& run) {
   const PruneResults& r = d.results;
@@ -22,9 +25,9 @@ Entry curves(const PruneStoreData& d, const std::string& run) {
   std::vector<PlotSpec> panels;
   for (const bool accuracy : {true, false}) {
     PlotSpec p;
-    p.title = accuracy ? "masked-LM accuracy" : "masked-LM loss";
+    p.title = std::string(d.objective()) + (accuracy ? " accuracy" : " loss");
     p.x_label = "% of heads removed (first in each order)";
-    p.y_label = accuracy ? "% of masked tokens predicted" : "mean cross-entropy (nats)";
+    p.y_label = accuracy ? std::string("% of ") + target_tokens(d) + " predicted" : "mean cross-entropy (nats)";
     const std::vector<double>& curve = accuracy ? r.curve_accuracy : r.curve_loss;
     const std::vector<double>& random = accuracy ? r.curve_accuracy_random : r.curve_loss_random;
     const double scale = accuracy ? 100.0 : 1.0;
@@ -56,8 +59,9 @@ Entry curves(const PruneStoreData& d, const std::string& run) {
     panels.push_back(p);
   }
   return {"prune_curves",
-          "Accuracy and loss of the masked-LM as a growing fraction of its heads is removed (gates 0), in each order: importance "
-          "(lowest first), ablation (smallest loss increase first), entropy (highest first)" +
+          "Accuracy and loss of the " + std::string(d.objective()) +
+              " objective as a growing fraction of its heads is removed (gates 0), in each order: importance "
+              "(lowest first), ablation (smallest loss increase first), entropy (highest first)" +
               std::string(d.score.empty() ? "" : ", the ctxsim score " + d.score) +
               ", and random orders (grey: their mean, dashed: mean +- one standard deviation)",
           plot_figure(panels, 2, 520, 340, "Pruning curves", run)};
@@ -103,7 +107,7 @@ std::vector<Entry> prune_figures(const PruneStoreData& d, const std::string& run
   out.push_back(head_map(d, r.importance_normalised, "prune_importance", "Head importance (normalised per layer)", "|dL/dxi| / layer norm",
                          "Michel et al.'s importance: |dL/dxi| summed over samples, divided by the L2 norm of its layer's", run));
   out.push_back(head_map(d, r.ablation_loss, "prune_ablation", "Loss increase with the head alone removed", "loss - full loss (nats)",
-                         "Mean masked-LM loss with the head's gate at 0, minus the full model's", run));
+                         "Mean " + std::string(d.objective()) + " loss with the head's gate at 0, minus the full model's", run));
   out.push_back(head_map(d, r.entropy, "prune_entropy", "Mean attention entropy", "nats",
                          "Mean over samples and valid query rows of the head's attention entropy -sum_j A_ij ln A_ij", run));
   out.push_back(scatter(d, r.ablation_loss, "prune_importance_vs_ablation", "ablation loss increase", run));
@@ -147,7 +151,7 @@ std::vector<Entry> prune_compare_figures(const std::vector<PruneRun>& runs, cons
     PlotSpec p;
     p.title = o == "random" ? "random orders (mean)" : o + " order";
     p.x_label = "% of heads removed";
-    p.y_label = "% of masked tokens predicted";
+    p.y_label = std::string("% of ") + target_tokens(runs.front().data) + " predicted";
     for (size_t i = 0; i < runs.size(); ++i) {
       const PruneStoreData& d = runs[i].data;
       const size_t c = size_t(std::find(d.curve_orders.begin(), d.curve_orders.end(), o) - d.curve_orders.begin());

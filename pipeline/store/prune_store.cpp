@@ -142,7 +142,7 @@ const std::vector<DatasetSpec>& prune_datasets() {
     // Per work unit: the sums a resume keeps and the results are made of, a row per unit.
     {"prune/units", "loss",             Element::Float64, {"unit"}, "[unit] summed cross-entropy (nats) of the full model over the unit's predicted positions", kRowChunks},
     {"prune/units", "correct",          Element::Int64,   {"unit"}, "[unit] predicted positions whose arg-max is the original token", kRowChunks},
-    {"prune/units", "predicted",        Element::Int64,   {"unit"}, "[unit] predicted (masked) positions", kRowChunks},
+    {"prune/units", "predicted",        Element::Int64,   {"unit"}, "[unit] predicted positions (masked, or every valid one but the last for the next-token objective)", kRowChunks},
     {"prune/units", "importance",       Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of |dL_s/dxi| at xi = 1", kRowChunks},
     {"prune/units", "entropy",          Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] sum over samples of the mean attention entropy (nats)", kRowChunks},
     {"prune/units", "ablation_loss",    Element::Float64, {"unit", "layer", "head"}, "[unit, layer, head] summed loss with the head alone removed", kRowChunks},
@@ -317,6 +317,7 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
   r.full_loss = h5::get_attr_double(file, "full_loss");
   r.full_accuracy = h5::get_attr_double(file, "full_accuracy");
   d.model_path = h5::get_attr_string(file, "model_path");
+  d.causal = h5::has_attr(file, "causal") && h5::get_attr_int(file, "causal") == 1;
   for (const double v : r.curve_accuracy)
     if (!(v >= 0 && v <= 1)) throw Error(store, "/prune/curve_accuracy holds a value outside [0, 1]", kDamagedStoreFix);
   if (!std::isfinite(r.full_loss) || !(r.full_accuracy >= 0 && r.full_accuracy <= 1))

@@ -85,6 +85,9 @@ struct PruneStoreData {
   PruneResults results;
   std::vector<std::string> curve_orders;
   std::string model_path, score;
+  bool causal = false;  // the root's `causal`: the next-token objective (a decoder), else masked-LM (SPEC §8)
+  // "masked-LM" or "next-token": the objective's name for figures and summaries.
+  const char* objective() const { return causal ? "next-token" : "masked-LM"; }
 };
 // Also checks the results against results_sha256 when the store has it.
 PruneStoreData read_prune_store(hid_t file, const std::string& store);

@@ -43,6 +43,8 @@ const std::vector<FamilySpec>& families() {
     bert.config_constants = R"({"initializer_range": 0.02, "pad_token_id": 0, "position_embedding_type": "absolute"})";
     bert.dropout_keys    = {"attention_probs_dropout_prob", "hidden_dropout_prob"};
     bert.base            = {30522, 512, 2, -1, 1e-12};
+    bert.lm_head         = {LmObjective::Masked, "cls.predictions.transform.dense", nullptr, "cls.predictions.transform.LayerNorm",
+                            "cls.predictions.bias", "[MASK]"};
 
     FamilySpec distilbert = bert;
     distilbert.family          = Family::DistilBert;
@@ -72,6 +74,7 @@ const std::vector<FamilySpec>& families() {
                                       "sinusoidal_pos_embds": false, "tie_weights_": true})";
     distilbert.dropout_keys    = {"attention_dropout", "dropout"};
     distilbert.base            = {30522, 512, 0, -1, 1e-12};
+    distilbert.lm_head         = {LmObjective::Masked, "vocab_transform", nullptr, "vocab_layer_norm", "vocab_projector.bias", "[MASK]"};
 
     // RoBERTa: modeling_roberta.py (RobertaModel, RobertaForMaskedLM): BERT's layout under
     // "roberta.", one token type, positions after the padding id, GPT-2's byte-level BPE.
@@ -89,9 +92,11 @@ const std::vector<FamilySpec>& families() {
     roberta.byte_level_bpe = true;
     roberta.frame          = {"<s>", "</s>", "<pad>", {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}};
     roberta.config_constants = R"({"bos_token_id": 0, "eos_token_id": 2, "initializer_range": 0.02, "position_embedding_type": "absolute"})";
-    roberta.base           = {30522, 514, 1, 1, 1e-5};
+    roberta.base           = {30522, 514, 1, 1, 1e-5};  // roberta-base's positions 2 … 513 after pad_token_id 1
     roberta.bpe_specials_first = {"<s>", "<pad>", "</s>", "<unk>"};
-    roberta.bpe_specials_last  = {"<mask>"};  // roberta-base's positions 2 … 513 after pad_token_id 1
+    roberta.bpe_specials_last  = {"<mask>"};
+    roberta.lm_head        = {LmObjective::Masked, "lm_head.dense", "gelu", "lm_head.layer_norm", "lm_head.bias", "<mask>"};
+    // (RobertaLMHead applies gelu whatever hidden_act says.)
 
     // GPT-2: modeling_gpt2.py (GPT2Model, GPT2LMHeadModel): Conv1D weights, one fused c_attn,
     // pre-LN blocks and ln_f, causal attention, learned positions from 0, no token types.
@@ -135,6 +140,7 @@ const std::vector<FamilySpec>& families() {
     gpt2.last_id_keys       = {"bos_token_id", "eos_token_id"};
     gpt2.base               = {50257, 1024, 0, -1, 1e-5};
     gpt2.bpe_specials_last  = {"<|endoftext|>"};
+    gpt2.lm_head            = {LmObjective::Causal, nullptr, nullptr, nullptr, nullptr};  // ln_f, then wte tied
     return std::vector<FamilySpec>{bert, distilbert, roberta, gpt2};
   }();
   return rows;
@@ -169,6 +175,13 @@ const FamilySpec* family_by_model_type(const std::string& type) {
 std::string supported_model_types() {
   std::string s;
   for (const auto& spec : families()) s += (s.empty() ? "" : ", ") + std::string(spec.model_type);
+  return s;
+}
+
+std::string lm_model_types() {
+  std::string s;
+  for (const auto& spec : families())
+    if (spec.lm_head.objective != LmObjective::None) s += (s.empty() ? "" : ", ") + std::string(spec.model_type);
   return s;
 }
 

@@ -18,6 +18,22 @@ enum class Family { Bert, DistilBert, Roberta, Gpt2 };
 // RoBERTa), or on each block's input, the residual add after (pre-LN: GPT-2, with a final one).
 enum class NormPlacement { Post, Pre };
 
+// What the family's language-model head predicts (SPEC §8): masked positions (the *ForMaskedLM
+// classes) or the next token (GPT2LMHeadModel and the decoders after it).
+enum class LmObjective { None, Masked, Causal };
+
+// The language-model head of the family's mlm_class by its checkpoint names (full names, outside
+// model_prefix), without `.weight` / `.bias`. Its decoder is the word embeddings (tied), plus
+// `bias` where the family has one.
+struct LmHead {
+  LmObjective objective = LmObjective::None;   // None: no head ctxsim evaluates
+  const char* transform = nullptr;             // dense [hidden, hidden] with a bias, then an activation; nullptr: none
+  const char* transform_activation = nullptr;  // that activation; nullptr: the config's
+  const char* transform_norm = nullptr;        // LayerNorm [hidden] after it; nullptr: none
+  const char* bias = nullptr;                  // the decoder's bias [vocab]; nullptr: none
+  const char* mask_token = nullptr;            // a masked position's input ("[MASK]", "<mask>"); nullptr: causal
+};
+
 // The config.json keys of one family; nullptr: the family has no such key.
 struct ConfigKeys {
   const char* vocab;       // vocab_size
@@ -84,6 +100,8 @@ struct FamilySpec {
   bool causal = false;
   bool ffn_null_is_4x = false;
   const char* default_activation = "gelu";  // when config.json names none (GPT2Config: gelu_new)
+  // Its language-model head: what pretrain, prune and init-model --mlm train, evaluate or write.
+  LmHead lm_head = {};
   // What init-model writes into config.json besides the sizes (keys above): the constant keys of
   // transformers' config class as JSON text, the dropout keys (set to --dropout), and keys that
   // hold the last token id (GPT-2's bos and eos: <|endoftext|>, appended last).
@@ -110,6 +128,8 @@ std::vector<const FamilySpec*> all_families();
 const FamilySpec* family_by_model_type(const std::string& type);
 // "bert, distilbert": for error messages.
 std::string supported_model_types();
+// The same for the families with a language-model head.
+std::string lm_model_types();
 // The family named on a command line (`--family bert`), or an Error naming `where` and the choices.
 Family parse_family(const std::string& name, const std::string& where);
 

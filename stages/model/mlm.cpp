@@ -21,8 +21,6 @@
 namespace ctxsim {
 namespace {
 
-constexpr const char* kWord = "bert.embeddings.word_embeddings.weight";
-
 // Inverted dropout with one counter-based mask per sample (row of dim 0) and site.
 at::Tensor dropout(const at::Tensor& x, double p, const std::vector<uint64_t>& keys, uint64_t site) {
   if (p <= 0) return x;
@@ -38,14 +36,10 @@ at::Tensor dropout(const at::Tensor& x, double p, const std::vector<uint64_t>& k
 }  // namespace
 
 std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& c) {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  CTXSIM_CHECK(c.family == Family::Bert, "mlm_parameter_layout: masked-LM training is BERT's (BertForMaskedLM)");
-  for (const auto& [name, shape] : encoder_tensor_shapes(c)) shapes["bert." + name] = shape;
-  shapes["cls.predictions.bias"] = {c.vocab_size};
-  shapes["cls.predictions.transform.dense.weight"] = {c.hidden_size, c.hidden_size};
-  shapes["cls.predictions.transform.dense.bias"] = {c.hidden_size};
-  shapes["cls.predictions.transform.LayerNorm.weight"] = {c.hidden_size};
-  shapes["cls.predictions.transform.LayerNorm.bias"] = {c.hidden_size};
+  const FamilySpec& f = family_spec(c.family);
+  CTXSIM_CHECK(f.lm_head.objective != LmObjective::None, "mlm_parameter_layout: a family without a language-model head");
+  std::map<std::string, std::vector<int64_t>> shapes = lm_head_shapes(c);
+  for (const auto& [name, shape] : encoder_tensor_shapes(c)) shapes[f.model_prefix + name] = shape;
   std::vector<MlmParameter> out;
   int64_t offset = 0;
   for (const auto& [name, shape] : shapes) {
@@ -101,18 +95,18 @@ at::Tensor MlmModel::parameter(const std::string& name) const {
   return params_.narrow(0, p.offset, p.numel).view(p.shape);
 }
 
-void MlmModel::init_bert(uint64_t seed) {
+void MlmModel::init(uint64_t seed) {
+  // The tensors init-model writes for the family's language-model class.
+  const std::map<std::string, TensorData> initial = random_lm_weights(config_, seed);
   for (const auto& p : layout_) {
-    // The encoder's tensors by their BertModel names, so that they equal init-model's.
-    const std::string name = p.name.compare(0, 5, "bert.") == 0 ? p.name.substr(5) : p.name;
-    const TensorData t = initial_tensor(name, p.shape, seed);
+    const TensorData& t = initial.at(p.name);
     const at::Tensor values = at::from_blob(const_cast<uint8_t*>(t.bytes.data()), {p.numel}, at::kFloat);
     params_.narrow(0, p.offset, p.numel).copy_(values);
   }
 }
 
 MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double p, at::Tensor* loss_out,
-                        const at::Tensor& gates, GatedMlm* gated) const {
+                        const at::Tensor& gates, GatedMlm* gated, at::Tensor* head_out) const {
   const auto W = [&](const std::string& name) -> const at::Tensor& { return weights[index_.at(name)]; };
   const ModelConfig& c = config_;
   const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
@@ -124,10 +118,12 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   if (p > 0) mode.dropout = [&](const at::Tensor& x, uint64_t site) { return dropout(x, p, batch.dropout_keys, site); };
   mode.gates = gates;
   const FamilySpec& f = family_spec(c.family);
-  const TensorGetter get = [&](const std::string& name) { return W("bert." + name); };
+  const TensorGetter get = [&](const std::string& name) { return W(f.model_prefix + name); };
   const LayerOptions options = layer_options(c);
-  at::Tensor x = embed(gather_embeddings(f, get), batch.input, eps, mode.dropout);  // [B, T, hidden]
-  const KeyMask mask = key_mask(batch.valid, c.num_heads, x.options(), mode.kernel);
+  EmbeddingWeights embeddings = gather_embeddings(f, get);
+  embeddings.pad_position = c.pad_position;
+  at::Tensor x = embed(embeddings, batch.input, eps, mode.dropout);  // [B, T, hidden]
+  const KeyMask mask = key_mask(batch.valid, c.num_heads, x.options(), mode.kernel, options.causal);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     // The projections stay separate parameters; their concatenation is part of the graph.
     const LayerWeights L = gather_layer(f, l, get, [](const std::vector<at::Tensor>& parts) { return at::cat(parts); });
@@ -142,13 +138,17 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
       gated->entropy.select(1, l).copy_(h);
     }
   }
+  if (embeddings.final_norm_w.defined())  // GPT-2's ln_f
+    x = at::layer_norm(x, {hidden}, embeddings.final_norm_w, embeddings.final_norm_b, eps);
   MlmResult r;
   r.predicted = batch.positions.numel();
   if (r.predicted == 0) return r;
   // The head on the predicted positions only: [M, hidden] → [M, V].
-  at::Tensor h = x.reshape({B * T, hidden}).index_select(0, batch.positions);
-  h = activate(at::linear(h, W("cls.predictions.transform.dense.weight"), W("cls.predictions.transform.dense.bias")), options.activation);
-  h = at::layer_norm(h, {hidden}, W("cls.predictions.transform.LayerNorm.weight"), W("cls.predictions.transform.LayerNorm.bias"), eps);
+  const at::Tensor h = head_input(weights, x.reshape({B * T, hidden}).index_select(0, batch.positions));
+  if (head_out) {  // the caller decodes
+    *head_out = h;
+    return r;
+  }
   // The decoder in chunks of rows whose [rows, V] logits stay under glibc's mmap threshold, so
   // that they and their gradients come from the heap (reused) rather than fresh mappings.
   const int64_t rows = std::max<int64_t>(1, (int64_t(24) << 20) / (c.vocab_size * int64_t(x.element_size())));
@@ -157,7 +157,7 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   if (gated) sample_loss = at::zeros({B}, at::kDouble), sample_correct = at::zeros({B}, at::kLong);
   for (int64_t first = 0; first < r.predicted; first += rows) {
     const int64_t n = std::min(rows, r.predicted - first);
-    const at::Tensor logits = at::linear(h.narrow(0, first, n), W(kWord), W("cls.predictions.bias"));
+    const at::Tensor logits = decode(weights, h.narrow(0, first, n));
     const at::Tensor targets = batch.targets.narrow(0, first, n);
     const at::Tensor hit = at::eq(logits.argmax(1), targets);
     if (gated) {  // per position, then summed into its sample in position order
@@ -182,6 +182,37 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   r.loss_sum = loss.item<double>();
   if (loss_out) *loss_out = loss;
   return r;
+}
+
+at::Tensor MlmModel::head_input(const std::vector<at::Tensor>& weights, at::Tensor h) const {
+  const LmHead& head = family_spec(config_.family).lm_head;
+  const auto W = [&](const char* name, const char* kind) -> const at::Tensor& {
+    return weights[index_.at(std::string(name) + "." + kind)];
+  };
+  if (head.transform) {
+    const Activation a = head.transform_activation ? activation_of(head.transform_activation) : activation_of(config_.hidden_act);
+    h = activate(at::linear(h, W(head.transform, "weight"), W(head.transform, "bias")), a);
+  }
+  if (head.transform_norm)
+    h = at::layer_norm(h, {config_.hidden_size}, W(head.transform_norm, "weight"), W(head.transform_norm, "bias"), config_.layer_norm_eps);
+  return h;
+}
+
+at::Tensor MlmModel::decode(const std::vector<at::Tensor>& weights, const at::Tensor& h) const {
+  const FamilySpec& f = family_spec(config_.family);
+  const at::Tensor& word = weights[index_.at(std::string(f.model_prefix) + f.word + ".weight")];  // the tied decoder
+  if (!f.lm_head.bias) return at::linear(h, word);
+  return at::linear(h, word, weights[index_.at(f.lm_head.bias)]);
+}
+
+at::Tensor MlmModel::logits(const MlmBatch& batch) const {
+  const at::NoGradGuard no_grad;
+  std::vector<at::Tensor> weights;
+  for (const auto& p : layout_) weights.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
+  at::Tensor hidden;
+  run(weights, batch, 0.0, nullptr, {}, nullptr, &hidden);
+  if (!hidden.defined()) return at::zeros({0, config_.vocab_size}, params_.options());
+  return decode(weights, hidden);
 }
 
 MlmResult MlmModel::train_step(const MlmBatch& batch, double dropout_p, double loss_scale) {
@@ -232,33 +263,36 @@ GatedMlm MlmModel::evaluate_gated(const MlmBatch& batch, const at::Tensor& gates
 }
 
 MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
-  namespace fs = std::filesystem;
   const ModelFolder folder(dir);
   const std::string config_path = folder.config();
   const ModelConfig config = ModelConfig::load(config_path);
   const FamilySpec& f = family_spec(config.family);
-  if (config.family != Family::Bert)
-    throw Error(config_path + ": model_type",
-                std::string("is ") + f.model_type + ": the masked-LM head ctxsim evaluates is BERT's (BertForMaskedLM)",
-                "give a BertForMaskedLM folder, e.g. models/brown-bert");
+  if (f.lm_head.objective == LmObjective::None)
+    throw Error(config_path + ": model_type", std::string("is ") + f.model_type + ", whose language-model head ctxsim does not evaluate",
+                "give a folder of a family with a head (" + lm_model_types() + ")");
   MlmModel m(config, dtype);
   const SafetensorsFile file(folder.weights());
-  // The file's tensors by the layout's names: the encoder under "bert." (or bare, legacy LayerNorm
-  // gamma/beta renamed), the head as it is.
+  // The file's tensors by the layout's names: the encoder under the family's prefix (or bare,
+  // legacy LayerNorm gamma/beta renamed), the head as it is; the tied decoder skipped.
+  const std::map<std::string, std::vector<int64_t>> head = lm_head_shapes(config);
   std::map<std::string, const TensorView*> by_name;
   for (const auto& [key, view] : file.tensors()) {
-    if (key.compare(0, 4, "cls.") == 0) {
+    if (head.count(key)) {
       by_name[key] = &view;
     } else if (const std::string bare = canonical_tensor_name(f, key); !bare.empty()) {
-      by_name["bert." + bare] = &view;
+      by_name[f.model_prefix + bare] = &view;
     }
   }
-  if (!by_name.count("cls.predictions.bias"))
-    throw Error(file.path(), "has no masked-LM head (cls.predictions.*): the masked-LM loss needs one",
-                "give a BertForMaskedLM folder (e.g. models/brown-bert, or what ctxsim pretrain writes)");
+  for (const auto& [name, shape] : head)
+    if (!by_name.count(name))
+      throw Error(file.path(),
+                  std::string("has no ") + f.display + " language-model head (" + name + " is missing): the " +
+                      (f.lm_head.objective == LmObjective::Causal ? "next-token" : "masked-LM") + " loss needs one",
+                  std::string("give a ") + f.mlm_class + " folder (e.g. what 'ctxsim init-model --mlm' or 'ctxsim pretrain' writes)");
   for (const auto& p : m.layout_) {
     const auto it = by_name.find(p.name);
-    if (it == by_name.end()) throw Error(file.path(), "lacks the tensor " + p.name, "give a complete BertForMaskedLM checkpoint");
+    if (it == by_name.end())
+      throw Error(file.path(), "lacks the tensor " + p.name, std::string("give a complete ") + f.mlm_class + " checkpoint");
     const TensorView& v = *it->second;
     if (v.shape != p.shape)
       throw Error(file.path() + ": " + v.name, "has the shape of another model than config.json's", "use the config.json of these weights");

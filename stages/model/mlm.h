@@ -1,8 +1,11 @@
-// Masked-language-model training of a BERT encoder in LibTorch (autograd through ATen; the
-// embeddings and layers are transformer_layer.h's, the ones the analysis runs), with Hugging
-// Face's BertForMaskedLM layout: the encoder under `bert.`, the MLM head under
-// `cls.predictions` (transform dense + LayerNorm, the decoder tied to the word embeddings, its
-// own bias). The parameters live in one flat buffer, as do their gradients and AdamW's moments,
+// Language-model training and evaluation of an encoder in LibTorch (autograd through ATen; the
+// embeddings and layers are transformer_layer.h's, the ones the analysis runs), in the layout of
+// the family's language-model class (FamilySpec::mlm_class, lm_head): the encoder under its
+// prefix (`bert.`, `roberta.`, `distilbert.`, `transformer.`), the head's own tensors (BERT's
+// cls.predictions transform and bias, RoBERTa's lm_head, DistilBERT's vocab_*, none for GPT-2),
+// the decoder tied to the word embeddings. The objective is the row's: masked positions, or the
+// next token for a decoder (SPEC §8); a batch's positions and targets say which are predicted.
+// The parameters live in one flat buffer, as do their gradients and AdamW's moments,
 // so a data-parallel step is one all-reduce and a checkpoint is three tensors. Dropout masks are
 // counter-based per sample (stages/text/pretraining_data.h): a sample drops the same units on any rank
 // count. No MPI, no HDF5.
@@ -27,7 +30,8 @@ struct MlmParameter {
   bool decays = true;  // AdamW weight decay (not on biases and LayerNorm, as BERT)
 };
 
-// The parameters of BertForMaskedLM in name order (the tied decoder weight is the word embeddings).
+// The parameters of the family's language-model class in name order (the tied decoder weight is
+// the word embeddings).
 std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& config);
 
 // A batch of masked samples (rows of the global batch this rank computes).
@@ -68,9 +72,10 @@ class MlmModel {
   at::Tensor& gradients() { return grads_; }  // [P]
   at::Tensor decay_mask() const;              // [P] 1 where weight decay applies, else 0
 
-  // BERT's initialisation: the encoder exactly as `ctxsim init-model --seed seed` writes it
-  // (N(0, 0.02) weights, zero biases, unit LayerNorm), the head's dense N(0, 0.02), the rest 0/1.
-  void init_bert(uint64_t seed);
+  // The initialisation `ctxsim init-model --seed seed` writes (random_lm_weights): the encoder
+  // exactly as the bare model's (N(0, 0.02) weights, zero biases, unit LayerNorm), the head's
+  // dense N(0, 0.02), the rest 0/1.
+  void init(uint64_t seed);
 
   // Forward and backward: adds d(loss_sum × loss_scale)/dθ into gradients(); dropout p per
   // sample from its key. The loss of a data-parallel step is the sum over the global batch's
@@ -82,9 +87,13 @@ class MlmModel {
   // removed), with the gates' gradients and the heads' attention entropies on request.
   GatedMlm evaluate_gated(const MlmBatch& batch, const at::Tensor& gates, bool gradients, bool entropy) const;
 
-  // A BertForMaskedLM folder (config.json, model.safetensors with the encoder under `bert.` or
-  // bare, and cls.predictions.*; the decoder tied to the word embeddings) in `dtype`. Errors name
-  // the file and the tensor: another family, a missing head, a shape, a non-finite value.
+  // The logits [M, V] of the batch's positions (its targets unused), without dropout.
+  at::Tensor logits(const MlmBatch& batch) const;
+
+  // A folder of the family's language-model class (config.json, model.safetensors with the
+  // encoder under the family's prefix or bare, and the head's own tensors; the decoder tied to the
+  // word embeddings) in `dtype`. Errors name the file and the tensor: a family without a head, a
+  // missing head, a shape, a non-finite value.
   static MlmModel load(const std::string& dir, at::ScalarType dtype);
 
   // The tensors by Hugging Face name in `dtype` (F32 or F16): what model.safetensors holds.
@@ -96,8 +105,13 @@ class MlmModel {
   // Last hidden states [B, T, hidden] and the loss terms; `weights` are views (leaves) of params_.
   // With `gated` (and gates [B, L, H]): per-sample results into it, and the attention maps'
   // entropies when gated->entropy is to be filled (defined on entry).
+  // With head_out: the head's input at the predicted positions into it, and no loss.
   MlmResult run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double dropout, at::Tensor* loss_sum,
-                const at::Tensor& gates = {}, GatedMlm* gated = nullptr) const;
+                const at::Tensor& gates = {}, GatedMlm* gated = nullptr, at::Tensor* head_out = nullptr) const;
+  // The head: [M, hidden] final hidden states → the decoder's input (transform, LayerNorm), and
+  // that → logits [M, V].
+  at::Tensor head_input(const std::vector<at::Tensor>& weights, at::Tensor h) const;
+  at::Tensor decode(const std::vector<at::Tensor>& weights, const at::Tensor& h) const;
   ModelConfig config_;
   std::vector<MlmParameter> layout_;
   std::map<std::string, size_t> index_;

@@ -237,6 +237,16 @@ std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelCon
   return s;
 }
 
+std::map<std::string, std::vector<int64_t>> lm_head_shapes(const ModelConfig& c) {
+  const LmHead& head = family_spec(c.family).lm_head;
+  const int64_t H = c.hidden_size;
+  std::map<std::string, std::vector<int64_t>> s;
+  if (head.transform) s[std::string(head.transform) + ".weight"] = {H, H}, s[std::string(head.transform) + ".bias"] = {H};
+  if (head.transform_norm) s[std::string(head.transform_norm) + ".weight"] = {H}, s[std::string(head.transform_norm) + ".bias"] = {H};
+  if (head.bias) s[head.bias] = {c.vocab_size};
+  return s;
+}
+
 std::map<std::string, std::vector<int64_t>> pooler_shapes(const ModelConfig& c) {
   const char* pooler = family_spec(c.family).pooler;
   if (!pooler) return {};

@@ -50,6 +50,9 @@ struct ModelConfig {
 // The encoder tensors (the pooler excluded) by their bare-model names in the config's family,
 // with their shapes.
 std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelConfig& c);
+// The language-model head's own tensors by their checkpoint names (FamilySpec::lm_head; the tied
+// decoder weight is the word embeddings, not among them); none for a family without one.
+std::map<std::string, std::vector<int64_t>> lm_head_shapes(const ModelConfig& c);
 // The pooler's two tensors (in BertModel checkpoints, unused by ctxsim); none for DistilBERT.
 std::map<std::string, std::vector<int64_t>> pooler_shapes(const ModelConfig& c);
 

@@ -128,30 +128,35 @@ TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& s
   return t;
 }
 
-std::map<std::string, TensorData> random_checkpoint_weights(const ModelConfig& config, uint64_t seed) {
-  auto shapes = encoder_tensor_shapes(config);
-  for (auto& kv : pooler_shapes(config)) shapes.insert(kv);
-  std::map<std::string, TensorData> out;
+namespace {
+
+// The encoder's tensors (no pooler) by their bare-model names. GPT-2's _init_weights: the
+// projections into the residual stream (c_proj) get 0.02 / sqrt(2 layers).
+std::map<std::string, TensorData> encoder_weights(const ModelConfig& config, uint64_t seed) {
   const FamilySpec& f = family_spec(config.family);
-  if (!f.init_writes_mlm) {  // BertModel, RobertaModel, GPT2Model: the bare names
-    for (const auto& [name, shape] : shapes) {
-      // GPT-2's _init_weights: the projections into the residual stream (c_proj) get 0.02 / sqrt(2 layers).
-      const bool residual = f.conv1d && name.size() > 13 && name.compare(name.size() - 13, 13, "c_proj.weight") == 0;
-      out.emplace(name, initial_tensor(name, shape, seed, residual ? 0.02 / std::sqrt(2.0 * double(config.num_layers)) : 0.02));
-    }
-    return out;
+  std::map<std::string, TensorData> out;
+  for (const auto& [name, shape] : encoder_tensor_shapes(config)) {
+    const bool residual = f.conv1d && name.size() > 13 && name.compare(name.size() - 13, 13, "c_proj.weight") == 0;
+    out.emplace(name, initial_tensor(name, shape, seed, residual ? 0.02 / std::sqrt(2.0 * double(config.num_layers)) : 0.02));
   }
-  // DistilBertForMaskedLM: the encoder under its prefix, and the MLM head (vocab_projector's
-  // weight is tied to the word embeddings, so the file does not hold it).
-  CTXSIM_CHECK(config.family == Family::DistilBert, "random_checkpoint_weights: a masked-LM layout without its head's shapes");
-  for (const auto& [name, shape] : shapes) out.emplace(f.model_prefix + name, initial_tensor(name, shape, seed));
-  const int64_t H = config.hidden_size;
-  const std::map<std::string, std::vector<int64_t>> head = {{"vocab_transform.weight", {H, H}},
-                                                            {"vocab_transform.bias", {H}},
-                                                            {"vocab_layer_norm.weight", {H}},
-                                                            {"vocab_layer_norm.bias", {H}},
-                                                            {"vocab_projector.bias", {config.vocab_size}}};
-  for (const auto& [name, shape] : head) out.emplace(name, initial_tensor(name, shape, seed));
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, TensorData> random_checkpoint_weights(const ModelConfig& config, uint64_t seed) {
+  if (family_spec(config.family).init_writes_mlm) return random_lm_weights(config, seed);
+  std::map<std::string, TensorData> out = encoder_weights(config, seed);
+  for (const auto& [name, shape] : pooler_shapes(config)) out.emplace(name, initial_tensor(name, shape, seed));
+  return out;
+}
+
+std::map<std::string, TensorData> random_lm_weights(const ModelConfig& config, uint64_t seed) {
+  const FamilySpec& f = family_spec(config.family);
+  CTXSIM_CHECK(f.lm_head.objective != LmObjective::None, "random_lm_weights: a family without a language-model head");
+  std::map<std::string, TensorData> out;
+  for (auto& [name, t] : encoder_weights(config, seed)) out.emplace(f.model_prefix + name, std::move(t));
+  for (const auto& [name, shape] : lm_head_shapes(config)) out.emplace(name, initial_tensor(name, shape, seed));
   return out;
 }
 

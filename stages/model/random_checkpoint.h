@@ -1,6 +1,7 @@
 // Seeded random checkpoints in the Hugging Face format (config.json, model.safetensors,
-// vocab.txt) with BERT's initialisation, in the layout of the config's family: BERT as BertModel
-// (with the pooler), DistilBERT as DistilBertForMaskedLM (under `distilbert.`, with its MLM head).
+// vocab.txt) with BERT's initialisation, in the layout of the config's family: the bare model
+// (BertModel with the pooler, RobertaModel, GPT2Model), or its language-model class for a row with
+// init_writes_mlm (DistilBertForMaskedLM: under `distilbert.`, with its head).
 // The test fixtures and the study's random-init control. Same config and seed give byte-identical
 // files. No LibTorch here.
 #pragma once
@@ -22,6 +23,9 @@ TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& s
 // has its own SplitMix64 stream derived from (seed, its bare-model name), so the values of a
 // tensor do not depend on which other tensors exist.
 std::map<std::string, TensorData> random_checkpoint_weights(const ModelConfig& config, uint64_t seed);
+// The same encoder in the family's language-model class (mlm_class): its tensors under
+// model_prefix, then the head's own (lm_head_shapes), each from the same streams.
+std::map<std::string, TensorData> random_lm_weights(const ModelConfig& config, uint64_t seed);
 
 // Writes config.json, model.safetensors and the tokenizer of vocab_path into out_dir (created): a
 // vocab.txt copied (WordPiece families: BERT, DistilBERT), or vocab.json + merges.txt from a byte-level BPE's files

@@ -27,6 +27,14 @@ int32_t mask_targets(const int32_t* ids, int32_t T, int32_t n_valid, const std::
   return chosen;
 }
 
+int32_t next_token_targets(const int32_t* ids, int32_t T, int32_t n_valid, int32_t* input, int32_t* labels) {
+  CTXSIM_CHECK(n_valid >= 0 && n_valid <= T, "next_token_targets: n_valid outside 0…T");
+  std::copy(ids, ids + T, input);
+  std::fill(labels, labels + T, -1);
+  for (int32_t t = 0; t + 1 < n_valid; ++t) labels[t] = ids[t + 1];
+  return std::max(0, n_valid - 1);
+}
+
 std::vector<double> curve_fractions() {
   std::vector<double> f;
   for (int k = 0; k < 10; ++k) f.push_back(k / 10.0);

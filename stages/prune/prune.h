@@ -1,5 +1,5 @@
 // Head importance and pruning (SPEC §8), the parts that are arithmetic on numbers: the masked-LM
-// targets of a held-out sample, the orders in which heads are removed, and how many heads a
+// or next-token targets of a held-out sample, the orders in which heads are removed, and how many heads a
 // fraction removes. The model's passes are stages/model/mlm.h's (evaluate_gated); the job that
 // runs them over the corpus is pipeline/commands/prune.cpp. No LibTorch, no MPI.
 #pragma once
@@ -15,6 +15,11 @@ namespace ctxsim::prune {
 // position's input is mask_id. Returns the count chosen (0 when the sample has no such position).
 int32_t mask_targets(const int32_t* ids, int32_t T, int32_t n_valid, const std::vector<int32_t>& specials, int32_t mask_id, uint64_t seed,
                      uint64_t index, int32_t* input, int32_t* labels);
+
+// The causal-LM targets of SPEC §8 (a decoder's objective): the input is the sample unchanged, and
+// each valid position but the last predicts the token after it (labels[t] = ids[t + 1]). Returns
+// the count, n_valid - 1 (0 for fewer than 2 valid positions).
+int32_t next_token_targets(const int32_t* ids, int32_t T, int32_t n_valid, int32_t* input, int32_t* labels);
 
 // The fractions of heads removed along a curve: 0, 0.1, …, 0.9.
 std::vector<double> curve_fractions();

@@ -386,12 +386,12 @@ void check_paths(const Config& c) {
   };
   must_exist("corpus.path", c.corpus.path,
              "run scripts/setup.sh (it fetches the Brown corpus into data/brown) or point corpus.path at your corpus");
-  must_exist("model.path", c.model.path, "point model.path at a Hugging Face BERT folder, or make a random one with 'ctxsim init-model'");
+  must_exist("model.path", c.model.path, "point model.path at a Hugging Face model folder, or make a random one with 'ctxsim init-model'");
   must_exist("model.vocab", c.model.vocab,
              "run scripts/setup.sh (it writes data/vocab/bert-base-uncased.txt) or point model.vocab at a vocab.txt");
   if (c.model.path.empty() && c.model.name.empty() && c.model.vocab.empty())
     throw Error(c.where("model.path"), "no model given",
-                "set model.path (a Hugging Face BERT folder), model.name (found in the HF cache) or at least model.vocab");
+                "set model.path (a Hugging Face model folder), model.name (found in the HF cache) or at least model.vocab");
   if (!c.model.path.empty() && path_kind(c.model.path, c.where("model.path")) != PathKind::Folder)
     throw Error(c.where("model.path"), "'" + c.model.path + "' is not a folder",
                 "point model.path at the folder holding config.json and model.safetensors");
