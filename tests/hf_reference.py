@@ -67,7 +67,70 @@ FAMILIES = {
                 transformers.RobertaModel, transformers.RobertaForMaskedLM, "encoder.layer.{}.attention.output.dense"),
     "gpt2": (transformers.GPT2Config, dict(n_embd=60, n_layer=3, n_head=4, n_inner=96, n_positions=64, bos_token_id=999, eos_token_id=999),
              transformers.GPT2Model, transformers.GPT2LMHeadModel, "h.{}.attn.c_proj"),
+    # Grouped-query attention (4 query heads on 2 key/value heads), head_dim 16 (not hidden /
+    # heads), rotary positions, RMSNorm, SwiGLU, an untied lm_head.
+    "llama": (transformers.LlamaConfig, dict(hidden_size=60, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                             head_dim=16, intermediate_size=96, max_position_embeddings=64, rope_theta=500.0,
+                                             tie_word_embeddings=False),
+              transformers.LlamaModel, transformers.LlamaForCausalLM, "layers.{}.self_attn.o_proj"),
+    # Llama's shape: a sliding window longer than the samples (exact), no head_dim key.
+    "mistral": (transformers.MistralConfig, dict(hidden_size=60, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                                 head_dim=16, intermediate_size=96, max_position_embeddings=64, sliding_window=32,
+                                                 rope_theta=1000.0),
+                transformers.MistralModel, transformers.MistralForCausalLM, "layers.{}.self_attn.o_proj"),
+    # Llama's shape with q, k and v biases and a tied decoder.
+    "qwen2": (transformers.Qwen2Config, dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1,
+                                             intermediate_size=96, max_position_embeddings=64, rope_theta=1e6, tie_word_embeddings=True),
+              transformers.Qwen2Model, transformers.Qwen2ForCausalLM, "layers.{}.self_attn.o_proj"),
 }
+
+
+def float64_throughout():
+    """transformers computes three things of the Llama lineage in float32 whatever the model's
+    dtype (for half-precision models): RMSNorm, the rotary tables, the eager softmax. ctxsim does
+    the same for float32 and bfloat16, and computes in float64 for a float64 model; so that the
+    float64 comparison can be exact, those three run in float64 for float64 inputs here (the same
+    arithmetic, unchanged for every other dtype)."""
+    from transformers.models.llama import modeling_llama
+    from transformers.models.mistral import modeling_mistral
+    from transformers.models.qwen2 import modeling_qwen2
+    for m, prefix in ((modeling_llama, "Llama"), (modeling_mistral, "Mistral"), (modeling_qwen2, "Qwen2")):
+        patch_float64(m, getattr(m, prefix + "RMSNorm"), getattr(m, prefix + "RotaryEmbedding"))
+
+
+def patch_float64(m, norm_cls, rope_cls):
+    rms = norm_cls.forward
+
+    def rms_forward(self, h):
+        if h.dtype != torch.float64:
+            return rms(self, h)
+        return self.weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    rope = rope_cls.forward
+
+    def rope_forward(self, x, position_ids):
+        if x.dtype != torch.float64:
+            return rope(self, x, position_ids)
+        cfg = self.config
+        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        inv_freq = 1.0 / (cfg.rope_parameters["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        freqs = position_ids[..., None].double() * inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+
+    eager = m.eager_attention_forward
+
+    def eager_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+        if query.dtype != torch.float64:
+            return eager(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
+        k, v = m.repeat_kv(key, module.num_key_value_groups), m.repeat_kv(value, module.num_key_value_groups)
+        w = torch.matmul(query, k.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            w = w + attention_mask
+        w = torch.softmax(w, dim=-1)
+        return torch.matmul(w, v).transpose(1, 2).contiguous(), w
+
+    norm_cls.forward, rope_cls.forward, m.eager_attention_forward = rms_forward, rope_forward, eager_forward
 VOCAB = 1000
 # Three samples of different lengths (padding is masked), one holding id 1 (RoBERTa's padding id,
 # which moves its positions); d = 60 / 4 = 15, so 1/sqrt(d) is inexact.
@@ -80,7 +143,9 @@ def perturb(model, generator):
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=generator, dtype=p.dtype)
-            if p.dim() == 1 and ("LayerNorm" in name or "layer_norm" in name or ".ln_" in name or name.startswith("ln_")):
+            norm = ("LayerNorm" in name or "layer_norm" in name or "layernorm" in name or ".ln_" in name or name.startswith("ln_")
+                    or name.endswith("norm.weight"))
+            if p.dim() == 1 and norm:
                 p.copy_(1 + 0.2 * noise if name.endswith("weight") else 0.1 * noise)
             elif p.dim() == 1:
                 p.copy_(0.1 * noise)
@@ -176,6 +241,7 @@ def compare_logits(label, cls, folder, dump_dir, info):
 
 
 def cmd_families(ctxsim, tmp):
+    float64_throughout()
     worst = 0.0
     for family, (config_cls, keys, base_cls, head_cls, proj) in FAMILIES.items():
         for cls in (base_cls, head_cls):
@@ -196,6 +262,27 @@ def cmd_families(ctxsim, tmp):
             worst = max(worst, c, a)
             if cls is head_cls:
                 worst = max(worst, compare_logits(label, cls, folder, os.path.join(tmp, "dump"), info))
+            if cls is head_cls and family == "llama":
+                # In float32 nothing is patched: transformers' own float32 RMSNorm, rotary tables
+                # and softmax against ctxsim's float32 forward.
+                c32, a32, _, _, _ = compare(label, ctxsim, folder, cls, proj, "float32", SAMPLES, tmp, 1e-5)
+                print(f"reference: {label}: float32, transformers unpatched: max relative deviation context {c32:.2e}, "
+                      f"attention {a32:.2e} (tolerance 1e-5)")
+                if not max(c32, a32) <= 1e-5:
+                    fail(f"{label}: float32 beyond the tolerance")
+            if cls is head_cls and family == "mistral":
+                # Beyond the sliding window a query no longer sees every earlier key: refused.
+                p = subprocess.run([ctxsim, "model-info", folder, "--dump-heads", os.path.join(tmp, "long"), "--ids",
+                                    ",".join(["5"] * 33)], capture_output=True, text=True)
+                if p.returncode != 1 or "33 tokens per sample exceed the model's sliding window of 32" not in p.stderr:
+                    fail(f"{label}: 33 tokens beyond a window of 32 were not refused: {p.stderr.strip()[-300:]}")
+            if cls is head_cls and family == "llama":
+                # Its tokenizer is not read yet: a job on it is refused by name, writing nothing.
+                out = os.path.join(tmp, "llama-run")
+                p = subprocess.run([ctxsim, "run", "configs/default.yaml", f"model.path={folder}", f"output.dir={out}"],
+                                   capture_output=True, text=True)
+                if p.returncode != 1 or "is a Llama model: its tokenizer.json" not in p.stderr or os.path.exists(out):
+                    fail(f"{label}: a run was not refused by name: exit {p.returncode}, {p.stderr.strip()[-300:]}")
             if cls is base_cls and family == "bert":
                 # The check can fail: ctxsim's float32 forward is far beyond it.
                 c32, a32, _, _, _ = compare(label, ctxsim, folder, cls, proj, "float32", SAMPLES, tmp, 1e-10)

@@ -70,14 +70,14 @@ const at::Tensor kIds = at::tensor({2, 10, 11, 30, 12, 13, 3, 0, 0, 2, 20, 21, 2
 const at::Tensor kValid = at::arange(8).view({1, 8}) < at::tensor({7, 8}, at::kLong).view({2, 1});
 
 TEST(Families, ConfigJsonInEachFamilysKeys) {
-  const ModelConfig d = tiny(Family::DistilBert);
+  const ModelConfig d = tiny(family_named("distilbert"));
   const std::string json = d.to_json();
   for (const char* key : {"\"dim\": 32", "\"n_layers\": 3", "\"n_heads\": 4", "\"hidden_dim\": 48", "\"activation\": \"gelu\"",
                           "\"model_type\": \"distilbert\"", "\"sinusoidal_pos_embds\": false", "\"DistilBertModel\""})
     EXPECT_HAS(json, key);
   EXPECT_EQ(json.find("hidden_size"), std::string::npos);
   const ModelConfig back = ModelConfig::parse(json, "config.json");
-  EXPECT_EQ(back.family, Family::DistilBert);
+  EXPECT_EQ(back.family, family_named("distilbert"));
   EXPECT_EQ(back.hidden_size, 32);
   EXPECT_EQ(back.num_layers, 3);
   EXPECT_EQ(back.intermediate_size, 48);
@@ -88,16 +88,17 @@ TEST(Families, ConfigJsonInEachFamilysKeys) {
                                   "intermediate_size": 4})",
                                "c.json")
                 .family,
-            Family::Bert);
+            family_named("bert"));
 }
 
 TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
   try {
-    ModelConfig::parse(R"({"model_type": "llama", "hidden_size": 768})", "m/config.json");
+    ModelConfig::parse(R"({"model_type": "mamba", "hidden_size": 768})", "m/config.json");
     FAIL();
   } catch (const Error& e) {
     EXPECT_HAS(e.what(),
-               "m/config.json: model_type: 'llama' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2)");
+               "m/config.json: model_type: 'mamba' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2, llama, "
+               "mistral, qwen2)");
     EXPECT_HAS(e.what(), "; fix: ");
   }
   try {
@@ -109,13 +110,13 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
                        "c.json");
     FAIL();
   } catch (const Error& e) { EXPECT_HAS(e.what(), "c.json: n_heads: dim 9 is not divisible by 2 heads"); }
-  EXPECT_THROW(parse_family("llama", "--family"), Error);
-  EXPECT_EQ(parse_family("distilbert", "--family"), Family::DistilBert);
+  EXPECT_THROW(parse_family("mamba", "--family"), Error);
+  EXPECT_EQ(parse_family("distilbert", "--family"), family_named("distilbert"));
 }
 
 TEST(Families, TensorNamesAndSkippedKeys) {
-  const FamilySpec& d = family_spec(Family::DistilBert);
-  const FamilySpec& b = family_spec(Family::Bert);
+  const FamilySpec& d = family_spec(family_named("distilbert"));
+  const FamilySpec& b = family_spec(family_named("bert"));
   EXPECT_EQ(canonical_tensor_name(d, "distilbert.transformer.layer.0.attention.q_lin.weight"),
             "transformer.layer.0.attention.q_lin.weight");
   EXPECT_EQ(canonical_tensor_name(d, "transformer.layer.0.ffn.lin1.bias"), "transformer.layer.0.ffn.lin1.bias");
@@ -124,15 +125,15 @@ TEST(Families, TensorNamesAndSkippedKeys) {
   EXPECT_EQ(canonical_tensor_name(d, "distilbert.embeddings.position_ids"), "");
   EXPECT_EQ(canonical_tensor_name(b, "bert.encoder.layer.0.output.LayerNorm.gamma"), "encoder.layer.0.output.LayerNorm.weight");
   EXPECT_EQ(canonical_tensor_name(b, "cls.predictions.bias"), "");
-  EXPECT_EQ(encoder_tensor_shapes(tiny(Family::DistilBert)).size(), 4u + 16u * 3);  // no token types
-  EXPECT_EQ(encoder_tensor_shapes(tiny(Family::Bert)).size(), 5u + 16u * 3);
-  EXPECT_TRUE(pooler_shapes(tiny(Family::DistilBert)).empty());
+  EXPECT_EQ(encoder_tensor_shapes(tiny(family_named("distilbert"))).size(), 4u + 16u * 3);  // no token types
+  EXPECT_EQ(encoder_tensor_shapes(tiny(family_named("bert"))).size(), 5u + 16u * 3);
+  EXPECT_TRUE(pooler_shapes(tiny(family_named("distilbert"))).empty());
 }
 
 TEST(DistilBert, RandomCheckpointIsDistilBertForMaskedLM) {
   test::TempDir tmp;
   const std::string dir = (tmp.path / "d").string();
-  write_random_checkpoint(tiny(Family::DistilBert), 5, small_vocab(tmp), dir);
+  write_random_checkpoint(tiny(family_named("distilbert")), 5, small_vocab(tmp), dir);
   const auto t = file_tensors(dir + "/model.safetensors");
   EXPECT_EQ(t.size(), 4u + 16u * 3 + 5);
   for (const char* name : {"distilbert.embeddings.word_embeddings.weight", "distilbert.transformer.layer.2.attention.out_lin.bias",
@@ -146,7 +147,7 @@ TEST(DistilBert, RandomCheckpointIsDistilBertForMaskedLM) {
   EXPECT_EQ(reinterpret_cast<const float*>(norm.bytes.data())[5], 1.0f);
   LoadReport r;
   const TransformerEncoder m = TransformerEncoder::load(dir, at::kFloat, &r);
-  EXPECT_EQ(m.config().family, Family::DistilBert);
+  EXPECT_EQ(m.config().family, family_named("distilbert"));
   EXPECT_EQ(r.encoder_tensors, 4 + 16 * 3);
   EXPECT_EQ(r.ignored.size(), 5u);
   EXPECT_TRUE(r.unexpected.empty());
@@ -155,7 +156,7 @@ TEST(DistilBert, RandomCheckpointIsDistilBertForMaskedLM) {
 TEST(DistilBert, BareAndMaskedLmLayoutsLoadTheSameModel) {
   test::TempDir tmp;
   const std::string dir = (tmp.path / "mlm").string();
-  const ModelConfig c = tiny(Family::DistilBert);
+  const ModelConfig c = tiny(family_named("distilbert"));
   write_random_checkpoint(c, 6, small_vocab(tmp), dir);
   std::map<std::string, TensorData> bare;
   for (auto& [name, t] : file_tensors(dir + "/model.safetensors"))
@@ -181,13 +182,13 @@ TEST(DistilBert, BareAndMaskedLmLayoutsLoadTheSameModel) {
 TEST(DistilBert, IsBertsLayerUnderOtherNames) {
   test::TempDir tmp;
   const std::string vocab = small_vocab(tmp);
-  write_random_checkpoint(tiny(Family::DistilBert), 7, vocab, (tmp.path / "d").string());
+  write_random_checkpoint(tiny(family_named("distilbert")), 7, vocab, (tmp.path / "d").string());
   const ModelConfig dc = ModelConfig::load((tmp.path / "d/config.json").string());
   ModelConfig bc = dc;
-  bc.family = Family::Bert;
+  bc.family = family_named("bert");
   bc.type_vocab_size = 2;
-  const FamilySpec& df = family_spec(Family::DistilBert);
-  const FamilySpec& bf = family_spec(Family::Bert);
+  const FamilySpec& df = family_spec(family_named("distilbert"));
+  const FamilySpec& bf = family_spec(family_named("bert"));
   // The role of each DistilBERT name, then BERT's name for that role.
   std::map<std::string, std::string> rename = {{df.word, bf.word}, {df.position, bf.position}, {df.embed_norm, bf.embed_norm}};
   for (int l = 0; l < 3; ++l) {
@@ -227,13 +228,13 @@ TEST(DistilBert, IsBertsLayerUnderOtherNames) {
 // pad + 1, give bit-identical outputs on ids without the padding id.
 TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
   test::TempDir tmp;
-  ModelConfig rc = tiny(Family::Roberta);
+  ModelConfig rc = tiny(family_named("roberta"));
   rc.max_position_embeddings = 16 + 2;
   EXPECT_EQ(rc.pad_position, 1);
   EXPECT_EQ(rc.type_vocab_size, 1);
   write_random_checkpoint(rc, 9, small_bpe(tmp), (tmp.path / "r").string());
   const ModelConfig loaded = ModelConfig::load((tmp.path / "r/config.json").string());
-  EXPECT_EQ(loaded.family, Family::Roberta);
+  EXPECT_EQ(loaded.family, family_named("roberta"));
   EXPECT_EQ(loaded.vocab_size, 256 + 5);  // <s> <pad> </s> <unk>, the bytes, <mask>
   const auto files = BpeModel::load((tmp.path / "r/vocab.json").string(), (tmp.path / "r/merges.txt").string());
   EXPECT_EQ(files->vocab.id("<pad>"), 1);
@@ -248,7 +249,7 @@ TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
   pos.shape = {16, 32};
   pos.bytes.erase(pos.bytes.begin(), pos.bytes.begin() + 2 * 32 * 4);  // rows 2 … 17 become 0 … 15
   ModelConfig bc = loaded;
-  bc.family = Family::Bert;
+  bc.family = family_named("bert");
   bc.pad_position = -1;
   bc.max_position_embeddings = 16;
   const std::string bert_dir = write_folder(tmp, "b", bc.to_json(), bert);
@@ -270,7 +271,7 @@ TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
   EXPECT_TRUE(at::equal(a[0][0][0], c[0][0][0]));
   EXPECT_TRUE(at::equal(a[0][0][1], c[0][0][1]));
   EXPECT_TRUE(at::equal(a[0][0][3], c[0][0][2]));
-  const FamilySpec& f = family_spec(Family::Roberta);
+  const FamilySpec& f = family_spec(family_named("roberta"));
   EXPECT_EQ(canonical_tensor_name(f, "roberta.encoder.layer.0.output.dense.bias"), "encoder.layer.0.output.dense.bias");
   EXPECT_EQ(canonical_tensor_name(f, "lm_head.dense.weight"), "");
   EXPECT_EQ(canonical_tensor_name(f, "roberta.embeddings.token_type_ids"), "");
@@ -280,7 +281,7 @@ TEST(Roberta, IsBertsLayerWithPositionsAfterThePaddingId) {
 // 4 x n_embd, and causal attention: no weight on a later key, so a prefix's context vectors do not
 // depend on what follows it. (Its float64 agreement with modeling_gpt2.py: cli.encoder_reference.)
 TEST(Gpt2, NamesConfigAndCausalAttention) {
-  const FamilySpec& f = family_spec(Family::Gpt2);
+  const FamilySpec& f = family_spec(family_named("gpt2"));
   EXPECT_EQ(canonical_tensor_name(f, "transformer.h.0.attn.c_attn.weight"), "h.0.attn.c_attn.weight");
   EXPECT_EQ(canonical_tensor_name(f, "transformer.h.11.attn.bias"), "");  // the causal-mask buffer
   EXPECT_EQ(canonical_tensor_name(f, "h.3.attn.masked_bias"), "");
@@ -293,7 +294,7 @@ TEST(Gpt2, NamesConfigAndCausalAttention) {
   EXPECT_EQ(parsed.layer_norm_eps, 1e-5);
   EXPECT_EQ(encoder_tensor_shapes(parsed).at("h.1.attn.c_attn.weight"), (std::vector<int64_t>{32, 96}));  // Conv1D: [in, out]
   test::TempDir tmp;
-  write_random_checkpoint(tiny(Family::Gpt2), 4, small_bpe(tmp), (tmp.path / "g").string());
+  write_random_checkpoint(tiny(family_named("gpt2")), 4, small_bpe(tmp), (tmp.path / "g").string());
   // GPT-2's files gain <|endoftext|> (id 256); a RoBERTa's, its specials (test above).
   EXPECT_EQ(ModelConfig::load((tmp.path / "g/config.json").string()).vocab_size, 257);
   EXPECT_EQ(BpeModel::load((tmp.path / "g/vocab.json").string(), (tmp.path / "g/merges.txt").string())->vocab.id("<|endoftext|>"), 256);

@@ -12,7 +12,6 @@ namespace {
 const std::vector<FamilySpec>& families() {
   static const std::vector<FamilySpec> rows = [] {
     FamilySpec bert;
-    bert.family          = Family::Bert;
     bert.model_type      = "bert";
     bert.display         = "BERT";
     bert.model_class     = "BertModel";
@@ -44,10 +43,9 @@ const std::vector<FamilySpec>& families() {
     bert.dropout_keys    = {"attention_probs_dropout_prob", "hidden_dropout_prob"};
     bert.base            = {30522, 512, 2, -1, 1e-12};
     bert.lm_head         = {LmObjective::Masked, "cls.predictions.transform.dense", nullptr, "cls.predictions.transform.LayerNorm",
-                            "cls.predictions.bias", "[MASK]"};
+                            "cls.predictions.bias", nullptr, "[MASK]"};
 
     FamilySpec distilbert = bert;
-    distilbert.family          = Family::DistilBert;
     distilbert.model_type      = "distilbert";
     distilbert.display         = "DistilBERT";
     distilbert.model_class     = "DistilBertModel";
@@ -74,12 +72,11 @@ const std::vector<FamilySpec>& families() {
                                       "sinusoidal_pos_embds": false, "tie_weights_": true})";
     distilbert.dropout_keys    = {"attention_dropout", "dropout"};
     distilbert.base            = {30522, 512, 0, -1, 1e-12};
-    distilbert.lm_head         = {LmObjective::Masked, "vocab_transform", nullptr, "vocab_layer_norm", "vocab_projector.bias", "[MASK]"};
+    distilbert.lm_head         = {LmObjective::Masked, "vocab_transform", nullptr, "vocab_layer_norm", "vocab_projector.bias", nullptr, "[MASK]"};
 
     // RoBERTa: modeling_roberta.py (RobertaModel, RobertaForMaskedLM): BERT's layout under
     // "roberta.", one token type, positions after the padding id, GPT-2's byte-level BPE.
     FamilySpec roberta = bert;
-    roberta.family         = Family::Roberta;
     roberta.model_type     = "roberta";
     roberta.display        = "RoBERTa";
     roberta.model_class    = "RobertaModel";
@@ -95,13 +92,12 @@ const std::vector<FamilySpec>& families() {
     roberta.base           = {30522, 514, 1, 1, 1e-5};  // roberta-base's positions 2 … 513 after pad_token_id 1
     roberta.bpe_specials_first = {"<s>", "<pad>", "</s>", "<unk>"};
     roberta.bpe_specials_last  = {"<mask>"};
-    roberta.lm_head        = {LmObjective::Masked, "lm_head.dense", "gelu", "lm_head.layer_norm", "lm_head.bias", "<mask>"};
+    roberta.lm_head        = {LmObjective::Masked, "lm_head.dense", "gelu", "lm_head.layer_norm", "lm_head.bias", nullptr, "<mask>"};
     // (RobertaLMHead applies gelu whatever hidden_act says.)
 
     // GPT-2: modeling_gpt2.py (GPT2Model, GPT2LMHeadModel): Conv1D weights, one fused c_attn,
     // pre-LN blocks and ln_f, causal attention, learned positions from 0, no token types.
     FamilySpec gpt2;
-    gpt2.family             = Family::Gpt2;
     gpt2.model_type         = "gpt2";
     gpt2.display            = "GPT-2";
     gpt2.model_class        = "GPT2Model";
@@ -141,7 +137,85 @@ const std::vector<FamilySpec>& families() {
     gpt2.base               = {50257, 1024, 0, -1, 1e-5};
     gpt2.bpe_specials_last  = {"<|endoftext|>"};
     gpt2.lm_head            = {LmObjective::Causal, nullptr, nullptr, nullptr, nullptr};  // ln_f, then wte tied
-    return std::vector<FamilySpec>{bert, distilbert, roberta, gpt2};
+
+    // Llama: modeling_llama.py (LlamaModel, LlamaForCausalLM): pre-RMSNorm blocks and a final
+    // norm, rotary positions, grouped-query attention, SwiGLU, no biases, causal attention.
+    FamilySpec llama;
+    llama.model_type         = "llama";
+    llama.display            = "Llama";
+    llama.model_class        = "LlamaModel";
+    llama.mlm_class          = "LlamaForCausalLM";
+    llama.checkpoints        = "LlamaModel or LlamaForCausalLM";
+    llama.model_prefix       = "model.";
+    llama.head_prefixes      = {"lm_head."};
+    llama.buffers            = {};
+    llama.keys               = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                                "max_position_embeddings", "hidden_act", "rms_norm_eps", nullptr, "num_key_value_heads", "head_dim",
+                                "rope_theta"};
+    llama.eps                = 1e-6;
+    llama.word               = "embed_tokens";
+    llama.position           = nullptr;
+    llama.token_type         = nullptr;
+    llama.embed_norm         = nullptr;
+    llama.layer_prefix       = "layers.";
+    llama.query              = "self_attn.q_proj";
+    llama.key                = "self_attn.k_proj";
+    llama.value              = "self_attn.v_proj";
+    llama.attn_out           = "self_attn.o_proj";
+    llama.attn_norm          = "input_layernorm";
+    llama.ffn_in             = "mlp.up_proj";
+    llama.ffn_gate           = "mlp.gate_proj";
+    llama.ffn_out            = "mlp.down_proj";
+    llama.ffn_norm           = "post_attention_layernorm";
+    llama.final_norm         = "norm";
+    llama.layer_buffers      = {"self_attn.rotary_emb.inv_freq"};  // in checkpoints of older transformers
+    llama.pooler             = nullptr;
+    llama.norm               = NormPlacement::Pre;
+    llama.rms_norm           = true;
+    llama.rotary             = true;
+    llama.qkv_bias           = false;
+    llama.dense_bias         = false;
+    llama.causal             = true;
+    llama.default_activation = "silu";
+    llama.byte_level_bpe     = true;
+    llama.tokenizer_not_read = "its tokenizer.json (a Split pre-tokenizer with the model's own regex, or Metaspace with byte "
+                               "fallback) is not read yet";
+    llama.lm_head            = {LmObjective::Causal, nullptr, nullptr, nullptr, nullptr, "lm_head", nullptr};
+    llama.config_constants   = R"({"attention_bias": false, "attention_dropout": 0.0, "initializer_range": 0.02, "mlp_bias": false,
+                                  "rope_scaling": null, "tie_word_embeddings": false})";
+    llama.base               = {32000, 2048, 0, -1, 1e-6};
+    llama.frame              = {"<|begin_of_text|>", nullptr, "<|end_of_text|>", {"<|begin_of_text|>", "<|end_of_text|>"}};  // Llama 3's
+
+    // Mistral: modeling_mistral.py, Llama's layout with a sliding window (exact up to it).
+    FamilySpec mistral = llama;
+    mistral.model_type       = "mistral";
+    mistral.display          = "Mistral";
+    mistral.model_class      = "MistralModel";
+    mistral.mlm_class        = "MistralForCausalLM";
+    mistral.checkpoints      = "MistralModel or MistralForCausalLM";
+    mistral.window_key       = "sliding_window";
+    mistral.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "sliding_window": null, "tie_word_embeddings": false})";
+    mistral.base             = {32000, 32768, 0, -1, 1e-6};
+    mistral.frame            = {"<s>", nullptr, "</s>", {"<s>", "</s>", "<unk>"}};
+
+    // Qwen2: modeling_qwen2.py, Llama's layout with q, k and v biases; its sliding window only
+    // when use_sliding_window says so.
+    FamilySpec qwen2 = llama;
+    qwen2.model_type       = "qwen2";
+    qwen2.display          = "Qwen2";
+    qwen2.model_class      = "Qwen2Model";
+    qwen2.mlm_class        = "Qwen2ForCausalLM";
+    qwen2.checkpoints      = "Qwen2Model or Qwen2ForCausalLM";
+    qwen2.qkv_bias         = true;
+    qwen2.window_key       = "sliding_window";
+    qwen2.window_switch    = "use_sliding_window";
+    qwen2.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "tie_word_embeddings": false, "use_sliding_window": false})";
+    qwen2.base             = {151936, 32768, 0, -1, 1e-6};
+    qwen2.frame            = {nullptr, nullptr, "<|endoftext|>", {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}};  // no bos
+
+    std::vector<FamilySpec> table = {bert, distilbert, roberta, gpt2, llama, mistral, qwen2};  // BERT first: Family{}
+    for (size_t i = 0; i < table.size(); ++i) table[i].family = Family{int(i)};
+    return table;
   }();
   return rows;
 }
@@ -155,9 +229,14 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 const FamilySpec& family_spec(Family f) {
-  for (const auto& spec : families())
-    if (spec.family == f) return spec;
-  CTXSIM_FAIL("family_spec: a family without a table row");
+  CTXSIM_CHECK(f.row >= 0 && size_t(f.row) < families().size(), "family_spec: a family without a table row");
+  return families()[size_t(f.row)];
+}
+
+Family family_named(const std::string& type) {
+  const FamilySpec* f = family_by_model_type(type);
+  CTXSIM_CHECK(f != nullptr, "family_named: no row has model_type " + type);
+  return f->family;
 }
 
 std::vector<const FamilySpec*> all_families() {

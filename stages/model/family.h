@@ -12,7 +12,14 @@
 
 namespace ctxsim {
 
-enum class Family { Bert, DistilBert, Roberta, Gpt2 };
+// A family: the index of its row in the table (families() in family.cpp). Family{} is the first
+// row, BERT's, the default of a config.json without model_type; any other is named by its
+// model_type (family_named), so that a new family is its row and nothing else here.
+struct Family {
+  int row = 0;
+  bool operator==(const Family& o) const { return row == o.row; }
+  bool operator!=(const Family& o) const { return row != o.row; }
+};
 
 // Where a layer's two LayerNorms sit: after each residual add (post-LN: BERT, DistilBERT,
 // RoBERTa), or on each block's input, the residual add after (pre-LN: GPT-2, with a final one).
@@ -31,6 +38,7 @@ struct LmHead {
   const char* transform_activation = nullptr;  // that activation; nullptr: the config's
   const char* transform_norm = nullptr;        // LayerNorm [hidden] after it; nullptr: none
   const char* bias = nullptr;                  // the decoder's bias [vocab]; nullptr: none
+  const char* decoder = nullptr;               // its own decoder [vocab, hidden] when config.json's tie_word_embeddings is false
   const char* mask_token = nullptr;            // a masked position's input ("[MASK]", "<mask>"); nullptr: causal
 };
 
@@ -45,13 +53,17 @@ struct ConfigKeys {
   const char* activation;  // hidden_act | activation
   const char* eps;         // layer_norm_eps; nullptr: fixed at FamilySpec::eps
   const char* type_vocab;  // type_vocab_size; nullptr: no token-type embeddings
+  // The Llama lineage's (nullptr: the family has no such key).
+  const char* kv_heads = nullptr;    // num_key_value_heads (grouped-query attention; default: the heads)
+  const char* head_dim = nullptr;    // head_dim (default: hidden / heads)
+  const char* rope_theta = nullptr;  // rope_theta (default 10000)
 };
 
 // One family, a row of families() in family.cpp whose fields are set by name. Tensor names are
 // the bare model's (BertModel, DistilBertModel), without the `.weight` / `.bias` suffix;
 // per-layer names follow `layer_prefix` + N + ".".
 struct FamilySpec {
-  Family family = Family::Bert;
+  Family family = {};                      // its row (set by the table)
   const char* model_type = nullptr;        // config.json "model_type"
   const char* display = nullptr;           // "BERT"
   const char* model_class = nullptr;       // the bare model's Hugging Face class: "BertModel"
@@ -69,7 +81,7 @@ struct FamilySpec {
   const char* embed_norm = nullptr;  // LayerNorm [hidden]
   // One layer.
   const char* layer_prefix = nullptr;  // "encoder.layer."
-  const char* query = nullptr;         // [hidden, hidden] each, HF Linear ([out, in]) with a bias
+  const char* query = nullptr;         // [heads·d, hidden], key and value [kv_heads·d, hidden]: HF Linear ([out, in])
   const char* key = nullptr;
   const char* value = nullptr;
   const char* attn_out = nullptr;   // W_O
@@ -89,6 +101,9 @@ struct FamilySpec {
   bool init_writes_mlm = false;
   // Its tokenizer: WordPiece with [CLS] … [SEP] samples, or byte-level BPE (SPEC §7).
   bool byte_level_bpe = false;
+  // Why ctxsim cannot tokenize for this family yet (nullptr: it can): jobs and init-model refuse
+  // it by this text, while its weights load (model-info) and compare with transformers.
+  const char* tokenizer_not_read = nullptr;
   // GPT-2's layout: one fused projection [W_q | W_k | W_v] (`qkv`; query, key and value are then
   // nullptr), weights stored as Conv1D ([in, out], the transpose of a Linear), a final LayerNorm
   // after the last layer, per-layer buffers skipped (names within a layer), causal attention, and
@@ -100,6 +115,19 @@ struct FamilySpec {
   bool causal = false;
   bool ffn_null_is_4x = false;
   const char* default_activation = "gelu";  // when config.json names none (GPT2Config: gelu_new)
+  // The Llama lineage's layer (SPEC §7): RMSNorm (a weight, no bias) where the others have
+  // LayerNorm; rotary positions in Hugging Face's rotate_half layout instead of a position table;
+  // grouped-query attention (keys.kv_heads); a gated feed-forward down(act(gate(x)) * up(x)) with
+  // `ffn_gate` the gate and ffn_in the up projection; and which projections carry biases.
+  bool rms_norm = false;
+  bool rotary = false;
+  const char* ffn_gate = nullptr;
+  bool qkv_bias = true;  // q, k, v (Qwen2 yes, Llama no)
+  // A sliding-window attention's config key (Mistral's sliding_window), and the key that switches
+  // it on where one must (Qwen2's use_sliding_window); ctxsim is exact up to the window.
+  const char* window_key = nullptr;
+  const char* window_switch = nullptr;
+  bool dense_bias = true;  // W_O and the feed-forward projections
   // Its language-model head: what pretrain, prune and init-model --mlm train, evaluate or write.
   LmHead lm_head = {};
   // What init-model writes into config.json besides the sizes (keys above): the constant keys of
@@ -126,6 +154,8 @@ const FamilySpec& family_spec(Family f);
 std::vector<const FamilySpec*> all_families();
 // The family whose model_type is `type`, or nullptr.
 const FamilySpec* family_by_model_type(const std::string& type);
+// The family of a model_type the table has (a bug otherwise): family_named("gpt2").
+Family family_named(const std::string& type);
 // "bert, distilbert": for error messages.
 std::string supported_model_types();
 // The same for the families with a language-model head.

@@ -138,8 +138,8 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
       gated->entropy.select(1, l).copy_(h);
     }
   }
-  if (embeddings.final_norm_w.defined())  // GPT-2's ln_f
-    x = at::layer_norm(x, {hidden}, embeddings.final_norm_w, embeddings.final_norm_b, eps);
+  if (embeddings.final_norm_w.defined())  // GPT-2's ln_f, Llama's norm
+    x = normalise(x, embeddings.final_norm_w, embeddings.final_norm_b, eps, options.rms_norm);
   MlmResult r;
   r.predicted = batch.positions.numel();
   if (r.predicted == 0) return r;
@@ -200,7 +200,10 @@ at::Tensor MlmModel::head_input(const std::vector<at::Tensor>& weights, at::Tens
 
 at::Tensor MlmModel::decode(const std::vector<at::Tensor>& weights, const at::Tensor& h) const {
   const FamilySpec& f = family_spec(config_.family);
-  const at::Tensor& word = weights[index_.at(std::string(f.model_prefix) + f.word + ".weight")];  // the tied decoder
+  // The decoder: the word embeddings (tied), or the head's own.
+  const std::string decoder = f.lm_head.decoder && !config_.tie_word_embeddings ? std::string(f.lm_head.decoder) + ".weight"
+                                                                                : std::string(f.model_prefix) + f.word + ".weight";
+  const at::Tensor& word = weights[index_.at(decoder)];
   if (!f.lm_head.bias) return at::linear(h, word);
   return at::linear(h, word, weights[index_.at(f.lm_head.bias)]);
 }

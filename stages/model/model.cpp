@@ -67,7 +67,7 @@ void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, c
     }
     throw Error(config_path + ": model_type",
                 "declares a " + std::string(f.display) + " model ('" + f.model_type + "'" +
-                    (f.family == Family::Bert ? ", the default when the key is absent" : "") + "), but " + file.path() + " holds no " +
+                    (f.family == Family{} ? ", the default when the key is absent" : "") + "), but " + file.path() + " holds no " +
                     f.display + " layer (no tensor " + prefix + "0.…)" + guess,
                 "use the config.json that belongs to these weights (its model_type picks the family)");
   }
@@ -181,27 +181,29 @@ namespace {
 // weights are not copied a second time.
 class QkvBlocks {
  public:
-  QkvBlocks(const FamilySpec& f, int64_t hidden) : hidden_(hidden) {
+  QkvBlocks(const FamilySpec& f, const ModelConfig& c) : hidden_(c.hidden_size) {
     if (f.qkv) return;  // fused in the file already (GPT-2's c_attn)
-    parts_ = {{std::string(f.query) + ".", 0}, {std::string(f.key) + ".", 1}, {std::string(f.value) + ".", 2}};
+    const int64_t q = c.num_heads * c.head_dim(), kv = c.kv_heads() * c.head_dim();
+    parts_ = {{std::string(f.query) + ".", {0, q}}, {std::string(f.key) + ".", {q, kv}}, {std::string(f.value) + ".", {q + kv, kv}}};
+    rows_ = q + 2 * kv;
   }
   // The slot of a canonical name in its block; undefined when it is not a query, key or value.
   at::Tensor slot(const std::string& name, at::ScalarType file_dtype) {
-    for (const auto& [part, index] : parts_) {
+    for (const auto& [part, rows] : parts_) {
       const size_t at = name.find(part);
       if (at == std::string::npos) continue;
       const std::string kind = name.substr(at + part.size());  // weight | bias
-      const int64_t H = hidden_;
       at::Tensor& block = blocks_[name.substr(0, at) + kind + "/" + std::to_string(int(file_dtype))];
-      if (!block.defined()) block = at::empty(kind == "weight" ? std::vector<int64_t>{3 * H, H} : std::vector<int64_t>{3 * H}, file_dtype);
-      return block.narrow(0, index * H, H);
+      if (!block.defined())
+        block = at::empty(kind == "weight" ? std::vector<int64_t>{rows_, hidden_} : std::vector<int64_t>{rows_}, file_dtype);
+      return block.narrow(0, rows.first, rows.second);
     }
     return {};
   }
 
  private:
-  std::vector<std::pair<std::string, int64_t>> parts_;
-  int64_t hidden_;
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> parts_;  // (name part, (first row, rows))
+  int64_t hidden_, rows_ = 0;
   std::map<std::string, at::Tensor> blocks_;
 };
 
@@ -229,7 +231,7 @@ std::map<std::string, at::Tensor> read_encoder_tensors(const SafetensorsFile& fi
   const auto pooler = pooler_shapes(config);
   std::map<std::string, at::Tensor> tensors;
   std::vector<std::string> mismatched;
-  QkvBlocks blocks(f, config.hidden_size);
+  QkvBlocks blocks(f, config);
   std::map<std::string, std::string> key_of;  // canonical name -> the checkpoint's key that gave it
   for (const auto& [key, view] : file.tensors()) {
     const std::string name = canonical_tensor_name(f, key);
@@ -350,8 +352,8 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
     if (l + 1 == config_.num_layers && !request.final_hidden) return {};  // its feed-forward block feeds nothing
     x = feed_forward_block(L, attention_output, options_, mode, l);
   }
-  if (embeddings_.final_norm_w.defined())  // GPT-2's ln_f
-    x = at::layer_norm(x, {config_.hidden_size}, embeddings_.final_norm_w, embeddings_.final_norm_b, config_.layer_norm_eps);
+  if (embeddings_.final_norm_w.defined())  // GPT-2's ln_f, Llama's norm
+    x = normalise(x, embeddings_.final_norm_w, embeddings_.final_norm_b, config_.layer_norm_eps, options_.rms_norm);
   return x;
 }
 

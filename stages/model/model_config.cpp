@@ -23,7 +23,7 @@ const char* const kFixConfig = "restore the model's config.json";
 // The family config.json's "model_type" names ("bert" when absent).
 const FamilySpec& family_of(const nlohmann::json& j, const std::string& path) {
   const auto it = j.find("model_type");
-  if (it == j.end()) return family_spec(Family::Bert);
+  if (it == j.end()) return family_spec(Family{});
   if (!it->is_string()) throw Error(path + ": model_type", "expected a string, got " + it->dump(), kFixConfig);
   const std::string type = it->get<std::string>();
   if (const FamilySpec* f = family_by_model_type(type)) return *f;
@@ -77,9 +77,47 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
   if (auto it = j.find(k.activation); it != j.end()) {
     if (!it->is_string()) throw Error(path + ": " + k.activation, "expected a string", kFixConfig);
     c.hidden_act = it->get<std::string>();
-    if (c.hidden_act != "gelu" && c.hidden_act != "relu" && c.hidden_act != "gelu_new")
-      throw Error(path + ": " + k.activation, "'" + c.hidden_act + "' is not supported (gelu, gelu_new, relu)",
+    if (c.hidden_act != "gelu" && c.hidden_act != "relu" && c.hidden_act != "gelu_new" && c.hidden_act != "silu")
+      throw Error(path + ": " + k.activation, "'" + c.hidden_act + "' is not supported (gelu, gelu_new, relu, silu)",
                   std::string("use a ") + f.display + " checkpoint");
+  }
+  // The Llama lineage's keys: grouped-query heads, the head size, the rotary base.
+  if (k.kv_heads) get_int(k.kv_heads, c.num_kv_heads, false);
+  if (k.head_dim && j.contains(k.head_dim) && !j[k.head_dim].is_null()) get_int(k.head_dim, c.explicit_head_dim, true);
+  if (f.rotary) {
+    // transformers 5 writes rope_parameters {rope_theta, rope_type, …}; earlier versions a
+    // top-level rope_theta and rope_scaling (null, or {rope_type | type, …}).
+    const auto params = j.find("rope_parameters");
+    const bool nested = params != j.end() && params->is_object();
+    const std::string where = nested ? "rope_parameters." : "";
+    const nlohmann::json& holder = nested ? *params : j;
+    if (auto it = holder.find(k.rope_theta); it != holder.end()) {
+      if (!it->is_number() || !(it->get<double>() > 1))
+        throw Error(path + ": " + where + k.rope_theta, "expected a number above 1", kFixConfig);
+      c.rope_theta = it->get<double>();
+    }
+    const auto scaling = nested ? params : j.find("rope_scaling");
+    if (scaling != j.end() && !scaling->is_null()) {
+      const std::string type = scaling->is_object() ? scaling->value("rope_type", scaling->value("type", std::string())) : std::string();
+      if (type != "default")
+        throw Error(path + ": " + (nested ? "rope_parameters" : "rope_scaling"),
+                    "rope_type '" + type + "' is not implemented (only the default rotary positions are)",
+                    "use a checkpoint whose rope_type is default");
+    }
+  }
+  // A sliding window (Mistral; Qwen2 only with use_sliding_window): exact up to its length.
+  if (f.window_key && (!f.window_switch || j.value(f.window_switch, false)))
+    if (auto it = j.find(f.window_key); it != j.end() && !it->is_null()) get_int(f.window_key, c.sliding_window, true);
+  // Biases where the row has none (Llama's attention_bias, mlp_bias): other weights than it reads.
+  for (const char* key : {"attention_bias", "mlp_bias"})
+    if (auto it = j.find(key); it != j.end() && it->is_boolean() && it->get<bool>() && !f.dense_bias)
+      throw Error(path + ": " + key, std::string("is true, and ctxsim reads ") + f.display + " projections without biases",
+                  std::string("use a ") + f.display + " checkpoint without them");
+  if (auto it = j.find("tie_word_embeddings"); it != j.end()) {
+    if (!it->is_boolean()) throw Error(path + ": tie_word_embeddings", "expected true or false, got " + it->dump(), kFixConfig);
+    c.tie_word_embeddings = it->get<bool>();
+  } else if (f.lm_head.decoder) {
+    c.tie_word_embeddings = false;  // LlamaConfig's default
   }
 }
 
@@ -105,6 +143,9 @@ ModelConfig ModelConfig::parse(const std::string& text, const std::string& path)
 }
 
 std::string ModelConfig::positions_problem(int64_t tokens) const {
+  if (sliding_window > 0 && tokens > sliding_window && tokens <= max_position_embeddings)
+    return std::to_string(tokens) + " " + kSeqLen.quantity + " exceed the model's sliding window of " + std::to_string(sliding_window) +
+           " (sliding_window: beyond it a query no longer sees every earlier key, which ctxsim does not implement)";
   if (pad_position < 0 || tokens <= max_tokens()) return ctxsim::positions_problem(tokens, max_position_embeddings);
   return std::to_string(tokens) + " " + kSeqLen.quantity + " exceed the " + std::to_string(max_tokens()) +
          " positions the model gives tokens (max_position_embeddings " + std::to_string(max_position_embeddings) + ", of which " +
@@ -122,10 +163,15 @@ void ModelConfig::check(const std::string& where, const std::string& fix) const 
   for (const auto& [key, v] : limits)
     if (key && (v.first < 1 || v.first > v.second))
       throw Error(where + key, std::to_string(v.first) + " is outside what ctxsim supports (1 to " + std::to_string(v.second) + ")", fix);
-  if (hidden_size % num_heads != 0)
+  if (explicit_head_dim == 0 && hidden_size % num_heads != 0)
     throw Error(where + k.heads,
                 std::string(k.hidden) + " " + std::to_string(hidden_size) + " is not divisible by " + std::to_string(num_heads) + " heads",
                 fix);
+  if (explicit_head_dim > (int64_t(1) << 12))
+    throw Error(where + k.head_dim, std::to_string(explicit_head_dim) + " is outside what ctxsim supports (1 to 4096)", fix);
+  if (num_kv_heads > 0 && (num_kv_heads > num_heads || num_heads % num_kv_heads != 0))
+    throw Error(where + k.kv_heads,
+                std::to_string(num_kv_heads) + " key/value heads do not divide the " + std::to_string(num_heads) + " attention heads", fix);
 }
 
 std::string ModelConfig::to_json(const std::string& architecture, double dropout) const {
@@ -148,6 +194,10 @@ std::string ModelConfig::to_json(const std::string& architecture, double dropout
   j[k.activation] = hidden_act;
   if (k.eps) j[k.eps] = layer_norm_eps;
   if (f.pad_key) j[f.pad_key] = pad_position;
+  if (k.kv_heads) j[k.kv_heads] = kv_heads();
+  if (k.head_dim) j[k.head_dim] = head_dim();
+  if (k.rope_theta) j[k.rope_theta] = rope_theta;
+  if (f.lm_head.decoder) j["tie_word_embeddings"] = tie_word_embeddings;
   return j.dump(2) + "\n";
 }
 
@@ -198,41 +248,41 @@ ModelConfig ModelConfig::preset(const std::string& name, Family family) {
 
 double ModelConfig::flops_per_sample(int64_t T) const {
   const double t = double(T), h = double(hidden_size), f = double(intermediate_size);
-  const double per_layer = 2 * (4 * t * h * h + 2 * t * h * f + 2 * t * t * h);
+  const double q = double(num_heads * head_dim()), kv = double(kv_heads() * head_dim());
+  const double gated = family_spec(family).ffn_gate ? 3 : 2;  // up, down (and gate)
+  const double per_layer = 2 * (t * h * (2 * q + 2 * kv) + gated * t * h * f + 2 * t * t * q);
   return per_layer * double(num_layers);
 }
 
 std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelConfig& c) {
   const FamilySpec& f = family_spec(c.family);
-  const int64_t H = c.hidden_size, F = c.intermediate_size;
+  const int64_t H = c.hidden_size, F = c.intermediate_size, Q = c.num_heads * c.head_dim(), KV = c.kv_heads() * c.head_dim();
   const auto name = [](const std::string& base, const char* kind) { return base + "." + kind; };
   std::map<std::string, std::vector<int64_t>> s;
   // A Linear weight [out, in] as the file holds it: transposed for Conv1D ([in, out]).
-  const auto linear = [&](int64_t out, int64_t in) { return f.conv1d ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in}; };
+  const auto linear = [&](const std::string& base, int64_t out, int64_t in, bool bias) {
+    s[name(base, "weight")] = f.conv1d ? std::vector<int64_t>{in, out} : std::vector<int64_t>{out, in};
+    if (bias) s[name(base, "bias")] = {out};
+  };
+  const auto norm = [&](const std::string& base) {  // LayerNorm: weight and bias; RMSNorm: its weight
+    s[name(base, "weight")] = {H};
+    if (!f.rms_norm) s[name(base, "bias")] = {H};
+  };
   s[name(f.word, "weight")] = {c.vocab_size, H};
-  s[name(f.position, "weight")] = {c.max_position_embeddings, H};
+  if (f.position) s[name(f.position, "weight")] = {c.max_position_embeddings, H};
   if (f.token_type) s[name(f.token_type, "weight")] = {c.type_vocab_size, H};
-  for (const char* norm : {f.embed_norm, f.final_norm})
-    if (norm) s[name(norm, "weight")] = {H}, s[name(norm, "bias")] = {H};
+  for (const char* n : {f.embed_norm, f.final_norm})
+    if (n) norm(n);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const std::string p = f.layer_prefix + std::to_string(l) + ".";
-    if (f.qkv) {
-      s[name(p + f.qkv, "weight")] = linear(3 * H, H);
-      s[name(p + f.qkv, "bias")] = {3 * H};
-    }
-    for (const char* m : {f.query, f.key, f.value, f.attn_out}) {
-      if (!m) continue;
-      s[name(p + m, "weight")] = linear(H, H);
-      s[name(p + m, "bias")] = {H};
-    }
-    for (const char* norm : {f.attn_norm, f.ffn_norm}) {
-      s[name(p + norm, "weight")] = {H};
-      s[name(p + norm, "bias")] = {H};
-    }
-    s[name(p + f.ffn_in, "weight")] = linear(F, H);
-    s[name(p + f.ffn_in, "bias")] = {F};
-    s[name(p + f.ffn_out, "weight")] = linear(H, F);
-    s[name(p + f.ffn_out, "bias")] = {H};
+    if (f.qkv) linear(p + f.qkv, 3 * H, H, true);
+    if (f.query) linear(p + f.query, Q, H, f.qkv_bias), linear(p + f.key, KV, H, f.qkv_bias), linear(p + f.value, KV, H, f.qkv_bias);
+    linear(p + f.attn_out, H, Q, f.dense_bias);
+    norm(p + f.attn_norm);
+    norm(p + f.ffn_norm);
+    linear(p + f.ffn_in, F, H, f.dense_bias);
+    if (f.ffn_gate) linear(p + f.ffn_gate, F, H, f.dense_bias);
+    linear(p + f.ffn_out, H, F, f.dense_bias);
   }
   return s;
 }
@@ -244,6 +294,7 @@ std::map<std::string, std::vector<int64_t>> lm_head_shapes(const ModelConfig& c)
   if (head.transform) s[std::string(head.transform) + ".weight"] = {H, H}, s[std::string(head.transform) + ".bias"] = {H};
   if (head.transform_norm) s[std::string(head.transform_norm) + ".weight"] = {H}, s[std::string(head.transform_norm) + ".bias"] = {H};
   if (head.bias) s[head.bias] = {c.vocab_size};
+  if (head.decoder && !c.tie_word_embeddings) s[std::string(head.decoder) + ".weight"] = {c.vocab_size, H};
   return s;
 }
 

@@ -3,6 +3,7 @@
 // presets (a table of shapes over the family's base model), and the names and shapes of every
 // tensor of the family's bare-model layout. No LibTorch here.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -13,7 +14,7 @@
 namespace ctxsim {
 
 struct ModelConfig {
-  Family family = Family::Bert;  // config.json "model_type"
+  Family family = {};  // config.json "model_type" (BERT when absent)
   int64_t vocab_size = 30522;
   int64_t hidden_size = 768;         // BERT hidden_size, DistilBERT dim
   int64_t num_layers = 12;           // num_hidden_layers | n_layers
@@ -24,10 +25,19 @@ struct ModelConfig {
   double layer_norm_eps = 1e-12;
   std::string hidden_act = "gelu";  // hidden_act | activation: gelu (erf) | relu | gelu_new (tanh)
   int64_t pad_position = -1;        // RoBERTa: pad_token_id, where positions start (FamilySpec::pad_key); -1: none
+  int64_t num_kv_heads = 0;         // num_key_value_heads (grouped-query attention); 0: num_heads
+  int64_t explicit_head_dim = 0;    // head_dim when config.json gives it; 0: hidden / heads
+  double rope_theta = 10000;        // rotary families' base
+  bool tie_word_embeddings = true;  // the language-model head's decoder is the word embeddings
   // The tokens a sample can hold: max_position_embeddings, less the positions before the first
   // (RoBERTa's 0 … pad_token_id).
-  int64_t max_tokens() const { return pad_position < 0 ? max_position_embeddings : max_position_embeddings - pad_position - 1; }
-  int64_t head_dim() const { return hidden_size / num_heads; }
+  int64_t sliding_window = 0;  // Mistral's: each query sees the last sliding_window keys; 0: all
+  int64_t max_tokens() const {
+    const int64_t positions = pad_position < 0 ? max_position_embeddings : max_position_embeddings - pad_position - 1;
+    return sliding_window > 0 ? std::min(positions, sliding_window) : positions;  // within the window, attention is full
+  }
+  int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_heads; }
+  int64_t kv_heads() const { return num_kv_heads > 0 ? num_kv_heads : num_heads; }
 
   static ModelConfig load(const std::string& config_json);                     // throws naming file and key
   static ModelConfig parse(const std::string& text, const std::string& path);  // the same from text
@@ -40,7 +50,7 @@ struct ModelConfig {
   std::string to_json(const std::string& architecture = "", double dropout = 0.1) const;
   // A shape of the presets table (bert-base, bert-mini, bert-tiny, distilbert-base: bert-base's
   // with 6 layers, roberta-*, gpt2*) over the given family's base model (FamilySpec::base).
-  static ModelConfig preset(const std::string& name, Family family = Family::Bert);
+  static ModelConfig preset(const std::string& name, Family family = {});
   double flops_per_sample(int64_t seq_len) const;  // forward multiply-adds × 2
   // "" when `tokens` positions fit max_position_embeddings, else what is wrong (the quantity:
   // the caller names the key or option that asked for them).

@@ -10,12 +10,14 @@ namespace ctxsim {
 Activation activation_of(const std::string& name) {
   if (name == "relu") return Activation::Relu;
   if (name == "gelu_new") return Activation::GeluTanh;
+  if (name == "silu") return Activation::Silu;
   CTXSIM_CHECK(name == "gelu", "activation_of: '" + name + "' (config parsing admits gelu, gelu_new, relu)");
   return Activation::Gelu;
 }
 
 at::Tensor activate(const at::Tensor& x, Activation a) {
   if (a == Activation::Relu) return at::relu(x);
+  if (a == Activation::Silu) return at::silu(x);
   return at::gelu(x, a == Activation::GeluTanh ? "tanh" : "none");
 }
 
@@ -28,6 +30,11 @@ LayerOptions layer_options(const ModelConfig& c) {
   o.norm = f.norm;
   o.dropout_after_attention_output = f.dropout_after_attention_output;
   o.causal = f.causal;
+  o.rms_norm = f.rms_norm;
+  o.kv_heads = c.kv_heads();
+  o.head_dim = c.head_dim();
+  o.rope_theta = f.rotary ? c.rope_theta : 0;
+  o.gated_ffn = f.ffn_gate != nullptr;
   return o;
 }
 
@@ -51,15 +58,23 @@ KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions
   return m;
 }
 
+at::Tensor normalise(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps, bool rms) {
+  if (!rms) return at::layer_norm(x, {x.size(-1)}, w, b, eps);
+  // As transformers' LlamaRMSNorm: half precisions normalised in float32, cast back, then scaled.
+  const bool half = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
+  const at::Tensor h = half ? x.to(at::kFloat) : x;
+  return w * (h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
+}
+
 at::Tensor embed(const EmbeddingWeights& w, const at::Tensor& ids, double eps, const DropoutFn& dropout) {
   const int64_t T = ids.size(1), hidden = w.word.size(1);
   at::Tensor x = at::embedding(w.word, ids);  // then positions, token type 0, LayerNorm
-  if (w.pad_position < 0) {
+  if (w.position.defined() && w.pad_position < 0) {
     x = x + w.position.slice(0, 0, T).unsqueeze(0);
-  } else {  // Hugging Face's create_position_ids_from_input_ids
+  } else if (w.position.defined()) {  // Hugging Face's create_position_ids_from_input_ids
     const at::Tensor kept = ids.ne(w.pad_position).to(at::kLong);
     x = x + at::embedding(w.position, at::cumsum(kept, 1) * kept + w.pad_position);
-  }
+  }  // else rotary positions, applied to q and k in each layer
   if (w.token_type.defined()) x = x + w.token_type[0];
   if (w.norm_w.defined()) x = at::layer_norm(x, {hidden}, w.norm_w, w.norm_b, eps);
   return dropout ? dropout(x, 0) : x;
@@ -95,52 +110,105 @@ void attend_batched(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
 
 }  // namespace
 
+namespace {
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+}
+
+// Hugging Face's rotary embedding (LlamaRotaryEmbedding, the default rope type): inv_freq_i =
+// 1 / theta^(2i / d), the angle of position t is t · inv_freq, and cos/sin repeat it over the two
+// halves of d. Computed in float32 as transformers does (float64 for a float64 model), then cast.
+std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t T, int64_t d, double theta, const at::TensorOptions& options) {
+  const at::ScalarType work = options.dtype().toScalarType() == at::kDouble ? at::kDouble : at::kFloat;
+  const at::TensorOptions o = at::TensorOptions().dtype(work).device(options.device());
+  const at::Tensor inv_freq = at::pow(theta, at::arange(0, d, 2, o.dtype(at::kLong)).to(work) / double(d)).reciprocal();
+  const at::Tensor freqs = at::arange(T, o.dtype(at::kLong)).to(work).unsqueeze(1) * inv_freq.unsqueeze(0);  // [T, d/2]
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);                                                     // [T, d]
+  return {angles.cos().to(options.dtype()), angles.sin().to(options.dtype())};
+}
+
+// x [B, heads, T, d] rotated: x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
+at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  const at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * cos + rotated * sin;
+}
+
+}  // namespace
+
 at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const KeyMask& mask, const LayerOptions& o, const LayerMode& mode,
                            int64_t layer, AttentionTrace* trace) {
   CTXSIM_CHECK(mode.kernel == AttentionKernel::Batched || !mode.dropout, "attention_block: dropout needs the Batched kernel");
-  const int64_t B = x.size(0), T = x.size(1), hidden = x.size(2), H = o.heads, d = hidden / H;
+  const int64_t B = x.size(0), T = x.size(1), hidden = x.size(2), H = o.heads, d = o.head_dim > 0 ? o.head_dim : hidden / H;
+  const int64_t Hkv = o.kv_heads > 0 ? o.kv_heads : H;
   const bool pre = o.norm == NormPlacement::Pre;
-  const at::Tensor in = pre ? at::layer_norm(x, {hidden}, w.norm1_w, w.norm1_b, o.eps) : x;
-  // One GEMM for the three projections, then [B, T, 3, H, d] → three [B, H, T, d] views.
-  const at::Tensor qkv = at::linear(in, w.qkv_w, w.qkv_b).view({B, T, 3, H, d}).permute({2, 0, 3, 1, 4});
+  const at::Tensor in = pre ? normalise(x, w.norm1_w, w.norm1_b, o.eps, o.rms_norm) : x;
+  // One GEMM for the three projections, then three [B, H, T, d] views (the same layout for
+  // every family without rotary positions or grouped heads).
+  const at::Tensor fused = linear(in, w.qkv_w, w.qkv_b);
+  at::Tensor q, k, v;
+  if (o.rope_theta <= 0 && Hkv == H) {
+    const at::Tensor qkv = fused.view({B, T, 3, H, d}).permute({2, 0, 3, 1, 4});
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    const auto heads = [&](int64_t first, int64_t n) { return fused.narrow(-1, first * d, n * d).view({B, T, n, d}).transpose(1, 2); };
+    q = heads(0, H), k = heads(H, Hkv), v = heads(H + Hkv, Hkv);
+    if (o.rope_theta > 0) {
+      const auto [cos, sin] = rotary_tables(T, d, o.rope_theta, q.options());
+      q = rotate(q, cos, sin), k = rotate(k, cos, sin);
+    }
+    if (Hkv != H) {  // query head h reads key/value head h / (H / H_kv)
+      k = k.repeat_interleave(H / Hkv, 1);
+      v = v.repeat_interleave(H / Hkv, 1);
+    }
+  }
   const double scale = 1.0 / std::sqrt(double(d));
   AttentionTrace local;
   AttentionTrace& t = trace ? *trace : local;
   if (mode.kernel == AttentionKernel::PerSample)
-    attend_per_sample(qkv[0], qkv[1], qkv[2], mask, scale, t);
+    attend_per_sample(q, k, v, mask, scale, t);
   else
-    attend_batched(qkv[0], qkv[1], qkv[2], mask, scale, mode.dropout, layer, t);
+    attend_batched(q, k, v, mask, scale, mode.dropout, layer, t);
   at::Tensor context = t.context;
   if (mode.gates.defined()) {
     const at::Tensor g = mode.gates.dim() == 3 ? mode.gates.select(1, layer) : mode.gates[layer].unsqueeze(0).expand({B, H});
     context = context * g.to(context.scalar_type()).reshape({B, H, 1, 1});
   }
-  const at::Tensor merged = context.transpose(1, 2).reshape({B, T, hidden});
-  at::Tensor projected = at::linear(merged, w.o_w, w.o_b);
+  const at::Tensor merged = context.transpose(1, 2).reshape({B, T, H * d});
+  at::Tensor projected = linear(merged, w.o_w, w.o_b);
   if (mode.dropout && o.dropout_after_attention_output) projected = mode.dropout(projected, uint64_t(2 + 3 * layer));
   if (pre) return x + projected;
-  return at::layer_norm(projected + x, {hidden}, w.norm1_w, w.norm1_b, o.eps);
+  return normalise(projected + x, w.norm1_w, w.norm1_b, o.eps, o.rms_norm);
 }
 
 at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const LayerOptions& o, const LayerMode& mode, int64_t layer) {
-  const int64_t hidden = h.size(2);
   const bool pre = o.norm == NormPlacement::Pre;
-  const at::Tensor in = pre ? at::layer_norm(h, {hidden}, w.norm2_w, w.norm2_b, o.eps) : h;
-  const at::Tensor inner = activate(at::linear(in, w.ffn_in_w, w.ffn_in_b), o.activation);
-  at::Tensor out = at::linear(inner, w.ffn_out_w, w.ffn_out_b);
+  const at::Tensor in = pre ? normalise(h, w.norm2_w, w.norm2_b, o.eps, o.rms_norm) : h;
+  at::Tensor inner = linear(in, w.ffn_in_w, w.ffn_in_b);
+  if (o.gated_ffn) {  // [gate | up] from one GEMM: act(gate) · up
+    const int64_t F = inner.size(-1) / 2;
+    inner = activate(inner.narrow(-1, 0, F), o.activation) * inner.narrow(-1, F, F);
+  } else {
+    inner = activate(inner, o.activation);
+  }
+  at::Tensor out = linear(inner, w.ffn_out_w, w.ffn_out_b);
   if (mode.dropout) out = mode.dropout(out, uint64_t(3 + 3 * layer));
   if (pre) return h + out;
-  return at::layer_norm(out + h, {hidden}, w.norm2_w, w.norm2_b, o.eps);
+  return normalise(out + h, w.norm2_w, w.norm2_b, o.eps, o.rms_norm);
 }
 
 EmbeddingWeights gather_embeddings(const FamilySpec& f, const TensorGetter& get) {
   const auto name = [](const char* base, const char* kind) { return std::string(base) + "." + kind; };
   EmbeddingWeights e;
   e.word = get(name(f.word, "weight"));
-  e.position = get(name(f.position, "weight"));
+  if (f.position) e.position = get(name(f.position, "weight"));
   if (f.token_type) e.token_type = get(name(f.token_type, "weight"));
   if (f.embed_norm) e.norm_w = get(name(f.embed_norm, "weight")), e.norm_b = get(name(f.embed_norm, "bias"));
-  if (f.final_norm) e.final_norm_w = get(name(f.final_norm, "weight")), e.final_norm_b = get(name(f.final_norm, "bias"));
+  if (f.final_norm) {
+    e.final_norm_w = get(name(f.final_norm, "weight"));
+    if (!f.rms_norm) e.final_norm_b = get(name(f.final_norm, "bias"));
+  }
   return e;
 }
 
@@ -153,24 +221,30 @@ LayerWeights gather_layer(const FamilySpec& f, int64_t layer, const TensorGetter
     const at::Tensor w = W(role, "weight");
     return f.conv1d ? w.t().contiguous() : w;
   };
+  const auto bias = [&](const char* role, bool has) { return has ? W(role, "bias") : at::Tensor(); };
   LayerWeights L;
   if (f.qkv) {  // [W_q | W_k | W_v] already fused: as Linear, the stacked [3 hidden, hidden]
     L.qkv_w = linear(f.qkv);
     L.qkv_b = W(f.qkv, "bias");
   } else {
     L.qkv_w = stack({W(f.query, "weight"), W(f.key, "weight"), W(f.value, "weight")});
-    L.qkv_b = stack({W(f.query, "bias"), W(f.key, "bias"), W(f.value, "bias")});
+    if (f.qkv_bias) L.qkv_b = stack({W(f.query, "bias"), W(f.key, "bias"), W(f.value, "bias")});
   }
   L.o_w = linear(f.attn_out);
-  L.o_b = W(f.attn_out, "bias");
+  L.o_b = bias(f.attn_out, f.dense_bias);
   L.norm1_w = W(f.attn_norm, "weight");
-  L.norm1_b = W(f.attn_norm, "bias");
-  L.ffn_in_w = linear(f.ffn_in);
-  L.ffn_in_b = W(f.ffn_in, "bias");
+  L.norm1_b = bias(f.attn_norm, !f.rms_norm);
+  if (f.ffn_gate) {  // [gate; up], one GEMM
+    L.ffn_in_w = stack({linear(f.ffn_gate), linear(f.ffn_in)});
+    if (f.dense_bias) L.ffn_in_b = stack({W(f.ffn_gate, "bias"), W(f.ffn_in, "bias")});
+  } else {
+    L.ffn_in_w = linear(f.ffn_in);
+    L.ffn_in_b = bias(f.ffn_in, f.dense_bias);
+  }
   L.ffn_out_w = linear(f.ffn_out);
-  L.ffn_out_b = W(f.ffn_out, "bias");
+  L.ffn_out_b = bias(f.ffn_out, f.dense_bias);
   L.norm2_w = W(f.ffn_norm, "weight");
-  L.norm2_b = W(f.ffn_norm, "bias");
+  L.norm2_b = bias(f.ffn_norm, !f.rms_norm);
   return L;
 }
 

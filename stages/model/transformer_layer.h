@@ -16,7 +16,7 @@
 
 namespace ctxsim {
 
-enum class Activation { Gelu, GeluTanh, Relu };  // config "gelu" (erf), "gelu_new" (tanh), "relu"
+enum class Activation { Gelu, GeluTanh, Relu, Silu };  // config "gelu" (erf), "gelu_new" (tanh), "relu", "silu"
 Activation activation_of(const std::string& name);
 at::Tensor activate(const at::Tensor& x, Activation a);
 
@@ -32,10 +32,10 @@ struct EmbeddingWeights {
 
 // One layer's weights by role (HF Linear layout: [out, in]).
 struct LayerWeights {
-  at::Tensor qkv_w, qkv_b;          // [3 hidden, hidden], [3 hidden]: W_q, W_k, W_v stacked, one GEMM
+  at::Tensor qkv_w, qkv_b;          // [(H + 2 H_kv) d, hidden], [(H + 2 H_kv) d]: W_q, W_k, W_v stacked, one GEMM; no bias: undefined
   at::Tensor o_w, o_b;              // [hidden, hidden], [hidden]: W_O
   at::Tensor norm1_w, norm1_b;      // [hidden]: after the attention block
-  at::Tensor ffn_in_w, ffn_in_b;    // [ffn, hidden], [ffn]
+  at::Tensor ffn_in_w, ffn_in_b;    // [ffn, hidden], [ffn]; gated: [gate; up] stacked, [2 ffn, hidden]
   at::Tensor ffn_out_w, ffn_out_b;  // [hidden, ffn], [hidden]
   at::Tensor norm2_w, norm2_b;      // [hidden]: after the feed-forward block
 };
@@ -48,6 +48,14 @@ struct LayerOptions {
   NormPlacement norm = NormPlacement::Post;
   bool causal = false;                         // decoder families: A_ij = 0 for j > i (GPT-2)
   bool dropout_after_attention_output = true;  // training: BERT yes, DistilBERT no
+  // The Llama lineage's (FamilySpec): RMSNorm for LayerNorm, grouped-query attention (kv_heads
+  // key/value heads, head h reading h / (heads / kv_heads)), a head size of its own, rotary
+  // positions (theta > 0), a gated feed-forward.
+  bool rms_norm = false;
+  int64_t kv_heads = 0;  // 0: heads
+  int64_t head_dim = 0;  // 0: hidden / heads
+  double rope_theta = 0;
+  bool gated_ffn = false;
 };
 LayerOptions layer_options(const ModelConfig& c);
 
@@ -86,7 +94,12 @@ struct KeyMask {
 // valid [B, T] bool; options: the activations' dtype and device.
 KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel, bool causal = false);
 
-// ids [B, T] int64 → LayerNorm(word + position + token type 0) [B, T, hidden], then dropout site 0.
+// The family's normalisation of x [.., hidden]: LayerNorm with bias b, or RMSNorm (b undefined;
+// Hugging Face's order: w · (x · rsqrt(mean(x²) + eps))).
+at::Tensor normalise(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps, bool rms);
+
+// ids [B, T] int64 → LayerNorm(word + position + token type 0) [B, T, hidden], then dropout site 0
+// (a rotary family: the word embeddings alone).
 // Positions 0 … T-1, or with pad_position p (RoBERTa) p + 1 + the token's index among the
 // non-padding ids of its row, and p on padding ids.
 at::Tensor embed(const EmbeddingWeights& w, const at::Tensor& ids, double eps, const DropoutFn& dropout = nullptr);

@@ -149,15 +149,19 @@ const FamilySpec& model_family(const Config& c) {
   const std::string dir = model_dir(c);
   const fs::path config = ModelFolder(dir).config();
   std::error_code ec;
-  if (dir.empty() || !fs::exists(config, ec)) return family_spec(Family::Bert);
+  if (dir.empty() || !fs::exists(config, ec)) return family_spec(Family{});
   return family_spec(ModelConfig::load(config.string()).family);
 }
 
 JobTokenizer make_tokenizer(const Config& c) {
   const std::string dir = model_dir(c);
-  const TokenizerFiles files = config_tokenizer_files(c);
   JobTokenizer t;
   t.family = &model_family(c);
+  if (t.family->tokenizer_not_read)
+    throw Error(c.where("model.path"), std::string("is a ") + t.family->display + " model: " + t.family->tokenizer_not_read,
+                "its layers load and can be inspected (ctxsim model-info DIR --dump-heads OUT --ids 1,2,3); jobs on it wait for its "
+                "tokenizer");
+  const TokenizerFiles files = config_tokenizer_files(c);
   if ((files.kind == TokenizerKind::ByteLevelBpe) != t.family->byte_level_bpe)
     throw Error(c.where("model.vocab"),
                 std::string("the model is ") + t.family->display + ", whose tokenizer is " +
