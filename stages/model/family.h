@@ -101,9 +101,9 @@ struct FamilySpec {
   bool init_writes_mlm = false;
   // Its tokenizer: WordPiece with [CLS] … [SEP] samples, or byte-level BPE (SPEC §7).
   bool byte_level_bpe = false;
-  // Why ctxsim cannot tokenize for this family yet (nullptr: it can): jobs and init-model refuse
-  // it by this text, while its weights load (model-info) and compare with transformers.
-  const char* tokenizer_not_read = nullptr;
+  // Why jobs cannot run this family yet (nullptr: they can): jobs and init-model refuse it by this
+  // text, while its weights load (model-info) and compare with transformers.
+  const char* jobs_not_ready = nullptr;
   // GPT-2's layout: one fused projection [W_q | W_k | W_v] (`qkv`; query, key and value are then
   // nullptr), weights stored as Conv1D ([in, out], the transpose of a Linear), a final LayerNorm
   // after the last layer, per-layer buffers skipped (names within a layer), causal attention, and

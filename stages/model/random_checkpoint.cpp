@@ -73,8 +73,8 @@ TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const Token
 }
 
 TokenizerOut tokenizer_files_for(const FamilySpec& f, const std::string& path) {
-  if (f.tokenizer_not_read)
-    throw Error("--family " + std::string(f.model_type), std::string("a ") + f.display + " model's tokenizer: " + f.tokenizer_not_read,
+  if (f.jobs_not_ready)
+    throw Error("--family " + std::string(f.model_type), std::string("a ") + f.display + " model: " + f.jobs_not_ready,
                 "make its random control with transformers for now (LlamaConfig, save_pretrained)");
   const TokenizerFiles files = find_tokenizer_files(path);
   const bool bpe = files.kind == TokenizerKind::ByteLevelBpe;

