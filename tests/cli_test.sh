@@ -492,7 +492,7 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     contains "$(cat "$TMP/err")" "'100' is not a token id of this model (0 to 99)"
     sed -i 's/"model_type": "distilbert"/"model_type": "mamba"/' "$TMP/distilbert/config.json"
     "$CTXSIM" model-info "$TMP/distilbert" 2> "$TMP/err" && fail "model_type mamba accepted"
-    contains "$(cat "$TMP/err")" "config.json: model_type: 'mamba' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2, llama, mistral, qwen2)"
+    contains "$(cat "$TMP/err")" "config.json: model_type: 'mamba' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2, llama, mistral, qwen2, qwen3)"
     # A model and a tokenizer of different kinds are refused before anything runs, naming the key.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/roberta" model.vocab="$TMP/vocab.txt" samples.num_samples=4 samples.seq_len=16 \
       output.report=false output.dir="$TMP/rrun" 2> "$TMP/err" && fail "a RoBERTa with a WordPiece vocab.txt accepted"
@@ -501,12 +501,46 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --vocab "$TMP/vocab.txt" --out "$TMP/g2" 2> "$TMP/err" && fail "GPT-2 with vocab.txt"
     contains "$(cat "$TMP/err")" "vocab.txt: is a WordPiece vocabulary, but a GPT-2 model's tokenizer is byte-level BPE"
     "$CTXSIM" init-model --family mamba --vocab "$TMP/vocab.txt" --out "$TMP/g" 2> "$TMP/err" && fail "--family mamba accepted"
-    contains "$(cat "$TMP/err")" "--family: 'mamba' is not a model family ctxsim reads; fix: use one of bert, distilbert, roberta, gpt2, llama"
-    # The Llama lineage loads (tests/hf_reference.py compares it with transformers), but its jobs
-    # wait for its sample frame: init-model and the jobs say so by name, and write nothing.
-    "$CTXSIM" init-model --family llama --vocab "$TMP/bpe" --out "$TMP/g" 2> "$TMP/err" && fail "--family llama made a model"
-    contains "$(cat "$TMP/err")" "a Llama model: its sample frame (the bos_token of tokenizer_config.json"
+    contains "$(cat "$TMP/err")" "--family: 'mamba' is not a model family ctxsim reads; fix: use one of bert, distilbert, roberta, gpt2, llama, mistral, qwen2, qwen3"
+    # The Llama lineage's tokenizer is its tokenizer.json (its regex, NFC, ignore_merges), which
+    # vocab.json + merges.txt cannot carry: refused by name, nothing written.
+    "$CTXSIM" init-model --family llama --vocab "$TMP/bpe" --out "$TMP/g" 2> "$TMP/err" && fail "--family llama from merges.txt"
+    contains "$(cat "$TMP/err")" "is vocab.json + merges.txt, and a Llama model's tokenizer is its tokenizer.json"
     [ ! -e "$TMP/g" ] || fail "a refused init-model left $TMP/g"
+    ;;
+  llama_runs)
+    # The Llama lineage through the whole job (SPEC §7): random models of two rows with the real
+    # tokenizers (data/tokenizers), the frame from each tokenizer_config.json: Llama 3's samples
+    # start with its bos_token <|begin_of_text|> (id 128000), Qwen's (bos_token null) with a word.
+    for spec in "llama llama3 128000" "qwen2 qwen3 none"; do
+      set -- $spec
+      "$CTXSIM" init-model --family "$1" --preset bert-tiny --layers 2 --hidden 64 --heads 4 --ffn 128 --positions 128 --seed 2 \
+        --vocab "data/tokenizers/$2" --out "$TMP/$1" > /dev/null || fail "init-model --family $1"
+      [ -f "$TMP/$1/tokenizer.json" ] && [ -f "$TMP/$1/tokenizer_config.json" ] || fail "$1: the tokenizer files were not copied"
+      "$CTXSIM" run configs/default.yaml model.path="$TMP/$1" samples.num_samples=12 samples.seq_len=64 statistics.examples=[0] \
+        output.dir="$TMP/run-$1" > "$TMP/$1.log" 2>&1 || fail "run $1: $(tail -3 "$TMP/$1.log")"
+      /usr/bin/python3 - "$TMP/run-$1/store.h5" "$1" "$3" <<'PY' || fail "$1 store"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["complete"] == 1 and f.attrs["model_family"].decode() == sys.argv[2] and f.attrs["causal"] == 1
+ids, sent, n = f["samples/token_ids"][...], f["samples/sentence_ids"][...], f["samples/n_valid"][...]
+if sys.argv[3] == "none":  # no bos: the first position is a word of sentence 0
+    assert (sent[:, 0] == 0).all(), sent[:, 0]
+else:
+    assert (ids[:, 0] == int(sys.argv[3])).all() and (sent[:, 0] == -1).all(), ids[:, 0]
+assert (n == 64).all(), n  # Brown's windows fill the samples
+assert f["stats/top_fraction=0.01/high_pairs"][...].sum() > 0
+print(sys.argv[2], "ok")
+PY
+      out=$("$CTXSIM" summary "$TMP/run-$1/store.h5") || fail "summary $1"
+      contains "$out" "causal attention"
+    done
+    # A tokenizer_config.json whose bos_token is not a token is one error naming the key.
+    sed -i 's/"bos_token": "<|begin_of_text|>"/"bos_token": 5/' "$TMP/llama/tokenizer_config.json"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/llama" samples.num_samples=4 samples.seq_len=32 output.dir="$TMP/bad" \
+      2> "$TMP/err" && fail "a bos_token of 5 accepted"
+    contains "$(cat "$TMP/err")" "tokenizer_config.json: bos_token: expected a token"
+    [ ! -e "$TMP/bad/store.h5" ] || fail "a refused run left a store"
     ;;
   distilbert_run)
     # A seeded random DistilBERT through the whole job: a store whose layers and heads are the

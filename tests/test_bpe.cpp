@@ -126,7 +126,26 @@ TEST(ByteLevelFiles, HostileFilesAreNamed) {
   EXPECT_HAS(error_of([] {
                BpeModel::parse_tokenizer_json(R"({"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Whitespace"}})", "tokenizer.json");
              }),
-             "a BPE without the ByteLevel pre-tokenizer");
+             "tokenizer.json: pre_tokenizer: is [Whitespace]; ctxsim applies ByteLevel alone, or a Split regex");
+  // Components ctxsim does not apply are named: a normalizer, sentencepiece's byte fallback, a
+  // Split regex that does not compile.
+  EXPECT_HAS(error_of([] {
+               BpeModel::parse_tokenizer_json(R"({"model": {"type": "BPE"}, "normalizer": {"type": "Lowercase"}, "pre_tokenizer":
+                                                 {"type": "ByteLevel"}})",
+                                              "tokenizer.json");
+             }),
+             "tokenizer.json: normalizer: is \"Lowercase\", which ctxsim does not apply");
+  EXPECT_HAS(error_of([] {
+               BpeModel::parse_tokenizer_json(
+                   R"({"model": {"type": "BPE", "byte_fallback": true}, "pre_tokenizer": {"type": "ByteLevel"}})", "tokenizer.json");
+             }),
+             "tokenizer.json: model.byte_fallback: is true");
+  EXPECT_HAS(error_of([] {
+               BpeModel::parse_tokenizer_json(R"({"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                 {"type": "Split", "pattern": {"Regex": "(?i:a"}, "behavior": "Isolated"}, {"type": "ByteLevel", "use_regex": false}]}})",
+                                              "tokenizer.json");
+             }),
+             "tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex: does not compile");
 }
 
 TEST(ByteLevelFiles, TokenizerJsonReadsBothMergeSpellings) {
@@ -164,10 +183,17 @@ TEST(ByteLevel, AddedTokensAreMatchedFirstAndNeverMerged) {
   const int32_t space = id(flags, "\u0120");
   EXPECT_EQ(flags.encode("a \u3000 <mask> b").ids, (std::vector<int32_t>{'a', 256, space, 'b'}));  // lstrip takes U+3000 too
   EXPECT_EQ(flags.encode("a </s>  b").ids, (std::vector<int32_t>{'a', space, 257, 'b'}));
-  // Hostile added tokens: an id that is another token, a single_word token.
+  // Hostile added tokens: an id that is another token, one past the next free id, a single_word token.
   j["added_tokens"] = {{{"id", 10}, {"content", "<mask>"}}};
   EXPECT_HAS(error_of([&] { BpeModel::parse_tokenizer_json(j.dump(), "t.json"); }),
-             "t.json: added_tokens[0]: '<mask>' with id 10 is not that token of model.vocab");
+             "t.json: added_tokens[0]: '<mask>' with id 10 is neither that token of model.vocab nor the next id after it (258)");
+  j["added_tokens"] = {{{"id", 259}, {"content", "<mask>"}}};
+  EXPECT_HAS(error_of([&] { BpeModel::parse_tokenizer_json(j.dump(), "t.json"); }), "nor the next id after it (258)");
+  // Added tokens past model.vocab (Llama 3's) extend the vocabulary, matched first.
+  j["added_tokens"] = {{{"id", 258}, {"content", "<|bot|>"}}, {{"id", 259}, {"content", "<|eot|>"}}};
+  BpeTokenizer extended(BpeModel::parse_tokenizer_json(j.dump(), "t.json"));
+  EXPECT_EQ(extended.vocab_size(), 260);
+  EXPECT_EQ(extended.encode("<|bot|>a<|eot|>").ids, (std::vector<int32_t>{258, 'a', 259}));
   j["added_tokens"] = {{{"id", 256}, {"content", "<mask>"}, {"single_word", true}}};
   EXPECT_HAS(error_of([&] { BpeModel::parse_tokenizer_json(j.dump(), "t.json"); }), "matches single words only");
 }

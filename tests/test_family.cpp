@@ -98,7 +98,7 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
   } catch (const Error& e) {
     EXPECT_HAS(e.what(),
                "m/config.json: model_type: 'mamba' is not a model family ctxsim reads (it reads bert, distilbert, roberta, gpt2, llama, "
-               "mistral, qwen2)");
+               "mistral, qwen2, qwen3)");
     EXPECT_HAS(e.what(), "; fix: ");
   }
   try {
@@ -317,9 +317,20 @@ TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
   at::manual_seed(3);
   const int64_t B = 2, T = 8, hidden = 32, heads = 4, ffn = 48;
   const auto r = [](std::vector<int64_t> shape, double scale) { return at::randn(shape, at::kDouble) * scale; };
-  LayerWeights w{r({3 * hidden, hidden}, 0.3), r({3 * hidden}, 0.1), r({hidden, hidden}, 0.2), r({hidden}, 0.1),
-                 1 + r({hidden}, 0.1),         r({hidden}, 0.1),     r({ffn, hidden}, 0.2),    r({ffn}, 0.1),
-                 r({hidden, ffn}, 0.2),        r({hidden}, 0.1),     1 + r({hidden}, 0.1),     r({hidden}, 0.1)};
+  LayerWeights w{r({3 * hidden, hidden}, 0.3),
+                 r({3 * hidden}, 0.1),
+                 r({hidden, hidden}, 0.2),
+                 r({hidden}, 0.1),
+                 1 + r({hidden}, 0.1),
+                 r({hidden}, 0.1),
+                 r({ffn, hidden}, 0.2),
+                 r({ffn}, 0.1),
+                 r({hidden, ffn}, 0.2),
+                 r({hidden}, 0.1),
+                 1 + r({hidden}, 0.1),
+                 r({hidden}, 0.1),
+                 {},
+                 {}};  // no q/k norms
   LayerOptions o;
   o.heads = heads;
   const at::Tensor x = r({B, T, hidden}, 1.0);

@@ -178,8 +178,7 @@ const std::vector<FamilySpec>& families() {
     llama.causal             = true;
     llama.default_activation = "silu";
     llama.byte_level_bpe     = true;
-    llama.jobs_not_ready     = "its sample frame (the bos_token of tokenizer_config.json, SPEC §7) is not wired into the jobs yet, nor "
-                               "Metaspace tokenizers (Llama 2, Mistral); its tokenizer.json is read (ctxsim tokenize)";
+    llama.frame_from_tokenizer_config = true;
     llama.lm_head            = {LmObjective::Causal, nullptr, nullptr, nullptr, nullptr, "lm_head", nullptr};
     llama.config_constants   = R"({"attention_bias": false, "attention_dropout": 0.0, "initializer_range": 0.02, "mlp_bias": false,
                                   "rope_scaling": null, "tie_word_embeddings": false})";
@@ -213,7 +212,19 @@ const std::vector<FamilySpec>& families() {
     qwen2.base             = {151936, 32768, 0, -1, 1e-6};
     qwen2.frame            = {nullptr, nullptr, "<|endoftext|>", {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}};  // no bos
 
-    std::vector<FamilySpec> table = {bert, distilbert, roberta, gpt2, llama, mistral, qwen2};  // BERT first: Family{}
+    // Qwen3: modeling_qwen3.py, Qwen2's layout without biases and with an RMSNorm over head_dim
+    // on each head's q and k before the rotation.
+    FamilySpec qwen3 = qwen2;
+    qwen3.model_type  = "qwen3";
+    qwen3.display     = "Qwen3";
+    qwen3.model_class = "Qwen3Model";
+    qwen3.mlm_class   = "Qwen3ForCausalLM";
+    qwen3.checkpoints = "Qwen3Model or Qwen3ForCausalLM";
+    qwen3.qkv_bias    = false;
+    qwen3.q_norm      = "self_attn.q_norm";
+    qwen3.k_norm      = "self_attn.k_norm";
+
+    std::vector<FamilySpec> table = {bert, distilbert, roberta, gpt2, llama, mistral, qwen2, qwen3};  // BERT first: Family{}
     for (size_t i = 0; i < table.size(); ++i) table[i].family = Family{int(i)};
     return table;
   }();

@@ -101,9 +101,10 @@ struct FamilySpec {
   bool init_writes_mlm = false;
   // Its tokenizer: WordPiece with [CLS] … [SEP] samples, or byte-level BPE (SPEC §7).
   bool byte_level_bpe = false;
-  // Why jobs cannot run this family yet (nullptr: they can): jobs and init-model refuse it by this
-  // text, while its weights load (model-info) and compare with transformers.
-  const char* jobs_not_ready = nullptr;
+  // Its frame's begin and pad tokens come from the model's tokenizer_config.json (bos_token,
+  // pad_token or else eos_token; SPEC §7), not from `frame` (the Llama lineage: Llama 3's
+  // <|begin_of_text|>, SmolLM2's <|im_start|>, none for Qwen).
+  bool frame_from_tokenizer_config = false;
   // GPT-2's layout: one fused projection [W_q | W_k | W_v] (`qkv`; query, key and value are then
   // nullptr), weights stored as Conv1D ([in, out], the transpose of a Linear), a final LayerNorm
   // after the last layer, per-layer buffers skipped (names within a layer), causal attention, and
@@ -123,6 +124,9 @@ struct FamilySpec {
   bool rotary = false;
   const char* ffn_gate = nullptr;
   bool qkv_bias = true;  // q, k, v (Qwen2 yes, Llama no)
+  // Qwen3's RMSNorm over head_dim on each head's q and k, before the rotation: [head_dim] each.
+  const char* q_norm = nullptr;
+  const char* k_norm = nullptr;
   // A sliding-window attention's config key (Mistral's sliding_window), and the key that switches
   // it on where one must (Qwen2's use_sliding_window); ctxsim is exact up to the window.
   const char* window_key = nullptr;

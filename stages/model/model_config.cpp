@@ -98,11 +98,28 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
     }
     const auto scaling = nested ? params : j.find("rope_scaling");
     if (scaling != j.end() && !scaling->is_null()) {
+      const std::string key = nested ? "rope_parameters" : "rope_scaling";
       const std::string type = scaling->is_object() ? scaling->value("rope_type", scaling->value("type", std::string())) : std::string();
-      if (type != "default")
-        throw Error(path + ": " + (nested ? "rope_parameters" : "rope_scaling"),
-                    "rope_type '" + type + "' is not implemented (only the default rotary positions are)",
-                    "use a checkpoint whose rope_type is default");
+      if (type == "llama3") {
+        const auto number = [&](const char* name, double& dst) {
+          const auto it = scaling->find(name);
+          if (it == scaling->end() || !it->is_number() || !(it->get<double>() > 0))
+            throw Error(path + ": " + key + "." + name, "expected a positive number for rope_type llama3", kFixConfig);
+          dst = it->get<double>();
+        };
+        auto& r = c.llama3_rope;
+        number("factor", r.factor);
+        number("low_freq_factor", r.low_freq_factor);
+        number("high_freq_factor", r.high_freq_factor);
+        double original = 0;
+        number("original_max_position_embeddings", original);
+        r.original_max_positions = int64_t(original);
+        if (!(r.high_freq_factor > r.low_freq_factor))
+          throw Error(path + ": " + key + ".high_freq_factor", "must exceed low_freq_factor", kFixConfig);
+      } else if (type != "default") {
+        throw Error(path + ": " + key, "rope_type '" + type + "' is not implemented (default and llama3 are)",
+                    "use a checkpoint whose rope_type is default or llama3");
+      }
     }
   }
   // A sliding window (Mistral; Qwen2 only with use_sliding_window): exact up to its length.
@@ -277,6 +294,8 @@ std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelCon
     const std::string p = f.layer_prefix + std::to_string(l) + ".";
     if (f.qkv) linear(p + f.qkv, 3 * H, H, true);
     if (f.query) linear(p + f.query, Q, H, f.qkv_bias), linear(p + f.key, KV, H, f.qkv_bias), linear(p + f.value, KV, H, f.qkv_bias);
+    for (const char* n : {f.q_norm, f.k_norm})
+      if (n) s[name(p + n, "weight")] = {c.head_dim()};
     linear(p + f.attn_out, H, Q, f.dense_bias);
     norm(p + f.attn_norm);
     norm(p + f.ffn_norm);

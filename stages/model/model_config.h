@@ -28,6 +28,11 @@ struct ModelConfig {
   int64_t num_kv_heads = 0;         // num_key_value_heads (grouped-query attention); 0: num_heads
   int64_t explicit_head_dim = 0;    // head_dim when config.json gives it; 0: hidden / heads
   double rope_theta = 10000;        // rotary families' base
+  // rope_type llama3 (Llama 3.1+): Meta's rescaling of the inverse frequencies; factor 0: none.
+  struct Llama3Rope {
+    double factor = 0, low_freq_factor = 1, high_freq_factor = 4;
+    int64_t original_max_positions = 8192;
+  } llama3_rope;
   bool tie_word_embeddings = true;  // the language-model head's decoder is the word embeddings
   // The tokens a sample can hold: max_position_embeddings, less the positions before the first
   // (RoBERTa's 0 … pad_token_id).

@@ -50,6 +50,13 @@ TokenizerOut wordpiece_files(const TokenizerFiles& files) {
 TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const TokenizerFiles& files) {
   const auto model = files.merges.empty() ? BpeModel::load_tokenizer_json(files.vocab) : BpeModel::load(files.vocab, files.merges);
   const Vocab& v = model->vocab;
+  if (f.frame_from_tokenizer_config) {  // the Llama lineage: its tokenizer.json as it is (its regex, NFC, ignore_merges)
+    if (!files.merges.empty())
+      throw Error(path, std::string("is vocab.json + merges.txt, and a ") + f.display + " model's tokenizer is its tokenizer.json",
+                  "give --vocab the model's tokenizer.json or its folder (data/tokenizers/llama3)");
+    return {{{ModelFolder::kTokenizerJson, read_file_bytes(files.vocab, 2 * kMaxVocabBytes, "the tokenizer", "check the file")}},
+            int64_t(v.size())};
+  }
   std::vector<std::string> tokens;
   for (const char* special : f.bpe_specials_first)
     if (v.id(special) < 0) tokens.emplace_back(special);
@@ -73,9 +80,6 @@ TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const Token
 }
 
 TokenizerOut tokenizer_files_for(const FamilySpec& f, const std::string& path) {
-  if (f.jobs_not_ready)
-    throw Error("--family " + std::string(f.model_type), std::string("a ") + f.display + " model: " + f.jobs_not_ready,
-                "make its random control with transformers for now (LlamaConfig, save_pretrained)");
   const TokenizerFiles files = find_tokenizer_files(path);
   const bool bpe = files.kind == TokenizerKind::ByteLevelBpe;
   if (bpe != f.byte_level_bpe)

@@ -38,6 +38,7 @@ struct LayerWeights {
   at::Tensor ffn_in_w, ffn_in_b;    // [ffn, hidden], [ffn]; gated: [gate; up] stacked, [2 ffn, hidden]
   at::Tensor ffn_out_w, ffn_out_b;  // [hidden, ffn], [hidden]
   at::Tensor norm2_w, norm2_b;      // [hidden]: after the feed-forward block
+  at::Tensor q_norm_w, k_norm_w;    // [d]: Qwen3's RMSNorm of each head's q and k; undefined: none
 };
 
 // What the family fixes about its layers.
@@ -55,6 +56,7 @@ struct LayerOptions {
   int64_t kv_heads = 0;  // 0: heads
   int64_t head_dim = 0;  // 0: hidden / heads
   double rope_theta = 0;
+  ModelConfig::Llama3Rope llama3_rope;  // factor 0: the default inverse frequencies
   bool gated_ffn = false;
 };
 LayerOptions layer_options(const ModelConfig& c);

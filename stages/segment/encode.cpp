@@ -90,9 +90,10 @@ EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::v
     for (int64_t b = 0; b < B; ++b) {
       const SentenceWindow& w = plan.windows[size_t(w0 + b)];
       int64_t at = 0;
-      ids[b][at++] = frame.begin;
+      if (frame.begin >= 0) ids[b][at++] = frame.begin;
       for (int32_t s = w.first; s < w.first + w.count; ++s) {
-        const int32_t take = std::min<int32_t>(tokens[size_t(s)], w.tokens - int32_t(at - 1));  // cut only when it alone is too long
+        const int32_t take =
+            std::min<int32_t>(tokens[size_t(s)], w.tokens - int32_t(at - frame.words_from()));  // cut only when it alone is too long
         for (int32_t q = 0; q < take; ++q) ids[b][at++] = sentences[size_t(s)][size_t(q)];
       }
       if (frame.end >= 0) ids[b][at++] = frame.end;

@@ -21,7 +21,7 @@ SampleFrame SampleFrame::resolve(const FrameTokens& tokens, const Vocab& vocab, 
                   "use the vocabulary that belongs to the model (its vocab.txt, or vocab.json + merges.txt)");
     return id;
   };
-  f.begin = need(tokens.begin, "that starts");
+  if (tokens.begin) f.begin = need(tokens.begin, "that starts");
   if (tokens.end) f.end = need(tokens.end, "that ends the words of");
   f.pad = need(tokens.pad, "that pads");
   for (const auto& s : tokens.specials)

@@ -92,16 +92,18 @@ bool build_window(const TokenizedDocument& doc, int32_t first_sentence, int32_t 
                   int16_t* sent, int16_t* word, int16_t& n_valid) {
   const int32_t room_total = frame.room(seq_len);
   int32_t pos = 0;
-  tok[pos] = frame.begin;
-  sent[pos] = -1;
-  word[pos] = -1;
-  ++pos;
+  if (frame.begin >= 0) {
+    tok[pos] = frame.begin;
+    sent[pos] = -1;
+    word[pos] = -1;
+    ++pos;
+  }
   int32_t word_base = 0;
   bool truncated = false;
   const auto n = static_cast<int32_t>(doc.sentences.size());
   for (int32_t s = first_sentence; s < n; ++s) {
     const auto& sentence = doc.sentences[s];
-    const int32_t room = room_total - (pos - 1);
+    const int32_t room = room_total - (pos - frame.words_from());
     if (room <= 0) break;
     const auto len = static_cast<int32_t>(sentence.ids.size());
     const int32_t take = std::min(len, room);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "pipeline/job/parallel/log.h"
 #include "stages/base/digest.h"
@@ -100,12 +101,12 @@ std::string vocab_text(const Config& c) {
 
 std::string model_config_sha256(const std::string& dir) {
   std::string text;
-  const auto add = [&](const char* name, bool absent_too) {
+  const auto add = [&](const char* name, bool absent_too, size_t max_bytes = kMaxJsonBytes) {
     const fs::path p = fs::path(dir) / name;
     std::error_code ec;
     const bool there = fs::exists(p, ec);
     if (!there && !absent_too) return;
-    const std::string bytes = there ? read_file_bytes(p.string(), kMaxJsonBytes, name, "check the model folder") : "(absent)";
+    const std::string bytes = there ? read_file_bytes(p.string(), max_bytes, name, "check the model folder") : "(absent)";
     text += std::string(name) + "\n" + std::to_string(bytes.size()) + "\n" + bytes + "\n";
   };
   add(ModelFolder::kConfig, true);
@@ -114,9 +115,9 @@ std::string model_config_sha256(const std::string& dir) {
   std::error_code ec;
   const ModelFolder folder(dir);
   if (folder.has(ModelFolder::kMerges))
-    add(ModelFolder::kMerges, false);
+    add(ModelFolder::kMerges, false, 2 * kMaxVocabBytes);
   else if (!folder.has(ModelFolder::kVocabTxt))
-    add(ModelFolder::kTokenizerJson, false);
+    add(ModelFolder::kTokenizerJson, false, 2 * kMaxVocabBytes);  // Llama 3's is 9 MB
   return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
@@ -153,14 +154,52 @@ const FamilySpec& model_family(const Config& c) {
   return family_spec(ModelConfig::load(config.string()).family);
 }
 
+namespace {
+
+// The family's frame tokens; for the Llama lineage, its begin and pad tokens from the
+// tokenizer_config.json beside the tokenizer's files (SPEC §7): bos_token (none when null or
+// absent), pad_token or else eos_token, each a string or {"content": …}.
+FrameTokens frame_tokens(const FamilySpec& f, const TokenizerFiles& files) {
+  if (!f.frame_from_tokenizer_config) return f.frame;
+  static thread_local std::vector<std::string> kept;  // the strings the returned pointers name
+  kept.clear();
+  kept.reserve(3);
+  const std::string path = (fs::path(files.vocab).parent_path() / ModelFolder::kTokenizerConfig).string();
+  nlohmann::json j = nlohmann::json::object();
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    try {
+      j = nlohmann::json::parse(read_file_bytes(path, kMaxJsonBytes, "the tokenizer options", "check the model folder"));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(path, std::string("malformed JSON: ") + e.what(), "restore the model's tokenizer_config.json");
+    }
+  }
+  const auto token = [&](const char* key) -> const char* {
+    const auto it = j.is_object() ? j.find(key) : j.end();
+    if (it == j.end() || it->is_null()) return nullptr;
+    const nlohmann::json& v = it->is_object() && it->contains("content") ? (*it)["content"] : *it;
+    if (!v.is_string() || v.get<std::string>().empty())
+      throw Error(path + ": " + key, "expected a token (a string, or {\"content\": …}), got " + it->dump().substr(0, 80),
+                  "restore the model's tokenizer_config.json");
+    kept.push_back(v.get<std::string>());
+    return kept.back().c_str();
+  };
+  FrameTokens t = f.frame;
+  t.begin = token("bos_token");
+  const char* pad = token("pad_token");
+  const char* eos = token("eos_token");
+  t.pad = pad ? pad : eos ? eos : f.frame.pad;
+  for (const char* s : {t.begin, pad, eos})
+    if (s) t.specials.emplace_back(s);
+  return t;
+}
+
+}  // namespace
+
 JobTokenizer make_tokenizer(const Config& c) {
   const std::string dir = model_dir(c);
   JobTokenizer t;
   t.family = &model_family(c);
-  if (t.family->jobs_not_ready)
-    throw Error(c.where("model.path"), std::string("is a ") + t.family->display + " model: " + t.family->jobs_not_ready,
-                "its layers load and can be inspected (ctxsim model-info DIR --dump-heads OUT --ids 1,2,3); jobs on it wait for its "
-                "tokenizer");
   const TokenizerFiles files = config_tokenizer_files(c);
   if ((files.kind == TokenizerKind::ByteLevelBpe) != t.family->byte_level_bpe)
     throw Error(c.where("model.vocab"),
@@ -184,8 +223,9 @@ JobTokenizer make_tokenizer(const Config& c) {
   } else {
     t.tokenizer = std::make_unique<BpeTokenizer>(load_bpe(files));
   }
+  const FrameTokens tokens = frame_tokens(*t.family, files);  // its errors name tokenizer_config.json
   try {
-    t.frame = SampleFrame::resolve(t.family->frame, t.vocab(), t.family->byte_level_bpe, t.family->display);
+    t.frame = SampleFrame::resolve(tokens, t.vocab(), t.family->byte_level_bpe, t.family->display);
   } catch (const Error& e) { throw Error(c.where("model.vocab") + ": " + vocab_path(c), e.problem(), e.fix()); }
   return t;
 }
