@@ -39,12 +39,7 @@ BpeTokenizer tiny(const std::vector<std::string>& extra, const std::string& merg
   return BpeTokenizer(BpeModel::parse(vocab_json(extra), "vocab.json", "#version: 0.2\n" + merges, "merges.txt"));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) { return e.what(); }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(ByteLevel, TheTableIsGpt2s) {
   EXPECT_EQ(byte_to_unicode('!'), U'!');

@@ -20,6 +20,8 @@
 namespace ctxsim {
 namespace {
 
+using test::error_of;
+
 std::string small_vocab(const test::TempDir& dir) {
   std::string v = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
   for (int i = 0; i < 59; ++i) v += "tok" + std::to_string(i) + "\n";
@@ -89,6 +91,42 @@ TEST(Families, ConfigJsonInEachFamilysKeys) {
                                "c.json")
                 .family,
             family_named("bert"));
+}
+
+// The Llama lineage's presets carry its shape's own keys, and config.json round-trips them
+// (transformers reads the same file: tests/hf_reference.py).
+TEST(Families, LlamaPresetsRoundTripThroughConfigJson) {
+  const ModelConfig c = ModelConfig::preset("llama-3.2-1b", family_named("llama"));
+  EXPECT_EQ(c.num_layers, 16);
+  EXPECT_EQ(c.kv_heads(), 8);
+  EXPECT_EQ(c.head_dim(), 64);
+  EXPECT_EQ(c.llama3_rope.factor, 32);
+  const std::string json = c.to_json();
+  EXPECT_HAS(json, "\"rope_type\": \"llama3\"");
+  EXPECT_HAS(json, "\"num_key_value_heads\": 8");
+  const ModelConfig back = ModelConfig::parse(json, "config.json");
+  EXPECT_EQ(back.family, family_named("llama"));
+  EXPECT_EQ(back.kv_heads(), 8);
+  EXPECT_EQ(back.head_dim(), 64);
+  EXPECT_EQ(back.rope_theta, 500000);
+  EXPECT_EQ(back.llama3_rope.factor, 32);
+  EXPECT_EQ(back.llama3_rope.original_max_positions, 8192);
+  const ModelConfig q = ModelConfig::parse(ModelConfig::preset("qwen3-0.6b", family_named("qwen3")).to_json(), "q.json");
+  EXPECT_EQ(q.head_dim(), 128);  // not hidden / heads = 64
+  EXPECT_EQ(q.rope_theta, 1e6);
+  // A rope type ctxsim does not implement, and grouped heads that do not divide the heads.
+  EXPECT_HAS(error_of([] {
+               ModelConfig::parse(R"({"model_type": "llama", "vocab_size": 9, "hidden_size": 8, "num_hidden_layers": 1,
+                                      "num_attention_heads": 2, "intermediate_size": 4, "rope_scaling": {"rope_type": "yarn"}})",
+                                  "y.json");
+             }),
+             "y.json: rope_scaling: rope_type 'yarn' is not implemented");
+  EXPECT_HAS(error_of([] {
+               ModelConfig::parse(R"({"model_type": "llama", "vocab_size": 9, "hidden_size": 12, "num_hidden_layers": 1,
+                                      "num_attention_heads": 3, "num_key_value_heads": 2, "intermediate_size": 4})",
+                                  "g.json");
+             }),
+             "g.json: num_key_value_heads: 2 key/value heads do not divide the 3 attention heads");
 }
 
 TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {

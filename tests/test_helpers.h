@@ -5,9 +5,20 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
+#include "stages/base/error.h"
+
 namespace ctxsim::test {
+
+// The message of the ctxsim Error that `f` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) { return e.what(); }
+  return "(no error)";
+}
 
 inline const char* kVocabPath = "data/vocab/bert-base-uncased.txt";
 inline const char* kBrownPath = "data/brown";

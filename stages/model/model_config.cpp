@@ -214,27 +214,40 @@ std::string ModelConfig::to_json(const std::string& architecture, double dropout
   if (k.kv_heads) j[k.kv_heads] = kv_heads();
   if (k.head_dim) j[k.head_dim] = head_dim();
   if (k.rope_theta) j[k.rope_theta] = rope_theta;
+  if (llama3_rope.factor > 0)
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", llama3_rope.factor},
+                         {"low_freq_factor", llama3_rope.low_freq_factor},
+                         {"high_freq_factor", llama3_rope.high_freq_factor},
+                         {"original_max_position_embeddings", llama3_rope.original_max_positions}};
   if (f.lm_head.decoder) j["tie_word_embeddings"] = tie_word_embeddings;
   return j.dump(2) + "\n";
 }
 
 namespace {
 
-// The shapes a preset names; the rest is the family's base model (FamilySpec::base).
+// The shapes a preset names; the rest is the family's base model (FamilySpec::base). The Llama
+// lineage's presets also give grouped heads, head_dim, positions and the rotary base (0: the
+// family's), and Llama 3.2's llama3 rope factor.
 struct Preset {
   const char* name;
   int64_t layers, hidden, heads, ffn;
+  int64_t kv_heads = 0, head_dim = 0, positions = 0;
+  double rope_theta = 0, llama3_factor = 0;
 };
 // clang-format off
-constexpr Preset kPresets[] = {
-  {"bert-base",       12, 768, 12, 3072},
-  {"distilbert-base",  6, 768, 12, 3072},
-  {"bert-mini",        4, 256,  4, 1024},
-  {"bert-tiny",        2, 128,  2,  512},
-  {"roberta-base",    12, 768, 12, 3072},
-  {"roberta-tiny",     2, 128,  2,  512},
-  {"gpt2",            12, 768, 12, 3072},
-  {"gpt2-tiny",        2, 128,  2,  512},
+const Preset kPresets[] = {
+  {"bert-base",       12,  768, 12, 3072},
+  {"distilbert-base",  6,  768, 12, 3072},
+  {"bert-mini",        4,  256,  4, 1024},
+  {"bert-tiny",        2,  128,  2,  512},
+  {"roberta-base",    12,  768, 12, 3072},
+  {"roberta-tiny",     2,  128,  2,  512},
+  {"gpt2",            12,  768, 12, 3072},
+  {"gpt2-tiny",        2,  128,  2,  512},
+  {"smollm2-135m",    30,  576,  9, 1536,  3,  64,   8192, 100000},      // HuggingFaceTB/SmolLM2-135M
+  {"llama-3.2-1b",    16, 2048, 32, 8192,  8,  64, 131072, 500000, 32},  // meta-llama/Llama-3.2-1B
+  {"qwen3-0.6b",      28, 1024, 16, 3072,  8, 128,  40960, 1000000},     // Qwen/Qwen3-0.6B
 };
 // clang-format on
 
@@ -256,6 +269,11 @@ ModelConfig ModelConfig::preset(const std::string& name, Family family) {
     c.hidden_size = p.hidden;
     c.num_heads = p.heads;
     c.intermediate_size = p.ffn;
+    c.num_kv_heads = p.kv_heads;
+    c.explicit_head_dim = p.head_dim;
+    if (p.positions > 0) c.max_position_embeddings = p.positions;
+    if (p.rope_theta > 0) c.rope_theta = p.rope_theta;
+    if (p.llama3_factor > 0) c.llama3_rope = {p.llama3_factor, 1, 4, 8192};
     return c;
   }
   std::vector<std::string> names;
