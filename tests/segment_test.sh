@@ -31,13 +31,18 @@ compare() { /usr/bin/python3 "$HERE/compare_stores.py" --bytes "$1/store.h5" "$2
 
 case "$CASE" in
   ranks_resume)
-    seg() { local np=$1 out=$2; shift 2; timeout 600 $MPI -n "$np" "$CTXSIM" segment $CONFIG "${SLICE[@]}" output.dir="$out" "$@" > "$out.log" 2>&1; }
+    # stdout (the job's table) and stderr (its log) apart: mpiexec forwards the two streams
+    # separately, so in one file a log line can land inside the table.
+    seg() {
+      local np=$1 out=$2; shift 2
+      timeout 600 $MPI -n "$np" "$CTXSIM" segment $CONFIG "${SLICE[@]}" output.dir="$out" "$@" > "$out.out" 2> "$out.log"
+    }
     seg 1 "$TMP/r1" || fail "1 rank: $(tail -3 "$TMP/r1.log")"
     seg 2 "$TMP/r2" || fail "2 ranks: $(tail -3 "$TMP/r2.log")"
     contains "$(cat "$TMP/r2.log")" "2 rank(s)"
     compare "$TMP/r1" "$TMP/r2"
     # The summary of the store is the job's closing table.
-    [ "$("$CTXSIM" summary "$TMP/r1/store.h5")" = "$(sed -n '/^segmentation:/,$p' "$TMP/r1.log")" ] || fail "summary differs from the job's table"
+    [ "$("$CTXSIM" summary "$TMP/r1/store.h5")" = "$(sed -n '/^segmentation:/,$p' "$TMP/r1.out")" ] || fail "summary differs from the job's table"
     # SIGKILL to every rank mid-job, then the same command on 1 rank finishes it.
     CTXSIM_UNIT_DELAY_MS=300 setsid $MPI -n 2 "$CTXSIM" segment $CONFIG "${SLICE[@]}" output.dir="$TMP/k" > "$TMP/k1.log" 2>&1 &
     BG=$!
