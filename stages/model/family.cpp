@@ -181,7 +181,7 @@ const std::vector<FamilySpec>& families() {
     llama.frame_from_tokenizer_config = true;
     llama.lm_head            = {LmObjective::Causal, nullptr, nullptr, nullptr, nullptr, "lm_head", nullptr};
     llama.config_constants   = R"({"attention_bias": false, "attention_dropout": 0.0, "initializer_range": 0.02, "mlp_bias": false,
-                                  "rope_scaling": null, "tie_word_embeddings": false})";
+                                  "rope_scaling": null})";
     llama.base               = {32000, 2048, 0, -1, 1e-6};
     llama.frame              = {"<|begin_of_text|>", nullptr, "<|end_of_text|>", {"<|begin_of_text|>", "<|end_of_text|>"}};  // Llama 3's
 
@@ -193,7 +193,7 @@ const std::vector<FamilySpec>& families() {
     mistral.mlm_class        = "MistralForCausalLM";
     mistral.checkpoints      = "MistralModel or MistralForCausalLM";
     mistral.window_key       = "sliding_window";
-    mistral.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "sliding_window": null, "tie_word_embeddings": false})";
+    mistral.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "sliding_window": null})";
     mistral.base             = {32000, 32768, 0, -1, 1e-6};
     mistral.frame            = {"<s>", nullptr, "</s>", {"<s>", "</s>", "<unk>"}};
 
@@ -208,7 +208,7 @@ const std::vector<FamilySpec>& families() {
     qwen2.qkv_bias         = true;
     qwen2.window_key       = "sliding_window";
     qwen2.window_switch    = "use_sliding_window";
-    qwen2.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "tie_word_embeddings": false, "use_sliding_window": false})";
+    qwen2.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "use_sliding_window": false})";
     qwen2.base             = {151936, 32768, 0, -1, 1e-6};
     qwen2.frame            = {nullptr, nullptr, "<|endoftext|>", {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}};  // no bos
 

@@ -90,6 +90,12 @@ at::Tensor MlmModel::decay_mask() const {
   return m;
 }
 
+std::vector<at::Tensor> MlmModel::weight_views() const {
+  std::vector<at::Tensor> views;
+  for (const auto& p : layout_) views.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
+  return views;
+}
+
 at::Tensor MlmModel::parameter(const std::string& name) const {
   const MlmParameter& p = layout_.at(index_.at(name));
   return params_.narrow(0, p.offset, p.numel).view(p.shape);
@@ -120,8 +126,7 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   const FamilySpec& f = family_spec(c.family);
   const TensorGetter get = [&](const std::string& name) { return W(f.model_prefix + name); };
   const LayerOptions options = layer_options(c);
-  EmbeddingWeights embeddings = gather_embeddings(f, get);
-  embeddings.pad_position = c.pad_position;
+  const EmbeddingWeights embeddings = gather_embeddings(f, c.pad_position, get);
   at::Tensor x = embed(embeddings, batch.input, eps, mode.dropout);  // [B, T, hidden]
   const KeyMask mask = key_mask(batch.valid, c.num_heads, x.options(), mode.kernel, options.causal);
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -138,8 +143,7 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
       gated->entropy.select(1, l).copy_(h);
     }
   }
-  if (embeddings.final_norm_w.defined())  // GPT-2's ln_f, Llama's norm
-    x = normalise(x, embeddings.final_norm_w, embeddings.final_norm_b, eps, options.rms_norm);
+  x = final_norm(embeddings, x, options);
   MlmResult r;
   r.predicted = batch.positions.numel();
   if (r.predicted == 0) return r;
@@ -210,8 +214,7 @@ at::Tensor MlmModel::decode(const std::vector<at::Tensor>& weights, const at::Te
 
 at::Tensor MlmModel::logits(const MlmBatch& batch) const {
   const at::NoGradGuard no_grad;
-  std::vector<at::Tensor> weights;
-  for (const auto& p : layout_) weights.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
+  const std::vector<at::Tensor> weights = weight_views();
   at::Tensor hidden;
   run(weights, batch, 0.0, nullptr, {}, nullptr, &hidden);
   if (!hidden.defined()) return at::zeros({0, config_.vocab_size}, params_.options());
@@ -220,7 +223,7 @@ at::Tensor MlmModel::logits(const MlmBatch& batch) const {
 
 MlmResult MlmModel::train_step(const MlmBatch& batch, double dropout_p, double loss_scale) {
   std::vector<at::Tensor> leaves;
-  for (const auto& p : layout_) leaves.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape).detach().requires_grad_(true));
+  for (const at::Tensor& w : weight_views()) leaves.push_back(w.detach().requires_grad_(true));
   at::Tensor loss;
   const MlmResult r = run(leaves, batch, dropout_p, &loss);
   if (!loss.defined()) return r;  // nothing predicted in this slice: no gradient
@@ -233,8 +236,7 @@ MlmResult MlmModel::train_step(const MlmBatch& batch, double dropout_p, double l
 
 MlmResult MlmModel::evaluate(const MlmBatch& batch) const {
   const at::NoGradGuard no_grad;
-  std::vector<at::Tensor> weights;
-  for (const auto& p : layout_) weights.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
+  const std::vector<at::Tensor> weights = weight_views();
   return run(weights, batch, 0.0, nullptr);
 }
 
@@ -244,8 +246,7 @@ GatedMlm MlmModel::evaluate_gated(const MlmBatch& batch, const at::Tensor& gates
   GatedMlm g;
   g.loss.assign(size_t(B), 0.0), g.correct.assign(size_t(B), 0), g.predicted.assign(size_t(B), 0);
   if (entropy) g.entropy = at::zeros({B, L, H}, at::kDouble);
-  std::vector<at::Tensor> weights;
-  for (const auto& p : layout_) weights.push_back(params_.narrow(0, p.offset, p.numel).view(p.shape));
+  const std::vector<at::Tensor> weights = weight_views();
   if (!gradients) {
     const at::NoGradGuard no_grad;
     run(weights, batch, 0.0, nullptr, gates.to(params_.scalar_type()), &g);

@@ -105,6 +105,8 @@ class MlmModel {
   // Last hidden states [B, T, hidden] and the loss terms; `weights` are views (leaves) of params_.
   // With `gated` (and gates [B, L, H]): per-sample results into it, and the attention maps'
   // entropies when gated->entropy is to be filled (defined on entry).
+  // Every parameter as a view of the flat buffer, in layout order.
+  std::vector<at::Tensor> weight_views() const;
   // With head_out: the head's input at the predicted positions into it, and no loss.
   MlmResult run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double dropout, at::Tensor* loss_sum,
                 const at::Tensor& gates = {}, GatedMlm* gated = nullptr, at::Tensor* head_out = nullptr) const;

@@ -313,8 +313,7 @@ TransformerEncoder TransformerEncoder::from_tensors(const ModelConfig& config, s
     t.erase(it);
     return v;
   };
-  m.embeddings_ = gather_embeddings(f, get);
-  m.embeddings_.pad_position = config.pad_position;
+  m.embeddings_ = gather_embeddings(f, config.pad_position, get);
   for (int64_t l = 0; l < config.num_layers; ++l) m.layers_.push_back(gather_layer(f, l, get, stacked_rows));
   return m;
 }
@@ -352,9 +351,7 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
     if (l + 1 == config_.num_layers && !request.final_hidden) return {};  // its feed-forward block feeds nothing
     x = feed_forward_block(L, attention_output, options_, mode, l);
   }
-  if (embeddings_.final_norm_w.defined())  // GPT-2's ln_f, Llama's norm
-    x = normalise(x, embeddings_.final_norm_w, embeddings_.final_norm_b, config_.layer_norm_eps, options_.rms_norm);
-  return x;
+  return final_norm(embeddings_, x, options_);
 }
 
 }  // namespace ctxsim

@@ -212,9 +212,14 @@ at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const 
   return normalise(out + h, w.norm2_w, w.norm2_b, o.eps, o.rms_norm);
 }
 
-EmbeddingWeights gather_embeddings(const FamilySpec& f, const TensorGetter& get) {
+at::Tensor final_norm(const EmbeddingWeights& w, const at::Tensor& x, const LayerOptions& o) {
+  return w.final_norm_w.defined() ? normalise(x, w.final_norm_w, w.final_norm_b, o.eps, o.rms_norm) : x;
+}
+
+EmbeddingWeights gather_embeddings(const FamilySpec& f, int64_t pad_position, const TensorGetter& get) {
   const auto name = [](const char* base, const char* kind) { return std::string(base) + "." + kind; };
   EmbeddingWeights e;
+  e.pad_position = pad_position;
   e.word = get(name(f.word, "weight"));
   if (f.position) e.position = get(name(f.position, "weight"));
   if (f.token_type) e.token_type = get(name(f.token_type, "weight"));

@@ -96,6 +96,10 @@ struct KeyMask {
 // valid [B, T] bool; options: the activations' dtype and device.
 KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel, bool causal = false);
 
+// The last layer's output through the final norm where the family has one (GPT-2's ln_f,
+// Llama's norm); x itself otherwise.
+at::Tensor final_norm(const EmbeddingWeights& w, const at::Tensor& x, const LayerOptions& o);
+
 // The family's normalisation of x [.., hidden]: LayerNorm with bias b, or RMSNorm (b undefined;
 // Hugging Face's order: w · (x · rsqrt(mean(x²) + eps))).
 at::Tensor normalise(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps, bool rms);
@@ -123,7 +127,8 @@ at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const 
 // The weights by role from a family's names: get(name) returns the tensor of a bare-model name
 // ("encoder.layer.0.attention.self.query.weight"); stack joins [W_q, W_k, W_v] along dim 0.
 using TensorGetter = std::function<at::Tensor(const std::string& name)>;
-EmbeddingWeights gather_embeddings(const FamilySpec& f, const TensorGetter& get);
+// The embeddings of the family, with the config's padding id (RoBERTa's positions).
+EmbeddingWeights gather_embeddings(const FamilySpec& f, int64_t pad_position, const TensorGetter& get);
 LayerWeights gather_layer(const FamilySpec& f, int64_t layer, const TensorGetter& get,
                           const std::function<at::Tensor(const std::vector<at::Tensor>&)>& stack);
 

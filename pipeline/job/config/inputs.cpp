@@ -158,12 +158,12 @@ namespace {
 
 // The family's frame tokens; for the Llama lineage, its begin and pad tokens from the
 // tokenizer_config.json beside the tokenizer's files (SPEC §7): bos_token (none when null or
-// absent), pad_token or else eos_token, each a string or {"content": …}.
-FrameTokens frame_tokens(const FamilySpec& f, const TokenizerFiles& files) {
+// absent), pad_token or else eos_token, each a string or {"content": …}. The tokens read are
+// kept in `kept` (cleared), which the returned pointers name.
+FrameTokens frame_tokens(const FamilySpec& f, const TokenizerFiles& files, std::vector<std::string>& kept) {
   if (!f.frame_from_tokenizer_config) return f.frame;
-  static thread_local std::vector<std::string> kept;  // the strings the returned pointers name
   kept.clear();
-  kept.reserve(3);
+  kept.reserve(3);  // no reallocation below: the pointers stay valid
   const std::string path = (fs::path(files.vocab).parent_path() / ModelFolder::kTokenizerConfig).string();
   nlohmann::json j = nlohmann::json::object();
   std::error_code ec;
@@ -223,7 +223,8 @@ JobTokenizer make_tokenizer(const Config& c) {
   } else {
     t.tokenizer = std::make_unique<BpeTokenizer>(load_bpe(files));
   }
-  const FrameTokens tokens = frame_tokens(*t.family, files);  // its errors name tokenizer_config.json
+  std::vector<std::string> read;                                    // the tokens tokenizer_config.json names
+  const FrameTokens tokens = frame_tokens(*t.family, files, read);  // its errors name tokenizer_config.json
   try {
     t.frame = SampleFrame::resolve(tokens, t.vocab(), t.family->byte_level_bpe, t.family->display);
   } catch (const Error& e) { throw Error(c.where("model.vocab") + ": " + vocab_path(c), e.problem(), e.fix()); }
