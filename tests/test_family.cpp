@@ -111,6 +111,12 @@ TEST(Families, LlamaPresetsRoundTripThroughConfigJson) {
   EXPECT_EQ(back.rope_theta, 500000);
   EXPECT_EQ(back.llama3_rope.factor, 32);
   EXPECT_EQ(back.llama3_rope.original_max_positions, 8192);
+  // A sliding window read is written back (Mistral's; Qwen2's with its switch on).
+  for (const char* type : {"mistral", "qwen2"}) {
+    ModelConfig w = ModelConfig::preset("bert-tiny", family_named(type));
+    w.sliding_window = 32;
+    EXPECT_EQ(ModelConfig::parse(w.to_json(), "w.json").sliding_window, 32) << type;
+  }
   const ModelConfig q = ModelConfig::parse(ModelConfig::preset("qwen3-0.6b", family_named("qwen3")).to_json(), "q.json");
   EXPECT_EQ(q.head_dim(), 128);  // not hidden / heads = 64
   EXPECT_EQ(q.rope_theta, 1e6);

@@ -221,6 +221,10 @@ std::string ModelConfig::to_json(const std::string& architecture, double dropout
                          {"high_freq_factor", llama3_rope.high_freq_factor},
                          {"original_max_position_embeddings", llama3_rope.original_max_positions}};
   if (f.lm_head.decoder) j["tie_word_embeddings"] = tie_word_embeddings;
+  if (f.window_key && sliding_window > 0) {  // a window read is a window written (init-model --like)
+    j[f.window_key] = sliding_window;
+    if (f.window_switch) j[f.window_switch] = true;
+  }
   return j.dump(2) + "\n";
 }
 
