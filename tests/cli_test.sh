@@ -408,7 +408,7 @@ PY
     contains "$out" "CONFIG='$TMP/prefix/share/ctxsim/configs/default.yaml'"
     [ "$("$TMP/prefix/bin/ctxsim" --version)" = "$("$CTXSIM" --version)" ] || fail "the installed binary is another version"
     "$CTXSIM" plan configs/prune/brown.yaml > /dev/null 2> "$TMP/err" && fail "plan took a prune config"
-    contains "$(cat "$TMP/err")" "plan estimates runs and segmentation jobs, and this is a 'prune' config"
+    contains "$(cat "$TMP/err")" "plan estimates run configs and segment configs, and this is a 'prune' config"
     out=$("$CTXSIM" plan configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 --batches 1 --ranks 2) || fail "plan of a segment config"
     contains "$out" "(a segmentation job: ctxsim segment) on 2 rank(s)"
     contains "$out" "benchmark:      5 test documents (3-11, 3-5, 6-8, 9-11, dev), 44 methods; one document per unit, 3 rounds"

@@ -18,6 +18,9 @@ that scripts/setup.sh makes): the `reference` tests (tests/reference_test.sh run
       `ctxsim tokenize` against the tokenizers library, line by line (no special tokens), for
       bert-base-uncased's vocab.txt, MiniLM's folder and its tokenizer.json, GPT-2's files and a
       RoBERTa vocabulary (init-model's, from GPT-2's files).
+  hf_reference.py folder CTXSIM MODEL_DIR TMP
+      A folder ctxsim wrote (pretrain's export, tests/pretrain_test.sh families): transformers loads
+      it as the language-model class config.json names; heads, maps and logits as for families.
 
 The deviation of a tensor is max |ctxsim - transformers| / max |transformers| per sample and layer,
 over the valid query rows (every key: attention on padding must be 0 in both).
@@ -308,6 +311,26 @@ def cmd_families(ctxsim, tmp):
     print(f"reference: families: largest deviation {worst:.2e}")
 
 
+def cmd_folder(ctxsim, folder, tmp):
+    """A model folder ctxsim wrote (pretrain's export): transformers loads it as the language-model
+    class its config.json names, and its per-head vectors, attention maps and logits are ctxsim's
+    in float64."""
+    float64_throughout()
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    _, _, _, head_cls, proj = FAMILIES[config["model_type"]]
+    if config.get("architectures") != [head_cls.__name__]:
+        fail(f"{folder}: config.json names {config.get('architectures')}, not {head_cls.__name__}")
+    os.makedirs(tmp, exist_ok=True)
+    label = f"{os.path.basename(os.path.dirname(folder))} ({head_cls.__name__})"
+    c, a, pads, _, info = compare(label, ctxsim, folder, head_cls, proj, "float64", SAMPLES, tmp, 1e-10)
+    print(f"reference: {label}: float64: max relative deviation context {c:.2e}, attention {a:.2e} (tolerance 1e-10); "
+          f"attention on padding {pads:g}")
+    if not (c <= 1e-10 and a <= 1e-10 and pads == 0):
+        fail(f"{label}: beyond the tolerance (or mass on padding)")
+    compare_logits(label, head_cls, folder, os.path.join(tmp, "dump"), info)
+
+
 # -------------------------------------------------------------------------------- MiniLM -------
 
 def brown_sentences(brown):
@@ -465,8 +488,10 @@ def main():
         cmd_minilm(ctxsim, sys.argv[3], sys.argv[4], sys.argv[5])
     elif case == "tokenizers":
         cmd_tokenizers(ctxsim, sys.argv[3], sys.argv[4])
+    elif case == "folder":
+        cmd_folder(ctxsim, sys.argv[3], sys.argv[4])
     else:
-        sys.exit(f"hf_reference.py: unknown case {case!r} (families, minilm, tokenizers)")
+        sys.exit(f"hf_reference.py: unknown case {case!r} (families, minilm, tokenizers, folder)")
 
 
 if __name__ == "__main__":

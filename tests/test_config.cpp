@@ -1,6 +1,7 @@
 // Config: defaults, overrides, the shipped configs, and one test per class of bad input, each
 // asserting that the message names the file, line, key path and a fix.
 #include "pipeline/job/config/config.h"
+#include "pipeline/job/config/config_schema.h"
 #include "pipeline/job/config/sweep.h"
 
 #include <gtest/gtest.h>
@@ -97,12 +98,33 @@ TEST(Config, IdentityDifferencesNameKeysAndSurviveMissingSections) {
   // Each job compares the keys it reads: pretrain keys never refuse a run, selection never a pretraining.
   const Config trained = parse_config("samples: {seed: 7}\npretrain: {hidden: 128}\n", "cfg.yaml");
   EXPECT_TRUE(identity_differences(identity_yaml(ours), trained).empty());
-  EXPECT_EQ(identity_differences(identity_yaml(ours, JobKind::Pretrain), trained, JobKind::Pretrain),
+  EXPECT_EQ(identity_differences(identity_yaml(ours, job_kind_named("pretrain")), trained, job_kind_named("pretrain")),
             std::vector<std::string>{"pretrain.hidden: 256 → 128"});
   const Config other_rule = parse_config("selection: {absolute: 3}\npretrain: {hidden: 128}\n", "cfg.yaml");
-  EXPECT_TRUE(identity_differences(identity_yaml(trained, JobKind::Pretrain), other_rule, JobKind::Pretrain).empty());
+  EXPECT_TRUE(identity_differences(identity_yaml(trained, job_kind_named("pretrain")), other_rule, job_kind_named("pretrain")).empty());
   // samples.seed and num_samples choose a run's samples; pretraining trains on every window.
-  EXPECT_TRUE(identity_differences(identity_yaml(Config{}, JobKind::Pretrain), ours, JobKind::Pretrain).empty());
+  EXPECT_TRUE(identity_differences(identity_yaml(Config{}, job_kind_named("pretrain")), ours, job_kind_named("pretrain")).empty());
+}
+
+// A job is a row of job_kinds(): the section of a config file says whose it is, and each key
+// counts for the identity of the jobs that read it (a row's bit), no other's.
+TEST(Config, JobKindsAreRowsOfSectionsAndKeys) {
+  for (const char* job : {"run", "segment", "prune", "pretrain"}) EXPECT_STREQ(job_kind_named(job).name(), job);
+  EXPECT_EQ(job_kind_of(parse_config("samples: {seed: 7}\n", "cfg.yaml")), job_kind_named("run"));
+  for (const JobKindRow& row : job_kinds()) {
+    if (!*row.section) continue;
+    const JobKind kind = job_kind_of(parse_config(std::string(row.section) + ": {}\n", "cfg.yaml"));
+    EXPECT_STREQ(kind.name(), row.name);
+    // The keys of a job's own section are read by that job alone.
+    for (const Field& f : schema()) {
+      if (f.path.rfind(std::string(row.section) + ".", 0) != 0) continue;
+      for (const JobKindRow& other : job_kinds()) {
+        EXPECT_EQ(f.used_by_job(job_kind_named(other.name)), other.name == std::string(row.name)) << f.path << " " << other.name;
+      }
+    }
+  }
+  // An override of a job's key does not make a run's config that job's.
+  EXPECT_EQ(job_kind_of(parse_config("samples: {seed: 7}\n", "cfg.yaml", {"segment.seed=3"})), job_kind_named("run"));
 }
 
 TEST(ConfigErrors, UnknownKeyListsTheKeys) {

@@ -174,6 +174,31 @@ TEST(Families, TensorNamesAndSkippedKeys) {
   EXPECT_TRUE(pooler_shapes(tiny(family_named("distilbert"))).empty());
 }
 
+// A random model starts as transformers' _init_weights: every norm's weight 1 (LayerNorm or the
+// Llama lineage's RMSNorms, whatever their names: input_layernorm, norm, q_norm), every other
+// weight drawn, every bias 0.
+TEST(Families, RandomWeightsStartNormsAtOne) {
+  for (const FamilySpec* f : all_families()) {
+    if (f->lm_head.objective == LmObjective::None) continue;
+    const std::map<std::string, TensorData> weights = random_lm_weights(tiny(f->family), 3);
+    int norms = 0;
+    for (const auto& [name, t] : weights) {
+      const float* v = reinterpret_cast<const float*>(t.bytes.data());
+      const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+      if (bias) continue;
+      if (t.shape.size() == 1) {  // a norm's weight (the only vectors besides biases)
+        EXPECT_TRUE(v[0] == 1.0f && v[t.bytes.size() / 4 - 1] == 1.0f) << f->model_type << " " << name;
+        ++norms;
+      } else {
+        EXPECT_NE(v[0], 1.0f) << f->model_type << " " << name;
+      }
+    }
+    // One before or after each of the two blocks of each layer, and one at an end at least.
+    EXPECT_GE(norms, 2 * 3 + 1) << f->model_type;
+    if (f->q_norm) { EXPECT_GE(norms, 4 * 3 + 1) << f->model_type; }
+  }
+}
+
 TEST(DistilBert, RandomCheckpointIsDistilBertForMaskedLM) {
   test::TempDir tmp;
   const std::string dir = (tmp.path / "d").string();

@@ -167,6 +167,19 @@ TEST(SafetensorsCorrupt, OverlappingTensors) {
   EXPECT_HAS(m, "overlaps tensor 'a'");
 }
 
+// An empty tensor between two overlapping ones in offset order hides nothing: [0, 12) and
+// [8, 16) share bytes whatever lies at 8.
+TEST(SafetensorsCorrupt, OverlapBehindAnEmptyTensor) {
+  test::TempDir dir;
+  const std::string m = open_error(raw_file(dir, "e.safetensors",
+                                            R"({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]},
+                                                "z": {"dtype": "F32", "shape": [0], "data_offsets": [8, 8]},
+                                                "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})",
+                                            16));
+  EXPECT_HAS(m, "tensor 'b'");
+  EXPECT_HAS(m, "overlaps tensor 'a'");
+}
+
 TEST(SafetensorsCorrupt, WrongByteCount) {
   test::TempDir dir;
   const std::string m = open_error(raw_file(dir, "c.safetensors", R"({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", 8));

@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_shell.h"
+#include "pipeline/commands/store_kinds.h"
 #include "pipeline/job/parallel/agree.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/prune_store.h"
@@ -125,6 +127,23 @@ TEST_F(RunStore, StoreDocumentsExactlyTheStatisticsSchema) {
     EXPECT_TRUE(h5::exists(file_, where + info.name)) << where << info.name;
   }
   EXPECT_EQ(names.size(), kStatCount) << "docs/STORE.md's statistics table misses schema entries";
+}
+
+// A job is three rows: its config section and keys (job_kinds()), what the shell and the command
+// line do for it (job_rows()), and, when it writes a store, its store kind: each row has the others.
+TEST(JobStores, EveryJobIsARowOfEachTable) {
+  ASSERT_EQ(job_rows().size(), job_kinds().size());
+  for (const JobKindRow& kind : job_kinds()) {
+    const JobRow& job = job_row(job_kind_named(kind.name));
+    EXPECT_STREQ(job.name, kind.name);
+    ASSERT_NE(job.command, nullptr) << kind.name;
+    EXPECT_NE(std::string(job.help), "") << kind.name;
+    EXPECT_NE(std::string(job.example).find(std::string("ctxsim ") + kind.name), std::string::npos) << kind.name;
+    int stores = 0;
+    for (const StoreKind& s : store_kinds()) stores += job.name == std::string(s.job);
+    EXPECT_EQ(stores, job.writes_store ? 1 : 0) << kind.name;
+  }
+  for (const StoreKind& s : store_kinds()) EXPECT_TRUE(job_row(job_kind_named(s.job)).writes_store) << s.job;
 }
 
 // docs/STORE.md's table of each store is that store's dataset table (dataset_spec.h; the run

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/job/config/config.h"
 #include "pipeline/job/config/head_list.h"
 #include "pipeline/job/config/sweep.h"
@@ -94,18 +95,26 @@ std::vector<Subcommand> config_commands(Args& a) {
          s.add_flag("--tokens", a.tokens, "print token strings instead of ids");
        },
        [&] { return cmd_tokenize(a.vocab, a.dir, a.cased, a.tokens, std::cin, std::cout); }},
-      {"run", "run the job a config describes (every point of a sweep, or one)",
-       "ctxsim run configs/default.yaml model.path=data/models/all-MiniLM-L6-v2-random",
+  };
+}
+
+// The jobs' subcommands, a row of the job table each (job_shell.h); a job with options of its
+// own adds them, and its action, here.
+std::vector<Subcommand> job_commands(Args& a) {
+  struct OwnOptions {
+    const char* job;
+    std::function<void(CLI::App&)> options;
+    std::function<int()> run;
+  };
+  const std::vector<OwnOptions> own = {
+      {"run",
        [&](CLI::App& s) {
-         with_config(s, a);
          s.add_option("--sweep-index", a.sweep_index, "run only this point of the config's sweep (0-based)")
              ->check(whole_in(0, int64_t(kMaxSweepPoints) - 1));
        },
        [&] { return cmd_run(a.config, a.overrides, a.sweep_index, std::cout); }},
-      {"segment", "topic segmentation on Choi's benchmark from the corpus (every method, an MPI job), or of one --text file",
-       "ctxsim segment configs/segment/choi.yaml --text my_text.txt --segments 3",
+      {"segment",
        [&](CLI::App& s) {
-         with_config(s, a);
          s.add_option("--text", a.text, "segment this plain-text file (one sentence per line) and print it, segments apart");
          s.add_option("--segments", a.segments, "with --text: the number of segments, when known")->check(whole_in(1, 1000000));
        },
@@ -116,13 +125,26 @@ std::vector<Subcommand> config_commands(Args& a) {
          }
          return cmd_segment_text(a.config, a.overrides, a.text, a.segments, std::cout);
        }},
-      {"prune",
-       "head importance, per-head ablation and accuracy as heads are removed, on a language model's held-out samples (masked-LM or next-token; an MPI job)",
-       "ctxsim prune configs/prune/brown.yaml", [&](CLI::App& s) { with_config(s, a); },
-       [&] { return cmd_prune(a.config, a.overrides, std::cout); }},
-      {"pretrain", "train a BERT with masked-LM on the config's corpus (MPI data-parallel, resumable), saved in HF's layout",
-       "ctxsim pretrain configs/pretrain/brown.yaml pretrain.steps=100 output.dir=runs/pretrain/short",
-       [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_pretrain(a.config, a.overrides, std::cout); }},
+  };
+  std::vector<Subcommand> commands;
+  for (const JobRow& job : job_rows()) {
+    Subcommand c{job.name, job.help, job.example, [&](CLI::App& s) { with_config(s, a); },
+                 [&] { return job.command(a.config, a.overrides, std::cout); }};
+    for (const OwnOptions& o : own)
+      if (job.name == std::string(o.job)) {
+        c.options = [&a, options = o.options](CLI::App& s) {
+          with_config(s, a);
+          options(s);
+        };
+        c.run = o.run;
+      }
+    commands.push_back(std::move(c));
+  }
+  return commands;
+}
+
+std::vector<Subcommand> cluster_commands(Args& a) {
+  return {
       {"sweep", "list the points of a config's sweep: section", "ctxsim sweep configs/sweeps/vectors.yaml",
        [&](CLI::App& s) { with_config(s, a); }, [&] { return cmd_sweep(a.config, a.overrides, std::cout); }},
       {"plan", "estimate memory, store size and time of a run or a segmentation job (a short calibration)",
@@ -327,7 +349,7 @@ std::vector<Subcommand> model_commands(Args& a) {
 CommandTable command_table() {
   auto args = std::make_shared<Args>();
   CommandTable t;
-  for (auto* part : {&config_commands, &store_commands, &model_commands})
+  for (auto* part : {&config_commands, &job_commands, &cluster_commands, &store_commands, &model_commands})
     for (auto& c : (*part)(*args)) t.commands.push_back(std::move(c));
   t.args = args;
   return t;

@@ -70,9 +70,13 @@ int cmd_submit(const std::string& config, const std::vector<std::string>& overri
 struct ResourceEstimate {
   double memory_per_rank = 0, seconds = 0;
 };
-// The plan of a run's or a segmentation job's config, printed to `out`: every input loaded and
-// checked (the model's weights, the corpus, the samples), then a few calibration batches.
+// The plan of a config, printed to `out`: its job's row's planner (job_shell.h), or an error
+// naming the job when it has none.
 ResourceEstimate plan_config(const std::string& config_path, const Config& config, int64_t ranks, int64_t batches, std::ostream& out);
+// The planners of the run's and the segmentation job's configs (the job table's rows).
+ResourceEstimate plan_run_job(const std::string& config_path, const Config& config, int64_t ranks, int64_t batches, std::ostream& out);
+ResourceEstimate plan_segment_job(const std::string& config_path, const Config& config, int64_t ranks, int64_t documents,
+                                  std::ostream& out);
 // Samples, units, memory per rank, store size and a calibrated time estimate for `ranks` ranks.
 int cmd_plan(const std::string& config, const std::vector<std::string>& overrides, int64_t ranks, int64_t batches, std::ostream& out);
 

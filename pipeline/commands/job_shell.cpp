@@ -26,22 +26,6 @@ namespace fs = std::filesystem;
 
 namespace ctxsim {
 
-// The job table: a row and a Job (run.cpp, segment.cpp, pretrain.cpp, prune.cpp) per job.
-const JobRow& job_row(JobKind kind) {
-  static const JobRow rows[] = {
-      {JobKind::Run, "run", true, true,
-       "set model.path to a Hugging Face model folder (scripts/setup.sh fetches data/models/all-MiniLM-L6-v2), or model.name"},
-      {JobKind::Segment, "segment", true, true, "set model.path to a Hugging Face model folder, or model.name"},
-      {JobKind::Pretrain, "pretrain", false, false, ""},
-      {JobKind::Prune, "prune", true, true,
-       "set model.path to a folder of a language-model class (models/brown-bert, or what 'ctxsim init-model --mlm' writes), or model.name"},
-  };
-  for (const JobRow& r : rows)
-    if (r.kind == kind) return r;
-  CTXSIM_CHECK(false, "a job kind without a row in the job table");
-  return rows[0];
-}
-
 namespace {
 
 // Rank 0, under the lock: what to do with what output.dir holds.
@@ -56,7 +40,7 @@ StoreMode decide(JobPlan& t) {
     throw Error(c.where("output.dir"), t.store_path + " exists and is not a ctxsim store: " + existing.what,
                 "move it away, choose another output.dir, or set output.overwrite=true to replace it");
   // A store of the other job in this folder is not this job's to resume, finish or answer for.
-  const std::string job = job_row(kind).name;
+  const std::string job = kind.name();
   if (existing.job != job)
     throw Error(c.where("output.dir"), t.store_path + " holds the store of 'ctxsim " + existing.job + "', and this is 'ctxsim " + job + "'",
                 "choose another output.dir, or set output.overwrite=true to replace it");

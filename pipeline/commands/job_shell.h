@@ -24,21 +24,59 @@
 
 namespace ctxsim {
 
-// A job kind as a row: what the shell does for it.
-struct JobRow {
-  JobKind kind;
-  const char* name;       // the subcommand, and the store's `kind` attribute when it writes one
-  bool writes_store;      // output.dir/store.h5 with resume state beside it; else the job keeps its own (pretrain)
-  bool needs_model;       // model.path or model.name must name a checkpoint
-  const char* model_fix;  // the fix when it names none
+struct ResourceEstimate;  // commands.h
+struct SummaryOptions;    // summary.h
+struct ReportArgs;        // commands.h
+struct CompareArgs;       // report/compare.h
+namespace report {
+struct PageSource;  // report/report_figures.h
+}
+
+// What summary, report, compare, status (and validate) and collect do with the store of a job
+// (store_kinds.h: a command opens the store, asks store_kind() for its row and calls the row; no
+// command tests a store's kind itself).
+struct StoreKind {
+  const char* job = "";   // the store's `kind` attribute: the job's name (store_kinds() fills it in)
+  const char* noun = "";  // in messages: "a <noun> store"
+  // status: reads what every reader reads with all their checks; returns what it holds, in a few words.
+  std::string (*verify)(hid_t file, const std::string& path) = nullptr;
+  void (*summary)(hid_t file, const std::string& path, const SummaryOptions& options, std::ostream& out) = nullptr;
+  int (*report)(hid_t file, const std::string& path, const ReportArgs& args, std::ostream& out) = nullptr;
+  // The comparison page of stores of this kind (checked to be of one kind already).
+  int (*compare)(const std::vector<std::string>& paths, const CompareArgs& args, const report::PageSource& source,
+                 std::ostream& out) = nullptr;
+  const char* collect_refusal = nullptr;  // nullptr: collect gathers its rows (a sweep's); else the fix: what to do with it instead
 };
+
+// A job as a row of the job table (job_table.cpp): what the shell, the command line, plan, submit
+// and the store commands do for it. A row's name is its row of job_kinds() (config.h: its config
+// section and keys). A new job is its two rows, its section in Config, and its own files.
+struct JobRow {
+  const char* name = "";       // the subcommand, and the store's `kind` attribute when it writes one
+  bool writes_store = true;    // output.dir/store.h5 with resume state beside it; else the job keeps its own (pretrain)
+  bool needs_model = true;     // model.path or model.name must name a checkpoint
+  const char* model_fix = "";  // the fix when it names none
+  const char* help = "";       // the subcommand's --help line and its example
+  const char* example = "";
+  // `ctxsim NAME CONFIG [overrides]` (the command line may give a job options of its own, cli.cpp).
+  int (*command)(const std::string& config, const std::vector<std::string>& overrides, std::ostream& out) = nullptr;
+  // `ctxsim plan`'s estimate of a config of this job (every input loaded and checked, then a few
+  // calibration batches), which submit asks SLURM for; nullptr: plan refuses its configs, and
+  // submit takes the job script's resources or --time and --mem.
+  ResourceEstimate (*plan)(const std::string& config_path, const Config& config, int64_t ranks, int64_t batches,
+                           std::ostream& out) = nullptr;
+  bool sweeps = false;        // takes a sweep: section (and submit's --then over the sweep's stores)
+  const char* logs = "jobs";  // submit's logs folder in output.dir (a sweep's: its own folder)
+  StoreKind store;            // a job that writes a store: what the store commands do with it
+};
+const std::vector<JobRow>& job_rows();
 const JobRow& job_row(JobKind kind);
 
 enum class StoreMode : int64_t { Create = 0, Resume = 1, AlreadyDone = 2 };
 
 // What the shell decided, the same on every rank (the lock and the resume state on rank 0).
 struct JobPlan {
-  JobKind kind = JobKind::Run;
+  JobKind kind;
   Config config;
   std::string config_path, model_dir, identity, identity_hash;
   std::string store_path, progress_path;  // jobs that write a store

@@ -53,6 +53,8 @@ std::string bytes_text(double b) {
   return s.str();
 }
 
+}  // namespace
+
 // The plan of a segmentation job (a config with a segment: section): the benchmark, the store,
 // and a time estimate from the first `calibration` documents through the model and every method.
 ResourceEstimate plan_segment_job(const std::string& path, const Config& c, int64_t ranks, int64_t calibration, std::ostream& out) {
@@ -97,15 +99,21 @@ ResourceEstimate plan_segment_job(const std::string& path, const Config& c, int6
   return {memory, eta};
 }
 
-}  // namespace
-
 ResourceEstimate plan_config(const std::string& path, const Config& c, int64_t ranks, int64_t batches, std::ostream& out) {
   check_paths(c);
-  const JobKind kind = job_kind_of(c);
-  if (kind == JobKind::Pretrain || kind == JobKind::Prune)
-    throw Error(path, std::string("plan estimates runs and segmentation jobs, and this is a '") + job_row(kind).name + "' config",
+  const JobRow& job = job_row(job_kind_of(c));
+  if (!job.plan) {
+    std::vector<std::string> planned;
+    for (const JobRow& r : job_rows())
+      if (r.plan) planned.push_back(std::string(r.name) + " configs");
+    throw Error(path, "plan estimates " + join(planned, " and ") + ", and this is a '" + job.name + "' config",
                 "time a short job instead (pretrain.steps or samples.num_samples lowered), and give submit --time and --mem");
-  if (kind == JobKind::Segment) return plan_segment_job(path, c, ranks, batches, out);
+  }
+  return job.plan(path, c, ranks, batches, out);
+}
+
+// The plan of a run: samples and units, memory, the store, and a time estimate from a few batches.
+ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t ranks, int64_t batches, std::ostream& out) {
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "planning needs the model", "set model.path or model.name");
   JobTokenizer tokenizer = make_tokenizer(c);

@@ -1,5 +1,6 @@
-// `ctxsim pretrain`: masked-language-model training of a BERT encoder on the config's corpus,
-// data-parallel over MPI ranks, kill-safe and resumable, saved in Hugging Face's layout. A
+// `ctxsim pretrain`: language-model training of a model of any family with a head (pretrain.family:
+// masked-LM for the encoders, next-token for the decoders, SPEC §8's objectives) on the config's
+// corpus, data-parallel over MPI ranks, kill-safe and resumable, saved in Hugging Face's layout. A
 // straight line of phases over the job scaffold that `run` uses: plan (config, the output folder
 // and its lock, a checkpoint to resume) → data (tokenizer, training and held-out windows, the
 // unigram baseline) → model (BERT's initialisation, or the checkpoint) → the rounds, one
@@ -38,6 +39,8 @@
 #include "stages/base/stopwatch.h"
 #include "stages/model/mlm.h"
 #include "stages/model/model.h"
+#include "stages/model/random_checkpoint.h"
+#include "stages/prune/prune.h"
 #include "stages/text/pretraining_data.h"
 
 namespace fs = std::filesystem;
@@ -89,26 +92,28 @@ struct TrainPlan {
   int64_t steps_done = 0;                     // every rank
 };
 
-// What this config's model looks like, or an error naming the key.
-ModelConfig model_shape(const Config& c, int64_t vocab_size) {
+// What this config's model looks like (pretrain.family's base with the shape keys), or an error
+// naming the key.
+ModelConfig model_shape(const Config& c, Family family, int64_t vocab_size) {
   const auto& p = c.pretrain;
   if (p.hidden % p.heads != 0)
     throw Error(c.where("pretrain.heads"), std::to_string(p.heads) + " heads do not divide pretrain.hidden=" + std::to_string(p.hidden),
                 "choose heads that divide the hidden size (e.g. hidden 256 with 4 or 8 heads)");
-  ModelConfig m;
+  ModelConfig m = ModelConfig::of_family(family);
   m.vocab_size = vocab_size;
   m.hidden_size = p.hidden;
   m.num_layers = p.layers;
   m.num_heads = p.heads;
   m.intermediate_size = p.intermediate;
-  m.max_position_embeddings = c.samples.seq_len;
+  // Positions for samples of T tokens (RoBERTa's start after its padding id).
+  m.max_position_embeddings = c.samples.seq_len + (m.pad_position >= 0 ? m.pad_position + 1 : 0);
   return m;
 }
 
 void check_training_config(const Config& c, int ranks) {
   if (c.model.vocab.empty())
     throw Error(c.where("model.vocab"), "pretraining needs the vocabulary it trains with",
-                "set model.vocab to a WordPiece vocab.txt (scripts/setup.sh writes data/vocab/bert-base-uncased.txt)");
+                "set model.vocab to the family's tokenizer (scripts/setup.sh writes data/vocab/bert-base-uncased.txt and data/vocab/gpt2)");
   if (c.corpus.heldout_every < 2)
     throw Error(
         c.where("corpus.heldout_every"),
@@ -192,7 +197,7 @@ void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
     if (c.output.overwrite) return;
     p.checkpoint = read_train_checkpoint(p.checkpoint_path);
     if (!p.checkpoint) return;
-    const auto differences = identity_differences(p.checkpoint->identity, c, JobKind::Pretrain);
+    const auto differences = identity_differences(p.checkpoint->identity, c, job_kind_named("pretrain"));
     if (!differences.empty())
       throw Error(c.where("output.dir"), p.checkpoint_path + " is the checkpoint of a different config: " + join(differences, "; "),
                   "choose another output.dir, or set output.overwrite=true to train from the start");
@@ -226,13 +231,19 @@ void find_checkpoint(MpiComm& world, TrainPlan& p, int64_t params) {
 // ---------------------------------------------------------------------- data --------------
 struct TrainData {
   std::optional<JobTokenizer> tokenizer;
-  std::string vocab_text;
+  std::vector<std::pair<std::string, std::string>> tokenizer_files;  // what the exported folders hold
+  bool causal = false;                                               // next-token targets, else masks
   SampleSet train, eval;
   std::vector<int32_t> eval_input, eval_labels;  // [E, T] fixed masks
   MaskSpec masks;
   UnigramBaseline unigram;
   double unigram_loss = 0, unigram_accuracy = 0;
   ModelConfig model;
+
+  // A sample's inputs and targets (SPEC §8): its masks drawn from `key`, or the next tokens.
+  int32_t targets(const int32_t* ids, int32_t T, int32_t n_valid, uint64_t key, int32_t* input, int32_t* labels) const {
+    return causal ? prune::next_token_targets(ids, T, n_valid, input, labels) : mask_sample(ids, T, n_valid, masks, key, input, labels);
+  }
 };
 
 SampleSet windows_of(const Config& c, const TokenizedCorpus& corpus, DocumentSplit split, int64_t count, const SampleFrame& frame) {
@@ -249,15 +260,28 @@ TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
   on_every_rank(world, [&] {
     d.tokenizer.emplace(make_tokenizer(c));
     const Vocab& vocab = d.tokenizer->vocab();
-    if (vocab.mask_id() < 0)
-      throw Error(c.where("model.vocab"), c.model.vocab + " has no [MASK] token, which masked-LM training needs", "use a BERT vocab.txt");
-    d.vocab_text = read_file_bytes(c.model.vocab, kMaxVocabBytes);
-    d.model = model_shape(c, vocab.size());
+    const FamilySpec& family = *d.tokenizer->family;
+    const LmHead& head = family.lm_head;
+    d.causal = head.objective == LmObjective::Causal;
+    const int32_t mask_id = d.causal ? -1 : vocab.id(head.mask_token);
+    if (!d.causal && mask_id < 0)
+      throw Error(c.where("model.vocab"), c.model.vocab + " has no " + head.mask_token + " token, which masked-LM training needs",
+                  std::string("give the tokenizer of a ") + family.display + " (its model folder, or what 'ctxsim init-model --family " +
+                      family.model_type + "' writes)");
+    int64_t written = 0;
+    d.tokenizer_files = model_tokenizer_files(family.family, c.model.vocab, &written);
+    if (written != vocab.size())
+      throw Error(c.where("model.vocab"),
+                  c.model.vocab + " lacks special tokens a " + family.display + " has (its folder would hold " + std::to_string(written) +
+                      " tokens, the training " + std::to_string(vocab.size()) + ")",
+                  "give the tokenizer of a " + std::string(family.display) + " model folder (what 'ctxsim init-model --family " +
+                      family.model_type + "' writes has them)");
+    d.model = model_shape(c, family.family, vocab.size());
     const TokenizedInputs inputs = read_and_tokenize(c, *d.tokenizer);
     const SampleFrame& frame = d.tokenizer->frame;
     d.train = windows_of(c, inputs.corpus, DocumentSplit::Train, std::numeric_limits<int64_t>::max(), frame);  // all
     d.eval = windows_of(c, inputs.corpus, DocumentSplit::Heldout, c.pretrain.eval_samples, frame);
-    d.masks = MaskSpec{c.pretrain.mask_fraction, vocab.mask_id(), vocab.size(), vocab.special_ids()};
+    d.masks = MaskSpec{c.pretrain.mask_fraction, mask_id, vocab.size(), vocab.special_ids()};
     // The unigram model of the training documents' text.
     std::vector<int64_t> counts(size_t(vocab.size()), 0);
     const DocumentFilter train_docs{DocumentSplit::Train, c.corpus.heldout_every};
@@ -270,34 +294,38 @@ TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
     d.eval_input.resize(size_t(E * T));
     d.eval_labels.resize(size_t(E * T));
     for (int64_t i = 0; i < E; ++i)
-      mask_sample(&d.eval.token_ids[size_t(i * T)], int32_t(T), d.eval.n_valid[size_t(i)], d.masks,
-                  mix_key(stream(c, kEvalMasks), uint64_t(i)), &d.eval_input[size_t(i * T)], &d.eval_labels[size_t(i * T)]);
+      d.targets(&d.eval.token_ids[size_t(i * T)], int32_t(T), d.eval.n_valid[size_t(i)], mix_key(stream(c, kEvalMasks), uint64_t(i)),
+                &d.eval_input[size_t(i * T)], &d.eval_labels[size_t(i * T)]);
     d.unigram_loss = d.unigram.loss(d.eval_labels);
     d.unigram_accuracy = d.unigram.accuracy(d.eval_labels);
   });
   log_info("pretrain: " + std::to_string(d.train.size()) + " training windows of T=" + std::to_string(d.train.seq_len) + " from the " +
            "training documents, " + std::to_string(d.eval.size()) + " held-out samples (every " + std::to_string(c.corpus.heldout_every) +
-           "th document); model " + std::to_string(d.model.num_layers) + " layers, hidden " + std::to_string(d.model.hidden_size) + ", " +
-           std::to_string(d.model.num_heads) + " heads, vocabulary " + std::to_string(d.model.vocab_size));
+           "th document); model " + d.tokenizer->family->display + ", " + std::to_string(d.model.num_layers) + " layers, hidden " +
+           std::to_string(d.model.hidden_size) + ", " + std::to_string(d.model.num_heads) + " heads, vocabulary " +
+           std::to_string(d.model.vocab_size));
   return d;
 }
 
 // ---------------------------------------------------------------------- export ------------
-// A Hugging Face BertForMaskedLM folder: config.json, model.safetensors, vocab.txt,
-// tokenizer_config.json (each written atomically).
+// A Hugging Face folder of the family's language-model class (BertForMaskedLM, GPT2LMHeadModel,
+// ...): config.json, model.safetensors, the tokenizer's files (each written atomically); a
+// WordPiece tokenizer's options in its tokenizer_config.json.
 void export_model(const std::string& dir, const MlmModel& model, const TrainData& d, const Config& c, const std::string& what) {
   make_folder(dir, what);
   const DType dtype = c.pretrain.save_dtype == SaveDtype::Float16 ? DType::F16 : DType::F32;
   const ModelFolder out(dir);
   write_safetensors(out.weights(), model.export_tensors(dtype), {{"format", "pt"}});
   atomic_write(out.config(), model.config().to_json(family_spec(model.config().family).mlm_class, c.pretrain.dropout));
-  atomic_write(out.file(ModelFolder::kVocabTxt), d.vocab_text);
-  nlohmann::ordered_json t;
-  // Pretraining trains a BERT: make_tokenizer refused any vocabulary but a WordPiece vocab.txt.
-  t["do_lower_case"] = dynamic_cast<const BertTokenizer&>(**d.tokenizer).options().lower_case;
-  t["model_max_length"] = model.config().max_position_embeddings;
-  t["tokenizer_class"] = "BertTokenizer";
-  atomic_write(out.tokenizer_config(), t.dump(2) + "\n");
+  for (const auto& [name, bytes] : d.tokenizer_files) atomic_write(out.file(name.c_str()), bytes);
+  // The lower-casing the training used goes with a WordPiece vocabulary.
+  if (const auto* wordpiece = dynamic_cast<const BertTokenizer*>(&**d.tokenizer)) {
+    nlohmann::ordered_json t;
+    t["do_lower_case"] = wordpiece->options().lower_case;
+    t["model_max_length"] = model.config().max_position_embeddings;
+    t["tokenizer_class"] = "BertTokenizer";
+    atomic_write(out.tokenizer_config(), t.dump(2) + "\n");
+  }
 }
 
 // loss.csv and the loss curves (loss.svg, loss.png) in output.dir.
@@ -313,7 +341,7 @@ void write_curves(const std::string& dir, const std::vector<StepRow>& rows, cons
   atomic_write((fs::path(dir) / "loss.csv").string(), csv.str());
   std::vector<report::TrainingPoint> points;
   for (const auto& r : rows) points.push_back({r.step, r.train_loss, r.heldout_loss, r.heldout_accuracy});
-  report::write_training_curves(dir, points, {d.unigram_loss, d.unigram_accuracy}, batch);
+  report::write_training_curves(dir, points, {d.unigram_loss, d.unigram_accuracy}, batch, d.causal);
 }
 
 // ---------------------------------------------------------------------- steps -------------
@@ -344,8 +372,8 @@ class TrainingSteps final : public UnitWork {
       const bool mine = row >= lo && row < hi;
       int32_t* in = mine ? &input[size_t((row - lo) * T)] : scratch_in.data();
       int32_t* lab = mine ? &labels[size_t((row - lo) * T)] : scratch_lab.data();
-      global_predicted_ += mask_sample(&data_.train.token_ids[size_t(w * T)], int32_t(T), data_.train.n_valid[size_t(w)], data_.masks,
-                                       mix_key(stream(c_, kMasks), uint64_t(g)), in, lab);
+      global_predicted_ += data_.targets(&data_.train.token_ids[size_t(w * T)], int32_t(T), data_.train.n_valid[size_t(w)],
+                                         mix_key(stream(c_, kMasks), uint64_t(g)), in, lab);
       for (int64_t t = 0; t < T; ++t) batch_digest_ = mix_key(batch_digest_, uint64_t(uint32_t(in[t])) << 32 | uint32_t(lab[t]));
       if (mine) {
         n_valid[size_t(row - lo)] = data_.train.n_valid[size_t(w)];
@@ -353,7 +381,7 @@ class TrainingSteps final : public UnitWork {
       }
     }
     if (global_predicted_ == 0)
-      throw Error("pretrain step " + std::to_string(unit.index), "no token of the batch can be masked", "use a corpus with text");
+      throw Error("pretrain step " + std::to_string(unit.index), "no token of the batch can be predicted", "use a corpus with text");
     model_.gradients().zero_();
     const MlmBatch batch = make_mlm_batch(input.data(), labels.data(), n_valid.data(), n, T, std::move(keys));
     const MlmResult res = model_.train_step(batch, c_.pretrain.dropout, 1.0 / double(global_predicted_));
@@ -525,8 +553,9 @@ int PretrainJob::execute(MpiComm& world, JobPlan& job, const StopSignals& stop, 
           << 100 * times.durable / std::max(seconds, 1e-9) << "%";
   log_info(summary.str());
   if (!history.empty() && !std::isnan(history.back().heldout_loss))
-    out << "held-out masked-LM loss " << history.back().heldout_loss << " (unigram baseline " << data.unigram_loss << "), accuracy "
-        << 100 * history.back().heldout_accuracy << "% (unigram baseline " << 100 * data.unigram_accuracy << "%)\n";
+    out << "held-out " << (data.causal ? "next-token" : "masked-LM") << " loss " << history.back().heldout_loss << " (unigram baseline "
+        << data.unigram_loss << "), accuracy " << 100 * history.back().heldout_accuracy << "% (unigram baseline "
+        << 100 * data.unigram_accuracy << "%)\n";
   return kExitOk;
 }
 
@@ -534,7 +563,7 @@ int PretrainJob::execute(MpiComm& world, JobPlan& job, const StopSignals& stop, 
 
 int cmd_pretrain(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
   PretrainJob job;
-  return run_in_shell(JobKind::Pretrain, config_path, overrides, job, out);
+  return run_in_shell(job_kind_named("pretrain"), config_path, overrides, job, out);
 }
 
 }  // namespace ctxsim

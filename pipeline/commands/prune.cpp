@@ -403,7 +403,7 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
 
 int cmd_prune(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
   PruneJob job;
-  return run_in_shell(JobKind::Prune, config_path, overrides, job, out);
+  return run_in_shell(job_kind_named("prune"), config_path, overrides, job, out);
 }
 
 }  // namespace ctxsim

@@ -296,7 +296,7 @@ int RunJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, cons
 
 int run_job(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out, EarlyLoad early) {
   RunJob job(std::move(early));
-  return run_in_shell(JobKind::Run, config_path, overrides, job, out);
+  return run_in_shell(job_kind_named("run"), config_path, overrides, job, out);
 }
 
 }  // namespace

@@ -187,7 +187,7 @@ int SegmentJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, 
 
 int cmd_segment(const std::string& config_path, const std::vector<std::string>& overrides, std::ostream& out) {
   SegmentJob job;
-  return run_in_shell(JobKind::Segment, config_path, overrides, job, out);
+  return run_in_shell(job_kind_named("segment"), config_path, overrides, job, out);
 }
 
 }  // namespace ctxsim

@@ -10,7 +10,6 @@
 #include "stages/base/files.h"
 
 namespace ctxsim {
-namespace {
 
 // A run store is complete when the statistics' readers and the report's (its samples and
 // examples) take it: status never vouches for a store they would refuse.
@@ -36,16 +35,16 @@ void segment_summary(hid_t file, const std::string&, const SummaryOptions&, std:
   print_segment_summary(read_segment_store(file), out);
 }
 
-}  // namespace
-
 const std::vector<StoreKind>& store_kinds() {
-  static const std::vector<StoreKind> rows = {
-      {"run", "run", verify_run, print_run_summary, run_report, run_compare, nullptr},
-      {"segment", "segmentation", verify_segment, segment_summary, segment_report, segment_compare,
-       "draw segmentations together with 'ctxsim compare STORE STORE … --out DIR'"},
-      {"prune", "pruning", verify_prune, print_prune_summary, prune_report, prune_compare,
-       "draw pruning runs together with 'ctxsim compare STORE STORE … --out DIR'"},
-  };
+  static const std::vector<StoreKind> rows = [] {
+    std::vector<StoreKind> kinds;
+    for (const JobRow& job : job_rows())
+      if (job.writes_store) {
+        kinds.push_back(job.store);
+        kinds.back().job = job.name;
+      }
+    return kinds;
+  }();
   return rows;
 }
 

@@ -96,7 +96,7 @@ Checked check_one(const std::string& path, const Config& c, JobKind kind, const 
   check_paths(c);
   check_output_folder(c);
   r.complete = check_output_before_queueing(kind, path, c) == StoreMode::AlreadyDone;
-  if (kind == JobKind::Run || kind == JobKind::Segment) {
+  if (job_row(kind).plan) {
     r.estimate = plan_config(path, c, a.ranks > 0 ? a.ranks : 2, a.plan_batches, plan_text);
     r.estimated = true;
   }
@@ -123,20 +123,20 @@ struct Submission {
   Config config;
   SweepPlan plan;
   bool sweep = false;
-  JobKind kind = JobKind::Run;
-  std::string command;  // run | segment | pretrain | prune
+  JobKind kind;
+  std::string command;  // the job's name: run | segment | pretrain | prune
   std::string logs, log_folder, name, target;
 };
 
 // The option combinations submit refuses before it checks anything else.
 void check_options(const Submission& s, const SubmitArgs& a) {
   const Config& c = s.config;
-  if (s.sweep && s.kind != JobKind::Run)
+  if (s.sweep && !job_row(s.kind).sweeps)
     throw Error(c.where("sweep"), "'ctxsim " + s.command + "' runs one configuration; a sweep: section is for runs",
                 "remove the sweep: section and submit each point with its overrides");
   if (!a.then.empty() && a.then != "collect" && a.then != "compare")
     throw UsageError("--then", "expected collect or compare, got '" + a.then + "'", "see 'ctxsim submit --help'");
-  if (!a.then.empty() && s.kind != JobKind::Run)
+  if (!a.then.empty() && !job_row(s.kind).sweeps)
     throw UsageError("--then", "collect and compare gather run stores; this is a '" + s.command + "' job",
                      "submit without --then, and run 'ctxsim compare' on the stores once they are complete");
   if (a.then == "compare" && s.plan.points.size() < 2)
@@ -272,13 +272,10 @@ Submission describe_submission(const std::string& config_path, const std::vector
   const Config& c = s.config;
   s.plan = expand_sweep(c);
   s.sweep = !c.sweep.empty();
-  s.kind = a.pretrain ? JobKind::Pretrain : job_kind_of(c);
-  s.command = job_row(s.kind).name;
+  s.kind = a.pretrain ? job_kind_named("pretrain") : job_kind_of(c);
+  s.command = s.kind.name();
   const std::string sweep_dir = (fs::path(c.output.dir) / s.plan.name).string();
-  s.logs = !a.logs_dir.empty()           ? a.logs_dir
-           : s.sweep                     ? sweep_dir
-           : s.kind == JobKind::Pretrain ? (fs::path(c.output.dir) / "pretrain-jobs").string()
-                                         : (fs::path(c.output.dir) / "jobs").string();
+  s.logs = !a.logs_dir.empty() ? a.logs_dir : s.sweep ? sweep_dir : (fs::path(c.output.dir) / job_row(s.kind).logs).string();
   // sbatch expands %j, %A, … in --output: a % in the folder's own name is written %%.
   for (char ch : (fs::absolute(s.logs) / "").string()) s.log_folder += ch == '%' ? std::string("%%") : std::string(1, ch);
   s.name = a.job_name.empty() ? "ctxsim-" + (s.sweep ? s.plan.name : safe_folder_name(fs::path(config_path).stem().string())) : a.job_name;
@@ -303,7 +300,7 @@ int cmd_submit(const std::string& config_path, const std::vector<std::string>& o
   if (s.sweep && need.complete > 0)
     std::cerr << "ctxsim: note: " << need.complete << " of " << s.plan.points.size()
               << " points are complete already; their array tasks end at once\n";
-  if (s.kind == JobKind::Run && a.ranks > 0)
+  if (s.kind == job_kind_named("run") && a.ranks > 0)
     if (const std::string idle = idle_ranks_warning(s.config.samples.num_samples, s.config.runtime.unit_size, a.ranks); !idle.empty())
       std::cerr << "ctxsim: warning: " << idle << "\n";
 

@@ -7,7 +7,7 @@
 
 namespace ctxsim::report {
 
-void write_training_curves(const std::string& dir, const std::vector<TrainingPoint>& points, Unigram unigram, int64_t batch) {
+void write_training_curves(const std::string& dir, const std::vector<TrainingPoint>& points, Unigram unigram, int64_t batch, bool causal) {
   if (points.empty() || !figures_available()) return;
   Series train{"training loss (per step)", {}, {}, Rgb{160, 190, 220}};
   Series held{"held-out loss", {}, {}, Rgb{31, 119, 180}};
@@ -25,12 +25,12 @@ void write_training_curves(const std::string& dir, const std::vector<TrainingPoi
   Series uni_loss{"unigram baseline", {0, last}, {unigram.loss, unigram.loss}, Rgb{214, 39, 40}, true};
   Series uni_acc{"unigram baseline", {0, last}, {100 * unigram.accuracy, 100 * unigram.accuracy}, Rgb{214, 39, 40}, true};
   PlotSpec loss, accuracy;
-  loss.title = "masked-LM loss";
+  loss.title = causal ? "next-token loss" : "masked-LM loss";
   loss.x_label = accuracy.x_label = "step";
   loss.y_label = "cross-entropy (nats)";
   loss.series = {train, held, uni_loss};
   accuracy.title = "held-out accuracy";
-  accuracy.y_label = "masked tokens predicted (%)";
+  accuracy.y_label = causal ? "next tokens predicted (%)" : "masked tokens predicted (%)";
   accuracy.series = {acc, uni_acc};
   write_figure(plot_figure({loss, accuracy}, 2, 420, 300, "ctxsim pretrain: loss curves",
                            std::to_string(points.size()) + " steps of " + std::to_string(batch) + " samples"),

@@ -18,6 +18,7 @@ struct Unigram {
 };
 
 // Writes <dir>/loss.svg and loss.png (nothing without points, or in a build without figures).
-void write_training_curves(const std::string& dir, const std::vector<TrainingPoint>& points, Unigram unigram, int64_t batch);
+// `causal`: the next-token objective's curves (else masked-LM's).
+void write_training_curves(const std::string& dir, const std::vector<TrainingPoint>& points, Unigram unigram, int64_t batch, bool causal);
 
 }  // namespace ctxsim::report

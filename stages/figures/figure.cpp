@@ -252,9 +252,17 @@ Figure heatmap_figure(const HeatmapSpec& m, const std::string& title, const std:
 
 namespace {
 
-// One panel of a plot: its axes from the data (or the spec's bounds), grid and ticks, the
-// series as polylines or bars, the frame and the axis titles.
-void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, double ph, double mb) {
+// A panel's data bounds and its place on the page: where a value lands.
+struct PanelAxes {
+  double xl, xh, yl, yh;  // the bounds drawn
+  double x0, y0, pw, ph;  // the panel's box
+  double X(double x) const { return x0 + (x - xl) / (xh - xl) * pw; }
+  double Y(double y) const { return y0 + ph - (y - yl) / (yh - yl) * ph; }
+  double Yc(double y) const { return Y(std::clamp(y, yl, yh)); }  // clamped into the panel
+};
+
+// The bounds from the data (finite values and intervals) where the spec leaves them open.
+PanelAxes panel_axes(const PlotSpec& p, double x0, double y0, double pw, double ph) {
   double xl = p.x_lo, xh = p.x_hi, yl = p.y_lo, yh = p.y_hi;
   double dxl = INFINITY, dxh = -INFINITY, dyl = 0, dyh = -INFINITY;
   for (const auto& s : p.series)
@@ -272,75 +280,92 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
   if (!(xh > xl) && p.x_integer) xl -= 0.5, xh += 0.5;  // one layer: its one tick in the middle
   if (!(xh > xl)) xh = xl + 1;
   if (!(yh > yl)) yh = yl + 1;
-  const auto X = [&](double x) { return x0 + (x - xl) / (xh - xl) * pw; };
-  const auto Y = [&](double y) { return y0 + ph - (y - yl) / (yh - yl) * ph; };
-  g.text(x0, y0 - 7, p.title, 12, "start", 0, " font-weight=\"bold\"");
-  for (double t : nice_ticks(yl, yh, 4)) {
-    g.line(x0, Y(t), x0 + pw, Y(t), "#e4e4e4", 0.8);
-    g.text(x0 - 5, Y(t) + 3.5, num(t, 3), 10, "end");
+  return {xl, xh, yl, yh, x0, y0, pw, ph};
+}
+
+// The title, the horizontal grid with its y ticks, and the x ticks (numbers, or the spec's labels).
+void panel_grid(Svg& g, const PlotSpec& p, const PanelAxes& a) {
+  g.text(a.x0, a.y0 - 7, p.title, 12, "start", 0, " font-weight=\"bold\"");
+  for (double t : nice_ticks(a.yl, a.yh, 4)) {
+    g.line(a.x0, a.Y(t), a.x0 + a.pw, a.Y(t), "#e4e4e4", 0.8);
+    g.text(a.x0 - 5, a.Y(t) + 3.5, num(t, 3), 10, "end");
   }
   if (p.x_ticks.empty()) {
-    for (double t : nice_ticks(xl, xh, 5, p.x_integer)) {
-      g.line(X(t), y0 + ph, X(t), y0 + ph + 4, "#333");
-      g.text(X(t), y0 + ph + 15, num(t, 3), 10, "middle");
+    for (double t : nice_ticks(a.xl, a.xh, 5, p.x_integer)) {
+      g.line(a.X(t), a.y0 + a.ph, a.X(t), a.y0 + a.ph + 4, "#333");
+      g.text(a.X(t), a.y0 + a.ph + 15, num(t, 3), 10, "middle");
     }
   } else {
-    const int step = label_step(pw / double(p.x_ticks.size()), 10);
-    for (size_t i = 0; i < p.x_ticks.size(); i += size_t(step)) g.text(X(double(i)) + 3, y0 + ph + 5, p.x_ticks[i], 9, "start", 90);
+    const int step = label_step(a.pw / double(p.x_ticks.size()), 10);
+    for (size_t i = 0; i < p.x_ticks.size(); i += size_t(step)) g.text(a.X(double(i)) + 3, a.y0 + a.ph + 5, p.x_ticks[i], 9, "start", 90);
   }
+}
+
+// A bar series, `offset` from its x and `bw` wide, with its intervals as whiskers with caps.
+void bar_series(Svg& g, const Series& s, const PanelAxes& a, double offset, double bw) {
+  const double base = a.Y(std::max(a.yl, 0.0));
+  for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+    if (std::isfinite(s.y[i]))
+      g.rect(a.X(s.x[i]) + offset - bw / 2, std::min(a.Y(s.y[i]), base), bw, std::abs(a.Y(s.y[i]) - base), hex(s.colour));
+  for (size_t i = 0; i < s.x.size() && i < s.lo.size() && i < s.hi.size(); ++i)
+    if (std::isfinite(s.lo[i]) && std::isfinite(s.hi[i])) {
+      const double cx = a.X(s.x[i]) + offset, top = a.Yc(s.hi[i]), bottom = a.Yc(s.lo[i]);
+      const double cap = std::min(4.0, bw / 3);
+      g.line(cx, top, cx, bottom, "#222", 1.2);
+      g.line(cx - cap, top, cx + cap, top, "#222", 1.2);
+      g.line(cx - cap, bottom, cx + cap, bottom, "#222", 1.2);
+    }
+}
+
+// A series as points, or as a line over the band of its interval.
+void line_series(Svg& g, const Series& s, const PanelAxes& a) {
+  if (s.points) {
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
+        g.s << "<circle cx=\"" << num(a.X(s.x[i]), 6) << "\" cy=\"" << num(a.Yc(s.y[i]), 6) << "\" r=\"3\" fill=\"" << hex(s.colour)
+            << "\" fill-opacity=\"0.8\"/>\n";
+    return;
+  }
+  if (!s.lo.empty() && s.lo.size() == s.x.size() && s.hi.size() == s.x.size()) {  // the interval: a band under the line
+    std::ostringstream band;
+    for (size_t i = 0; i < s.x.size(); ++i)
+      if (std::isfinite(s.hi[i])) band << num(a.X(s.x[i]), 6) << "," << num(a.Yc(s.hi[i]), 6) << " ";
+    for (size_t i = s.x.size(); i-- > 0;)
+      if (std::isfinite(s.lo[i])) band << num(a.X(s.x[i]), 6) << "," << num(a.Yc(s.lo[i]), 6) << " ";
+    g.s << "<polygon class=\"interval\" fill=\"" << hex(s.colour) << "\" fill-opacity=\"0.22\" stroke=\"none\" points=\"" << band.str()
+        << "\"/>\n";
+    // A band of one point is a line: a whisker shows it.
+    if (s.x.size() == 1 && std::isfinite(s.lo[0]) && std::isfinite(s.hi[0]))
+      g.line(a.X(s.x[0]), a.Yc(s.hi[0]), a.X(s.x[0]), a.Yc(s.lo[0]), hex(s.colour), 3);
+  }
+  std::ostringstream pts;
+  for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+    if (std::isfinite(s.y[i])) pts << num(a.X(s.x[i]), 6) << "," << num(a.Yc(s.y[i]), 6) << " ";
+  g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"1.6\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "")
+      << " points=\"" << pts.str() << "\"/>\n";
+}
+
+// One panel of a plot: its axes from the data (or the spec's bounds), grid and ticks, the
+// series as polylines or bars, the frame and the axis titles.
+void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, double ph, double mb) {
+  const PanelAxes a = panel_axes(p, x0, y0, pw, ph);
+  panel_grid(g, p, a);
   // Bar series side by side: the n of them share 0.8 of the spacing of x, each 0.8/n wide.
   double dx = 1;
-  int bar_series = 0;
+  int bars = 0;
   for (const auto& s : p.series)
     if (s.bars) {
-      ++bar_series;
+      ++bars;
       for (size_t i = 1; i < s.x.size(); ++i)
         if (s.x[i] != s.x[i - 1]) dx = std::min(dx, std::abs(s.x[i] - s.x[i - 1]));
     }
-  const double group = 0.8 * dx / (xh - xl) * pw, bw = std::max(0.5, group / std::max(1, bar_series));
+  const double group = 0.8 * dx / (a.xh - a.xl) * pw, bw = std::max(0.5, group / std::max(1, bars));
   int bar_k = 0;
-  for (const auto& s : p.series) {
-    if (s.bars) {
-      const double offset = (bar_k++ - 0.5 * (bar_series - 1)) * group / bar_series;
-      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-        if (std::isfinite(s.y[i]))
-          g.rect(X(s.x[i]) + offset - bw / 2, std::min(Y(s.y[i]), Y(std::max(yl, 0.0))), bw, std::abs(Y(s.y[i]) - Y(std::max(yl, 0.0))),
-                 hex(s.colour));
-      for (size_t i = 0; i < s.x.size() && i < s.lo.size() && i < s.hi.size(); ++i)
-        if (std::isfinite(s.lo[i]) && std::isfinite(s.hi[i])) {  // the interval: a whisker with caps
-          const double cx = X(s.x[i]) + offset, top = Y(std::clamp(s.hi[i], yl, yh)), bottom = Y(std::clamp(s.lo[i], yl, yh));
-          const double cap = std::min(4.0, bw / 3);
-          g.line(cx, top, cx, bottom, "#222", 1.2);
-          g.line(cx - cap, top, cx + cap, top, "#222", 1.2);
-          g.line(cx - cap, bottom, cx + cap, bottom, "#222", 1.2);
-        }
-      continue;
-    }
-    if (s.points) {
-      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
-          g.s << "<circle cx=\"" << num(X(s.x[i]), 6) << "\" cy=\"" << num(Y(std::clamp(s.y[i], yl, yh)), 6) << "\" r=\"3\" fill=\""
-              << hex(s.colour) << "\" fill-opacity=\"0.8\"/>\n";
-      continue;
-    }
-    if (!s.lo.empty() && s.lo.size() == s.x.size() && s.hi.size() == s.x.size()) {  // the interval: a band under the line
-      std::ostringstream band;
-      for (size_t i = 0; i < s.x.size(); ++i)
-        if (std::isfinite(s.hi[i])) band << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.hi[i], yl, yh)), 6) << " ";
-      for (size_t i = s.x.size(); i-- > 0;)
-        if (std::isfinite(s.lo[i])) band << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.lo[i], yl, yh)), 6) << " ";
-      g.s << "<polygon class=\"interval\" fill=\"" << hex(s.colour) << "\" fill-opacity=\"0.22\" stroke=\"none\" points=\"" << band.str()
-          << "\"/>\n";
-      // A band of one point is a line: a whisker shows it.
-      if (s.x.size() == 1 && std::isfinite(s.lo[0]) && std::isfinite(s.hi[0]))
-        g.line(X(s.x[0]), Y(std::clamp(s.hi[0], yl, yh)), X(s.x[0]), Y(std::clamp(s.lo[0], yl, yh)), hex(s.colour), 3);
-    }
-    std::ostringstream pts;
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-      if (std::isfinite(s.y[i])) pts << num(X(s.x[i]), 6) << "," << num(Y(std::clamp(s.y[i], yl, yh)), 6) << " ";
-    g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"1.6\""
-        << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << " points=\"" << pts.str() << "\"/>\n";
-  }
+  for (const auto& s : p.series)
+    if (s.bars)
+      bar_series(g, s, a, (bar_k++ - 0.5 * (bars - 1)) * group / bars, bw);
+    else
+      line_series(g, s, a);
   g.rect(x0, y0, pw, ph, "none", " stroke=\"#333\" stroke-width=\"0.8\"");
   if (!p.x_label.empty()) g.text(x0 + pw / 2, y0 + ph + mb - 8, p.x_label, 11, "middle");
   if (!p.y_label.empty()) g.text(x0 - 46, y0 + ph / 2, p.y_label, 11, "middle", -90);

@@ -257,18 +257,23 @@ const Preset kPresets[] = {
 
 }  // namespace
 
+ModelConfig ModelConfig::of_family(Family family) {
+  const FamilySpec& f = family_spec(family);
+  ModelConfig c;
+  c.family = family;
+  c.vocab_size = f.base.vocab;
+  c.max_position_embeddings = f.base.positions;
+  c.type_vocab_size = f.base.type_vocab;
+  c.pad_position = f.base.pad_position;
+  c.layer_norm_eps = f.base.eps;
+  c.hidden_act = f.default_activation;
+  return c;
+}
+
 ModelConfig ModelConfig::preset(const std::string& name, Family family) {
   for (const Preset& p : kPresets) {
     if (name != p.name) continue;
-    const FamilySpec& f = family_spec(family);
-    ModelConfig c;
-    c.family = family;
-    c.vocab_size = f.base.vocab;
-    c.max_position_embeddings = f.base.positions;
-    c.type_vocab_size = f.base.type_vocab;
-    c.pad_position = f.base.pad_position;
-    c.layer_norm_eps = f.base.eps;
-    c.hidden_act = f.default_activation;
+    ModelConfig c = of_family(family);
     c.num_layers = p.layers;
     c.hidden_size = p.hidden;
     c.num_heads = p.heads;

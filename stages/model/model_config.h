@@ -56,6 +56,9 @@ struct ModelConfig {
   // A shape of the presets table (bert-base, bert-mini, bert-tiny, distilbert-base: bert-base's
   // with 6 layers, roberta-*, gpt2*) over the given family's base model (FamilySpec::base).
   static ModelConfig preset(const std::string& name, Family family = {});
+  // The family's base model (FamilySpec::base: vocabulary, positions, token types, epsilon,
+  // activation) with bert-base's shape, which a preset or pretrain's shape keys then set.
+  static ModelConfig of_family(Family family);
   double flops_per_sample(int64_t seq_len) const;  // forward multiply-adds × 2
   // "" when `tokens` positions fit max_position_embeddings, else what is wrong (the quantity:
   // the caller names the key or option that asked for them).

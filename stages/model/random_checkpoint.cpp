@@ -116,7 +116,28 @@ void fill_normal(float* out, int64_t n, double stddev, uint64_t seed) {
 
 }  // namespace
 
-TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed, double stddev) {
+namespace {
+
+// Whether `name` ("encoder.layer.0.attention.output.LayerNorm.weight", "layers.0.input_layernorm.weight")
+// is the weight of a norm the family's row names (its module is one, or ends in one).
+bool is_norm_weight(const FamilySpec& f, const std::string& name) {
+  const std::string suffix = ".weight";
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  const std::string module = name.substr(0, name.size() - suffix.size());
+  for (const char* norm : {f.embed_norm, f.attn_norm, f.ffn_norm, f.final_norm, f.q_norm, f.k_norm, f.lm_head.transform_norm}) {
+    if (!norm) continue;
+    const std::string n = norm;
+    if (module == n || (module.size() > n.size() && module.compare(module.size() - n.size(), n.size(), n) == 0 &&
+                        module[module.size() - n.size() - 1] == '.'))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TensorData initial_tensor(const FamilySpec& family, const std::string& name, const std::vector<int64_t>& shape, uint64_t seed,
+                          double stddev) {
   TensorData t;
   t.dtype = DType::F32;
   t.shape = shape;
@@ -124,10 +145,8 @@ TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& s
   for (auto d : shape) n *= d;
   t.bytes.assign(static_cast<size_t>(n) * 4, 0);
   auto* f = reinterpret_cast<float*>(t.bytes.data());
-  const bool is_norm = name.find("LayerNorm") != std::string::npos || name.find("layer_norm") != std::string::npos ||
-                       name.find("ln_") != std::string::npos;  // GPT-2's ln_1, ln_2, ln_f
   const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-  if (is_norm && !is_bias) {
+  if (is_norm_weight(family, name)) {
     for (int64_t i = 0; i < n; ++i) f[i] = 1.0f;
   } else if (!is_bias) {
     fill_normal(f, n, stddev, seed ^ fnv1a(name));
@@ -144,7 +163,7 @@ std::map<std::string, TensorData> encoder_weights(const ModelConfig& config, uin
   std::map<std::string, TensorData> out;
   for (const auto& [name, shape] : encoder_tensor_shapes(config)) {
     const bool residual = f.conv1d && name.size() > 13 && name.compare(name.size() - 13, 13, "c_proj.weight") == 0;
-    out.emplace(name, initial_tensor(name, shape, seed, residual ? 0.02 / std::sqrt(2.0 * double(config.num_layers)) : 0.02));
+    out.emplace(name, initial_tensor(f, name, shape, seed, residual ? 0.02 / std::sqrt(2.0 * double(config.num_layers)) : 0.02));
   }
   return out;
 }
@@ -154,7 +173,7 @@ std::map<std::string, TensorData> encoder_weights(const ModelConfig& config, uin
 std::map<std::string, TensorData> random_checkpoint_weights(const ModelConfig& config, uint64_t seed) {
   if (family_spec(config.family).init_writes_mlm) return random_lm_weights(config, seed);
   std::map<std::string, TensorData> out = encoder_weights(config, seed);
-  for (const auto& [name, shape] : pooler_shapes(config)) out.emplace(name, initial_tensor(name, shape, seed));
+  for (const auto& [name, shape] : pooler_shapes(config)) out.emplace(name, initial_tensor(family_spec(config.family), name, shape, seed));
   return out;
 }
 
@@ -163,8 +182,14 @@ std::map<std::string, TensorData> random_lm_weights(const ModelConfig& config, u
   CTXSIM_CHECK(f.lm_head.objective != LmObjective::None, "random_lm_weights: a family without a language-model head");
   std::map<std::string, TensorData> out;
   for (auto& [name, t] : encoder_weights(config, seed)) out.emplace(f.model_prefix + name, std::move(t));
-  for (const auto& [name, shape] : lm_head_shapes(config)) out.emplace(name, initial_tensor(name, shape, seed));
+  for (const auto& [name, shape] : lm_head_shapes(config)) out.emplace(name, initial_tensor(f, name, shape, seed));
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> model_tokenizer_files(Family family, const std::string& vocab_path, int64_t* size) {
+  TokenizerOut out = tokenizer_files_for(family_spec(family), vocab_path);
+  *size = out.size;
+  return std::move(out.files);
 }
 
 void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir) {

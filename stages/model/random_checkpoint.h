@@ -8,16 +8,19 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "stages/model/model_config.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
 
-// The initial value of one tensor, as F32: weights N(0, 0.02) (embeddings included), biases 0,
-// LayerNorm weight 1 and bias 0, judged by its name (`LayerNorm`, `layer_norm`, GPT-2's `ln_`). The values
-// come from a SplitMix64 stream of (seed, name) alone.
-TensorData initial_tensor(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed, double stddev = 0.02);
+// The initial value of one tensor of a `family` checkpoint, as F32: weights N(0, 0.02) (embeddings
+// included), biases 0, a norm's weight 1 (LayerNorm or RMSNorm: a module the family's row names a
+// norm, as transformers' _init_weights). The values come from a SplitMix64 stream of (seed, name) alone.
+TensorData initial_tensor(const FamilySpec& family, const std::string& name, const std::vector<int64_t>& shape, uint64_t seed,
+                          double stddev = 0.02);
 
 // Every tensor of the family's checkpoint by its name in the file (see the header). Each tensor
 // has its own SplitMix64 stream derived from (seed, its bare-model name), so the values of a
@@ -33,5 +36,10 @@ std::map<std::string, TensorData> random_lm_weights(const ModelConfig& config, u
 // config.vocab_size is the vocabulary's size. A tokenizer of another kind than the family's is an
 // Error naming vocab_path.
 void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir);
+
+// The tokenizer files (name, bytes) a model folder of `family` holds when made from vocab_path, as
+// write_random_checkpoint writes them, and in *size the vocabulary size they give (more than
+// vocab_path's own when the family's special tokens were added).
+std::vector<std::pair<std::string, std::string>> model_tokenizer_files(Family family, const std::string& vocab_path, int64_t* size);
 
 }  // namespace ctxsim

@@ -163,6 +163,67 @@ int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, voi
   return bad;
 }
 
+namespace {
+
+// One tensor's entry of the header, its bytes within the data area [data, data + data_size).
+TensorView tensor_entry(const std::string& name, const nlohmann::json& t, const uint8_t* data, size_t data_size, const std::string& path) {
+  const std::string where = path + ": tensor '" + name + "'";
+  if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
+    throw Error(where, "needs dtype, shape and data_offsets", kFixCorrupt);
+  TensorView v;
+  v.name = name;
+  if (!t["dtype"].is_string() || !parse_dtype(t["dtype"].get<std::string>(), v.dtype))
+    throw Error(where, "unsupported dtype " + t["dtype"].dump() + " (ctxsim reads F32, F16, BF16 and F64 weights, and integer buffers)",
+                "convert the checkpoint's floating weights to one of these");
+  if (!t["shape"].is_array()) throw Error(where, "shape is not a list", kFixCorrupt);
+  for (const auto& d : t["shape"]) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) throw Error(where, "shape has a non-integer or negative size", kFixCorrupt);
+    v.shape.push_back(d.get<int64_t>());
+  }
+  const auto& off = t["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw Error(where, "data_offsets is not [begin, end]", kFixCorrupt);
+  const auto begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+  if (begin > end) throw Error(where, "data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end), kFixCorrupt);
+  if (end > data_size)
+    throw Error(where,
+                "data_offsets end " + std::to_string(end) + " lies past the data area (" + std::to_string(data_size) +
+                    " bytes): the file is truncated",
+                kFixCorrupt);
+  // Overflow-safe byte count from the shape.
+  const unsigned __int128 kMax = std::numeric_limits<uint64_t>::max();
+  unsigned __int128 expect = dtype_size(v.dtype);  // stops growing past 2^64 (so never wraps)
+  for (auto d : v.shape)
+    if (expect <= kMax) expect *= static_cast<uint64_t>(d);
+  if (expect != end - begin)
+    throw Error(where,
+                "holds " + std::to_string(end - begin) + " bytes but shape × " + dtype_name(v.dtype) + " needs " +
+                    (expect > kMax ? "over 2^64" : std::to_string(static_cast<uint64_t>(expect))),
+                kFixCorrupt);
+  v.data = data + begin;
+  v.nbytes = end - begin;
+  return v;
+}
+
+// No two tensors share a byte of the data area (in offset order, each non-empty tensor begins at
+// or after the furthest end before it; an empty tensor between two others hides nothing).
+void check_no_overlap(const std::map<std::string, TensorView>& tensors, const std::string& path) {
+  std::vector<const TensorView*> order;
+  for (const auto& [name, v] : tensors)
+    if (v.nbytes > 0) order.push_back(&v);
+  std::sort(order.begin(), order.end(), [](const TensorView* a, const TensorView* b) {
+    return a->data != b->data ? a->data < b->data : a->nbytes != b->nbytes ? a->nbytes < b->nbytes : a->name < b->name;
+  });
+  const TensorView* furthest = nullptr;
+  for (const TensorView* v : order) {
+    if (furthest && v->data < furthest->data + furthest->nbytes)
+      throw Error(path + ": tensor '" + v->name + "'", "overlaps tensor '" + furthest->name + "' in the data area", kFixCorrupt);
+    if (!furthest || v->data + v->nbytes > furthest->data + furthest->nbytes) furthest = v;
+  }
+}
+
+}  // namespace
+
 SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, const std::string& path) {
   SafetensorsHeader out;
   if (size < 8) throw Error(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length", kFixCorrupt);
@@ -182,67 +243,16 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, co
   } catch (const nlohmann::json::exception& e) { throw Error(path, std::string("malformed JSON header: ") + e.what(), kFixCorrupt); }
   if (!j.is_object()) throw Error(path, "the JSON header is not an object", kFixCorrupt);
   const uint8_t* data = bytes + 8 + n;
-  const size_t data_size = size - 8 - n;
-  std::vector<std::pair<size_t, size_t>> spans;  // (begin, end) for the overlap check
-  std::vector<std::string> span_names;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& name = it.key();
-    if (name == "__metadata__") {
-      if (!it->is_object()) throw Error(path, "__metadata__ is not an object", kFixCorrupt);
-      for (auto m = it->begin(); m != it->end(); ++m)
-        if (m->is_string()) out.metadata[m.key()] = m->get<std::string>();
+    if (it.key() != "__metadata__") {
+      out.tensors.emplace(it.key(), tensor_entry(it.key(), *it, data, size - 8 - n, path));
       continue;
     }
-    const std::string where = path + ": tensor '" + name + "'";
-    const auto& t = *it;
-    if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
-      throw Error(where, "needs dtype, shape and data_offsets", kFixCorrupt);
-    TensorView v;
-    v.name = name;
-    if (!t["dtype"].is_string() || !parse_dtype(t["dtype"].get<std::string>(), v.dtype))
-      throw Error(where, "unsupported dtype " + t["dtype"].dump() + " (ctxsim reads F32, F16, BF16 and F64 weights, and integer buffers)",
-                  "convert the checkpoint's floating weights to one of these");
-    if (!t["shape"].is_array()) throw Error(where, "shape is not a list", kFixCorrupt);
-    for (const auto& d : t["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) throw Error(where, "shape has a non-integer or negative size", kFixCorrupt);
-      v.shape.push_back(d.get<int64_t>());
-    }
-    const auto& off = t["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      throw Error(where, "data_offsets is not [begin, end]", kFixCorrupt);
-    const auto begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    if (begin > end) throw Error(where, "data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end), kFixCorrupt);
-    if (end > data_size)
-      throw Error(where,
-                  "data_offsets end " + std::to_string(end) + " lies past the data area (" + std::to_string(data_size) +
-                      " bytes): the file is truncated",
-                  kFixCorrupt);
-    // Overflow-safe byte count from the shape.
-    const unsigned __int128 kMax = std::numeric_limits<uint64_t>::max();
-    unsigned __int128 expect = dtype_size(v.dtype);  // stops growing past 2^64 (so never wraps)
-    for (auto d : v.shape)
-      if (expect <= kMax) expect *= static_cast<uint64_t>(d);
-    if (expect != end - begin)
-      throw Error(where,
-                  "holds " + std::to_string(end - begin) + " bytes but shape × " + dtype_name(v.dtype) + " needs " +
-                      (expect > kMax ? "over 2^64" : std::to_string(static_cast<uint64_t>(expect))),
-                  kFixCorrupt);
-    v.data = data + begin;
-    v.nbytes = end - begin;
-    spans.emplace_back(begin, end);
-    span_names.push_back(name);
-    out.tensors.emplace(name, std::move(v));
+    if (!it->is_object()) throw Error(path, "__metadata__ is not an object", kFixCorrupt);
+    for (auto m = it->begin(); m != it->end(); ++m)
+      if (m->is_string()) out.metadata[m.key()] = m->get<std::string>();
   }
-  std::vector<size_t> order(spans.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a] < spans[b]; });
-  for (size_t k = 1; k < order.size(); ++k) {
-    const auto& prev = spans[order[k - 1]];
-    const auto& cur = spans[order[k]];
-    if (cur.first < prev.second && cur.second > cur.first)
-      throw Error(path + ": tensor '" + span_names[order[k]] + "'", "overlaps tensor '" + span_names[order[k - 1]] + "' in the data area",
-                  kFixCorrupt);
-  }
+  check_no_overlap(out.tensors, path);
   return out;
 }
 

@@ -223,7 +223,7 @@ std::string identity_yaml(Config c, JobKind kind) {
     if (!f.identifies(kind)) f.copy(defaults, c);
   // The segment section came after run and pretrain stores existed: their identity stays the
   // text it was (a key the stored text lacks compares as its default, identity_differences).
-  return to_yaml(c, false, kind == JobKind::Segment ? std::string() : "segment");
+  return to_yaml(c, false, std::string(job_kinds()[size_t(kind.row)].section) == "segment" ? std::string() : "segment");
 }
 
 std::vector<std::string> identity_differences(const std::string& stored, const Config& ours, JobKind kind) {
@@ -371,11 +371,19 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 }
 
 JobKind job_kind_of(const Config& c) {
-  static const std::pair<const char*, JobKind> rows[] = {
-      {"segment", JobKind::Segment}, {"prune", JobKind::Prune}, {"pretrain", JobKind::Pretrain}};
-  for (const auto& [section, kind] : rows)
-    if (std::find(c.file_sections.begin(), c.file_sections.end(), section) != c.file_sections.end()) return kind;
-  return JobKind::Run;
+  const std::vector<JobKindRow>& rows = job_kinds();
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (*rows[i].section && std::find(c.file_sections.begin(), c.file_sections.end(), rows[i].section) != c.file_sections.end())
+      return JobKind{int(i)};
+  return JobKind{};
+}
+
+JobKind job_kind_named(const std::string& name) {
+  const std::vector<JobKindRow>& rows = job_kinds();
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (name == rows[i].name) return JobKind{int(i)};
+  CTXSIM_CHECK(false, "a job without a row in job_kinds(): " + name);
+  return JobKind{};
 }
 
 void check_paths(const Config& c) {

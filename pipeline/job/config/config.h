@@ -67,6 +67,7 @@ struct Config {
   } statistics;
   // `ctxsim pretrain` (masked-LM training of a BERT encoder on the corpus); run ignores it.
   struct Pretrain {
+    std::string family = "bert";                // the family trained (its layers and its head's objective)
     int64_t layers = 6;                         // encoder layers
     int64_t hidden = 256;                       // hidden size
     int64_t heads = 8;                          // attention heads (divide hidden)
@@ -151,25 +152,39 @@ void check_paths(const Config& config);
 // omit: a section left out (identity_yaml: "segment" for run and pretrain).
 std::string to_yaml(const Config& config, bool with_comments = true, const std::string& omit = "");
 
-// What reads a config: the analysis (`run`) or the training (`pretrain`). Each reads its own
-// keys; a store's or a checkpoint's identity holds only the keys that determine its results.
-enum class JobKind { Run, Pretrain, Segment, Prune };
+// What reads a config: a job (run, segment, prune, pretrain), a row of job_kinds() each
+// (config_schema.cpp, beside the keys each reads). A store's or a checkpoint's identity holds only
+// the keys its job reads that determine its results. What the shell does for a job is its row of
+// the job table (pipeline/commands/job_shell.h), found by name.
+struct JobKindRow {
+  const char* name;     // the subcommand; "run" is the default job
+  const char* section;  // a config file with this section is this job's ("" for run)
+};
+const std::vector<JobKindRow>& job_kinds();
+struct JobKind {
+  int row = 0;  // in job_kinds(); 0: run
+  const char* name() const { return job_kinds()[size_t(row)].name; }
+  friend bool operator==(JobKind a, JobKind b) { return a.row == b.row; }
+  friend bool operator!=(JobKind a, JobKind b) { return a.row != b.row; }
+};
+// The job named `name` (a name without a row is a programming error).
+JobKind job_kind_named(const std::string& name);
 
 // The YAML of the settings that determine a run's results: to_yaml with the keys that only steer
 // how it runs (marked so in the schema: output.dir, .overwrite and .report; runtime threads,
 // device, progress and flush intervals) at their defaults. Two runs may share a store only when these agree.
-// For JobKind::Pretrain the same over the keys pretrain reads.
-std::string identity_yaml(Config config, JobKind kind = JobKind::Run);
+// For another job (pretrain) the same over the keys it reads.
+std::string identity_yaml(Config config, JobKind kind = {});
 
 // The job a config file is for, from the sections the file itself has (an override of a
-// segment.* key does not make a run's config a segmentation job's): segment: → Segment,
-// prune: → Prune, pretrain: → Pretrain, else Run. `ctxsim submit` and `ctxsim plan` use it.
+// segment.* key does not make a run's config a segmentation job's): the job whose section it has
+// (segment:, prune:, pretrain:), else run. `ctxsim submit` and `ctxsim plan` use it.
 JobKind job_kind_of(const Config& config);
 
 // How a store's identity (its config attribute) differs from this config's, key by key:
 // "runtime.unit_size: 64 → 32". Empty when the two describe the same results; keys that only
 // steer a run are not compared, so a store written by an older ctxsim that kept them still matches.
-std::vector<std::string> identity_differences(const std::string& stored, const Config& config, JobKind kind = JobKind::Run);
+std::vector<std::string> identity_differences(const std::string& stored, const Config& config, JobKind kind = {});
 
 // All key paths of the schema ("corpus.format", …, "selection.top_fraction", …).
 std::vector<std::string> config_keys();

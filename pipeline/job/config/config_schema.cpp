@@ -13,6 +13,7 @@
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
 #include "stages/base/suggest.h"
+#include "stages/model/family.h"
 
 namespace ctxsim {
 
@@ -102,8 +103,22 @@ std::function<void(const Config&, Config&)> copier(Ref<T> ref) {
   return [=](const Config& from, Config& to) { ref(to) = cref(ref, from); };
 }
 
-// A row: its jobs (R | P | S | X: run, pretrain, segment, prune; and Steer), path, help, and how it is read, written and copied.
-Field row(uint8_t jobs, std::string path, std::string help,
+// The jobs, a row each: its name and the section that makes a config file its own. Their keys'
+// bits below are their row numbers.
+enum : int { kRun, kSegment, kPrune, kPretrain };
+constexpr uint32_t kSteers = 1u << 31;  // a key's jobs: not part of their results' identity
+
+}  // namespace
+
+const std::vector<JobKindRow>& job_kinds() {
+  static const std::vector<JobKindRow> rows = {{"run", ""}, {"segment", "segment"}, {"prune", "prune"}, {"pretrain", "pretrain"}};
+  return rows;
+}
+
+namespace {
+
+// A row: its jobs (R | S | X | P: run, segment, prune, pretrain; and Steer), path, help, and how it is read, written and copied.
+Field row(uint32_t jobs, std::string path, std::string help,
           std::function<void(Config&, const YAML::Node&, const std::string& file, const std::string& where)> set,
           std::function<void(const Config&, YAML::Emitter&)> emit, std::function<void(const Config&, Config&)> copy) {
   Field f;
@@ -112,12 +127,12 @@ Field row(uint8_t jobs, std::string path, std::string help,
   f.set = std::move(set);
   f.emit = std::move(emit);
   f.copy = std::move(copy);
-  f.used_by = jobs & (Field::kByRun | Field::kByPretrain | Field::kBySegment | Field::kByPrune);
-  f.determines_results = !(jobs & Field::kSteers);
+  f.used_by = jobs & ~kSteers;
+  f.determines_results = !(jobs & kSteers);
   return f;
 }
 
-Field int_field(uint8_t jobs, std::string path, Ref<int64_t> ref, int64_t lo, int64_t hi, std::string help) {
+Field int_field(uint32_t jobs, std::string path, Ref<int64_t> ref, int64_t lo, int64_t hi, std::string help) {
   const std::string example = std::to_string(ref(*std::make_unique<Config>()));
   return row(
       jobs, path, std::move(help),
@@ -125,7 +140,7 @@ Field int_field(uint8_t jobs, std::string path, Ref<int64_t> ref, int64_t lo, in
       [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref));
 }
 
-Field double_field(uint8_t jobs, std::string path, Ref<double> ref, double lo, double hi, bool lo_open, std::string help) {
+Field double_field(uint32_t jobs, std::string path, Ref<double> ref, double lo, double hi, bool lo_open, std::string help) {
   std::ostringstream ex;
   ex << ref(*std::make_unique<Config>());
   const std::string example = ex.str();
@@ -137,14 +152,14 @@ Field double_field(uint8_t jobs, std::string path, Ref<double> ref, double lo, d
       [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref));
 }
 
-Field bool_field(uint8_t jobs, std::string path, Ref<bool> ref, std::string help) {
+Field bool_field(uint32_t jobs, std::string path, Ref<bool> ref, std::string help) {
   return row(
       jobs, path, std::move(help),
       [=](Config& c, const YAML::Node& n, const std::string&, const std::string& w) { ref(c) = parse_bool(n, w, path); },
       [=](const Config& c, YAML::Emitter& e) { e << cref(ref, c); }, copier(ref));
 }
 
-Field string_field(uint8_t jobs, std::string path, Ref<std::string> ref, std::vector<std::string> choices, std::string help) {
+Field string_field(uint32_t jobs, std::string path, Ref<std::string> ref, std::vector<std::string> choices, std::string help) {
   return row(
       jobs, path, std::move(help),
       [=](Config& c, const YAML::Node& n, const std::string&, const std::string& w) { ref(c) = parse_string(n, w, path, choices); },
@@ -153,7 +168,7 @@ Field string_field(uint8_t jobs, std::string path, Ref<std::string> ref, std::ve
 
 // A choice key, read and written by the names of choices_of<E>().
 template <class E>
-Field enum_field(uint8_t jobs, std::string path, Ref<E> ref, std::string help) {
+Field enum_field(uint32_t jobs, std::string path, Ref<E> ref, std::string help) {
   std::vector<std::string> names;
   for (const auto& [name, value] : choices_of<E>()) names.push_back(name);
   return row(
@@ -167,7 +182,7 @@ Field enum_field(uint8_t jobs, std::string path, Ref<E> ref, std::string help) {
 }
 
 template <class T, class ParseItem>
-Field list_field(uint8_t jobs, std::string path, Ref<std::vector<T>> ref, std::string item_kind, ParseItem parse_item, std::string help) {
+Field list_field(uint32_t jobs, std::string path, Ref<std::vector<T>> ref, std::string item_kind, ParseItem parse_item, std::string help) {
   return row(
       jobs, path, std::move(help),
       [=](Config& c, const YAML::Node& n, const std::string& file, const std::string& w) {
@@ -280,7 +295,7 @@ void emit_selection(const std::vector<SelectionRule>& rules, YAML::Emitter& e) {
   e << YAML::EndSeq;
 }
 
-Field selection_field(uint8_t jobs, std::string path, Ref<std::vector<SelectionRule>> ref, std::string help) {
+Field selection_field(uint32_t jobs, std::string path, Ref<std::vector<SelectionRule>> ref, std::string help) {
   Field f = row(
       jobs, std::move(path), std::move(help),
       [=](Config& c, const YAML::Node& n, const std::string& file, const std::string& w) { ref(c) = parse_selection(n, file, w); },
@@ -292,11 +307,19 @@ Field selection_field(uint8_t jobs, std::string path, Ref<std::vector<SelectionR
   return f;
 }
 
+// The families with a language-model head: what pretraining can train.
+std::vector<std::string> lm_families() {
+  std::vector<std::string> names;
+  for (const FamilySpec* f : all_families())
+    if (f->lm_head.objective != LmObjective::None) names.emplace_back(f->model_type);
+  return names;
+}
+
 }  // namespace
 
-// The jobs that read a key (R run, P pretrain, S segment), and Steer for a key that steers how a
-// job goes but not its results (no part of a store's identity).
-constexpr uint8_t R = Field::kByRun, P = Field::kByPretrain, S = Field::kBySegment, X = Field::kByPrune, Steer = Field::kSteers;
+// The jobs that read a key (R run, S segment, X prune, P pretrain: their rows' bits), and Steer
+// for a key that steers how a job goes but not its results (no part of a store's identity).
+constexpr uint32_t R = 1u << kRun, S = 1u << kSegment, X = 1u << kPrune, P = 1u << kPretrain, Steer = kSteers;
 #define KEY(member) \
   [](Config & c) -> auto& { return c.member; }
 
@@ -330,6 +353,7 @@ const std::vector<Field>& schema() {
       list_field<std::string>(R, "statistics.separators", KEY(statistics.separators), "tokens", parse_separator, "tokens whose attention mass is measured (vocabulary spellings)"),
       list_field<int64_t>(R, "statistics.examples", KEY(statistics.examples), "sample ids", parse_sample_id, "sample ids whose full attention and similarity matrices are stored"),
       int_field(R, "statistics.top_anchors", KEY(statistics.top_anchors), 1, 1000, "anchors listed per head in summaries and reports"),
+      string_field(P, "pretrain.family", KEY(pretrain.family), lm_families(), "the model family trained, its layout and its head's objective: masked-LM (bert, distilbert, roberta) or next-token (gpt2 and the Llama lineage); model.vocab is its tokenizer"),
       int_field(P, "pretrain.layers", KEY(pretrain.layers), 1, 64, "encoder layers"),
       int_field(P, "pretrain.hidden", KEY(pretrain.hidden), 8, 4096, "hidden size"),
       int_field(P, "pretrain.heads", KEY(pretrain.heads), 1, 256, "attention heads (they divide the hidden size)"),
@@ -341,7 +365,7 @@ const std::vector<Field>& schema() {
       double_field(P, "pretrain.weight_decay", KEY(pretrain.weight_decay), 0.0, 1.0, false, "AdamW decoupled weight decay (not on biases and LayerNorm)"),
       double_field(P, "pretrain.clip_norm", KEY(pretrain.clip_norm), 0.0, 1e6, false, "clip the global gradient norm to this; 0 = no clipping"),
       double_field(P, "pretrain.dropout", KEY(pretrain.dropout), 0.0, 0.9, false, "dropout of hidden states and attention probabilities (BERT: 0.1)"),
-      double_field(P, "pretrain.mask_fraction", KEY(pretrain.mask_fraction), 0.0, 1.0, true, "share of a sample's non-special tokens predicted: 80% [MASK], 10% random, 10% unchanged"),
+      double_field(P, "pretrain.mask_fraction", KEY(pretrain.mask_fraction), 0.0, 1.0, true, "masked-LM: share of a sample's non-special tokens predicted: 80% [MASK], 10% random, 10% unchanged (next-token: every token is)"),
       int_field(P, "pretrain.seed", KEY(pretrain.seed), 0, kMaxSeed, "seeds the initial weights, the sample order, the masks and dropout"),
       int_field(P, "pretrain.checkpoint_steps", KEY(pretrain.checkpoint_steps), 1, kMaxSteps, "a durable checkpoint every N steps (or runtime.flush_seconds), and on SIGTERM/SIGINT"),
       int_field(P, "pretrain.eval_steps", KEY(pretrain.eval_steps), 1, kMaxSteps, "held-out loss and accuracy every N steps"),

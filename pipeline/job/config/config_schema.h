@@ -22,7 +22,6 @@ namespace ctxsim {
 // A key is "section.key", or a whole section ("selection": a list of rules), which may take
 // "section.sub=value" overrides for its `subkeys`.
 struct Field {
-  static constexpr uint8_t kByRun = 1, kByPretrain = 2, kBySegment = 4, kSteers = 8, kByPrune = 16;
   std::string path;  // "samples.seq_len"
   std::string help;  // meaning, units, sentinels: the comment in the effective config
   // The value at `where` (file:line:col, or the command line) of `file` (positions of list items).
@@ -30,16 +29,11 @@ struct Field {
   std::function<void(const Config&, YAML::Emitter&)> emit;
   std::function<void(const Config& from, Config& to)> copy;
   bool determines_results = true;
-  uint8_t used_by = kByRun;          // which jobs read the key (a bit per JobKind)
+  uint32_t used_by = 1;              // which jobs read the key: a bit per row of job_kinds() (1: run)
   std::vector<std::string> subkeys;  // a section key's "path.sub" overrides and sweep axes
   std::function<void(Config&, const std::string& sub, const YAML::Node&, const std::string& where)> set_sub;
   bool is_section() const { return path.find('.') == std::string::npos; }
-  bool used_by_job(JobKind kind) const {
-    return used_by & (kind == JobKind::Run        ? kByRun
-                      : kind == JobKind::Pretrain ? kByPretrain
-                      : kind == JobKind::Segment  ? kBySegment
-                                                  : kByPrune);
-  }
+  bool used_by_job(JobKind kind) const { return used_by & (1u << kind.row); }
   // Part of the identity of a store (run) or a checkpoint (pretrain).
   bool identifies(JobKind kind) const { return determines_results && used_by_job(kind); }
 };

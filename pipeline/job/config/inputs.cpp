@@ -150,7 +150,9 @@ const FamilySpec& model_family(const Config& c) {
   const std::string dir = model_dir(c);
   const fs::path config = ModelFolder(dir).config();
   std::error_code ec;
-  if (dir.empty() || !fs::exists(config, ec)) return family_spec(Family{});
+  // A job without a model folder (pretrain) makes the family pretrain.family names.
+  if (dir.empty()) return family_spec(parse_family(c.pretrain.family, c.where("pretrain.family")));
+  if (!fs::exists(config, ec)) return family_spec(Family{});
   return family_spec(ModelConfig::load(config.string()).family);
 }
 

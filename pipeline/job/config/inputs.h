@@ -47,7 +47,8 @@ std::string model_config_sha256(const std::string& model_dir);
 // (<dir>/model.safetensors)"); a digest not recorded (a store of an older ctxsim) is not compared.
 std::vector<std::string> changed_inputs(const InputDigests& recorded, const InputDigests& now, const Config& config);
 
-// The model family of the config's model folder (its config.json's model_type), BERT without one.
+// The model family of the config's model folder (its config.json's model_type), BERT when the folder
+// has none; a job without a model folder (pretrain) makes the family pretrain.family names.
 const FamilySpec& model_family(const Config& config);
 
 // The tokenizer of a job and its samples' frame in the model's family (SPEC §7): vocab_path's

@@ -13,7 +13,7 @@
 namespace ctxsim {
 
 struct TrainCheckpoint {
-  std::string identity;                       // identity_yaml(config, JobKind::Pretrain)
+  std::string identity;                       // identity_yaml(config, job_kind_named("pretrain"))
   int64_t steps_done = 0;                     // optimizer steps applied
   std::vector<float> params, adam_m, adam_v;  // [P] each
   std::string history_json;                   // the loss history so far (pretrain.cpp's rows)
