@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the parsers of user input (tests/fuzz/: the safetensors header,
+# Coverage-guided fuzzing of the parsers of user input (tests/fuzz/: the safetensors header, GGUF's header and blocks,
 # config.json, the YAML config schema, the Brown, text and JSON-lines readers, the tokenizer, and
 # the run store's and the segmentation store's readers on edited stores: real stores made here
 # with build/ctxsim),
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors config_json yaml_config brown text_corpus jsonl tokenizer bpe bpe_files store segment_store prune_store)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf config_json yaml_config brown text_corpus jsonl tokenizer bpe bpe_files store segment_store prune_store)
 say() { echo "[fuzz] $*"; }
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 
@@ -52,6 +52,27 @@ if os.path.exists(real):  # the real checkpoint's header and the start of its da
         n = struct.unpack("<Q", f.read(8))[0]
         f.seek(0)
         open(os.path.join(out, "bert-base-header"), "wb").write(f.read(8 + n + 256))
+PY
+      ;;
+    gguf)  # the real SmolLM2 file's header (metadata, tensor table) and the start of its data; a small file of every type
+      head -c 2000000 data/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf > "$dir/smollm2-head" 2> /dev/null
+      /usr/bin/python3 - "$dir" <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+def s(t): b = t.encode(); return struct.pack("<Q", len(b)) + b
+# GGUF v3: two metadata entries, one tensor per type (F32, F16, Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, BF16).
+types = [(0, 1, 4), (1, 1, 2), (2, 32, 18), (3, 32, 20), (8, 32, 34), (12, 256, 144), (14, 256, 210), (30, 1, 2)]
+head = b"GGUF" + struct.pack("<IQQ", 3, len(types), 2)
+head += s("general.architecture") + struct.pack("<I", 8) + s("llama")
+head += s("general.alignment") + struct.pack("<II", 4, 32)
+data, offset = b"", 0
+for i, (t, block, size) in enumerate(types):
+    head += s(f"t{i}") + struct.pack("<I", 2) + struct.pack("<QQ", 256, 1) + struct.pack("<IQ", t, offset)
+    n = 256 // block * size
+    data += bytes((7 * j + i) % 251 for j in range(n)) + bytes(-n % 32)
+    offset = len(data)
+head += bytes(-len(head) % 32)
+open(os.path.join(out, "every-type"), "wb").write(head + data)
 PY
       ;;
     config_json) cp data/models/bert-base-seed0/config.json "$dir/" 2> /dev/null || echo '{"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}' > "$dir/config.json" ;;

@@ -542,6 +542,50 @@ PY
     contains "$(cat "$TMP/err")" "tokenizer_config.json: bos_token: expected a token"
     [ ! -e "$TMP/bad/store.h5" ] || fail "a refused run left a store"
     ;;
+  gguf_runs)
+    # A GGUF file as model.path (llama.cpp's format: config, weights and tokenizer in one file): the
+    # real SmolLM2-135M-Instruct Q4_1 through run, summary, inspect and segment --text; its random
+    # control (init-model --like the file: a Hugging Face folder, the file's tokenizer written as a
+    # tokenizer.json that gives the same ids); broken files one error each.
+    G=data/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+    [ -f "$G" ] || fail "$G is missing: scripts/setup.sh fetches it"
+    info=$("$CTXSIM" model-info "$G") || fail "model-info: $info"
+    contains "$info" "30 layers, hidden 576, 9 heads (d=64)"
+    contains "$info" "272 in the file: 272 Llama (encoder)"
+    "$CTXSIM" run configs/default.yaml model.path="$G" samples.num_samples=8 samples.seq_len=64 statistics.examples=[0] \
+      output.dir="$TMP/run" > "$TMP/run.log" 2>&1 || fail "run: $(tail -3 "$TMP/run.log")"
+    /usr/bin/python3 - "$TMP/run/store.h5" <<'PY' || fail "the store"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["complete"] == 1 and f.attrs["model_family"].decode() == "llama" and f.attrs["causal"] == 1
+sent, n = f["samples/sentence_ids"][...], f["samples/n_valid"][...]
+assert (sent[:, 0] == 0).all(), sent[:, 0]  # add_bos_token false: samples start with a word
+assert (n == 64).all(), n
+PY
+    contains "$("$CTXSIM" summary "$TMP/run/store.h5")" "30 layers x 9 heads; Llama, causal attention"
+    "$CTXSIM" inspect --text "The cat sat on the mat. It purred." --model "$G" --out "$TMP/inspect" > "$TMP/inspect.log" 2>&1 ||
+      fail "inspect: $(tail -3 "$TMP/inspect.log")"
+    [ -s "$TMP/inspect/report.html" ] || fail "inspect wrote no report"
+    printf 'The cat sat on the mat.\nIt purred loudly.\nThe stock market fell today.\nInvestors sold their shares.\n' > "$TMP/text.txt"
+    "$CTXSIM" segment configs/segment/choi.yaml model.path="$G" --text "$TMP/text.txt" --segments 2 > "$TMP/seg.out" 2>&1 ||
+      fail "segment --text: $(tail -3 "$TMP/seg.out")"
+    contains "$(cat "$TMP/seg.out")" "4 sentences in 2 segments"
+    "$CTXSIM" init-model --like "$G" --layers 2 --seed 1 --out "$TMP/random" > /dev/null || fail "init-model --like the GGUF"
+    for f in config.json model.safetensors tokenizer.json tokenizer_config.json; do [ -f "$TMP/random/$f" ] || fail "init-model wrote no $f"; done
+    text="The jury said 1,000  2 times: 'it's fine'."
+    [ "$(echo "$text" | "$CTXSIM" tokenize --model "$TMP/random")" = "$(echo "$text" | "$CTXSIM" tokenize --model "$G")" ] ||
+      fail "the random control's tokenizer.json gives other ids than the GGUF"
+    # Broken files: truncated, and not GGUF at all.
+    head -c 4000000 "$G" > "$TMP/cut.gguf"
+    "$CTXSIM" model-info "$TMP/cut.gguf" > /dev/null 2> "$TMP/err" && fail "a truncated GGUF was read"
+    contains "$(cat "$TMP/err")" "cut.gguf: tensor 'token_embd.weight' holds more bytes than the whole file (4000000): it is truncated"
+    [ "$(grep -c '^ctxsim: error: ' "$TMP/err")" -eq 1 ] || fail "not one error line: $(cat "$TMP/err")"
+    echo "not a model" > "$TMP/text.gguf"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/text.gguf" samples.num_samples=4 output.dir="$TMP/bad" 2> "$TMP/err" &&
+      fail "a text file named .gguf was run"
+    contains "$(cat "$TMP/err")" "does not start with GGUF's magic bytes"
+    [ ! -e "$TMP/bad/store.h5" ] || fail "a refused run left a store"
+    ;;
   distilbert_run)
     # A seeded random DistilBERT through the whole job: a store whose layers and heads are the
     # config's, its summary, and its report.

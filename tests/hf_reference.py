@@ -18,6 +18,10 @@ that scripts/setup.sh makes): the `reference` tests (tests/reference_test.sh run
       `ctxsim tokenize` against the tokenizers library, line by line (no special tokens), for
       bert-base-uncased's vocab.txt, MiniLM's folder and its tokenizer.json, GPT-2's files and a
       RoBERTa vocabulary (init-model's, from GPT-2's files).
+  hf_reference.py gguf CTXSIM SMOLLM_GGUF TMP
+      GGUF files: random Llamas written as llama.cpp's converter writes them, in every type ctxsim
+      dequantises, against the gguf package's dequantisation (float64 <= 1e-10), and the real
+      SmolLM2-135M-Instruct Q4_1 against transformers' own GGUF loading (float32 <= 1e-4).
   hf_reference.py folder CTXSIM MODEL_DIR TMP
       A folder ctxsim wrote (pretrain's export, tests/pretrain_test.sh families): transformers loads
       it as the language-model class config.json names; heads, maps and logits as for families.
@@ -331,6 +335,158 @@ def cmd_folder(ctxsim, folder, tmp):
     compare_logits(label, head_cls, folder, os.path.join(tmp, "dump"), info)
 
 
+# -------------------------------------------------------------------------------- GGUF ---------
+
+GGUF_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"]
+
+
+def gguf_permute(w, n_head, n_head_kv):
+    """llama.cpp's convert_hf_to_gguf.py LlamaModel.permute: each head's rotary halves interleaved."""
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head = n_head_kv
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gguf_unpermute(w, n_head):
+    return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gguf_bytes(w, qtype, rng):
+    """w (rows x cols float32) in ggml type qtype: quantised by the gguf package where it can;
+    for the K-quants (which it only dequantises), random blocks with small finite scales."""
+    import gguf
+    t = gguf.GGMLQuantizationType[qtype]
+    if qtype in ("F32", "F16"):
+        return w.astype(np.float32 if qtype == "F32" else np.float16)
+    if qtype in ("BF16", "Q8_0", "Q4_0", "Q4_1"):
+        return gguf.quants.quantize(w.astype(np.float32), t)
+    block, size = gguf.GGML_QUANT_SIZES[t]
+    blocks = rng.integers(0, 256, size=(w.shape[0], w.shape[1] // block, size), dtype=np.uint8)
+    half = lambda x: np.frombuffer(np.float16(x).tobytes(), dtype=np.uint8)
+    if qtype == "Q4_K":
+        blocks[..., 0:2], blocks[..., 2:4] = half(1e-3), half(5e-4)
+    else:  # Q6_K: d last
+        blocks[..., 208:210] = half(2e-4)
+    return blocks.reshape(w.shape[0], -1)
+
+
+def write_gguf(path, model, qtype, rng):
+    """A transformers LlamaForCausalLM written as llama.cpp's converter writes it: its metadata,
+    Q and K permuted, 2-D weights in qtype, norms F32. Returns the state dict of what the file holds
+    (dequantised by the gguf package, Q and K back in transformers' order)."""
+    import gguf
+    cfg = model.config
+    nh, nkv = cfg.num_attention_heads, cfg.num_key_value_heads
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(nh)
+    w.add_head_count_kv(nkv)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_dimension_count(cfg.head_dim)
+    w.add_key_length(cfg.head_dim)
+    w.add_value_length(cfg.head_dim)
+    w.add_vocab_size(cfg.vocab_size)
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+    parts = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+             "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
+             "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    state = {}
+    for name, p in model.state_dict().items():
+        a = p.detach().float().numpy()
+        if name.startswith("model.layers."):
+            i, rest = name[len("model.layers."):].split(".", 1)
+            part, kind = rest.rsplit(".", 1)
+            gname = f"blk.{i}.{parts[part]}.{kind}"
+        else:
+            gname = names[name]
+        q, k = gname.endswith("attn_q.weight"), gname.endswith("attn_k.weight")
+        if q or k:
+            a = gguf_permute(a, nh, nh if q else nkv)
+        if a.ndim == 1:
+            data, back = a.astype(np.float32), a.astype(np.float32)
+            w.add_tensor(gname, data)
+        else:
+            data = gguf_bytes(a, qtype, rng)
+            t = gguf.GGMLQuantizationType[qtype]
+            if qtype in ("F32", "F16"):
+                w.add_tensor(gname, data)
+                back = data.astype(np.float32)
+            else:
+                w.add_tensor(gname, data, raw_dtype=t)
+                back = gguf.quants.dequantize(data, t).reshape(a.shape).astype(np.float32)
+        if q or k:
+            back = gguf_unpermute(back, nh if q else nkv)
+        state[name] = torch.from_numpy(np.ascontiguousarray(back))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return state
+
+
+def cmd_gguf(ctxsim, smollm, tmp):
+    """GGUF files, against the gguf package and transformers:
+    (a, b) a random LlamaForCausalLM (GQA, head_dim 64) written to GGUF as llama.cpp's converter does
+    (Q and K permuted), in each type ctxsim dequantises; transformers with the weights the gguf
+    package's dequantize gives (Q and K put back) and ctxsim on the file give the same float64 heads
+    and maps (<= 1e-10): the dequantisation is the package's bit for bit (one ulp of float32 would
+    show as ~1e-7), the permutation undone;
+    (c) the real SmolLM2-135M-Instruct Q4_1 against transformers' own GGUF loading, float32 <= 1e-4."""
+    float64_throughout()
+    os.makedirs(tmp, exist_ok=True)
+    cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                   head_dim=64, intermediate_size=512, max_position_embeddings=64, rope_theta=500.0,
+                                   tie_word_embeddings=False)
+    proj = FAMILIES["llama"][4]
+    rng = np.random.default_rng(20261206)
+    for qtype in GGUF_TYPES:
+        torch.manual_seed(7)
+        model = transformers.LlamaForCausalLM(cfg)
+        perturb(model, torch.Generator().manual_seed(7))
+        path = os.path.join(tmp, f"llama-{qtype}.gguf")
+        state = write_gguf(path, model, qtype, rng)
+        model.load_state_dict(state)
+        model = model.to(torch.float64).eval()
+        model.config._attn_implementation = "eager"
+        info, ids, n_valid, context, attention = dump(ctxsim, path, "float64", SAMPLES, os.path.join(tmp, "dump"))
+        ref_context, ref_attention = hf_heads(model, proj, ids, n_valid)
+        c, a = deviation(context, ref_context, n_valid), deviation(attention, ref_attention, n_valid)
+        print(f"reference: GGUF {qtype}: ctxsim on the file vs transformers on the gguf package's dequantised weights, float64: "
+              f"max relative deviation context {c:.2e}, attention {a:.2e} (tolerance 1e-10)")
+        if not (c <= 1e-10 and a <= 1e-10):
+            fail(f"GGUF {qtype}: beyond the tolerance")
+    if not os.path.exists(smollm):
+        fail(f"{smollm} is missing: scripts/setup.sh fetches it")
+    model = transformers.AutoModelForCausalLM.from_pretrained(os.path.dirname(smollm), gguf_file=os.path.basename(smollm),
+                                                              attn_implementation="eager", dtype=torch.float32).eval()
+    ids = [[1, 504, 2365, 3443, 335, 260, 3549, 30, 1838, 4429, 988, 28, 2], [1, 1069, 7059, 30, 2]]
+    info, ids, n_valid, context, attention = dump(ctxsim, smollm, "float32", ids, os.path.join(tmp, "smollm"))
+    ref_context, ref_attention = hf_heads(model, proj, ids, n_valid)
+    c, a = deviation(context, ref_context, n_valid), deviation(attention, ref_attention, n_valid)
+    print(f"reference: SmolLM2-135M-Instruct Q4_1 (GGUF): ctxsim vs transformers' GGUF loading, float32: max relative deviation "
+          f"context {c:.2e}, attention {a:.2e} (tolerance 1e-4)")
+    if not (c <= 1e-4 and a <= 1e-4):
+        fail("SmolLM2: beyond the tolerance")
+    # Its language-model head (the decoder tied to the embeddings): ctxsim's float64 logits
+    # (model-info --dump-heads, what prune's losses are made of) against transformers' float32.
+    if "logits:      [B, T, V]" not in info:
+        fail(f"SmolLM2: ctxsim dumped no logits: {info.splitlines()[-1]}")
+    ours = torch.from_numpy(np.load(os.path.join(tmp, "smollm", "logits.npy")))
+    B, T = ids.shape
+    mask = (torch.arange(T).view(1, T) < n_valid.view(B, 1)).long()
+    with torch.no_grad():
+        theirs = model(input_ids=ids, attention_mask=mask).logits.double()
+    worst = max(float((ours[b, :n] - theirs[b, :n]).abs().max() / theirs[b, :n].abs().max()) for b, n in enumerate(n_valid.tolist()))
+    print(f"reference: SmolLM2-135M-Instruct Q4_1 (GGUF): logits [{B}, {T}, {theirs.shape[-1]}], ctxsim float64 vs transformers float32: "
+          f"max relative deviation {worst:.2e} (tolerance 1e-4)")
+    if not worst <= 1e-4:
+        fail("SmolLM2: the logits are beyond the tolerance")
+
+
 # -------------------------------------------------------------------------------- MiniLM -------
 
 def brown_sentences(brown):
@@ -477,7 +633,28 @@ def cmd_tokenizers(ctxsim, lines_path, tmp):
     for name, label in (("llama3", "Llama 3"), ("qwen3", "Qwen3")):
         path = f"data/tokenizers/{name}/tokenizer.json"
         compare_ids(f"{label} (tokenizer.json)", ctxsim_ids(ctxsim, ["--vocab", path], text), ids(Tokenizer.from_file(path)), lines)
-
+    # SmolLM2's GGUF: its own vocabulary (tokens, merges, control tokens) and pre-tokenizer
+    # "smollm", which llama.cpp applies as SmolLM2's tokenizer.json does: Digits (one piece per
+    # digit), then ByteLevel with GPT-2's regex. transformers' GGUF loading keeps the vocabulary
+    # but drops the Digits step (its converter knows no "smollm"), which changes the pieces where
+    # whitespace meets a digit ("x  1": "  " + "1" with it, " " + " 1" without). The reference is
+    # the library with the file's vocabulary and SmolLM2's own pre-tokenizer; ctxsim reads the GGUF
+    # and that tokenizer.json (the Digits step) alike.
+    smollm = "data/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
+    tok = transformers.AutoTokenizer.from_pretrained(os.path.dirname(smollm), gguf_file=os.path.basename(smollm))
+    j = json.loads(tok.backend_tokenizer.to_str())
+    j["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
+    saved = os.path.join(tmp, "smollm2-tokenizer.json")
+    with open(saved, "w", encoding="utf-8") as f:
+        json.dump(j, f, ensure_ascii=False)
+    theirs = ids(Tokenizer.from_file(saved))
+    compare_ids("SmolLM2-135M-Instruct (GGUF)", ctxsim_ids(ctxsim, ["--model", smollm], text), theirs, lines)
+    compare_ids("SmolLM2-135M-Instruct (tokenizer.json: Digits, ByteLevel)", ctxsim_ids(ctxsim, ["--vocab", saved], text), theirs, lines)
+    dropped = ids(tok)
+    print(f"reference: transformers' GGUF tokenizer of SmolLM2 (without the Digits step) differs on "
+          f"{sum(a != b for a, b in zip(dropped, theirs))} of {len(lines)} lines")
 
 def main():
     case, ctxsim = sys.argv[1], sys.argv[2]
@@ -490,8 +667,10 @@ def main():
         cmd_tokenizers(ctxsim, sys.argv[3], sys.argv[4])
     elif case == "folder":
         cmd_folder(ctxsim, sys.argv[3], sys.argv[4])
+    elif case == "gguf":
+        cmd_gguf(ctxsim, sys.argv[3], sys.argv[4])
     else:
-        sys.exit(f"hf_reference.py: unknown case {case!r} (families, minilm, tokenizers, folder)")
+        sys.exit(f"hf_reference.py: unknown case {case!r} (families, minilm, tokenizers, folder, gguf)")
 
 
 if __name__ == "__main__":

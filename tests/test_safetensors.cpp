@@ -1,6 +1,7 @@
 // Safetensors: round trip, each corruption class as its own case (asserting the message), and
 // the half-precision and SHA-256 helpers.
 #include "stages/base/digest.h"
+#include "stages/base/precision.h"
 #include "stages/model/safetensors.h"
 
 #include <gtest/gtest.h>

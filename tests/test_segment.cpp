@@ -506,6 +506,18 @@ TEST(Windows, HandPlannedOverlapAndHomes) {
   EXPECT_EQ(p.cut_sentences, 0);
 }
 
+// A window without a begin or end token (Qwen's, a GGUF's without add_bos_token): all T
+// positions hold words, and a sentence's offset counts from 0. The same sentences in T = 10 (room
+// 10, as above) give the same windows and homes, every offset one less.
+TEST(Windows, AFrameWithoutTokensStartsWordsAtZero) {
+  const WindowPlan framed = plan_windows({4, 3, 3, 4, 2, 5}, 12);
+  const WindowPlan bare = plan_windows({4, 3, 3, 4, 2, 5}, 10, 0, 0);
+  ASSERT_EQ(bare.windows.size(), framed.windows.size());
+  EXPECT_EQ(bare.home, framed.home);
+  for (size_t s = 0; s < bare.offset.size(); ++s) EXPECT_EQ(bare.offset[s], framed.offset[s] - 1) << s;
+  EXPECT_EQ(bare.offset[0], 0);
+}
+
 TEST(Windows, EverySentenceWholeInItsHomeAndCentralWhenPossible) {
   std::vector<int32_t> tokens;
   for (int i = 0; i < 60; ++i) tokens.push_back(5 + (i * 7) % 13);

@@ -105,8 +105,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
   const at::Device device = compute_device(a.device, 0, "--device");
   // A real checkpoint (--model), or random weights in memory: speed does not depend on their values.
   const bool real = !a.model.empty();
-  const ModelConfig c =
-      real ? ModelConfig::load(a.model + "/config.json") : ModelConfig::preset(a.preset, parse_family(a.family, "--family"));
+  const ModelConfig c = real ? model_config_of(a.model) : ModelConfig::preset(a.preset, parse_family(a.family, "--family"));
   if (const std::string problem = c.positions_problem(a.seq_len); !problem.empty())
     throw Error("--seq-len " + std::to_string(a.seq_len), problem, "use at most " + std::to_string(c.max_tokens()));
   // A batch's attention maps (scores, probabilities, the statistics' copy) must fit in memory.

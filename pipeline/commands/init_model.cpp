@@ -56,9 +56,10 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.like.empty() && a.vocab.empty())
     throw UsageError("--vocab", "is required", "give the tokenizer (--vocab), or --like a model folder whose tokenizer it then takes");
   const std::string like_config = ModelFolder(a.like).config();
-  if (!a.like.empty() && path_kind(like_config, like_config) != PathKind::File)
-    throw Error("--like " + a.like, "has no config.json", "give a Hugging Face model folder (config.json, model.safetensors, tokenizer)");
-  ModelConfig c = a.like.empty() ? ModelConfig::preset(a.preset, parse_family(a.family, "--family")) : ModelConfig::load(like_config);
+  if (!a.like.empty() && !ModelFolder(a.like).is_gguf() && path_kind(like_config, like_config) != PathKind::File)
+    throw Error("--like " + a.like, "has no config.json",
+                "give a Hugging Face model folder (config.json, model.safetensors, tokenizer) or a GGUF file");
+  ModelConfig c = a.like.empty() ? ModelConfig::preset(a.preset, parse_family(a.family, "--family")) : model_config_of(a.like);
   const std::string vocab = a.vocab.empty() ? a.like : a.vocab;
   const std::string shape = a.like.empty() ? a.preset + " shape" : "the shape of " + a.like;
   if (a.layers > 0) c.num_layers = a.layers;

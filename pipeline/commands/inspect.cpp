@@ -155,7 +155,7 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
   const std::string corpus = (dir / "input.txt").string(), config = (dir / "inspect.yaml").string();
   // The sample is as long as the text (up to the model's positions): the tokens are counted by
   // drawing it once at the longest.
-  const ModelConfig mc = ModelConfig::load(folder.config());
+  const ModelConfig mc = model_config_of(folder.dir());
   const int64_t longest = std::min<int64_t>(mc.max_tokens(), kSeqLen.hi);
   atomic_write(corpus, text);
   Config probe = parse_config(inspect_yaml(a, corpus, longest), "ctxsim inspect");

@@ -10,8 +10,8 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/precision.h"
 #include "stages/figures/render.h"
-#include "stages/model/safetensors.h"
 
 namespace fs = std::filesystem;
 

@@ -1,6 +1,8 @@
 // A Hugging Face model folder as ctxsim reads and writes it: the one place that spells the names
 // of its files (config.json, model.safetensors, the tokenizer's) and digests its weights. It
-// knows names and paths only: what the files hold is read by stages/model and stages/text.
+// knows names and paths only: what the files hold is read by stages/model and stages/text. A
+// GGUF file (llama.cpp's: config, weights and tokenizer in one file) stands in for a folder: its
+// weights are the file itself.
 #pragma once
 #include <string>
 
@@ -21,7 +23,9 @@ class ModelFolder {
   const std::string& dir() const { return dir_; }
   std::string file(const char* name) const;  // dir/name
   std::string config() const { return file(kConfig); }
-  std::string weights() const { return file(kWeights); }
+  std::string weights() const { return is_gguf() ? dir_ : file(kWeights); }
+  // The path names a GGUF file (it ends in .gguf and is no folder).
+  bool is_gguf() const;
   std::string tokenizer_config() const { return file(kTokenizerConfig); }
   bool has(const char* name) const;  // a regular file of that name is there
   // SHA-256 of the weights' bytes (hex): the identity of a model in stores and records.

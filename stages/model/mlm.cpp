@@ -12,6 +12,7 @@
 #include "stages/base/limits.h"
 #include "stages/base/model_folder.h"
 #include "stages/model/family.h"
+#include "stages/model/gguf_model.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/safetensors.h"
@@ -268,13 +269,27 @@ GatedMlm MlmModel::evaluate_gated(const MlmBatch& batch, const at::Tensor& gates
 
 MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
   const ModelFolder folder(dir);
-  const std::string config_path = folder.config();
-  const ModelConfig config = ModelConfig::load(config_path);
+  const std::string config_path = folder.is_gguf() ? dir : folder.config();
+  const ModelConfig config = model_config_of(dir);
   const FamilySpec& f = family_spec(config.family);
   if (f.lm_head.objective == LmObjective::None)
     throw Error(config_path + ": model_type", std::string("is ") + f.model_type + ", whose language-model head ctxsim does not evaluate",
                 "give a folder of a family with a head (" + lm_model_types() + ")");
   MlmModel m(config, dtype);
+  if (folder.is_gguf()) {  // a GGUF's tensors (dequantised, bare names, lm_head.weight when untied)
+    const GgufFile file(dir);
+    LoadReport report;
+    const std::map<std::string, at::Tensor> t = read_gguf_tensors(file.header(), config, dir, report, /*head=*/true);
+    const std::string prefix = f.model_prefix;
+    for (const auto& p : m.layout_) {
+      const bool prefixed = p.name.compare(0, prefix.size(), prefix) == 0;
+      auto it = t.find(p.name);
+      if (it == t.end() && prefixed) it = t.find(p.name.substr(prefix.size()));
+      if (it == t.end()) throw Error(dir, "lacks the tensor " + p.name, std::string("give a complete ") + f.display + " model file");
+      m.params_.narrow(0, p.offset, p.numel).copy_(it->second.reshape({-1}));
+    }
+    return m;
+  }
   const SafetensorsFile file(folder.weights());
   // The file's tensors by the layout's names: the encoder under the family's prefix (or bare,
   // legacy LayerNorm gamma/beta renamed), the head as it is; the tied decoder skipped.

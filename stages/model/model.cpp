@@ -21,6 +21,7 @@
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
 #include "stages/base/model_folder.h"
+#include "stages/model/gguf_model.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
@@ -280,6 +281,13 @@ TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarTy
   namespace fs = std::filesystem;
   const OneIntraOpThread one_thread;
   const ModelFolder folder(dir);
+  if (folder.is_gguf()) {  // llama.cpp's file: config, weights (dequantised) and tokenizer in one
+    const GgufFile file(dir);
+    const ModelConfig config = gguf_model_config(file.header(), dir);
+    LoadReport local;
+    std::map<std::string, at::Tensor> tensors = read_gguf_tensors(file.header(), config, dir, report ? *report : local);
+    return from_tensors(config, std::move(tensors), dtype, device);
+  }
   const std::string config_path = folder.config();
   const ModelConfig config = ModelConfig::load(config_path);
   const std::string weights = folder.weights();

@@ -65,6 +65,9 @@ struct ModelConfig {
   std::string positions_problem(int64_t tokens) const;  // against max_tokens()
 };
 
+// The config of a model path: a folder's config.json, or a GGUF file's metadata (gguf_model.cpp).
+ModelConfig model_config_of(const std::string& model_path);
+
 // The encoder tensors (the pooler excluded) by their bare-model names in the config's family,
 // with their shapes.
 std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelConfig& c);

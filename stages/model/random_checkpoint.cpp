@@ -48,8 +48,20 @@ TokenizerOut wordpiece_files(const TokenizerFiles& files) {
 // 1 is <pad>, as in every RoBERTa, and positions start after it) and <mask> last; a GPT-2 gets
 // <|endoftext|> if its files lack it.
 TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const TokenizerFiles& files) {
-  const auto model = files.merges.empty() ? BpeModel::load_tokenizer_json(files.vocab) : BpeModel::load(files.vocab, files.merges);
+  const auto model = load_bpe_model(files);
   const Vocab& v = model->vocab;
+  if (f.frame_from_tokenizer_config && files.gguf()) {  // a GGUF's vocabulary: its tokenizer.json and special tokens written out
+    const GgufFile file(files.vocab);
+    const GgufSpecials s = gguf_specials(file.header(), files.vocab);
+    const auto token = [](const std::string& t) { return t.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(t); };
+    nlohmann::ordered_json options = {{"add_bos_token", !s.begin.empty()},
+                                      {"bos_token", token(s.begin)},
+                                      {"eos_token", token(s.end)},
+                                      {"pad_token", token(s.pad)},
+                                      {"tokenizer_class", "PreTrainedTokenizerFast"}};
+    return {{{ModelFolder::kTokenizerJson, model->to_tokenizer_json()}, {ModelFolder::kTokenizerConfig, options.dump(2) + "\n"}},
+            int64_t(v.size())};
+  }
   if (f.frame_from_tokenizer_config) {  // the Llama lineage: its tokenizer.json as it is (its regex, NFC, ignore_merges)
     if (!files.merges.empty())
       throw Error(path, std::string("is vocab.json + merges.txt, and a ") + f.display + " model's tokenizer is its tokenizer.json",

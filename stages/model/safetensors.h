@@ -87,8 +87,4 @@ struct TensorData {
 void write_safetensors(const std::string& path, const std::map<std::string, TensorData>& tensors,
                        const std::map<std::string, std::string>& metadata = {}, bool durable = false);
 
-// Half-precision conversions (IEEE binary16, bfloat16) used by readers that do not use LibTorch.
-float half_to_float(uint16_t h);
-float bfloat16_to_float(uint16_t b);
-
 }  // namespace ctxsim

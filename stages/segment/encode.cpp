@@ -17,7 +17,7 @@ struct GapPlace {
   int32_t window = -1, a_offset = 0, a_length = 0, b_offset = 0, b_length = 0;
 };
 
-std::vector<GapPlace> place_gaps(const WindowPlan& p, const std::vector<int32_t>& tokens) {
+std::vector<GapPlace> place_gaps(const WindowPlan& p, const std::vector<int32_t>& tokens, int32_t words_from) {
   const int32_t S = int32_t(tokens.size());
   std::vector<GapPlace> gaps(size_t(std::max(0, S - 1)));
   std::vector<int32_t> best(gaps.size(), -1);
@@ -31,7 +31,7 @@ std::vector<GapPlace> place_gaps(const WindowPlan& p, const std::vector<int32_t>
         const int32_t centrality = std::min(before + len, w.tokens - before - len);
         if (centrality > best[size_t(s)]) {
           best[size_t(s)] = centrality;
-          gaps[size_t(s)] = GapPlace{k, 1 + before, len, 1 + before + len, next};
+          gaps[size_t(s)] = GapPlace{k, words_from + before, len, words_from + before + len, next};
         }
       }
       before += len;
@@ -74,8 +74,8 @@ EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::v
   c10::InferenceMode guard;
   std::vector<int32_t> tokens;
   for (const auto& s : sentences) tokens.push_back(int32_t(s.size()));
-  const WindowPlan plan = plan_windows(tokens, T, T - frame.room(T));
-  const std::vector<GapPlace> gaps = place_gaps(plan, tokens);
+  const WindowPlan plan = plan_windows(tokens, T, T - frame.room(T), frame.words_from());
+  const std::vector<GapPlace> gaps = place_gaps(plan, tokens, frame.words_from());
   EncodedDocument out;
   const ModelConfig& c = encoder.config();
   out.L = c.num_layers, out.H = c.num_heads, out.S = int64_t(sentences.size()), out.d = c.head_dim();

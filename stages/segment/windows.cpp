@@ -6,8 +6,9 @@
 
 namespace ctxsim::segment {
 
-WindowPlan plan_windows(const std::vector<int32_t>& tokens, int32_t T, int32_t frame_tokens) {
-  CTXSIM_CHECK(T >= 3 && (frame_tokens == 1 || frame_tokens == 2), "plan_windows: T < 3, or a frame of other than 1 or 2 tokens");
+WindowPlan plan_windows(const std::vector<int32_t>& tokens, int32_t T, int32_t frame_tokens, int32_t words_from) {
+  CTXSIM_CHECK(T >= 3 && frame_tokens >= 0 && frame_tokens <= 2 && words_from >= 0 && words_from <= frame_tokens,
+               "plan_windows: T < 3, a frame of more than 2 tokens, or words before the window");
   const int32_t S = int32_t(tokens.size()), room = T - frame_tokens;
   WindowPlan p;
   for (int32_t t : tokens) {
@@ -40,7 +41,7 @@ WindowPlan plan_windows(const std::vector<int32_t>& tokens, int32_t T, int32_t f
       if (centrality > best[size_t(s)]) {
         best[size_t(s)] = centrality;
         p.home[size_t(s)] = k;
-        p.offset[size_t(s)] = 1 + before;
+        p.offset[size_t(s)] = words_from + before;
         p.length[size_t(s)] = len;
       }
       before += len;

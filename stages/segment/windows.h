@@ -26,14 +26,15 @@ struct SentenceWindow {
 struct WindowPlan {
   std::vector<SentenceWindow> windows;
   std::vector<int32_t> home;    // [S] each sentence's home window
-  std::vector<int32_t> offset;  // [S] position of its first token in its home window (1: right after [CLS])
+  std::vector<int32_t> offset;  // [S] position of its first token in its home window (words_from + tokens before it there)
   std::vector<int32_t> length;  // [S] its tokens there (cut only when it alone exceeds T - 2)
   int32_t cut_sentences = 0;    // sentences longer than T - 2 tokens
 };
 
 // sentence_tokens: tokens per sentence (each >= 1); T >= 3. frame_tokens: the window's own tokens
-// (2: [CLS] and [SEP]; 1 for a family without an end token, GPT-2's), so that sentences fit in
-// T - frame_tokens (what the comments above call T-2).
-WindowPlan plan_windows(const std::vector<int32_t>& sentence_tokens, int32_t T, int32_t frame_tokens = 2);
+// (2: [CLS] and [SEP]; 1 for a family without an end token, GPT-2's; 0 for one without a begin
+// token either, Qwen's), so that sentences fit in T - frame_tokens (what the comments above call
+// T-2); words_from: the position of a window's first word (1 after a begin token, else 0).
+WindowPlan plan_windows(const std::vector<int32_t>& sentence_tokens, int32_t T, int32_t frame_tokens = 2, int32_t words_from = 1);
 
 }  // namespace ctxsim::segment

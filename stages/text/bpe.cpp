@@ -46,12 +46,19 @@ void add_merge(BpeModel& m, const std::string& left, const std::string& right, i
   m.merges.emplace((uint64_t(uint32_t(a)) << 32) | uint32_t(b), std::pair{rank, ab});
 }
 
-void index_bytes(BpeModel& m, const std::string& name) {
+// What a byte without its single-symbol token becomes.
+enum class MissingByte { Error, Unknown, Dropped };
+// Each byte's single-symbol token. vocab.json + merges.txt must have all 256 (else it is not a
+// byte-level BPE); a tokenizer.json may lack some, which become its unk_token, or are dropped
+// without one, as the tokenizers library does; a GGUF's are dropped, as llama.cpp does
+// (SmolLM2 has no token for the control bytes). A dropped byte's id is -1.
+void index_bytes(BpeModel& m, const std::string& name, MissingByte missing = MissingByte::Error, int32_t unknown = -1) {
   for (int b = 0; b < 256; ++b) {
     std::string s;
     utf8::append(s, byte_to_unicode(uint8_t(b)));
     m.byte_ids[b] = m.vocab.id(s);
-    if (m.byte_ids[b] < 0)
+    if (m.byte_ids[b] < 0 && missing == MissingByte::Unknown) m.byte_ids[b] = unknown;
+    if (m.byte_ids[b] < 0 && missing == MissingByte::Error)
       throw Error(name, "no token for the byte " + std::to_string(b) + " ('" + s + "'): not a byte-level BPE vocabulary", kVocabFix);
   }
 }
@@ -61,6 +68,21 @@ void index_bytes(BpeModel& m, const std::string& name) {
 bool is_white_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
          c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// A tokenizer.json's regex compiles (PCRE2, UTF and Unicode properties), or an Error naming it.
+void check_regex(const std::string& regex, const std::string& where) {
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(), PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  if (!code) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof message);
+    throw Error(where, "does not compile at character " + std::to_string(offset) + ": " + reinterpret_cast<const char*>(message),
+                "give the model's own tokenizer.json");
+  }
+  pcre2_code_free(code);
 }
 
 void sort_added(BpeModel& m) {
@@ -149,35 +171,40 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
       type_of(pre) == "Sequence" && member(pre, "pretokenizers").is_array() ? member(pre, "pretokenizers") : nlohmann::json::array({pre});
   std::string kinds;
   for (const auto& p : steps) kinds += (kinds.empty() ? "" : ", ") + type_of(p);
-  const bool gpt2 = steps.size() == 1 && type_of(steps[0]) == "ByteLevel" && member(steps[0], "use_regex") != false;
-  const bool split = steps.size() == 2 && type_of(steps[0]) == "Split" && type_of(steps[1]) == "ByteLevel" &&
-                     member(steps[1], "use_regex") == false && member(steps[0], "behavior") == "Isolated" &&
-                     member(steps[0], "invert") != true && member(member(steps[0], "pattern"), "Regex").is_string();
-  if (!gpt2 && !split)
-    throw Error(name + ": pre_tokenizer",
-                "is [" + kinds + "]; ctxsim applies ByteLevel alone, or a Split regex (behavior Isolated) then ByteLevel without use_regex",
-                fix_component);
-  if (split) {
-    m->pattern = member(member(steps[0], "pattern"), "Regex").get<std::string>();
-    int error = 0;
-    PCRE2_SIZE offset = 0;
-    pcre2_code* code =
-        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(m->pattern.data()), m->pattern.size(), PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-    if (!code) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(error, message, sizeof message);
-      throw Error(name + ": pre_tokenizer.pretokenizers[0].pattern.Regex",
-                  "does not compile at character " + std::to_string(offset) + ": " + reinterpret_cast<const char*>(message),
-                  "give the model's own tokenizer.json");
+  // Leading Isolated splits (Split regexes, Digits), then ByteLevel: with use_regex GPT-2's pattern
+  // ends them, without it the last split does.
+  const bool byte_level = !steps.empty() && type_of(steps.back()) == "ByteLevel";
+  bool known = byte_level;
+  for (size_t i = 0; known && i + 1 < steps.size(); ++i) {
+    const nlohmann::json& p = steps[i];
+    if (type_of(p) == "Digits") {
+      m->splits.push_back(member(p, "individual_digits") == true ? "\\p{N}" : "\\p{N}+");
+    } else if (type_of(p) == "Split" && member(p, "behavior") == "Isolated" && member(p, "invert") != true &&
+               member(member(p, "pattern"), "Regex").is_string()) {
+      m->splits.push_back(member(member(p, "pattern"), "Regex").get<std::string>());
+      check_regex(m->splits.back(), name + ": pre_tokenizer.pretokenizers[" + std::to_string(i) + "].pattern.Regex");
+    } else {
+      known = false;
     }
-    pcre2_code_free(code);
   }
+  if (known && member(steps.back(), "use_regex") == false) {
+    known = !m->splits.empty();
+    if (known) m->pattern = m->splits.back(), m->splits.pop_back();
+  }
+  if (!known)
+    throw Error(name + ": pre_tokenizer",
+                "is [" + kinds +
+                    "]; ctxsim applies Split regexes (behavior Isolated) and Digits, then ByteLevel (its own regex, or "
+                    "without use_regex after a Split)",
+                fix_component);
   if (member(model, "byte_fallback") == true)
     throw Error(name + ": model.byte_fallback", "is true (sentencepiece-style BPE: Llama 2, Mistral), which ctxsim does not implement yet",
                 fix_component);
   m->ignore_merges = member(model, "ignore_merges") == true;
   m->vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab", kVocabFix);
-  index_bytes(*m, name + ": model.vocab");
+  const nlohmann::json unk = member(model, "unk_token");
+  const int32_t unk_id = unk.is_string() ? m->vocab.id(unk.get<std::string>()) : -1;
+  index_bytes(*m, name + ": model.vocab", unk_id >= 0 ? MissingByte::Unknown : MissingByte::Dropped, unk_id);
   const nlohmann::json merges = member(model, "merges");
   if (!merges.is_array()) throw Error(name + ": model.merges", "expected a list of merges", kVocabFix);
   int32_t rank = 0;
@@ -235,6 +262,144 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   return m;
 }
 
+namespace {
+
+// llama.cpp's pre-tokenizers by the name a GGUF gives (llama-vocab.cpp): the Isolated splits and
+// the pattern ("" is GPT-2's), as the Hugging Face tokenizer.json of those models has them.
+struct GgufPreTokenizer {
+  const char* name;
+  std::vector<std::string> splits;
+  const char* pattern;
+};
+const std::vector<GgufPreTokenizer>& gguf_pre_tokenizers() {
+  static const std::vector<GgufPreTokenizer> rows = {
+      {"default", {}, ""},
+      {"gpt2", {}, ""},
+      {"gpt-2", {}, ""},
+      {"smollm", {"\\p{N}"}, ""},  // Digits (individual), ByteLevel with GPT-2's regex
+      {"llama-bpe",
+       {},
+       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+      {"qwen2", {}, R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+  };
+  return rows;
+}
+
+}  // namespace
+
+std::shared_ptr<const BpeModel> BpeModel::from_gguf(const GgufHeader& h, const std::string& path) {
+  const std::string model = h.text("tokenizer.ggml.model", path);
+  if (model != "gpt2")
+    throw Error(path + ": tokenizer.ggml.model",
+                "is '" + model + "'" + (model == "llama" ? " (sentencepiece: Llama 2, Mistral)" : "") +
+                    "; ctxsim reads a GGUF's byte-level BPE vocabulary (gpt2: SmolLM, Llama 3, Qwen)",
+                "use a model with a byte-level BPE tokenizer, or its Hugging Face folder");
+  const GgufValue* tokens = h.find("tokenizer.ggml.tokens");
+  const GgufValue* merges = h.find("tokenizer.ggml.merges");
+  if (!tokens || !tokens->array_of_strings || tokens->strings.empty() || !merges || !merges->array_of_strings)
+    throw Error(path, "has no tokenizer.ggml.tokens and tokenizer.ggml.merges (lists of strings)", "use a complete model file");
+  const std::string pre_name = h.find("tokenizer.ggml.pre") ? h.text("tokenizer.ggml.pre", path) : "default";
+  const GgufPreTokenizer* pre = nullptr;
+  std::string known;
+  for (const GgufPreTokenizer& p : gguf_pre_tokenizers()) {
+    if (pre_name == p.name) pre = &p;
+    known += (known.empty() ? "" : ", ") + std::string(p.name);
+  }
+  if (!pre)
+    throw Error(path + ": tokenizer.ggml.pre", "is '" + pre_name + "', a pre-tokenizer ctxsim does not know (it knows " + known + ")",
+                "use the model's Hugging Face folder (its tokenizer.json)");
+  auto m = std::make_shared<BpeModel>();
+  m->source = path;
+  m->splits = pre->splits;
+  m->pattern = pre->pattern;
+  m->vocab = Vocab::from_tokens(tokens->strings);
+  if (m->vocab.size() != int32_t(tokens->strings.size()))
+    throw Error(path + ": tokenizer.ggml.tokens", "holds a token twice", "use a complete, unedited model file");
+  index_bytes(*m, path + ": tokenizer.ggml.tokens", MissingByte::Dropped);
+  int32_t rank = 0;
+  for (size_t i = 0; i < merges->strings.size(); ++i) {
+    const std::string& s = merges->strings[i];
+    const std::string where = path + ": tokenizer.ggml.merges[" + std::to_string(i) + "]";
+    const size_t space = s.find(' ');
+    if (space == std::string::npos || space == 0 || space + 1 >= s.size() || s.find(' ', space + 1) != std::string::npos)
+      throw Error(where, "expected two tokens separated by one space", kVocabFix);
+    add_merge(*m, s.substr(0, space), s.substr(space + 1), rank++, where);
+  }
+  // Control (3) and user-defined (4) tokens are matched before the model, as llama.cpp and the
+  // tokenizers library (added_tokens) match them.
+  if (const GgufValue* types = h.find("tokenizer.ggml.token_type"); types && types->integers.size() == tokens->strings.size())
+    for (size_t id = 0; id < types->integers.size(); ++id)
+      if (types->integers[id] == 3 || types->integers[id] == 4) m->added.push_back({tokens->strings[id], int32_t(id), false, false});
+  sort_added(*m);
+  return m;
+}
+
+GgufSpecials gguf_specials(const GgufHeader& h, const std::string& path) {
+  const GgufValue* tokens = h.find("tokenizer.ggml.tokens");
+  const auto token = [&](const char* key) {
+    const int64_t id = h.integer(key, path, -1);
+    if (id < 0) return std::string();
+    if (!tokens || id >= int64_t(tokens->strings.size()))
+      throw Error(path + ": " + key, "is " + std::to_string(id) + ", not the id of a token of tokenizer.ggml.tokens",
+                  "use a complete, unedited model file");
+    return tokens->strings[size_t(id)];
+  };
+  const GgufValue* add_bos = h.find("tokenizer.ggml.add_bos_token");
+  GgufSpecials s;
+  if (add_bos && add_bos->kind == GgufValue::Kind::Bool && add_bos->flag) s.begin = token("tokenizer.ggml.bos_token_id");
+  s.end = token("tokenizer.ggml.eos_token_id");
+  s.pad = token("tokenizer.ggml.padding_token_id");
+  return s;
+}
+
+std::string BpeModel::to_tokenizer_json() const {
+  nlohmann::ordered_json j;
+  j["version"] = "1.0";
+  j["truncation"] = nullptr;
+  j["padding"] = nullptr;
+  nlohmann::ordered_json added = nlohmann::ordered_json::array();
+  std::vector<AddedToken> by_id = this->added;
+  std::sort(by_id.begin(), by_id.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
+  for (const AddedToken& a : by_id)
+    added.push_back({{"id", a.id},
+                     {"content", a.content},
+                     {"single_word", false},
+                     {"lstrip", a.lstrip},
+                     {"rstrip", a.rstrip},
+                     {"normalized", false},
+                     {"special", true}});
+  j["added_tokens"] = added;
+  j["normalizer"] = nfc ? nlohmann::ordered_json{{"type", "NFC"}} : nlohmann::ordered_json();
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  const auto split = [](const std::string& regex) {
+    return nlohmann::ordered_json{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
+  };
+  for (const std::string& s : splits) steps.push_back(split(s));
+  if (!pattern.empty()) steps.push_back(split(pattern));
+  steps.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", pattern.empty()}});
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", steps}};
+  j["post_processor"] = nullptr;
+  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+  nlohmann::ordered_json v = nlohmann::ordered_json::object();
+  for (int32_t id = 0; id < vocab.size(); ++id) v[std::string(vocab.token(id))] = id;
+  std::vector<std::pair<int32_t, uint64_t>> ranked;  // (rank, left << 32 | right)
+  for (const auto& [pair, merged] : merges) ranked.emplace_back(merged.first, pair);
+  std::sort(ranked.begin(), ranked.end());
+  nlohmann::ordered_json m = nlohmann::ordered_json::array();
+  for (const auto& [rank, pair] : ranked) m.push_back({vocab.token(int32_t(pair >> 32)), vocab.token(int32_t(pair & 0xffffffffu))});
+  j["model"] = {{"type", "BPE"},
+                {"dropout", nullptr},
+                {"unk_token", nullptr},
+                {"continuing_subword_prefix", nullptr},
+                {"end_of_word_suffix", nullptr},
+                {"fuse_unk", false},
+                {"byte_fallback", false},
+                {"ignore_merges", ignore_merges},
+                {"vocab", v},
+                {"merges", m}};
+  return j.dump() + "\n";
+}
+
 std::shared_ptr<const BpeModel> BpeModel::load_tokenizer_json(const std::string& path) {
   return parse_tokenizer_json(read_file_bytes(path, kMaxVocabBytes + kMaxMergesBytes, "the tokenizer", kVocabFix), path);
 }
@@ -264,9 +429,10 @@ struct BpeTokenizer::Pattern {
   Pattern& operator=(const Pattern&) = delete;
 };
 
-BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeModel> model)
-    : model_(std::move(model)), pattern_(std::make_unique<Pattern>(model_ ? model_->pattern : std::string())) {
+BpeTokenizer::BpeTokenizer(std::shared_ptr<const BpeModel> model) : model_(std::move(model)) {
   CTXSIM_CHECK(model_, "a BPE tokenizer needs its model");
+  for (const std::string& s : model_->splits) patterns_.push_back(std::make_unique<Pattern>(s));
+  patterns_.push_back(std::make_unique<Pattern>(model_->pattern));
   for (const AddedToken& a : model_->added) added_first_[static_cast<unsigned char>(a.content[0])] = true;
 }
 BpeTokenizer::~BpeTokenizer() = default;
@@ -282,6 +448,29 @@ void check_utf8(std::string_view text) {
 
 template <class OnPiece>
 void BpeTokenizer::for_each_piece(std::string_view text, OnPiece&& on_piece) {
+  split_from(0, text, on_piece);
+}
+
+template <class OnPiece>
+void BpeTokenizer::split_from(size_t level, std::string_view text, OnPiece&& on_piece) {
+  if (level + 1 < patterns_.size()) {  // a split before the last pattern: each of its pieces goes on
+    const auto next = [&](std::string_view piece) { split_from(level + 1, piece, on_piece); };
+    const Pattern& p = *patterns_[level];
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    size_t at = 0;
+    while (at < text.size()) {
+      const int rc = pcre2_match(p.code, subject, text.size(), at, PCRE2_NO_UTF_CHECK | PCRE2_NOTEMPTY, p.match, nullptr);
+      if (rc == PCRE2_ERROR_NOMATCH) break;
+      CTXSIM_CHECK(rc > 0, "a pre-tokenizer split failed at byte " + std::to_string(at) + " (PCRE2 error " + std::to_string(rc) + ")");
+      const PCRE2_SIZE* range = pcre2_get_ovector_pointer(p.match);
+      if (range[0] > at) next(text.substr(at, range[0] - at));
+      next(text.substr(range[0], range[1] - range[0]));
+      at = range[1];
+    }
+    if (at < text.size()) next(text.substr(at));
+    return;
+  }
+  const Pattern* pattern_ = patterns_.back().get();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t at = 0;
   while (at < text.size()) {
@@ -322,7 +511,8 @@ void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
     if (const int32_t id = model_->vocab.id(spelled); id >= 0) w.push_back(id);
   }
   if (w.empty())
-    for (unsigned char b : piece) w.push_back(model_->byte_ids[b]);
+    for (unsigned char b : piece)
+      if (model_->byte_ids[b] >= 0) w.push_back(model_->byte_ids[b]);  // a dropped byte (index_bytes) gives nothing
   // Merge the adjacent pair of lowest rank, every occurrence left to right, until none merges.
   while (w.size() > 1) {
     int32_t best = std::numeric_limits<int32_t>::max(), merged = -1;

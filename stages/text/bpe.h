@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stages/base/gguf.h"
 #include "stages/text/tokenizer.h"
 
 namespace ctxsim {
@@ -39,6 +40,9 @@ struct BpeModel {
   // Qwen; empty: GPT-2's pattern), the model's ignore_merges (a piece that is a token is not
   // merged), and an NFC normalizer (Qwen).
   std::string pattern;
+  // Isolated splits before it, in order (the Digits pre-tokenizer: \p{N}, one piece per digit,
+  // SmolLM's): each splits the pieces of the one before.
+  std::vector<std::string> splits;
   bool ignore_merges = false;
   bool nfc = false;
 
@@ -56,7 +60,25 @@ struct BpeModel {
   // Unigram), normalizer, pre-tokenizer or byte_fallback is an Error naming it and the file.
   static std::shared_ptr<const BpeModel> load_tokenizer_json(const std::string& path);
   static std::shared_ptr<const BpeModel> parse_tokenizer_json(const std::string& text, const std::string& name);
+  // The vocabulary of a GGUF file (llama.cpp's tokenizer.ggml.*: model gpt2, its tokens, merges and
+  // token types, the pre-tokenizer by llama.cpp's name: gpt2 | default | smollm | llama-bpe |
+  // qwen2), its control and user-defined tokens added tokens. Another model (llama: sentencepiece)
+  // or pre-tokenizer is an Error naming it and the file.
+  static std::shared_ptr<const BpeModel> from_gguf(const GgufHeader& header, const std::string& path);
+  // The model as a tokenizer.json the tokenizers library reads the same way (its splits as Split
+  // regexes, Isolated, then ByteLevel; its added tokens; no normalizer but NFC): what init-model
+  // writes for a model whose tokenizer came from a GGUF file.
+  std::string to_tokenizer_json() const;
 };
+
+// A GGUF file's special tokens as llama.cpp reads them (tokenizer.ggml.*): the begin token
+// tokens[bos_token_id] when add_bos_token is true (absent: false, llama.cpp's default for a
+// byte-level BPE), the end token tokens[eos_token_id], padding tokens[padding_token_id]; "" for
+// none. An id that is no token is an Error naming the key.
+struct GgufSpecials {
+  std::string begin, end, pad;
+};
+GgufSpecials gguf_specials(const GgufHeader& header, const std::string& path);
 
 // GPT-2's bytes-to-unicode table: byte b → the code point that spells it in the vocabulary.
 char32_t byte_to_unicode(uint8_t b);
@@ -91,7 +113,9 @@ class BpeTokenizer final : public Tokenizer {
 
   std::shared_ptr<const BpeModel> model_;
   struct Pattern;
-  std::unique_ptr<Pattern> pattern_;
+  std::vector<std::unique_ptr<Pattern>> patterns_;  // the model's splits, then its pattern
+  template <class OnPiece>
+  void split_from(size_t level, std::string_view text, OnPiece&& on_piece);
   std::unordered_map<std::string, std::vector<int32_t>> cache_;
   std::vector<int32_t> work_;
   std::array<bool, 256> added_first_{};  // the first bytes of the added tokens

@@ -24,6 +24,16 @@ TokenizerKind json_kind(const std::string& path) {
 
 bool TokenizerFiles::wordpiece_json() const { return kind == TokenizerKind::WordPiece && fs::path(vocab).extension() == ".json"; }
 
+bool TokenizerFiles::gguf() const { return kind == TokenizerKind::ByteLevelBpe && ModelFolder(vocab).is_gguf(); }
+
+std::shared_ptr<const BpeModel> load_bpe_model(const TokenizerFiles& f) {
+  if (f.gguf()) {
+    const GgufFile file(f.vocab);
+    return BpeModel::from_gguf(file.header(), f.vocab);
+  }
+  return f.merges.empty() ? BpeModel::load_tokenizer_json(f.vocab) : BpeModel::load(f.vocab, f.merges);
+}
+
 Vocab TokenizerFiles::wordpiece_vocab() const { return wordpiece_json() ? load_wordpiece_tokenizer_json(vocab).vocab : Vocab::load(vocab); }
 
 TokenizerFiles find_tokenizer_files(const std::string& path) {
@@ -33,7 +43,9 @@ TokenizerFiles find_tokenizer_files(const std::string& path) {
   TokenizerFiles f;
   if (kind != PathKind::Folder) {
     f.vocab = path;
-    f.kind = fs::path(path).extension() == ".json" ? json_kind(path) : TokenizerKind::WordPiece;
+    f.kind = fs::path(path).extension() == ".json" ? json_kind(path)
+             : ModelFolder(path).is_gguf()         ? TokenizerKind::ByteLevelBpe
+                                                   : TokenizerKind::WordPiece;
     return f;
   }
   const ModelFolder folder(path);
@@ -60,7 +72,7 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const Tokeniz
     return std::make_unique<BertTokenizer>(std::move(j.vocab), j.options);
   }
   if (f.kind == TokenizerKind::WordPiece) return std::make_unique<BertTokenizer>(Vocab::load(f.vocab), wordpiece);
-  return std::make_unique<BpeTokenizer>(f.merges.empty() ? BpeModel::load_tokenizer_json(f.vocab) : BpeModel::load(f.vocab, f.merges));
+  return std::make_unique<BpeTokenizer>(load_bpe_model(f));
 }
 
 }  // namespace ctxsim

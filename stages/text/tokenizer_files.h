@@ -1,7 +1,8 @@
 // Which tokenizer a model folder or vocabulary file is (SPEC §7), by its files:
 //   a folder: vocab.txt → WordPiece; else tokenizer.json → WordPiece or byte-level BPE by its
 //             model (tokenizer_json.h); else vocab.json + merges.txt → byte-level BPE;
-//   a file:   *.json → a tokenizer.json (the same); anything else → a WordPiece vocab.txt.
+//   a file:   *.json → a tokenizer.json (the same); *.gguf → a GGUF file's byte-level BPE
+//             vocabulary (tokenizer.ggml.*); anything else → a WordPiece vocab.txt.
 #pragma once
 #include <memory>
 #include <string>
@@ -17,11 +18,16 @@ struct TokenizerFiles {
   std::string vocab, merges;  // vocab.txt | vocab.json (+ merges.txt) | tokenizer.json (merges empty)
 
   bool wordpiece_json() const;    // a WordPiece tokenizer.json rather than a vocab.txt
+  bool gguf() const;              // a GGUF file's vocabulary
   Vocab wordpiece_vocab() const;  // WordPiece: the tokens of vocab.txt or of the tokenizer.json
 };
 
 // The files of `path`, or an Error naming it and what a tokenizer folder holds.
 TokenizerFiles find_tokenizer_files(const std::string& path);
+
+struct BpeModel;
+// A byte-level BPE's files read: vocab.json + merges.txt, a tokenizer.json, or a GGUF file.
+std::shared_ptr<const BpeModel> load_bpe_model(const TokenizerFiles& files);
 
 // The tokenizer of `path` (WordPiece with `wordpiece` options, or a WordPiece tokenizer.json's
 // own; BPE takes none).

@@ -18,6 +18,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/base/suggest.h"
 #include "stages/text/utf8.h"
 
@@ -400,9 +401,9 @@ void check_paths(const Config& c) {
   if (c.model.path.empty() && c.model.name.empty() && c.model.vocab.empty())
     throw Error(c.where("model.path"), "no model given",
                 "set model.path (a Hugging Face model folder), model.name (found in the HF cache) or at least model.vocab");
-  if (!c.model.path.empty() && path_kind(c.model.path, c.where("model.path")) != PathKind::Folder)
-    throw Error(c.where("model.path"), "'" + c.model.path + "' is not a folder",
-                "point model.path at the folder holding config.json and model.safetensors");
+  if (!c.model.path.empty() && path_kind(c.model.path, c.where("model.path")) != PathKind::Folder && !ModelFolder(c.model.path).is_gguf())
+    throw Error(c.where("model.path"), "'" + c.model.path + "' is neither a folder nor a .gguf file",
+                "point model.path at the folder holding config.json and model.safetensors, or at a GGUF file");
 }
 
 std::string to_yaml(const Config& c, bool with_comments, const std::string& omit) {

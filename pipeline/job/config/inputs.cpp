@@ -9,6 +9,7 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/gguf.h"
 #include "stages/base/limits.h"
 #include "stages/base/model_folder.h"
 #include "stages/model/model_config.h"
@@ -85,9 +86,7 @@ TokenizerFiles config_tokenizer_files(const Config& c) {
   }
 }
 
-std::shared_ptr<const BpeModel> load_bpe(const TokenizerFiles& f) {
-  return f.merges.empty() ? BpeModel::load_tokenizer_json(f.vocab) : BpeModel::load(f.vocab, f.merges);
-}
+std::shared_ptr<const BpeModel> load_bpe(const TokenizerFiles& f) { return load_bpe_model(f); }
 
 }  // namespace
 
@@ -152,11 +151,32 @@ const FamilySpec& model_family(const Config& c) {
   std::error_code ec;
   // A job without a model folder (pretrain) makes the family pretrain.family names.
   if (dir.empty()) return family_spec(parse_family(c.pretrain.family, c.where("pretrain.family")));
+  if (ModelFolder(dir).is_gguf()) return family_spec(model_config_of(dir).family);
   if (!fs::exists(config, ec)) return family_spec(Family{});
   return family_spec(ModelConfig::load(config.string()).family);
 }
 
 namespace {
+
+// A GGUF file's frame (SPEC §7) from its special tokens (gguf_specials): the begin token when it
+// adds one, padding, else the end token.
+FrameTokens gguf_frame_tokens(const FamilySpec& f, const std::string& path, std::vector<std::string>& kept) {
+  const GgufFile file(path);
+  const GgufSpecials s = gguf_specials(file.header(), path);
+  const auto keep = [&](const std::string& token) -> const char* {
+    if (token.empty()) return nullptr;
+    kept.push_back(token);
+    return kept.back().c_str();
+  };
+  FrameTokens t = f.frame;
+  t.begin = keep(s.begin);
+  const char* pad = keep(s.pad);
+  const char* eos = keep(s.end);
+  t.pad = pad ? pad : eos ? eos : f.frame.pad;
+  for (const char* token : {t.begin, pad, eos})
+    if (token) t.specials.emplace_back(token);
+  return t;
+}
 
 // The family's frame tokens; for the Llama lineage, its begin and pad tokens from the
 // tokenizer_config.json beside the tokenizer's files (SPEC §7): bos_token (none when null or
@@ -166,6 +186,7 @@ FrameTokens frame_tokens(const FamilySpec& f, const TokenizerFiles& files, std::
   if (!f.frame_from_tokenizer_config) return f.frame;
   kept.clear();
   kept.reserve(3);  // no reallocation below: the pointers stay valid
+  if (files.gguf()) return gguf_frame_tokens(f, files.vocab, kept);
   const std::string path = (fs::path(files.vocab).parent_path() / ModelFolder::kTokenizerConfig).string();
   nlohmann::json j = nlohmann::json::object();
   std::error_code ec;

@@ -1,0 +1,185 @@
+#include "stages/model/gguf_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/base/model_folder.h"
+#include "stages/model/family.h"
+#include "stages/model/model.h"
+
+namespace ctxsim {
+namespace {
+
+// The GGUF architectures ctxsim reads, a row each: general.architecture, the family it is, and
+// whether llama.cpp's converter permuted the rows of Q and K (LlamaModel.permute: each head's
+// rotary halves interleaved, for ggml's rope of adjacent pairs).
+struct GgufArchitecture {
+  const char* name;
+  const char* model_type;
+  bool permuted_qk;
+};
+const GgufArchitecture kArchitectures[] = {{"llama", "llama", true}, {"qwen2", "qwen2", false}, {"qwen3", "qwen3", false}};
+
+const GgufArchitecture& architecture_of(const GgufHeader& h, const std::string& path) {
+  const std::string arch = h.text("general.architecture", path);
+  std::string known;
+  for (const GgufArchitecture& a : kArchitectures) {
+    if (arch == a.name) return a;
+    known += (known.empty() ? "" : ", ") + std::string(a.name);
+  }
+  throw Error(path, "is a GGUF of architecture '" + arch + "', and ctxsim reads " + known,
+              "use a model of one of these architectures, or its Hugging Face folder if its family is one ctxsim reads");
+}
+
+// A layer tensor's name in GGUF (blk.N.<gguf>.weight) and the family row's module it is.
+struct LayerTensor {
+  const char* gguf;
+  const char* FamilySpec::*module;
+};
+const LayerTensor kLayerTensors[] = {
+    {"attn_norm", &FamilySpec::attn_norm}, {"attn_q", &FamilySpec::query},         {"attn_k", &FamilySpec::key},
+    {"attn_v", &FamilySpec::value},        {"attn_output", &FamilySpec::attn_out}, {"attn_q_norm", &FamilySpec::q_norm},
+    {"attn_k_norm", &FamilySpec::k_norm},  {"ffn_norm", &FamilySpec::ffn_norm},    {"ffn_gate", &FamilySpec::ffn_gate},
+    {"ffn_up", &FamilySpec::ffn_in},       {"ffn_down", &FamilySpec::ffn_out},
+};
+
+// The bare Hugging Face name of a GGUF tensor ("" for one ctxsim does not know).
+std::string hf_name(const FamilySpec& f, const std::string& name, int64_t layers) {
+  const auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+  const std::string kind = ends(".weight") ? ".weight" : ends(".bias") ? ".bias" : "";
+  if (kind.empty()) return "";
+  const std::string stem = name.substr(0, name.size() - kind.size());
+  if (stem == "token_embd") return std::string(f.word) + kind;
+  if (stem == "output_norm" && f.final_norm) return std::string(f.final_norm) + kind;
+  if (stem == "output" && f.lm_head.decoder) return std::string(f.lm_head.decoder) + kind;
+  if (stem.rfind("blk.", 0) != 0) return "";
+  const size_t dot = stem.find('.', 4);
+  if (dot == std::string::npos) return "";
+  const std::string index = stem.substr(4, dot - 4), part = stem.substr(dot + 1);
+  if (index.empty() || index.size() > 6 || index.find_first_not_of("0123456789") != std::string::npos) return "";
+  if (std::stoll(index) >= layers) return "";
+  for (const LayerTensor& t : kLayerTensors)
+    if (part == t.gguf && f.*t.module) return std::string(f.layer_prefix) + index + "." + (f.*t.module) + kind;
+  return "";
+}
+
+// Hugging Face's row order of a Q or K weight from llama.cpp's: within each of `heads` heads the
+// converter wrote row 2i + j for row j·d/2 + i (j the rotary half).
+at::Tensor unpermute(const at::Tensor& w, int64_t heads) {
+  const int64_t rows = w.size(0), d = rows / heads;
+  return w.reshape({heads, d / 2, 2, w.size(1)}).transpose(1, 2).reshape({rows, w.size(1)}).contiguous();
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+ModelConfig gguf_model_config(const GgufHeader& h, const std::string& path) {
+  const GgufArchitecture& arch = architecture_of(h, path);
+  const std::string a = std::string(arch.name) + ".";
+  ModelConfig c = ModelConfig::of_family(family_by_model_type(arch.model_type)->family);
+  c.num_layers = h.integer(a + "block_count", path);
+  c.hidden_size = h.integer(a + "embedding_length", path);
+  c.num_heads = h.integer(a + "attention.head_count", path);
+  c.num_kv_heads = h.integer(a + "attention.head_count_kv", path, c.num_heads);
+  c.intermediate_size = h.integer(a + "feed_forward_length", path);
+  c.max_position_embeddings = h.integer(a + "context_length", path, c.max_position_embeddings);
+  c.layer_norm_eps = h.number(a + "attention.layer_norm_rms_epsilon", path, c.layer_norm_eps);
+  c.rope_theta = h.number(a + "rope.freq_base", path, c.rope_theta);
+  const GgufTensor* embedding = h.tensor("token_embd.weight");
+  if (!embedding || embedding->shape.size() != 2)
+    throw Error(path, "has no token_embd.weight of two dimensions", "use a complete model file");
+  c.vocab_size = h.integer(a + "vocab_size", path, embedding->shape[0]);
+  if (c.num_heads > 0 && c.hidden_size % c.num_heads != 0 && !h.find(a + "attention.key_length"))
+    throw Error(path + ": " + a + "attention.head_count",
+                std::to_string(c.num_heads) + " heads do not divide the hidden size " + std::to_string(c.hidden_size),
+                "use a complete model file");
+  c.explicit_head_dim = h.integer(a + "attention.key_length", path, 0);
+  if (c.explicit_head_dim > 0 && h.integer(a + "attention.value_length", path, c.explicit_head_dim) != c.explicit_head_dim)
+    throw Error(path + ": " + a + "attention.value_length", "differs from the key length",
+                "ctxsim reads models whose heads' keys and values have one size");
+  c.check(path + ": ", "use a complete model file");
+  if (h.integer(a + "rope.dimension_count", path, c.head_dim()) != c.head_dim())
+    throw Error(path + ": " + a + "rope.dimension_count",
+                "rotates part of each head (" + std::to_string(h.integer(a + "rope.dimension_count", path)) + " of " +
+                    std::to_string(c.head_dim()) + " dimensions), which ctxsim does not compute",
+                "use a model with rotary positions over whole heads");
+  if (const GgufValue* s = h.find(a + "rope.scaling.type"); s && s->text != "none")
+    throw Error(path + ": " + a + "rope.scaling.type", "is '" + s->text + "', a rope scaling ctxsim does not compute from GGUF",
+                "use the model's Hugging Face folder (its config.json's rope_scaling), or a GGUF without rope scaling");
+  if (h.tensor("rope_freqs.weight"))
+    throw Error(path + ": tensor 'rope_freqs.weight'", "holds Llama 3.1's rope scaling as factors, which ctxsim does not read from GGUF",
+                "use the model's Hugging Face folder (config.json's rope_scaling of type llama3)");
+  c.tie_word_embeddings = h.tensor("output.weight") == nullptr;
+  c.sliding_window = 0;
+  return c;
+}
+
+ModelConfig model_config_of(const std::string& model_path) {
+  const ModelFolder folder(model_path);
+  if (!folder.is_gguf()) return ModelConfig::load(folder.config());
+  const GgufFile file(model_path);
+  return gguf_model_config(file.header(), model_path);
+}
+
+std::map<std::string, at::Tensor> read_gguf_tensors(const GgufHeader& h, const ModelConfig& c, const std::string& path, LoadReport& r,
+                                                    bool head) {
+  const GgufArchitecture& arch = architecture_of(h, path);
+  const FamilySpec& f = family_spec(c.family);
+  const auto expected = encoder_tensor_shapes(c);
+  std::map<std::string, at::Tensor> out;
+  r.tensors_in_file = int64_t(h.tensors.size());
+  for (const GgufTensor& t : h.tensors) {
+    const std::string where = path + ": tensor '" + t.name + "'";
+    const std::string name = hf_name(f, t.name, c.num_layers);
+    const bool is_head = !name.empty() && f.lm_head.decoder && name == std::string(f.lm_head.decoder) + ".weight";
+    const auto it = expected.find(name);
+    if (name.empty() || (it == expected.end() && !is_head)) {
+      r.unexpected.push_back(t.name);
+      continue;
+    }
+    if (is_head && !head) {
+      r.ignored.push_back(t.name);
+      continue;
+    }
+    const std::vector<int64_t> want = is_head ? std::vector<int64_t>{c.vocab_size, c.hidden_size} : it->second;
+    if (t.shape != want)
+      throw Error(where, "is " + shape_text(t.shape) + ", the metadata implies " + shape_text(want) + " for " + name,
+                  "use a complete, unedited model file");
+    if (!t.type->dequantises)
+      throw Error(
+          where,
+          std::string("is of type ") + t.type->name + ", which ctxsim does not dequantise (it reads " + dequantised_type_names() + ")",
+          "use a file quantised to one of these (llama.cpp's llama-quantize), or the model's Hugging Face folder");
+    at::Tensor v = at::empty(t.shape, at::kFloat);
+    dequantize(*t.type, t.data, t.numel(), v.data_ptr<float>());
+    const int64_t bad = t.numel() - v.isfinite().sum().item<int64_t>();
+    if (bad > 0)
+      throw Error(where, std::to_string(bad) + " of " + std::to_string(t.numel()) + " values are not finite (NaN or inf)",
+                  "the file is damaged: download or convert it again");
+    const auto ends = [&](const char* s) {
+      return t.name.size() > std::strlen(s) && t.name.compare(t.name.size() - std::strlen(s), std::strlen(s), s) == 0;
+    };
+    const bool q = ends(".attn_q.weight"), k = ends(".attn_k.weight");
+    if (arch.permuted_qk && (q || k)) v = unpermute(v, q ? c.num_heads : c.kv_heads());
+    out.emplace(name, std::move(v));
+  }
+  std::vector<std::string> missing;
+  for (const auto& [name, shape] : expected)
+    if (!out.count(name)) missing.push_back(name);
+  if (!missing.empty())
+    throw Error(path,
+                "misses tensors of the model: " + missing.front() +
+                    (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : ""),
+                "use a complete model file");
+  r.encoder_tensors = int64_t(out.size()) - (out.count(std::string(f.lm_head.decoder ? f.lm_head.decoder : "") + ".weight") ? 1 : 0);
+  return out;
+}
+
+}  // namespace ctxsim
