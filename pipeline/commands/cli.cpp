@@ -16,6 +16,7 @@
 #include "stages/base/error.h"
 #include "stages/base/limits.h"
 #include "stages/base/suggest.h"
+#include "stages/model/family.h"
 
 namespace ctxsim {
 namespace {
@@ -250,6 +251,43 @@ std::vector<Subcommand> store_commands(Args& a) {
   };
 }
 
+// init-model's options: a family and preset, or --like a model; the shape's overrides; the
+// tokenizer, the seed, the head and the output.
+void init_model_options(CLI::App& s, Args& a) {
+  s.add_option("--family", a.init.family, "the model_type whose layout it writes: " + supported_model_types())->capture_default_str();
+  auto* preset =
+      s.add_option("--preset", a.init.preset,
+                   "a shape: bert-base | distilbert-base | bert-mini | bert-tiny | roberta-base | roberta-tiny | gpt2 | gpt2-tiny | "
+                   "smollm2-135m | llama-3.2-1b | qwen3-0.6b")
+          ->capture_default_str();
+  s.add_option("--like", a.init.like,
+               "a model folder or GGUF file: its family and shape (the random control of that model), its tokenizer unless "
+               "--vocab")
+      ->excludes(preset)
+      ->excludes("--family");
+  const std::tuple<const char*, int64_t*, const char*> overrides[] = {{"--layers", &a.init.layers, "layer count"},
+                                                                      {"--hidden", &a.init.hidden, "hidden size"},
+                                                                      {"--heads", &a.init.heads, "head count"},
+                                                                      {"--ffn", &a.init.ffn, "intermediate size"}};
+  // A shape is positive (0 or less used to mean "the preset's" without a word).
+  for (const auto& [flag, value, what] : overrides)
+    s.add_option(flag, *value, std::string("override the preset's ") + what)->check(whole_in(1, 1 << 20));
+  s.add_option("--positions", a.init.positions, "override max_position_embeddings (longest sample the model takes)")
+      ->check(whole_in(1, 65536));
+  s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")
+      ->check(whole_in(0, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+  s.add_option(
+      "--vocab", a.init.vocab,
+      "the tokenizer: a vocab.txt or WordPiece tokenizer.json (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
+      "(GPT-2, RoBERTa); its size sets vocab_size; required unless --like");
+  s.add_flag(
+      "--mlm", a.init.mlm,
+      "write the family's language-model class (BertForMaskedLM, RobertaForMaskedLM, GPT2LMHeadModel, ...), its head included (what `ctxsim prune` evaluates)");
+  s.add_option("--out", a.init.out, "output folder")->required();
+  s.add_flag("--overwrite", a.init.overwrite, "replace another model in --out");
+}
+
 std::vector<Subcommand> model_commands(Args& a) {
   return {
       {"inspect", "one text through a model: an explorer page of every layer and head, and the per-head arrays in HDF5",
@@ -266,46 +304,10 @@ std::vector<Subcommand> model_commands(Args& a) {
          s.add_flag("--overwrite", a.inspect.overwrite, "replace the inspection of another text or model in --out");
        },
        [&] { return cmd_inspect(a.inspect, std::cout); }},
-      {"init-model", "write a seeded random BERT, DistilBERT, RoBERTa or GPT-2 checkpoint in the Hugging Face format",
+      {"init-model", "write a seeded random checkpoint of any family (BERT … GPT-2, the Llama lineage) in the Hugging Face format",
        "ctxsim init-model --preset bert-tiny --seed 1 --vocab models/brown-bert/vocab.txt --out runs/models/tiny",
-       [&](CLI::App& s) {
-         s.add_option("--family", a.init.family,
-                      "bert (BertModel layout) | distilbert (DistilBertForMaskedLM layout) | roberta (RobertaModel layout) | gpt2 "
-                      "(GPT2Model layout)")
-             ->capture_default_str();
-         auto* preset =
-             s.add_option("--preset", a.init.preset,
-                          "bert-base | distilbert-base | bert-mini | bert-tiny | roberta-base | roberta-tiny | gpt2 | gpt2-tiny (a shape)")
-                 ->capture_default_str();
-         s.add_option("--like", a.init.like,
-                      "a model folder: its config.json's family and shape (the random control of that model), its tokenizer unless "
-                      "--vocab")
-             ->excludes(preset)
-             ->excludes("--family");
-         const std::tuple<const char*, int64_t*, const char*> overrides[] = {{"--layers", &a.init.layers, "layer count"},
-                                                                             {"--hidden", &a.init.hidden, "hidden size"},
-                                                                             {"--heads", &a.init.heads, "head count"},
-                                                                             {"--ffn", &a.init.ffn, "intermediate size"}};
-         // A shape is positive (0 or less used to mean "the preset's" without a word).
-         for (const auto& [flag, value, what] : overrides)
-           s.add_option(flag, *value, std::string("override the preset's ") + what)->check(whole_in(1, 1 << 20));
-         s.add_option("--positions", a.init.positions, "override max_position_embeddings (longest sample the model takes)")
-             ->check(whole_in(1, 65536));
-         s.add_option("--seed", a.init.seed, "random seed (same seed, same bytes)")
-             ->check(whole_in(0, std::numeric_limits<int64_t>::max()))
-             ->capture_default_str();
-         s.add_option(
-             "--vocab", a.init.vocab,
-             "the tokenizer: a vocab.txt or WordPiece tokenizer.json (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
-             "(GPT-2, RoBERTa); its size sets vocab_size; required unless --like");
-         s.add_flag(
-             "--mlm", a.init.mlm,
-             "write the family's language-model class (BertForMaskedLM, RobertaForMaskedLM, GPT2LMHeadModel, ...), its head included (what `ctxsim prune` evaluates)");
-         s.add_option("--out", a.init.out, "output folder")->required();
-         s.add_flag("--overwrite", a.init.overwrite, "replace another model in --out");
-       },
-       [&] { return cmd_init_model(a.init, std::cout); }},
-      {"model-info", "load a Hugging Face model folder (BERT, DistilBERT, RoBERTa, GPT-2) and report its family, shape, tensors and sha256",
+       [&](CLI::App& s) { init_model_options(s, a); }, [&] { return cmd_init_model(a.init, std::cout); }},
+      {"model-info", "load a Hugging Face model folder or a GGUF file and report its family, shape, tensors and sha256",
        "ctxsim model-info models/brown-bert",
        [&](CLI::App& s) {
          s.add_option("dir", a.info.dir, "model folder")->required();

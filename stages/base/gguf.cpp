@@ -147,55 +147,9 @@ void read_array(Cursor& c, GgufValue& v, const std::string& what, int depth) {
   }
 }
 
-}  // namespace
-
-const GgmlType* ggml_type(uint32_t id) {
-  for (const GgmlType& t : kTypes)
-    if (t.id == id) return &t;
-  return nullptr;
-}
-
-std::string dequantised_type_names() {
-  std::string s;
-  for (const GgmlType& t : kTypes)
-    if (t.dequantises) s += (s.empty() ? "" : ", ") + std::string(t.name);
-  return s;
-}
-
-int64_t GgufTensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-GgufHeader GgufHeader::parse(const uint8_t* data, size_t size, const std::string& path) {
-  GgufHeader h;
-  Cursor c(data, size, path);
-  if (size < 4 || std::memcmp(data, "GGUF", 4) != 0) c.fail("does not start with GGUF's magic bytes 'GGUF'");
-  (void)c.read<uint32_t>("the magic");
-  h.version = c.read<uint32_t>("the version");
-  if (h.version != 2 && h.version != 3)
-    throw Error(path, "is GGUF version " + std::to_string(h.version) + ", and ctxsim reads versions 2 and 3",
-                "convert the model again with a current llama.cpp (convert_hf_to_gguf.py)");
-  // A tensor's entry takes at least 8 + 4 + 4 + 8 bytes, a metadata entry 8 + 4 + 1.
-  const uint64_t n_tensors = c.count("the tensor count", 24);
-  const uint64_t n_kv = c.count("the metadata count", 13);
-  for (uint64_t i = 0; i < n_kv; ++i) {
-    const std::string key = c.string("metadata entry " + std::to_string(i) + "'s key");
-    const std::string what = "metadata '" + key + "'";
-    const uint32_t type = c.read<uint32_t>(what);
-    GgufValue v;
-    if (type == kArray)
-      read_array(c, v, what, 0);
-    else
-      read_scalar(c, type, v, what);
-    if (!h.metadata.emplace(key, std::move(v)).second) c.fail(what + " is there twice");
-  }
-  if (const GgufValue* a = h.find("general.alignment")) {
-    if (a->kind != GgufValue::Kind::Integer || a->integer <= 0 || a->integer > 65536 || (a->integer & (a->integer - 1)) != 0)
-      c.fail("general.alignment is not a power of two up to 65536");
-    h.alignment = uint64_t(a->integer);
-  }
+// The tensor table of n entries at the cursor, placed in the data area after it (aligned): each
+// tensor's type, shape and bytes checked, no two overlapping, every one inside the file.
+void read_tensor_table(Cursor& c, uint64_t n_tensors, const uint8_t* data, size_t size, GgufHeader& h) {
   struct Entry {
     uint64_t offset;
     size_t index;
@@ -249,6 +203,58 @@ GgufHeader GgufHeader::parse(const uint8_t* data, size_t size, const std::string
     end = e.offset + t.nbytes;
     t.data = data + data_start + e.offset;
   }
+}
+
+}  // namespace
+
+const GgmlType* ggml_type(uint32_t id) {
+  for (const GgmlType& t : kTypes)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+std::string dequantised_type_names() {
+  std::string s;
+  for (const GgmlType& t : kTypes)
+    if (t.dequantises) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
+}
+
+int64_t GgufTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+GgufHeader GgufHeader::parse(const uint8_t* data, size_t size, const std::string& path) {
+  GgufHeader h;
+  Cursor c(data, size, path);
+  if (size < 4 || std::memcmp(data, "GGUF", 4) != 0) c.fail("does not start with GGUF's magic bytes 'GGUF'");
+  (void)c.read<uint32_t>("the magic");
+  h.version = c.read<uint32_t>("the version");
+  if (h.version != 2 && h.version != 3)
+    throw Error(path, "is GGUF version " + std::to_string(h.version) + ", and ctxsim reads versions 2 and 3",
+                "convert the model again with a current llama.cpp (convert_hf_to_gguf.py)");
+  // A tensor's entry takes at least 8 + 4 + 4 + 8 bytes, a metadata entry 8 + 4 + 1.
+  const uint64_t n_tensors = c.count("the tensor count", 24);
+  const uint64_t n_kv = c.count("the metadata count", 13);
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    const std::string key = c.string("metadata entry " + std::to_string(i) + "'s key");
+    const std::string what = "metadata '" + key + "'";
+    const uint32_t type = c.read<uint32_t>(what);
+    GgufValue v;
+    if (type == kArray)
+      read_array(c, v, what, 0);
+    else
+      read_scalar(c, type, v, what);
+    if (!h.metadata.emplace(key, std::move(v)).second) c.fail(what + " is there twice");
+  }
+  if (const GgufValue* a = h.find("general.alignment")) {
+    if (a->kind != GgufValue::Kind::Integer || a->integer <= 0 || a->integer > 65536 || (a->integer & (a->integer - 1)) != 0)
+      c.fail("general.alignment is not a power of two up to 65536");
+    h.alignment = uint64_t(a->integer);
+  }
+  read_tensor_table(c, n_tensors, data, size, h);
   return h;
 }
 

@@ -31,6 +31,47 @@ const FamilySpec& family_of(const nlohmann::json& j, const std::string& path) {
               "use a checkpoint of one of these families (a new family is a row of stages/model/family.cpp)");
 }
 
+// A rotary family's base and rope scaling (the default, or llama3's), from the top level or from
+// transformers 5's rope_parameters.
+void read_rope(const nlohmann::json& j, const ConfigKeys& k, const std::string& path, ModelConfig& c) {
+  // transformers 5 writes rope_parameters {rope_theta, rope_type, …}; earlier versions a
+  // top-level rope_theta and rope_scaling (null, or {rope_type | type, …}).
+  const auto params = j.find("rope_parameters");
+  const bool nested = params != j.end() && params->is_object();
+  const std::string where = nested ? "rope_parameters." : "";
+  const nlohmann::json& holder = nested ? *params : j;
+  if (auto it = holder.find(k.rope_theta); it != holder.end()) {
+    if (!it->is_number() || !(it->get<double>() > 1))
+      throw Error(path + ": " + where + k.rope_theta, "expected a number above 1", kFixConfig);
+    c.rope_theta = it->get<double>();
+  }
+  const auto scaling = nested ? params : j.find("rope_scaling");
+  if (scaling != j.end() && !scaling->is_null()) {
+    const std::string key = nested ? "rope_parameters" : "rope_scaling";
+    const std::string type = scaling->is_object() ? scaling->value("rope_type", scaling->value("type", std::string())) : std::string();
+    if (type == "llama3") {
+      const auto number = [&](const char* name, double& dst) {
+        const auto it = scaling->find(name);
+        if (it == scaling->end() || !it->is_number() || !(it->get<double>() > 0))
+          throw Error(path + ": " + key + "." + name, "expected a positive number for rope_type llama3", kFixConfig);
+        dst = it->get<double>();
+      };
+      auto& r = c.llama3_rope;
+      number("factor", r.factor);
+      number("low_freq_factor", r.low_freq_factor);
+      number("high_freq_factor", r.high_freq_factor);
+      double original = 0;
+      number("original_max_position_embeddings", original);
+      r.original_max_positions = int64_t(original);
+      if (!(r.high_freq_factor > r.low_freq_factor))
+        throw Error(path + ": " + key + ".high_freq_factor", "must exceed low_freq_factor", kFixConfig);
+    } else if (type != "default") {
+      throw Error(path + ": " + key, "rope_type '" + type + "' is not implemented (default and llama3 are)",
+                  "use a checkpoint whose rope_type is default or llama3");
+    }
+  }
+}
+
 // The sizes, epsilon and activation under the family's key names.
 void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string& path, ModelConfig& c) {
   const auto get_int = [&](const char* key, int64_t& dst, bool required) {
@@ -84,44 +125,7 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
   // The Llama lineage's keys: grouped-query heads, the head size, the rotary base.
   if (k.kv_heads) get_int(k.kv_heads, c.num_kv_heads, false);
   if (k.head_dim && j.contains(k.head_dim) && !j[k.head_dim].is_null()) get_int(k.head_dim, c.explicit_head_dim, true);
-  if (f.rotary) {
-    // transformers 5 writes rope_parameters {rope_theta, rope_type, …}; earlier versions a
-    // top-level rope_theta and rope_scaling (null, or {rope_type | type, …}).
-    const auto params = j.find("rope_parameters");
-    const bool nested = params != j.end() && params->is_object();
-    const std::string where = nested ? "rope_parameters." : "";
-    const nlohmann::json& holder = nested ? *params : j;
-    if (auto it = holder.find(k.rope_theta); it != holder.end()) {
-      if (!it->is_number() || !(it->get<double>() > 1))
-        throw Error(path + ": " + where + k.rope_theta, "expected a number above 1", kFixConfig);
-      c.rope_theta = it->get<double>();
-    }
-    const auto scaling = nested ? params : j.find("rope_scaling");
-    if (scaling != j.end() && !scaling->is_null()) {
-      const std::string key = nested ? "rope_parameters" : "rope_scaling";
-      const std::string type = scaling->is_object() ? scaling->value("rope_type", scaling->value("type", std::string())) : std::string();
-      if (type == "llama3") {
-        const auto number = [&](const char* name, double& dst) {
-          const auto it = scaling->find(name);
-          if (it == scaling->end() || !it->is_number() || !(it->get<double>() > 0))
-            throw Error(path + ": " + key + "." + name, "expected a positive number for rope_type llama3", kFixConfig);
-          dst = it->get<double>();
-        };
-        auto& r = c.llama3_rope;
-        number("factor", r.factor);
-        number("low_freq_factor", r.low_freq_factor);
-        number("high_freq_factor", r.high_freq_factor);
-        double original = 0;
-        number("original_max_position_embeddings", original);
-        r.original_max_positions = int64_t(original);
-        if (!(r.high_freq_factor > r.low_freq_factor))
-          throw Error(path + ": " + key + ".high_freq_factor", "must exceed low_freq_factor", kFixConfig);
-      } else if (type != "default") {
-        throw Error(path + ": " + key, "rope_type '" + type + "' is not implemented (default and llama3 are)",
-                    "use a checkpoint whose rope_type is default or llama3");
-      }
-    }
-  }
+  if (f.rotary) read_rope(j, k, path, c);
   // A sliding window (Mistral; Qwen2 only with use_sliding_window): exact up to its length.
   if (f.window_key && (!f.window_switch || j.value(f.window_switch, false)))
     if (auto it = j.find(f.window_key); it != j.end() && !it->is_null()) get_int(f.window_key, c.sliding_window, true);

@@ -189,13 +189,15 @@ void apply_override(Config& c, const std::string& text) {
 
 // output.dir may name its model: "{model}" becomes the last component of model.path (or
 // model.name), so that one override of the model gives its results their own folder
-// (configs/default.yaml: runs/default/{model}). Any other "{…}" is a typo.
+// (configs/default.yaml: runs/default/{model}); a GGUF file's without its .gguf. Any other "{…}" is
+// a typo.
 void expand_output_dir(Config& c) {
   std::string& dir = c.output.dir;
   const std::string placeholder = "{model}";
   std::filesystem::path folder = std::filesystem::path(c.model.path.empty() ? c.model.name : c.model.path).lexically_normal();
   if (!folder.has_filename()) folder = folder.parent_path();  // "models/brown-bert/" ends in an empty component
-  const std::string model = folder.filename().string();
+  // A GGUF file names its results without the extension (runs/default/SmolLM2-135M-Instruct.Q4_1).
+  const std::string model = (ModelFolder(folder.string()).is_gguf() ? folder.stem() : folder.filename()).string();
   for (size_t at = dir.find('{'); at != std::string::npos; at = dir.find('{', at)) {
     if (dir.compare(at, placeholder.size(), placeholder) != 0)
       throw Error(c.where("output.dir"), "'" + dir + "' has an unknown placeholder at '" + dir.substr(at) + "'",
