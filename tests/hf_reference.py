@@ -630,7 +630,7 @@ def cmd_tokenizers(ctxsim, lines_path, tmp):
                 ids(Tokenizer.from_file(stripped)), lines)
     # The Llama lineage's tokenizer.json (scripts/fetch_data.sh): a Split regex of the file's own
     # (PCRE2 for the library's Oniguruma), ignore_merges, added tokens past model.vocab; Qwen3's NFC.
-    for name, label in (("llama3", "Llama 3"), ("qwen3", "Qwen3")):
+    for name, label in (("llama3", "Llama 3"), ("qwen3", "Qwen3"), ("llama2", "Llama 2 (sentencepiece-style, byte_fallback)")):
         path = f"data/tokenizers/{name}/tokenizer.json"
         compare_ids(f"{label} (tokenizer.json)", ctxsim_ids(ctxsim, ["--vocab", path], text), ids(Tokenizer.from_file(path)), lines)
     # SmolLM2's GGUF: its own vocabulary (tokens, merges, control tokens) and pre-tokenizer

@@ -121,7 +121,7 @@ TEST(ByteLevelFiles, HostileFilesAreNamed) {
   EXPECT_HAS(error_of([] {
                BpeModel::parse_tokenizer_json(R"({"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Whitespace"}})", "tokenizer.json");
              }),
-             "tokenizer.json: pre_tokenizer: is [Whitespace]; ctxsim applies ByteLevel alone, or a Split regex");
+             "tokenizer.json: pre_tokenizer: is [Whitespace]; ctxsim applies Split regexes (behavior Isolated) and Digits, then ByteLevel");
   // Components ctxsim does not apply are named: a normalizer, sentencepiece's byte fallback, a
   // Split regex that does not compile.
   EXPECT_HAS(error_of([] {
@@ -141,6 +141,35 @@ TEST(ByteLevelFiles, HostileFilesAreNamed) {
                                               "tokenizer.json");
              }),
              "tokenizer.json: pre_tokenizer.pretokenizers[0].pattern.Regex: does not compile");
+}
+
+// Llama 2's sentencepiece-style BPE, by hand: "ab é zz" is normalised to "▁ab▁é▁zz" and merged a
+// word at a time: ▁ a b -> ▁a b (rank 0) -> ▁ab (rank 1); é has no token: its UTF-8 bytes' <0xC3>
+// <0xA9>; z has neither a token nor byte tokens: <unk>, the two fused into one.
+TEST(SentencePieceStyle, PrependReplaceMergeByteFallbackAndUnknown) {
+  nlohmann::json j;
+  j["normalizer"] = {
+      {"type", "Sequence"},
+      {"normalizers",
+       {{{"type", "Prepend"}, {"prepend", "\u2581"}}, {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}};
+  j["pre_tokenizer"] = nullptr;
+  j["model"] = {
+      {"type", "BPE"},
+      {"unk_token", "<unk>"},
+      {"fuse_unk", true},
+      {"byte_fallback", true},
+      {"merges", {"\u2581 a", "\u2581a b"}},
+      {"vocab", {{"<unk>", 0}, {"\u2581", 1}, {"a", 2}, {"b", 3}, {"\u2581a", 4}, {"\u2581ab", 5}, {"<0xC3>", 6}, {"<0xA9>", 7}}}};
+  BpeTokenizer t(BpeModel::parse_tokenizer_json(j.dump(), "tokenizer.json"));
+  EXPECT_STREQ(t.kind(), "sentencepiece-style BPE");
+  Encoding e;
+  t.encode("ab \xc3\xa9 zz", e);
+  EXPECT_EQ(e.ids, (std::vector<int32_t>{5, 1, 6, 7, 1, 0}));
+  EXPECT_EQ(e.word_ids, (std::vector<int32_t>{0, 1, 1, 1, 2, 2}));  // a word starts at a token that starts with ▁
+  // Without Llama 2's normalizer, byte_fallback is refused by name.
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "ByteLevel"}};
+  EXPECT_HAS(error_of([&] { BpeModel::parse_tokenizer_json(j.dump(), "tokenizer.json"); }), "model.byte_fallback: is true without");
 }
 
 TEST(ByteLevelFiles, TokenizerJsonReadsBothMergeSpellings) {

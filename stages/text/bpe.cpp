@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -140,30 +141,13 @@ std::shared_ptr<const BpeModel> BpeModel::load(const std::string& vocab_json, co
                read_file_bytes(merges_txt, kMaxMergesBytes, "the merges", kVocabFix), merges_txt);
 }
 
-std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string& text, const std::string& name) {
-  const nlohmann::json j = parse_json(text, name);
+namespace {
+
+// A tokenizer.json's pre-tokenizer: leading Isolated splits (Split regexes, Digits), then
+// ByteLevel, whose use_regex ends them with GPT-2's pattern; without it the last split is the
+// pattern. Anything else is an Error naming it.
+void read_pre_tokenizer(const nlohmann::json& pre, const std::string& name, const std::string& fix_component, BpeModel& m) {
   const auto member = [](const nlohmann::json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : nlohmann::json(); };
-  const nlohmann::json model = member(j, "model");
-  const std::string type = member(model, "type").is_string() ? member(model, "type").get<std::string>() : std::string("(none)");
-  if (type != "BPE")
-    throw Error(name + ": model.type",
-                "is " + type + "; ctxsim reads a tokenizer.json of byte-level BPE (GPT-2, RoBERTa) or WordPiece (BERT)",
-                "give the model's own tokenizer files; other tokenizer models are not supported");
-  auto m = std::make_shared<BpeModel>();
-  m->source = name;
-  const std::string fix_component =
-      "give a tokenizer.json of byte-level BPE (GPT-2, RoBERTa, Llama 3, Qwen); other components are not "
-      "implemented";
-  // The normalizer: none, or NFC (Qwen).
-  const nlohmann::json norm = member(j, "normalizer");
-  if (!norm.is_null()) {
-    if (member(norm, "type") != "NFC")
-      throw Error(name + ": normalizer", "is " + member(norm, "type").dump() + ", which ctxsim does not apply", fix_component);
-    m->nfc = true;
-  }
-  // The pre-tokenizer: ByteLevel with GPT-2's pattern, or a Split regex (Isolated) then ByteLevel
-  // without its own.
-  const nlohmann::json pre = member(j, "pre_tokenizer");
   const auto type_of = [&](const nlohmann::json& p) {
     return member(p, "type").is_string() ? member(p, "type").get<std::string>() : "(none)";
   };
@@ -178,18 +162,18 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   for (size_t i = 0; known && i + 1 < steps.size(); ++i) {
     const nlohmann::json& p = steps[i];
     if (type_of(p) == "Digits") {
-      m->splits.push_back(member(p, "individual_digits") == true ? "\\p{N}" : "\\p{N}+");
+      m.splits.push_back(member(p, "individual_digits") == true ? "\\p{N}" : "\\p{N}+");
     } else if (type_of(p) == "Split" && member(p, "behavior") == "Isolated" && member(p, "invert") != true &&
                member(member(p, "pattern"), "Regex").is_string()) {
-      m->splits.push_back(member(member(p, "pattern"), "Regex").get<std::string>());
-      check_regex(m->splits.back(), name + ": pre_tokenizer.pretokenizers[" + std::to_string(i) + "].pattern.Regex");
+      m.splits.push_back(member(member(p, "pattern"), "Regex").get<std::string>());
+      check_regex(m.splits.back(), name + ": pre_tokenizer.pretokenizers[" + std::to_string(i) + "].pattern.Regex");
     } else {
       known = false;
     }
   }
   if (known && member(steps.back(), "use_regex") == false) {
-    known = !m->splits.empty();
-    if (known) m->pattern = m->splits.back(), m->splits.pop_back();
+    known = !m.splits.empty();
+    if (known) m.pattern = m.splits.back(), m.splits.pop_back();
   }
   if (!known)
     throw Error(name + ": pre_tokenizer",
@@ -197,14 +181,102 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
                     "]; ctxsim applies Split regexes (behavior Isolated) and Digits, then ByteLevel (its own regex, or "
                     "without use_regex after a Split)",
                 fix_component);
-  if (member(model, "byte_fallback") == true)
-    throw Error(name + ": model.byte_fallback", "is true (sentencepiece-style BPE: Llama 2, Mistral), which ctxsim does not implement yet",
-                fix_component);
+}
+
+// A tokenizer.json's added tokens: each a token of model.vocab, or the next id after it (which
+// extends the vocabulary: Llama 3's 128000 …), with its flags.
+void read_added_tokens(const nlohmann::json& added, const std::string& name, BpeModel& m) {
+  const auto member = [](const nlohmann::json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : nlohmann::json(); };
+  if (!added.is_null() && !added.is_array()) throw Error(name + ": added_tokens", "expected a list", kVocabFix);
+  std::vector<std::string> extra;  // added tokens past model.vocab, ids vocab.size() … in order
+  const int32_t base = m.vocab.size();
+  for (size_t i = 0; i < (added.is_array() ? added.size() : 0); ++i) {
+    const std::string where = name + ": added_tokens[" + std::to_string(i) + "]";
+    const nlohmann::json& e = added[i];
+    const nlohmann::json content = member(e, "content"), id = member(e, "id");
+    if (!content.is_string() || content.get<std::string>().empty() || !id.is_number_integer())
+      throw Error(where, "needs a non-empty content and an integer id", kVocabFix);
+    const std::string text = content.get<std::string>();
+    const int64_t n = id.get<int64_t>();
+    if (n == int64_t(base) + int64_t(extra.size()) && n < (int64_t(1) << 22)) {
+      extra.push_back(text);  // the vocabulary's next id
+    } else if (n < 0 || n >= base || m.vocab.token(int32_t(n)) != text) {
+      throw Error(where,
+                  "'" + utf8::replace_invalid(text.substr(0, 64)) + "' with id " + id.dump() +
+                      " is neither that token of model.vocab nor the next id after it (" + std::to_string(base + int64_t(extra.size())) +
+                      ")",
+                  "give the model's own tokenizer.json");
+    }
+    if (member(e, "single_word") == true)
+      throw Error(where, "'" + utf8::replace_invalid(text.substr(0, 64)) + "' matches single words only, which ctxsim does not implement",
+                  "give a tokenizer.json without single_word added tokens");
+    m.added.push_back({text, int32_t(n), member(e, "lstrip") == true, member(e, "rstrip") == true});
+  }
+  if (!extra.empty()) {
+    std::vector<std::string> tokens;
+    tokens.reserve(size_t(base) + extra.size());
+    for (int32_t id = 0; id < base; ++id) tokens.emplace_back(m.vocab.token(id));
+    tokens.insert(tokens.end(), extra.begin(), extra.end());
+    m.vocab = Vocab::from_tokens(tokens);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string& text, const std::string& name) {
+  const nlohmann::json j = parse_json(text, name);
+  const auto member = [](const nlohmann::json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : nlohmann::json(); };
+  const nlohmann::json model = member(j, "model");
+  const std::string type = member(model, "type").is_string() ? member(model, "type").get<std::string>() : std::string("(none)");
+  if (type != "BPE")
+    throw Error(name + ": model.type",
+                "is " + type + "; ctxsim reads a tokenizer.json of byte-level BPE (GPT-2, RoBERTa) or WordPiece (BERT)",
+                "give the model's own tokenizer files; other tokenizer models are not supported");
+  auto m = std::make_shared<BpeModel>();
+  m->source = name;
+  const std::string fix_component =
+      "give a tokenizer.json of byte-level BPE (GPT-2, RoBERTa, Llama 3, Qwen) or Llama 2's sentencepiece-style BPE; other components "
+      "are not implemented";
+  // The normalizer: none, NFC (Qwen), or Llama 2's Prepend ▁ and Replace " " by ▁ (with no
+  // pre-tokenizer: sentencepiece-style BPE over characters).
+  const nlohmann::json norm = member(j, "normalizer");
+  const nlohmann::json steps = member(norm, "normalizers");
+  const auto is = [&](const nlohmann::json& n, const char* type) { return member(n, "type") == type; };
+  m->metaspace = is(norm, "Sequence") && steps.is_array() && steps.size() == 2 && is(steps[0], "Prepend") &&
+                 member(steps[0], "prepend") == "\u2581" && is(steps[1], "Replace") &&
+                 member(member(steps[1], "pattern"), "String") == " " && member(steps[1], "content") == "\u2581";
+  if (!norm.is_null() && !m->metaspace) {
+    if (!is(norm, "NFC"))
+      throw Error(name + ": normalizer", "is " + member(norm, "type").dump() + ", which ctxsim does not apply", fix_component);
+    m->nfc = true;
+  }
+  if (!m->metaspace) read_pre_tokenizer(member(j, "pre_tokenizer"), name, fix_component, *m);
+  if (m->metaspace && !member(j, "pre_tokenizer").is_null())
+    throw Error(name + ": pre_tokenizer",
+                "is " + member(member(j, "pre_tokenizer"), "type").dump() + " after Llama 2's normalizer, which has none", fix_component);
+  if (member(model, "byte_fallback") == true && !m->metaspace)
+    throw Error(name + ": model.byte_fallback", "is true without Llama 2's normalizer (Prepend ▁, Replace ' ' by ▁)", fix_component);
   m->ignore_merges = member(model, "ignore_merges") == true;
   m->vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab", kVocabFix);
   const nlohmann::json unk = member(model, "unk_token");
   const int32_t unk_id = unk.is_string() ? m->vocab.id(unk.get<std::string>()) : -1;
   index_bytes(*m, name + ": model.vocab", unk_id >= 0 ? MissingByte::Unknown : MissingByte::Dropped, unk_id);
+  m->unk_id = unk_id;
+  m->fuse_unk = member(model, "fuse_unk") == true;
+  if (m->metaspace) {
+    m->metaspace_words = true;
+    static const std::string kMeta = "\u2581";
+    for (int32_t id = 0; id < m->vocab.size() && m->metaspace_words; ++id) {
+      const std::string_view t = m->vocab.token(id);
+      for (size_t at = t.find(kMeta, 1); at != std::string_view::npos && m->metaspace_words; at = t.find(kMeta, at + 1))
+        if (at < kMeta.size() || t.compare(at - kMeta.size(), kMeta.size(), kMeta) != 0) m->metaspace_words = false;
+    }
+  }
+  for (int b = 0; b < 256; ++b) {  // byte_fallback's tokens <0x00> … <0xFF>
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+    m->fallback_ids[b] = member(model, "byte_fallback") == true ? m->vocab.id(hex) : -1;
+  }
   const nlohmann::json merges = member(model, "merges");
   if (!merges.is_array()) throw Error(name + ": model.merges", "expected a list of merges", kVocabFix);
   int32_t rank = 0;
@@ -225,39 +297,7 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
     }
     add_merge(*m, left, right, rank++, where);
   }
-  const nlohmann::json added = member(j, "added_tokens");
-  if (!added.is_null() && !added.is_array()) throw Error(name + ": added_tokens", "expected a list", kVocabFix);
-  std::vector<std::string> extra;  // added tokens past model.vocab, ids vocab.size() … in order
-  const int32_t base = m->vocab.size();
-  for (size_t i = 0; i < (added.is_array() ? added.size() : 0); ++i) {
-    const std::string where = name + ": added_tokens[" + std::to_string(i) + "]";
-    const nlohmann::json& e = added[i];
-    const nlohmann::json content = member(e, "content"), id = member(e, "id");
-    if (!content.is_string() || content.get<std::string>().empty() || !id.is_number_integer())
-      throw Error(where, "needs a non-empty content and an integer id", kVocabFix);
-    const std::string text = content.get<std::string>();
-    const int64_t n = id.get<int64_t>();
-    if (n == int64_t(base) + int64_t(extra.size()) && n < (int64_t(1) << 22)) {
-      extra.push_back(text);  // the vocabulary's next id
-    } else if (n < 0 || n >= base || m->vocab.token(int32_t(n)) != text) {
-      throw Error(where,
-                  "'" + utf8::replace_invalid(text.substr(0, 64)) + "' with id " + id.dump() +
-                      " is neither that token of model.vocab nor the next id after it (" + std::to_string(base + int64_t(extra.size())) +
-                      ")",
-                  "give the model's own tokenizer.json");
-    }
-    if (member(e, "single_word") == true)
-      throw Error(where, "'" + utf8::replace_invalid(text.substr(0, 64)) + "' matches single words only, which ctxsim does not implement",
-                  "give a tokenizer.json without single_word added tokens");
-    m->added.push_back({text, int32_t(n), member(e, "lstrip") == true, member(e, "rstrip") == true});
-  }
-  if (!extra.empty()) {
-    std::vector<std::string> tokens;
-    tokens.reserve(size_t(base) + extra.size());
-    for (int32_t id = 0; id < base; ++id) tokens.emplace_back(m->vocab.token(id));
-    tokens.insert(tokens.end(), extra.begin(), extra.end());
-    m->vocab = Vocab::from_tokens(tokens);
-  }
+  read_added_tokens(member(j, "added_tokens"), name, *m);
   sort_added(*m);
   return m;
 }
@@ -496,15 +536,27 @@ std::vector<std::string_view> BpeTokenizer::pieces(std::string_view text) {
   return out;
 }
 
-void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
-  constexpr size_t kMaxCached = size_t(1) << 20;  // pieces; a bound on memory over any corpus
-  const std::string key(piece);
-  if (const auto it = cache_.find(key); it != cache_.end()) {
-    ids.insert(ids.end(), it->second.begin(), it->second.end());
+void BpeTokenizer::symbols(std::string_view piece, std::vector<int32_t>& w) const {
+  w.clear();
+  if (model_->metaspace) {  // characters; one without a token its bytes' <0xNN>, else <unk> (fused)
+    for (size_t at = 0; at < piece.size();) {
+      const size_t start = at;
+      utf8::next(piece, at);
+      const std::string_view ch = piece.substr(start, at - start);
+      if (const int32_t id = model_->vocab.id(std::string(ch)); id >= 0) {
+        w.push_back(id);
+        continue;
+      }
+      bool bytes = true;
+      for (unsigned char b : ch) bytes = bytes && model_->fallback_ids[b] >= 0;
+      if (bytes) {
+        for (unsigned char b : ch) w.push_back(model_->fallback_ids[b]);
+      } else if (model_->unk_id >= 0 && (!model_->fuse_unk || w.empty() || w.back() != model_->unk_id)) {
+        w.push_back(model_->unk_id);
+      }
+    }
     return;
   }
-  std::vector<int32_t>& w = work_;
-  w.clear();
   if (model_->ignore_merges) {  // a piece that is a token stays whole, whatever the merges say
     std::string spelled;
     for (unsigned char b : piece) utf8::append(spelled, byte_to_unicode(b));
@@ -513,6 +565,17 @@ void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
   if (w.empty())
     for (unsigned char b : piece)
       if (model_->byte_ids[b] >= 0) w.push_back(model_->byte_ids[b]);  // a dropped byte (index_bytes) gives nothing
+}
+
+void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
+  constexpr size_t kMaxCached = size_t(1) << 20;  // pieces; a bound on memory over any corpus
+  const std::string key(piece);
+  if (const auto it = cache_.find(key); it != cache_.end()) {
+    ids.insert(ids.end(), it->second.begin(), it->second.end());
+    return;
+  }
+  std::vector<int32_t>& w = work_;
+  symbols(piece, w);
   // Merge the adjacent pair of lowest rank, every occurrence left to right, until none merges.
   while (w.size() > 1) {
     int32_t best = std::numeric_limits<int32_t>::max(), merged = -1;
@@ -546,6 +609,30 @@ void BpeTokenizer::encode_segment(std::string_view raw, Encoding& out) {
   if (model_->nfc) {  // the normalizer runs on the text between added tokens, as the library's does
     normalised = utf8::nfc(raw);
     text = normalised;
+  }
+  if (model_->metaspace) {  // Prepend ▁, Replace " " by ▁; the segment is one piece, a word starts at ▁
+    static const std::string kMeta = "\xe2\x96\x81";
+    normalised = kMeta;
+    for (char ch : raw) normalised += ch == ' ' ? kMeta : std::string(1, ch);
+    const size_t first = out.ids.size();
+    if (!model_->metaspace_words) {
+      merge(normalised, out.ids);
+    } else {  // a word at a time: each ▁ run that follows another character starts one
+      const std::string_view all = normalised;
+      size_t begin = 0;
+      for (size_t at = all.find(kMeta, 1); at != std::string_view::npos; at = all.find(kMeta, at + kMeta.size())) {
+        if (all.compare(at - kMeta.size(), kMeta.size(), kMeta) == 0) continue;  // inside a run of ▁
+        merge(all.substr(begin, at - begin), out.ids);
+        begin = at;
+      }
+      merge(all.substr(begin), out.ids);
+    }
+    for (size_t i = first; i < out.ids.size(); ++i) {
+      if (i > first && model_->vocab.token(out.ids[i]).rfind(kMeta, 0) == 0) ++out.num_words;
+      out.word_ids.push_back(out.num_words);
+    }
+    ++out.num_words;
+    return;
   }
   bool any = false;
   for_each_piece(text, [&](std::string_view piece) {

