@@ -301,6 +301,18 @@ def cmd_families(ctxsim, tmp):
                       f"attention {a32:.2e} (tolerance 1e-5)")
                 if not max(c32, a32) <= 1e-5:
                     fail(f"{label}: float32 beyond the tolerance")
+            if cls is head_cls and family == "qwen2":
+                # As save_pretrained writes a large model: shards and model.safetensors.index.json.
+                sharded = folder + "-sharded"
+                model.save_pretrained(sharded, max_shard_size="100KB")
+                shards = [f for f in os.listdir(sharded) if f.endswith(".safetensors")]
+                if "model.safetensors.index.json" not in os.listdir(sharded) or len(shards) < 2:
+                    fail(f"{label}: save_pretrained wrote no shards: {sorted(os.listdir(sharded))}")
+                cs, as_, _, _, _ = compare(label, ctxsim, sharded, cls, proj, "float64", SAMPLES, tmp, 1e-10)
+                print(f"reference: {label} in {len(shards)} shards (model.safetensors.index.json): max relative deviation "
+                      f"context {cs:.2e}, attention {as_:.2e} (tolerance 1e-10)")
+                if not max(cs, as_) <= 1e-10:
+                    fail(f"{label}: the sharded checkpoint is beyond the tolerance")
             if cls is head_cls and family == "mistral":
                 # Beyond the sliding window a query no longer sees every earlier key: refused.
                 p = subprocess.run([ctxsim, "model-info", folder, "--dump-heads", os.path.join(tmp, "long"), "--ids",

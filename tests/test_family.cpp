@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "stages/base/error.h"
+#include "stages/base/model_folder.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/safetensors.h"
@@ -244,6 +245,58 @@ TEST(DistilBert, BareAndMaskedLmLayoutsLoadTheSameModel) {
     EXPECT_HAS(e.what(), "missing encoder tensors: transformer.layer.1.attention.k_lin.bias");
     EXPECT_HAS(e.what(), "use a complete DistilBERT checkpoint (DistilBertModel or DistilBertForMaskedLM)");
   }
+}
+
+// A checkpoint in shards (model.safetensors.index.json, as save_pretrained writes a large model)
+// loads as the one file does; its digest is its own; an index that does not match its shards is
+// one error naming the index and the tensor or shard.
+TEST(Checkpoints, ShardsLoadAsOneFile) {
+  test::TempDir tmp;
+  const std::string dir = (tmp.path / "one").string();
+  const ModelConfig c = tiny(family_named("bert"));
+  write_random_checkpoint(c, 7, small_vocab(tmp), dir);
+  std::map<std::string, TensorData> parts[2];
+  nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
+  int k = 0;
+  for (auto& [name, t] : file_tensors(dir + "/model.safetensors")) {
+    const std::string shard = "model-0000" + std::to_string(k % 2 + 1) + "-of-00002.safetensors";
+    parts[k % 2][name] = t;
+    index["weight_map"][name] = shard;
+    ++k;
+  }
+  const std::string sharded = (tmp.path / "sharded").string();
+  std::filesystem::create_directories(sharded);
+  for (const char* f : {"config.json", "vocab.txt"}) std::filesystem::copy_file(dir + "/" + f, sharded + "/" + f);
+  write_safetensors(sharded + "/model-00001-of-00002.safetensors", parts[0]);
+  write_safetensors(sharded + "/model-00002-of-00002.safetensors", parts[1]);
+  tmp.write("sharded/model.safetensors.index.json", index.dump());
+  const ModelFolder folder(sharded);
+  EXPECT_TRUE(folder.sharded());
+  EXPECT_EQ(folder.weight_files().size(), 2u);
+  const TransformerEncoder a = TransformerEncoder::load(dir, at::kDouble), b = TransformerEncoder::load(sharded, at::kDouble);
+  EXPECT_TRUE(at::equal(a.forward(kIds, kValid), b.forward(kIds, kValid)));
+  EXPECT_NE(folder.weights_sha256(), ModelFolder(dir).weights_sha256());
+  // The index names the other shard for a tensor; then a shard that is not there.
+  const std::string moved = index["weight_map"].begin().key();
+  nlohmann::json wrong = index;
+  wrong["weight_map"][moved] = "model-00002-of-00002.safetensors";
+  tmp.write("sharded/model.safetensors.index.json", wrong.dump());
+  EXPECT_HAS(error_of([&] { TransformerEncoder::load(sharded, at::kFloat); }),
+             "model.safetensors.index.json: weight_map: names model-00002-of-00002.safetensors for tensor '" + moved + "'");
+  wrong["weight_map"][moved] = "model-00003-of-00002.safetensors";
+  tmp.write("sharded/model.safetensors.index.json", wrong.dump());
+  EXPECT_HAS(error_of([&] { TransformerEncoder::load(sharded, at::kFloat); }),
+             "names the shard model-00003-of-00002.safetensors, which is not in");
+  wrong["weight_map"][moved] = "../one/model.safetensors";
+  tmp.write("sharded/model.safetensors.index.json", wrong.dump());
+  EXPECT_HAS(error_of([&] { TransformerEncoder::load(sharded, at::kFloat); }), "is not a file name in the folder");
+  // One tensor in both shards.
+  parts[1][moved] = parts[0].count(moved) ? parts[0][moved] : parts[1][moved];
+  parts[0][moved] = parts[1][moved];
+  write_safetensors(sharded + "/model-00001-of-00002.safetensors", parts[0]);
+  write_safetensors(sharded + "/model-00002-of-00002.safetensors", parts[1]);
+  tmp.write("sharded/model.safetensors.index.json", index.dump());
+  EXPECT_HAS(error_of([&] { TransformerEncoder::load(sharded, at::kFloat); }), "tensor '" + moved + "' is in two shards");
 }
 
 // DistilBERT is BERT's post-LN layer under other names, without token types: the same weights

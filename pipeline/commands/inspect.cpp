@@ -134,8 +134,8 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
   // What this inspection is of: the text and the model (by its weights).
   const ModelFolder folder(a.model);
   const std::string model_weights = folder.weights();
-  if (!fs::is_regular_file(model_weights))
-    throw Error("--model " + a.model, "has no model.safetensors",
+  if (!fs::is_regular_file(model_weights) && !folder.sharded())
+    throw Error("--model " + a.model, "has no model.safetensors (nor a model.safetensors.index.json of shards)",
                 "give a Hugging Face model folder (config.json, model.safetensors and its vocabulary), e.g. models/brown-bert; "
                 "scripts/setup.sh fetches the default, data/models/all-MiniLM-L6-v2");
   const nlohmann::json what = {{"text_sha256", sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size())},

@@ -290,7 +290,7 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
     }
     return m;
   }
-  const SafetensorsFile file(folder.weights());
+  const SafetensorsFile file = open_checkpoint(folder);
   // The file's tensors by the layout's names: the encoder under the family's prefix (or bare,
   // legacy LayerNorm gamma/beta renamed), the head as it is; the tied decoder skipped.
   const std::map<std::string, std::vector<int64_t>> head = lm_head_shapes(config);
@@ -317,7 +317,7 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
       throw Error(file.path() + ": " + v.name, "has the shape of another model than config.json's", "use the config.json of these weights");
     at::Tensor raw = at::empty(p.shape, at::TensorOptions().dtype(weight_dtype(v, file.path())));
     int64_t first = -1;
-    if (const int64_t bad = copy_counting_nonfinite(file.file(), v, raw.data_ptr(), &first))
+    if (const int64_t bad = copy_counting_nonfinite(v, raw.data_ptr(), &first))
       throw Error(file.path() + ": tensor '" + v.name + "'",
                   std::to_string(bad) + " values are not finite (the first at flat index " + std::to_string(first) + ")",
                   "use a checkpoint with finite weights");

@@ -215,7 +215,7 @@ class QkvBlocks {
 at::Tensor read_tensor(const SafetensorsFile& file, const std::string& key, const TensorView& view, at::Tensor raw, at::ScalarType dtype) {
   if (!raw.defined()) raw = at::empty(view.shape, at::TensorOptions().dtype(weight_dtype(view, file.path())));
   int64_t first = -1;
-  if (const int64_t bad = copy_counting_nonfinite(file.file(), view, raw.data_ptr(), &first))
+  if (const int64_t bad = copy_counting_nonfinite(view, raw.data_ptr(), &first))
     throw Error(file.path() + ": tensor '" + key + "'",
                 std::to_string(bad) + " of " + std::to_string(raw.numel()) +
                     " values are not finite (NaN or inf), the first at flat index " + std::to_string(first),
@@ -291,11 +291,11 @@ TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarTy
   const std::string config_path = folder.config();
   const ModelConfig config = ModelConfig::load(config_path);
   const std::string weights = folder.weights();
-  if (!fs::exists(weights))
+  if (!fs::exists(weights) && !folder.sharded())
     throw Error(weights, "missing",
-                "ctxsim reads model.safetensors (convert a pytorch_model.bin with the safetensors "
-                "convert script, or make a random model with 'ctxsim init-model')");
-  const SafetensorsFile file(weights);
+                "ctxsim reads model.safetensors or the shards of model.safetensors.index.json (convert a pytorch_model.bin "
+                "with the safetensors convert script, or make a random model with 'ctxsim init-model')");
+  const SafetensorsFile file = open_checkpoint(folder);
   check_layer_count(file, config, config_path);
   LoadReport local;
   LoadReport& r = report ? *report : local;

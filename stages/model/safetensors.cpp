@@ -15,6 +15,7 @@
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 
 namespace ctxsim {
 namespace {
@@ -142,7 +143,7 @@ int64_t count_nonfinite(DType t, const uint8_t* p, size_t n) {
 
 }  // namespace
 
-int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, void* dst, int64_t* first) {
+int64_t copy_counting_nonfinite(const TensorView& v, void* dst, int64_t* first) {
   const size_t width = dtype_size(v.dtype), chunk = (size_t(64) << 10) / width * width;
   auto* out = static_cast<uint8_t*>(dst);
   int64_t bad = 0;
@@ -159,7 +160,7 @@ int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, voi
         }
     bad += here;
   }
-  file.release(v.data, v.nbytes);
+  if (v.mapping) v.mapping->release(v.data, v.nbytes);
   return bad;
 }
 
@@ -256,10 +257,44 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, co
   return out;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
-  SafetensorsHeader h = SafetensorsHeader::parse(file_->data(), file_->size(), path);
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), files_{std::make_shared<MappedFile>(path)} {
+  SafetensorsHeader h = SafetensorsHeader::parse(files_[0]->data(), files_[0]->size(), path);
   tensors_ = std::move(h.tensors);
   metadata_ = std::move(h.metadata);
+  for (auto& [name, v] : tensors_) v.mapping = files_[0].get();
+}
+
+SafetensorsFile::SafetensorsFile(const std::vector<std::string>& shards, const std::map<std::string, std::string>& weight_map,
+                                 const std::string& path)
+    : path_(path) {
+  std::map<std::string, std::string> shard_of;  // tensor -> the shard that holds it
+  for (const std::string& shard : shards) {
+    files_.push_back(std::make_shared<MappedFile>(shard));
+    SafetensorsHeader h = SafetensorsHeader::parse(files_.back()->data(), files_.back()->size(), shard);
+    const std::string shard_name = std::filesystem::path(shard).filename().string();
+    for (auto& [name, v] : h.tensors) {
+      if (const auto [it, fresh] = shard_of.emplace(name, shard); !fresh)
+        throw Error(path, "tensor '" + name + "' is in two shards, " + it->second + " and " + shard,
+                    "the checkpoint is damaged: download or save it again");
+      if (const auto m = weight_map.find(name); m != weight_map.end() && m->second != shard_name)
+        throw Error(path + ": weight_map", "names " + m->second + " for tensor '" + name + "', which " + shard + " holds",
+                    "the index does not belong to these shards: download or save the checkpoint again");
+      v.mapping = files_.back().get();
+      tensors_.emplace(name, std::move(v));
+    }
+    for (auto& [key, value] : h.metadata) metadata_.emplace(key, std::move(value));
+  }
+  for (const auto& [name, shard] : weight_map)
+    if (!tensors_.count(name))
+      throw Error(path + ": weight_map", "names tensor '" + name + "' in " + shard + ", which does not hold it",
+                  "the index does not belong to these shards: download or save the checkpoint again");
+}
+
+SafetensorsFile open_checkpoint(const ModelFolder& folder) {
+  if (!folder.sharded()) return SafetensorsFile(folder.weights());
+  std::map<std::string, std::string> weight_map;
+  const std::vector<std::string> shards = folder.weight_files(&weight_map);
+  return SafetensorsFile(shards, weight_map, folder.file(ModelFolder::kWeightsIndex));
 }
 
 const TensorView* SafetensorsFile::find(const std::string& name) const {

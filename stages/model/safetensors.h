@@ -17,12 +17,14 @@ size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "F32"
 bool dtype_is_floating(DType t);
 
+class MappedFile;
 struct TensorView {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // inside the mapping; may be unaligned
   size_t nbytes = 0;
+  const MappedFile* mapping = nullptr;  // the file it lies in (SafetensorsFile sets it)
   int64_t numel() const;
 };
 
@@ -58,22 +60,31 @@ class SafetensorsFile {
  public:
   // Maps and validates the whole header (SafetensorsHeader::parse).
   explicit SafetensorsFile(const std::string& path);
+  // A checkpoint in shards (model.safetensors.index.json): every shard mapped and validated, their
+  // tensors one table; a tensor in two shards, or not in the shard the index names, is an Error
+  // naming both. `path` names the set in messages (the index).
+  SafetensorsFile(const std::vector<std::string>& shards, const std::map<std::string, std::string>& weight_map, const std::string& path);
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const TensorView* find(const std::string& name) const;
-  const std::string& path() const { return file_->path(); }
-  const MappedFile& file() const { return *file_; }
+  const std::string& path() const { return path_; }
 
  private:
-  std::shared_ptr<MappedFile> file_;
+  std::string path_;
+  std::vector<std::shared_ptr<MappedFile>> files_;
   std::map<std::string, TensorView> tensors_;
   std::map<std::string, std::string> metadata_;
 };
 
+class ModelFolder;
+// The weights of a model folder: model.safetensors, or the shards of model.safetensors.index.json
+// (ModelFolder::weight_files) as one table.
+SafetensorsFile open_checkpoint(const ModelFolder& folder);
+
 // Copies a tensor's bytes out of the mapping into dst (v.nbytes, any alignment) and counts its
 // non-finite values (NaN, ±inf) on the way, in one pass over each cache-sized chunk; the flat
 // index of the first goes to *first (-1 when none). Then drops the copied pages of the mapping.
-int64_t copy_counting_nonfinite(const MappedFile& file, const TensorView& v, void* dst, int64_t* first);
+int64_t copy_counting_nonfinite(const TensorView& v, void* dst, int64_t* first);
 
 struct TensorData {
   DType dtype = DType::F32;
