@@ -3,9 +3,10 @@
 # (sections 2-4) and docs/STORE.md, independent of ctxsim's C++. Two uses:
 #  - the yardstick of scripts/bench_run.sh-style comparisons: "ctxsim vs a plain PyTorch script
 #    doing the same job with the same BLAS" (Debian's python3-torch links the same libtorch and
-#    OpenBLAS as build/ctxsim). It reads the samples of a ctxsim store, runs a plain BERT forward
-#    with torch.nn.functional and computes every statistic with whole-tensor torch operations,
-#    batched over samples and heads: what a researcher writes in an afternoon, not tuned.
+#    OpenBLAS as build/ctxsim). It reads the samples of a ctxsim store, runs a plain forward (BERT,
+#    RoBERTa, GPT-2 or the Llama lineage: SPEC §7) with torch.nn.functional and computes every
+#    statistic with whole-tensor torch operations, batched over samples and heads: what a
+#    researcher writes in an afternoon, not tuned.
 #  - a second, independent check of the counts: --check compares every dataset of the store with
 #    its own: the integer aggregates of /stats, their per-unit sums in /units, /per_sample and the
 #    examples' selected pairs exactly; anchor_share and the examples' float16 matrices within their
@@ -50,6 +51,12 @@ FRAME = {"bert": ("[CLS]", "[SEP]", "[PAD]"), "roberta": ("<s>", "</s>", "<pad>"
 BYTE_LEVEL = {"roberta", "gpt2"}
 PREFIX = {"bert": "bert.", "roberta": "roberta.", "gpt2": "transformer."}
 SKIP = {"bert": ("cls.", "pooler."), "roberta": ("lm_head.", "pooler."), "gpt2": ("lm_head.",)}
+# The Llama lineage (SPEC §7): one layout, its frame and specials from the folder's
+# tokenizer_config.json (lineage_tokens below).
+LINEAGE = ("llama", "mistral", "qwen2", "qwen3")
+for _f in LINEAGE:
+    BYTE_LEVEL.add(_f)
+    PREFIX[_f], SKIP[_f] = "model.", ("lm_head.",)
 FIXED_POINT_SCALE = 2.0 ** 32
 
 
@@ -57,7 +64,7 @@ FIXED_POINT_SCALE = 2.0 ** 32
 
 def load_checkpoint(folder, dtype):
     """config.json + model.safetensors -> (config dict, {bare model name: tensor}) for BERT,
-    RoBERTa (RobertaModel's names) and GPT-2 (GPT2Model's)."""
+    RoBERTa (RobertaModel's names), GPT-2 (GPT2Model's) and the Llama lineage (LlamaModel's)."""
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     with open(os.path.join(folder, "model.safetensors"), "rb") as f:
@@ -101,6 +108,8 @@ def forward(cfg, w, ids, valid, per_layer=None):
     for each layer with the attention map and the head context vectors (before W_O)."""
     if cfg.get("model_type") == "gpt2":
         return gpt2_forward(cfg, w, ids, valid, per_layer)
+    if cfg.get("model_type") in LINEAGE:
+        return lineage_forward(cfg, w, ids, valid, per_layer)
     B, T = ids.shape
     H = cfg["num_attention_heads"]
     D = cfg["hidden_size"]
@@ -162,6 +171,56 @@ def gpt2_forward(cfg, w, ids, valid, per_layer=None):
         h = F.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
         x = x + act(h @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]) @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
     return F.layer_norm(x, (D,), w["ln_f.weight"], w["ln_f.bias"], eps)
+
+
+def lineage_forward(cfg, w, ids, valid, per_layer=None):
+    """The Llama lineage (SPEC §7): RMSNorm before each block, rotary positions in the rotate_half
+    layout (the default rope; pairs (i, i + d/2)), grouped-query attention (query head h reads
+    key/value head h // (H / H_kv)), Qwen2's q/k/v biases and Qwen3's per-head q/k RMSNorm where
+    the checkpoint has them, causal attention over the valid keys, SwiGLU, a final norm."""
+    if (cfg.get("rope_scaling") or {}).get("rope_type", "default") != "default" or cfg.get("sliding_window"):
+        raise SystemExit("torch_pipeline.py: the default rope and no sliding window only")
+    B, T = ids.shape
+    H, D = cfg["num_attention_heads"], cfg["hidden_size"]
+    Hkv = cfg.get("num_key_value_heads") or H
+    d = cfg.get("head_dim") or D // H
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    theta = cfg.get("rope_theta") or (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+    rms = lambda x, weight: weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    angles = torch.arange(T, dtype=torch.float64).view(T, 1) * inv_freq.view(1, -1)
+    cos, sin = (torch.cat((f, f), dim=-1).to(w["embed_tokens.weight"].dtype) for f in (angles.cos(), angles.sin()))
+    rotate = lambda t: t * cos + torch.cat((-t[..., d // 2:], t[..., :d // 2]), dim=-1) * sin
+    x = w["embed_tokens.weight"][ids]
+    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool)).view(1, 1, T, T) & valid.view(B, 1, 1, T)
+    floor = torch.finfo(x.dtype).min
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"layers.{l}."
+        h = rms(x, w[p + "input_layernorm.weight"])
+        proj = lambda name, n: F.linear(h, w[p + f"self_attn.{name}.weight"], w.get(p + f"self_attn.{name}.bias")).view(B, T, n, d).transpose(1, 2)
+        q, k, v = proj("q_proj", H), proj("k_proj", Hkv), proj("v_proj", Hkv)
+        if p + "self_attn.q_norm.weight" in w:
+            q, k = rms(q, w[p + "self_attn.q_norm.weight"]), rms(k, w[p + "self_attn.k_norm.weight"])
+        q, k = rotate(q), rotate(k)
+        k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
+        A = torch.softmax((q @ k.transpose(-1, -2) / math.sqrt(d)).masked_fill(~allowed, floor), dim=-1)
+        ctx = A @ v
+        if per_layer is not None:
+            per_layer(l, A, ctx, w[p + "self_attn.o_proj.weight"])
+        x = x + F.linear(ctx.transpose(1, 2).reshape(B, T, H * d), w[p + "self_attn.o_proj.weight"])
+        h = rms(x, w[p + "post_attention_layernorm.weight"])
+        x = x + F.linear(F.silu(F.linear(h, w[p + "mlp.gate_proj.weight"])) * F.linear(h, w[p + "mlp.up_proj.weight"]), w[p + "mlp.down_proj.weight"])
+    return rms(x, w["norm.weight"])
+
+
+def lineage_tokens(folder):
+    """The Llama lineage's frame and specials from tokenizer_config.json (SPEC §7): bos_token
+    (none when null), pad_token or else eos_token; specials the three."""
+    path = os.path.join(folder, "tokenizer_config.json")
+    c = json.load(open(path)) if os.path.exists(path) else {}
+    token = lambda key: (c.get(key) or {}).get("content") if isinstance(c.get(key), dict) else c.get(key)
+    bos, pad, eos = token("bos_token"), token("pad_token"), token("eos_token")
+    return (bos, None, pad or eos), [t for t in (bos, pad, eos) if t]
 
 
 # ---------------------------------------------------------------- statistics (SPEC §3-4)
@@ -417,6 +476,8 @@ def main():
         spaced = "\u0120" + name  # byte-level BPE: a token after a space ("Ġ,")
         return [name] + ([spaced] if family in BYTE_LEVEL and not name.startswith("\u0120") and spaced in name_to_id else [])
     family = cfg.get("model_type", "bert")
+    if family in LINEAGE:
+        FRAME[family], SPECIALS[family] = lineage_tokens(model)
     rules = [(name, kind, value, beta, [sep_names.index(t) for s in seps if s for t in spellings(s)])
              for name, kind, value, beta, seps in read_rules(store)]
     vector = store.attrs["vector"].decode() if "vector" in store.attrs else "context"

@@ -212,6 +212,20 @@ PY
     out=$(/usr/bin/python3 scripts/torch_pipeline.py --store "$TMP/extra.h5" --model models/brown-bert --dtype float64 --threads 1 --check 2>&1) \
       && fail "a dataset it does not compute passed the check"
     contains "$out" "check stats/top_fraction=0.02/new_stat: not compared"
+    # The Llama lineage (SPEC §7: RMSNorm, rotary positions, grouped-query heads, Qwen3's q/k norms,
+    # causal attention, frames from tokenizer_config.json): random models of two rows, count for count.
+    for spec in "llama llama3" "qwen3 qwen3"; do
+      set -- $spec
+      "$CTXSIM" init-model --family "$1" --preset bert-tiny --layers 2 --hidden 64 --heads 4 --ffn 128 --positions 128 --seed 3 \
+        --vocab "data/tokenizers/$2" --out "$TMP/$1" > /dev/null || fail "init-model --family $1"
+      "$CTXSIM" run configs/default.yaml model.path="$TMP/$1" model.dtype=float64 samples.num_samples=12 samples.seq_len=64 \
+        runtime.batch_size=5 runtime.unit_size=6 statistics.examples=[0,7] output.report=false output.dir="$TMP/s-$1" \
+        'selection=[{top_fraction: 0.02}, {relative_to_max: 0.9, attention_threshold: 0.3}]' > /dev/null 2> "$TMP/err" ||
+        fail "run $1: $(cat "$TMP/err")"
+      out=$(/usr/bin/python3 scripts/torch_pipeline.py --store "$TMP/s-$1/store.h5" --model "$TMP/$1" --dtype float64 --batch 7 --threads 1 \
+        --check 2>&1) || fail "$1: the PyTorch implementation disagrees: $(grep -v ': equal$' <<< "$out")"
+      contains "$out" "check: all equal"
+    done
     ;;
   isa_levels)
     # SPEC §5: one answer on every node of a mixed cluster. One job at each instruction-set level
