@@ -123,15 +123,24 @@ case "$CASE" in
       [ "$(grep -c 'error:' "$TMP/err")" -eq 1 ] || fail "printed more than once: $(cat "$TMP/err")"
     fi
     ;;
-  gpt2_ranks_resume)
-    # SPEC §5 for a causal decoder in its own frame (SPEC §7): a GPT-2 store is the same on 1 and 3
-    # ranks, and after a SIGKILL on 2 ranks and a resume on 3.
-    [ -f data/vocab/gpt2/merges.txt ] || { echo "skip: no data/vocab/gpt2 (scripts/setup.sh)"; exit 77; }
-    "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --seed 4 --vocab data/vocab/gpt2 --out "$TMP/g" > /dev/null || fail "init gpt2"
+  gpt2_ranks_resume | llama_ranks_resume)
+    # SPEC §5 for a causal decoder in its own frame (SPEC §7): a GPT-2 store, and a Llama one (the
+    # Llama 3 tokenizer: rotary positions, grouped-query heads), is the same on 1 and 3 ranks, and
+    # after a SIGKILL on 2 ranks and a resume on 3.
+    if [ "$CASE" = gpt2_ranks_resume ]; then
+      [ -f data/vocab/gpt2/merges.txt ] || { echo "skip: no data/vocab/gpt2 (scripts/setup.sh)"; exit 77; }
+      "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --seed 4 --vocab data/vocab/gpt2 --out "$TMP/g" > /dev/null || fail "init gpt2"
+      family=gpt2 shape="(gpt2, 2 layers, 2 heads, float64)"
+    else
+      [ -f data/tokenizers/llama3/tokenizer.json ] || { echo "skip: no data/tokenizers/llama3 (scripts/setup.sh)"; exit 77; }
+      "$CTXSIM" init-model --family llama --preset smollm2-135m --layers 2 --hidden 96 --heads 6 --ffn 128 --seed 4 \
+        --vocab data/tokenizers/llama3 --out "$TMP/g" > /dev/null || fail "init llama"
+      family=llama shape="(llama, 2 layers, 6 heads, float64)"
+    fi
     G=(model.path="$TMP/g")
     run 1 "$TMP/r1" "${G[@]}" || fail "run on 1 rank: $(tail -3 "$TMP/r1.log")"
     run 3 "$TMP/r3" "${G[@]}" || fail "run on 3 ranks: $(tail -3 "$TMP/r3.log")"
-    contains "$(cat "$TMP/r1.log")" "(gpt2, 2 layers, 2 heads, float64)"
+    contains "$(cat "$TMP/r1.log")" "$shape"
     compare "$TMP/r1" "$TMP/r3"
     CTXSIM_UNIT_DELAY_MS=400 setsid $MPI -n 2 "$CTXSIM" run "${ARGS[@]}" "${G[@]}" output.dir="$TMP/k" > "$TMP/k1.log" 2>&1 &
     BG=$!
@@ -141,7 +150,7 @@ case "$CASE" in
     contains "$(cat "$TMP/k.log")" "resuming"
     compare "$TMP/r1" "$TMP/k"
     [ "$(/usr/bin/python3 -c 'import sys, h5py; f = h5py.File(sys.argv[1]); print(f.attrs["model_family"].decode(), f.attrs["causal"])' \
-        "$TMP/k/store.h5")" = "gpt2 1" ] || fail "the store does not name GPT-2's causal attention"
+        "$TMP/k/store.h5")" = "$family 1" ] || fail "the store does not name the decoder's causal attention"
     ;;
   *) fail "unknown case" ;;
 esac
