@@ -4,6 +4,7 @@
 // an independent reference is tests/model_reference.py (cli.encoder_reference).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "stages/base/error.h"
@@ -245,6 +246,33 @@ TEST(DistilBert, BareAndMaskedLmLayoutsLoadTheSameModel) {
     EXPECT_HAS(e.what(), "missing encoder tensors: transformer.layer.1.attention.k_lin.bias");
     EXPECT_HAS(e.what(), "use a complete DistilBERT checkpoint (DistilBertModel or DistilBertForMaskedLM)");
   }
+}
+
+// init-model --dtype bfloat16 writes BF16 (as large models ship): each value rounded to nearest,
+// ties to even; the model loads and its forward is the float32 one's within bf16's precision.
+TEST(Checkpoints, Bfloat16RoundsToNearestEven) {
+  TensorData t;
+  t.shape = {4};
+  const uint32_t bits[4] = {0x3f800000u, 0x3f808000u, 0x3f818000u, 0xbf80ffffu};  // 1, a tie to 1, a tie to 1.015625, below -1.0078
+  t.bytes.resize(16);
+  std::memcpy(t.bytes.data(), bits, 16);
+  const TensorData b = in_dtype({{"w", t}}, DType::BF16).at("w");
+  ASSERT_EQ(b.dtype, DType::BF16);
+  uint16_t got[4];
+  std::memcpy(got, b.bytes.data(), 8);
+  EXPECT_EQ(got[0], 0x3f80);
+  EXPECT_EQ(got[1], 0x3f80);
+  EXPECT_EQ(got[2], 0x3f82);
+  EXPECT_EQ(got[3], 0xbf81);
+  test::TempDir tmp;
+  const ModelConfig c = tiny(family_named("bert"));
+  write_random_checkpoint(c, 9, small_vocab(tmp), (tmp.path / "f32").string());
+  write_random_checkpoint(c, 9, small_vocab(tmp), (tmp.path / "bf16").string(), DType::BF16);
+  EXPECT_EQ(file_tensors((tmp.path / "bf16/model.safetensors").string()).at("embeddings.word_embeddings.weight").dtype, DType::BF16);
+  const at::Tensor a = TransformerEncoder::load((tmp.path / "f32").string(), at::kFloat).forward(kIds, kValid);
+  const at::Tensor z = TransformerEncoder::load((tmp.path / "bf16").string(), at::kFloat).forward(kIds, kValid);
+  EXPECT_LT((a - z).abs().max().item<double>(), 0.05 * a.abs().max().item<double>());
+  EXPECT_FALSE(at::equal(a, z));
 }
 
 // A checkpoint in shards (model.safetensors.index.json, as save_pretrained writes a large model)

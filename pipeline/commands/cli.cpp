@@ -284,6 +284,9 @@ void init_model_options(CLI::App& s, Args& a) {
   s.add_flag(
       "--mlm", a.init.mlm,
       "write the family's language-model class (BertForMaskedLM, RobertaForMaskedLM, GPT2LMHeadModel, ...), its head included (what `ctxsim prune` evaluates)");
+  s.add_option("--dtype", a.init.dtype, "the weights' file dtype: float32 | bfloat16 (as large models ship)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->capture_default_str();
   s.add_option("--out", a.init.out, "output folder")->required();
   s.add_flag("--overwrite", a.init.overwrite, "replace another model in --out");
 }

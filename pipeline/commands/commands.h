@@ -117,9 +117,10 @@ struct InitModelArgs {
   std::string like;  // a model folder whose config.json gives family and shape instead ("" = the preset's)
   int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, positions = 0;  // 0 = the preset's
   uint64_t seed = 0;
-  std::string vocab, out;  // vocab "" = --like's own tokenizer
-  bool mlm = false;        // BERT: BertForMaskedLM with its masked-LM head (what `ctxsim prune` evaluates)
-  bool overwrite = false;  // replace another model in --out
+  std::string vocab, out;         // vocab "" = --like's own tokenizer
+  bool mlm = false;               // BERT: BertForMaskedLM with its masked-LM head (what `ctxsim prune` evaluates)
+  std::string dtype = "float32";  // float32 | bfloat16: the weights' file dtype
+  bool overwrite = false;         // replace another model in --out
 };
 int cmd_init_model(const InitModelArgs& args, std::ostream& out);
 

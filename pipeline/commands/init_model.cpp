@@ -81,11 +81,12 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
     throw Error("--out " + a.out, std::string("cannot write there: ") + std::strerror(errno), "give --out a folder you may write to");
   const fs::path staging = staging_name;
   try {
-    write_random_checkpoint(c, a.seed, vocab, staging.string());
+    const DType dtype = a.dtype == "bfloat16" ? DType::BF16 : DType::F32;
+    write_random_checkpoint(c, a.seed, vocab, staging.string(), dtype);
     if (a.mlm) {  // the family's language-model class: the same encoder under its prefix, with the head
       const ModelFolder staged(staging.string());
       const ModelConfig written = ModelConfig::load(staged.config());
-      write_safetensors(staged.weights(), random_lm_weights(written, a.seed),
+      write_safetensors(staged.weights(), in_dtype(random_lm_weights(written, a.seed), dtype),
                         {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(a.seed)}});
       atomic_write(staged.config(), written.to_json(f.mlm_class));
     }

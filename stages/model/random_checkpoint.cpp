@@ -204,14 +204,35 @@ std::vector<std::pair<std::string, std::string>> model_tokenizer_files(Family fa
   return std::move(out.files);
 }
 
-void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir) {
+std::map<std::string, TensorData> in_dtype(std::map<std::string, TensorData> tensors, DType dtype) {
+  CTXSIM_CHECK(dtype == DType::F32 || dtype == DType::BF16, "in_dtype: F32 or BF16");
+  if (dtype == DType::F32) return tensors;
+  for (auto& [name, t] : tensors) {
+    CTXSIM_CHECK(t.dtype == DType::F32, "in_dtype: from F32");
+    const size_t n = t.bytes.size() / 4;
+    std::vector<uint8_t> out(n * 2);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, t.bytes.data() + 4 * i, 4);
+      const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);  // nearest, ties to even (values are finite)
+      const uint16_t b = uint16_t(rounded >> 16);
+      std::memcpy(out.data() + 2 * i, &b, 2);
+    }
+    t.bytes = std::move(out);
+    t.dtype = DType::BF16;
+  }
+  return tensors;
+}
+
+void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir, DType dtype) {
   namespace fs = std::filesystem;
   const FamilySpec& f = family_spec(config.family);
   const TokenizerOut tokenizer = tokenizer_files_for(f, vocab_path);
   config.vocab_size = tokenizer.size;
   make_folder(out_dir, "--out");
   const ModelFolder out(out_dir);
-  write_safetensors(out.weights(), random_checkpoint_weights(config, seed), {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
+  write_safetensors(out.weights(), in_dtype(random_checkpoint_weights(config, seed), dtype),
+                    {{"format", "pt"}, {"ctxsim_init_seed", std::to_string(seed)}});
   atomic_write(out.config(), config.to_json(f.init_writes_mlm ? f.mlm_class : f.model_class));
   for (const auto& [name, bytes] : tokenizer.files) atomic_write((fs::path(out_dir) / name).string(), bytes);
 }

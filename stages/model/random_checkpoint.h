@@ -35,7 +35,11 @@ std::map<std::string, TensorData> random_lm_weights(const ModelConfig& config, u
 // (GPT-2, RoBERTa; RoBERTa's specials added to GPT-2's tokens, see random_checkpoint.cpp).
 // config.vocab_size is the vocabulary's size. A tokenizer of another kind than the family's is an
 // Error naming vocab_path.
-void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir);
+// `dtype` F32 or BF16 (each value rounded to nearest, ties to even): the file as large models ship.
+void write_random_checkpoint(ModelConfig config, uint64_t seed, const std::string& vocab_path, const std::string& out_dir,
+                             DType dtype = DType::F32);
+// The tensors in `dtype` (F32 as they are, BF16 rounded to nearest even).
+std::map<std::string, TensorData> in_dtype(std::map<std::string, TensorData> tensors, DType dtype);
 
 // The tokenizer files (name, bytes) a model folder of `family` holds when made from vocab_path, as
 // write_random_checkpoint writes them, and in *size the vocabulary size they give (more than
