@@ -279,8 +279,9 @@ void init_model_options(CLI::App& s, Args& a) {
       ->capture_default_str();
   s.add_option(
       "--vocab", a.init.vocab,
-      "the tokenizer: a vocab.txt or WordPiece tokenizer.json (BERT, DistilBERT), or GPT-2's vocab.json + merges.txt folder or a tokenizer.json "
-      "(GPT-2, RoBERTa); its size sets vocab_size; required unless --like");
+      "the tokenizer: a vocab.txt or WordPiece tokenizer.json (BERT, DistilBERT), GPT-2's vocab.json + merges.txt folder or a "
+      "tokenizer.json (GPT-2, RoBERTa), a tokenizer.json or its folder or a GGUF file (the Llama lineage); its size sets vocab_size; "
+      "required unless --like");
   s.add_flag(
       "--mlm", a.init.mlm,
       "write the family's language-model class (BertForMaskedLM, RobertaForMaskedLM, GPT2LMHeadModel, ...), its head included (what `ctxsim prune` evaluates)");

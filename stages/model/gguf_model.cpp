@@ -7,7 +7,6 @@
 #include "stages/base/files.h"
 #include "stages/base/model_folder.h"
 #include "stages/model/family.h"
-#include "stages/model/model.h"
 
 namespace ctxsim {
 namespace {

@@ -10,11 +10,10 @@
 #include <string>
 
 #include "stages/base/gguf.h"
+#include "stages/model/load_report.h"
 #include "stages/model/model_config.h"
 
 namespace ctxsim {
-
-struct LoadReport;
 
 // The config of the model in `header` (read from `path`): an Error naming the file and the key for
 // an architecture ctxsim does not read, a missing or contradictory key, or a rope scaling it does

@@ -11,19 +11,13 @@
 
 #include "stages/base/precision.h"
 #include "stages/model/encoder.h"
+#include "stages/model/load_report.h"
 #include "stages/model/model_config.h"
 #include "stages/model/transformer_layer.h"
 
 namespace ctxsim {
 
 struct TensorView;
-
-struct LoadReport {
-  int64_t tensors_in_file = 0;
-  int64_t encoder_tensors = 0;          // loaded (the pooler included when present)
-  std::vector<std::string> ignored;     // task heads (cls.*, vocab_*) and buffers, skipped on purpose
-  std::vector<std::string> unexpected;  // neither encoder nor known heads: listed in one warning
-};
 
 class TransformerEncoder final : public Encoder {
  public:
