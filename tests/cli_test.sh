@@ -599,6 +599,16 @@ PY
       fail "a text file named .gguf was run"
     contains "$(cat "$TMP/err")" "does not start with GGUF's magic bytes"
     [ ! -e "$TMP/bad/store.h5" ] || fail "a refused run left a store"
+    # A well-formed GGUF of an architecture ctxsim does not read (written by the gguf package).
+    .venv/bin/python - "$TMP/gemma.gguf" <<'PY' || fail "writing a gemma GGUF"
+import sys, numpy as np, gguf
+w = gguf.GGUFWriter(sys.argv[1], "gemma")
+w.add_block_count(1)
+w.add_tensor("token_embd.weight", np.zeros((8, 4), dtype=np.float32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+PY
+    "$CTXSIM" model-info "$TMP/gemma.gguf" > /dev/null 2> "$TMP/err" && fail "a gemma GGUF was read"
+    contains "$(cat "$TMP/err")" "is a GGUF of architecture 'gemma', and ctxsim reads llama, qwen2, qwen3"
     ;;
   distilbert_run)
     # A seeded random DistilBERT through the whole job: a store whose layers and heads are the
