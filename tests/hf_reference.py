@@ -667,6 +667,30 @@ def cmd_tokenizers(ctxsim, lines_path, tmp):
     dropped = ids(tok)
     print(f"reference: transformers' GGUF tokenizer of SmolLM2 (without the Digits step) differs on "
           f"{sum(a != b for a, b in zip(dropped, theirs))} of {len(lines)} lines")
+    # Llama 3's vocabulary as a GGUF holds it (llama.cpp's converter: tokens in id order, "a b"
+    # merges, added tokens as control tokens, pre-tokenizer llama-bpe): the same ids as its
+    # tokenizer.json, whose ignore_merges a GGUF does not spell (588 of its tokens no merge reaches).
+    import gguf
+    path = "data/tokenizers/llama3/tokenizer.json"
+    with open(path, encoding="utf-8") as f:
+        tj = json.load(f)
+    vocab = dict(tj["model"]["vocab"])
+    for a in tj["added_tokens"]:
+        vocab[a["content"]] = a["id"]
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    special = {a["id"] for a in tj["added_tokens"]}
+    g = os.path.join(tmp, "llama3-vocab.gguf")
+    w = gguf.GGUFWriter(g, "llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("llama-bpe")
+    w.add_token_list(tokens)
+    w.add_token_types([3 if i in special else 1 for i in range(len(tokens))])
+    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    compare_ids("Llama 3 (its vocabulary in a GGUF, pre llama-bpe)", ctxsim_ids(ctxsim, ["--vocab", g], text), ids(Tokenizer.from_file(path)), lines)
 
 def main():
     case, ctxsim = sys.argv[1], sys.argv[2]

@@ -159,7 +159,10 @@ case "$CASE" in
         "$TMP/roberta-tokenizer/vocab.json" "$TMP/nomask/vocab.json" || fail "a vocabulary without <mask>"
     one_error "has no <mask> token, which masked-LM training needs" \
       "$CTXSIM" pretrain "${TINY[@]}" pretrain.family=roberta model.vocab="$TMP/nomask" output.dir="$TMP/f3"
-    [ ! -e "$TMP/f1" ] && [ ! -e "$TMP/f3/model" ] || fail "a refused pretraining wrote a model"
+    # A model folder of another family than pretrain.family: refused, not trained as the folder's.
+    one_error "pretrain.family: is roberta, and model.path/model.name name a GPT-2 folder" \
+      "$CTXSIM" pretrain "${TINY[@]}" pretrain.family=roberta model.path="$TMP/gpt2/model" model.vocab=data/vocab/gpt2 output.dir="$TMP/f4"
+    [ ! -e "$TMP/f1" ] && [ ! -e "$TMP/f3/model" ] && [ ! -e "$TMP/f4/model" ] || fail "a refused pretraining wrote a model"
     ;;
   bad_input)  # one clear error each, exit 1, nothing trained
     one_error "pretrain.heads: 3 heads do not divide pretrain.hidden=32" "$CTXSIM" pretrain "${TINY[@]}" pretrain.heads=3 output.dir="$TMP/b1"

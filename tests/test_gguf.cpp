@@ -92,6 +92,14 @@ TEST(GgufCorrupt, EachClassIsOneErrorNamingIt) {
   EXPECT_HAS(error_of([&] { unknown.parse(); }), "tensor 'w' has ggml type 4, which ggml does not define");
   Bytes partial = one_tensor(8, 48, 1, 68);  // Q8_0 rows of 48 values: not whole blocks of 32
   EXPECT_HAS(error_of([&] { partial.parse(); }), "rows of 48 values are not whole Q8_0 blocks of 32");
+  // Four dimensions of 2^40, 2^40, 2^40, 2^8: a product of 2^128 that must not wrap to 0.
+  Bytes wrap;
+  wrap.b = "GGUF";
+  wrap.put<uint32_t>(3).put<uint64_t>(1).put<uint64_t>(0);
+  wrap.str("w").put<uint32_t>(4).put<uint64_t>(uint64_t(1) << 40).put<uint64_t>(uint64_t(1) << 40).put<uint64_t>(uint64_t(1) << 40);
+  wrap.put<uint64_t>(256).put<uint32_t>(0).put<uint64_t>(0);
+  wrap.pad(32);
+  EXPECT_HAS(error_of([&] { wrap.parse(); }), "tensor 'w' holds more bytes than the whole file");
   Bytes big = one_tensor(0, uint64_t(1) << 30, uint64_t(1) << 30, 32);
   EXPECT_HAS(error_of([&] { big.parse(); }), "tensor 'w' holds more bytes than the whole file");
   // Two tensors over the same bytes.

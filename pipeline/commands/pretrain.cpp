@@ -261,6 +261,11 @@ TrainData load_training_data(MpiComm& world, const TrainPlan& p) {
     d.tokenizer.emplace(make_tokenizer(c));
     const Vocab& vocab = d.tokenizer->vocab();
     const FamilySpec& family = *d.tokenizer->family;
+    if (c.pretrain.family != family.model_type)  // model.path or model.name named a folder of another family
+      throw Error(c.where("pretrain.family"),
+                  "is " + c.pretrain.family + ", and model.path/model.name name a " + family.display +
+                      " folder; pretraining trains pretrain.family's layout from random weights",
+                  "remove model.path and model.name from the pretraining config, or set pretrain.family=" + std::string(family.model_type));
     const LmHead& head = family.lm_head;
     d.causal = head.objective == LmObjective::Causal;
     const int32_t mask_id = d.causal ? -1 : vocab.id(head.mask_token);

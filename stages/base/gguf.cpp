@@ -176,9 +176,10 @@ void read_tensor_table(Cursor& c, uint64_t n_tensors, const uint8_t* data, size_
     if (ne[0] % t.type->block != 0)
       c.fail(what + "'s rows of " + std::to_string(ne[0]) + " values are not whole " + t.type->name + " blocks of " +
              std::to_string(t.type->block));
-    // Overflow-safe: values, then bytes.
+    // Overflow-safe: each dimension is at most 2^40 and the product stops growing past 2^48.
     unsigned __int128 values = 1;
-    for (int64_t n : ne) values *= uint64_t(n);
+    for (int64_t n : ne)
+      if (values <= (uint64_t(1) << 48)) values *= uint64_t(n);
     const unsigned __int128 bytes = values / uint64_t(t.type->block) * uint64_t(t.type->block_bytes);
     if (values > (uint64_t(1) << 48) || bytes > size)
       c.fail(what + " holds more bytes than the whole file (" + std::to_string(size) + "): it is truncated, or its shape is damaged");

@@ -139,6 +139,12 @@ std::map<std::string, at::Tensor> read_gguf_tensors(const GgufHeader& h, const M
     const std::string name = hf_name(f, t.name, c.num_layers);
     const bool is_head = !name.empty() && f.lm_head.decoder && name == std::string(f.lm_head.decoder) + ".weight";
     const auto it = expected.find(name);
+    // A bias of a module the family's layout has without one (a llama GGUF with q/k/v biases):
+    // the model would run without it, so it is refused, as config.json's attention_bias is.
+    if (!name.empty() && it == expected.end() && name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0 &&
+        expected.count(name.substr(0, name.size() - 5) + ".weight"))
+      throw Error(where, std::string("is a bias, and ctxsim reads ") + f.display + " projections without biases",
+                  "use a model of an architecture with them (qwen2), or its Hugging Face folder");
     if (name.empty() || (it == expected.end() && !is_head)) {
       r.unexpected.push_back(t.name);
       continue;

@@ -66,8 +66,15 @@ TokenizerOut bpe_files(const FamilySpec& f, const std::string& path, const Token
     if (!files.merges.empty())
       throw Error(path, std::string("is vocab.json + merges.txt, and a ") + f.display + " model's tokenizer is its tokenizer.json",
                   "give --vocab the model's tokenizer.json or its folder (data/tokenizers/llama3)");
-    return {{{ModelFolder::kTokenizerJson, read_file_bytes(files.vocab, 2 * kMaxVocabBytes, "the tokenizer", "check the file")}},
-            int64_t(v.size())};
+    TokenizerOut out{{{ModelFolder::kTokenizerJson, read_file_bytes(files.vocab, 2 * kMaxVocabBytes, "the tokenizer", "check the file")}},
+                     int64_t(v.size())};
+    // Its begin and pad tokens are the tokenizer_config.json's beside it (SPEC §7): that goes with
+    // a tokenizer.json given as a file (a folder's is added below).
+    const std::string beside = (std::filesystem::path(files.vocab).parent_path() / ModelFolder::kTokenizerConfig).string();
+    if (path_kind(path, path) != PathKind::Folder && path_kind(beside, beside) == PathKind::File)
+      out.files.emplace_back(ModelFolder::kTokenizerConfig,
+                             read_file_bytes(beside, kMaxJsonBytes, "the tokenizer options", "check the tokenizer's folder"));
+    return out;
   }
   std::vector<std::string> tokens;
   for (const char* special : f.bpe_specials_first)

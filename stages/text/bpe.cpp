@@ -264,7 +264,7 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   m->unk_id = unk_id;
   m->fuse_unk = member(model, "fuse_unk") == true;
   if (m->metaspace) {
-    m->metaspace_words = true;
+    m->metaspace_words = m->vocab.id("\u2581") >= 0;  // ▁ alone a token: no unknown or byte run crosses a word
     static const std::string kMeta = "\u2581";
     for (int32_t id = 0; id < m->vocab.size() && m->metaspace_words; ++id) {
       const std::string_view t = m->vocab.token(id);
@@ -310,17 +310,23 @@ struct GgufPreTokenizer {
   const char* name;
   std::vector<std::string> splits;
   const char* pattern;
+  bool ignore_merges = false;  // Llama 3's (llama.cpp sets it for llama-bpe; its tokenizer.json has it)
+  bool nfc = false;            // Qwen's tokenizer.json normalizes to NFC
 };
 const std::vector<GgufPreTokenizer>& gguf_pre_tokenizers() {
   static const std::vector<GgufPreTokenizer> rows = {
-      {"default", {}, ""},
       {"gpt2", {}, ""},
       {"gpt-2", {}, ""},
       {"smollm", {"\\p{N}"}, ""},  // Digits (individual), ByteLevel with GPT-2's regex
       {"llama-bpe",
        {},
-       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
-      {"qwen2", {}, R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+       true},
+      {"qwen2",
+       {},
+       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+       false,
+       true},
   };
   return rows;
 }
@@ -338,7 +344,9 @@ std::shared_ptr<const BpeModel> BpeModel::from_gguf(const GgufHeader& h, const s
   const GgufValue* merges = h.find("tokenizer.ggml.merges");
   if (!tokens || !tokens->array_of_strings || tokens->strings.empty() || !merges || !merges->array_of_strings)
     throw Error(path, "has no tokenizer.ggml.tokens and tokenizer.ggml.merges (lists of strings)", "use a complete model file");
-  const std::string pre_name = h.find("tokenizer.ggml.pre") ? h.text("tokenizer.ggml.pre", path) : "default";
+  // A GGUF without the key, or with "default", means llama.cpp's own default sequence of splits,
+  // which is no Hugging Face tokenizer's: refused below with the names ctxsim knows.
+  const std::string pre_name = h.find("tokenizer.ggml.pre") ? h.text("tokenizer.ggml.pre", path) : "default (no tokenizer.ggml.pre)";
   const GgufPreTokenizer* pre = nullptr;
   std::string known;
   for (const GgufPreTokenizer& p : gguf_pre_tokenizers()) {
@@ -352,6 +360,8 @@ std::shared_ptr<const BpeModel> BpeModel::from_gguf(const GgufHeader& h, const s
   m->source = path;
   m->splits = pre->splits;
   m->pattern = pre->pattern;
+  m->ignore_merges = pre->ignore_merges;
+  m->nfc = pre->nfc;
   m->vocab = Vocab::from_tokens(tokens->strings);
   if (m->vocab.size() != int32_t(tokens->strings.size()))
     throw Error(path + ": tokenizer.ggml.tokens", "holds a token twice", "use a complete, unedited model file");

@@ -72,9 +72,10 @@ struct BpeModel {
   static std::shared_ptr<const BpeModel> load_tokenizer_json(const std::string& path);
   static std::shared_ptr<const BpeModel> parse_tokenizer_json(const std::string& text, const std::string& name);
   // The vocabulary of a GGUF file (llama.cpp's tokenizer.ggml.*: model gpt2, its tokens, merges and
-  // token types, the pre-tokenizer by llama.cpp's name: gpt2 | default | smollm | llama-bpe |
-  // qwen2), its control and user-defined tokens added tokens. Another model (llama: sentencepiece)
-  // or pre-tokenizer is an Error naming it and the file.
+  // token types, the pre-tokenizer by llama.cpp's name: gpt2 | smollm | llama-bpe (with
+  // ignore_merges) | qwen2 (with NFC, as Qwen's tokenizer.json)), its control and user-defined
+  // tokens added tokens. Another model (llama: sentencepiece) or pre-tokenizer (llama.cpp's
+  // default, or none named) is an Error naming it and the file.
   static std::shared_ptr<const BpeModel> from_gguf(const GgufHeader& header, const std::string& path);
   // The model as a tokenizer.json the tokenizers library reads the same way (its splits as Split
   // regexes, Isolated, then ByteLevel; its added tokens; no normalizer but NFC): what init-model
