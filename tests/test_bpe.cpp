@@ -166,6 +166,8 @@ TEST(SentencePieceStyle, PrependReplaceMergeByteFallbackAndUnknown) {
   t.encode("ab \xc3\xa9 zz", e);
   EXPECT_EQ(e.ids, (std::vector<int32_t>{5, 1, 6, 7, 1, 0}));
   EXPECT_EQ(e.word_ids, (std::vector<int32_t>{0, 1, 1, 1, 2, 2}));  // a word starts at a token that starts with ▁
+  // Decoded as Llama 2's decoder does: ▁ a space, <0xNN> its byte (the unknown stays <unk>).
+  EXPECT_EQ(t.decode(e.ids.data(), e.ids.size()), " ab \xc3\xa9 <unk>");
   // Without Llama 2's normalizer, byte_fallback is refused by name.
   j["normalizer"] = nullptr;
   j["pre_tokenizer"] = {{"type", "ByteLevel"}};

@@ -706,6 +706,26 @@ std::string BpeTokenizer::decode(const int32_t* ids, size_t n) const {
     return m;
   }();
   std::string bytes;
+  if (model_->metaspace) {  // tokens as they are, ▁ a space, <0xNN> its byte (Llama 2's decoder)
+    static const std::string kMeta = "\xe2\x96\x81";
+    for (size_t k = 0; k < n; ++k) {
+      const std::string_view t = model_->vocab.token(ids[k]);
+      unsigned byte = 0;
+      if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+          std::sscanf(std::string(t.substr(3, 2)).c_str(), "%2x", &byte) == 1) {
+        bytes += char(byte);
+        continue;
+      }
+      for (size_t i = 0; i < t.size();)
+        if (t.compare(i, kMeta.size(), kMeta) == 0) {
+          bytes += ' ';
+          i += kMeta.size();
+        } else {
+          bytes += t[i++];
+        }
+    }
+    return utf8::replace_invalid(bytes);
+  }
   for (size_t k = 0; k < n; ++k) {
     const std::string_view t = model_->vocab.token(ids[k]);
     for (size_t i = 0; i < t.size();) {
