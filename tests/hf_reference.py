@@ -233,15 +233,24 @@ def pad_mass(attention, n_valid):
     return float(attention.double().abs().masked_select(keys.view(B, 1, 1, 1, T).expand_as(attention)).sum())
 
 
-def compare(label, ctxsim, model_dir, cls, proj, dtype, samples, tmp, tolerance):
-    torch_dtype = torch.float64 if dtype == "float64" else torch.float32
-    info, ids, n_valid, context, attention = dump(ctxsim, model_dir, dtype, samples, os.path.join(tmp, "dump"))
-    model = cls.from_pretrained(model_dir, attn_implementation="eager", dtype=torch_dtype).eval()
+def heads_against(label, ctxsim, path, model, proj, dtype, samples, dump_dir):
+    """ctxsim's heads of the model at `path` (model-info --dump-heads in `dtype`) against the
+    transformers `model`'s on the same ids: the dump's info, ids and n_valid, both attention maps,
+    and the max relative deviations of the context vectors and of the maps."""
+    info, ids, n_valid, context, attention = dump(ctxsim, path, dtype, samples, dump_dir)
     ref_context, ref_attention = hf_heads(model, proj, ids, n_valid)
     if ref_context.shape != context.shape or ref_attention.shape != attention.shape:
         fail(f"{label}: ctxsim's dump is {tuple(context.shape)} / {tuple(attention.shape)}, transformers' "
              f"{tuple(ref_context.shape)} / {tuple(ref_attention.shape)}")
-    c, a = deviation(context, ref_context, n_valid), deviation(attention, ref_attention, n_valid)
+    return (info, ids, n_valid, attention, ref_attention, deviation(context, ref_context, n_valid),
+            deviation(attention, ref_attention, n_valid))
+
+
+def compare(label, ctxsim, model_dir, cls, proj, dtype, samples, tmp, tolerance):
+    torch_dtype = torch.float64 if dtype == "float64" else torch.float32
+    model = cls.from_pretrained(model_dir, attn_implementation="eager", dtype=torch_dtype).eval()
+    info, _, n_valid, attention, ref_attention, c, a = heads_against(label, ctxsim, model_dir, model, proj, dtype, samples,
+                                                                     os.path.join(tmp, "dump"))
     pads = pad_mass(attention, n_valid) + pad_mass(ref_attention[:, :, :, :, :], n_valid)
     peak = float(ref_attention.max())
     return c, a, pads, peak, info
@@ -464,9 +473,7 @@ def cmd_gguf(ctxsim, smollm, tmp):
         model.load_state_dict(state)
         model = model.to(torch.float64).eval()
         model.config._attn_implementation = "eager"
-        info, ids, n_valid, context, attention = dump(ctxsim, path, "float64", SAMPLES, os.path.join(tmp, "dump"))
-        ref_context, ref_attention = hf_heads(model, proj, ids, n_valid)
-        c, a = deviation(context, ref_context, n_valid), deviation(attention, ref_attention, n_valid)
+        *_, c, a = heads_against(f"GGUF {qtype}", ctxsim, path, model, proj, "float64", SAMPLES, os.path.join(tmp, "dump"))
         print(f"reference: GGUF {qtype}: ctxsim on the file vs transformers on the gguf package's dequantised weights, float64: "
               f"max relative deviation context {c:.2e}, attention {a:.2e} (tolerance 1e-10)")
         if not (c <= 1e-10 and a <= 1e-10):
@@ -476,9 +483,7 @@ def cmd_gguf(ctxsim, smollm, tmp):
     model = transformers.AutoModelForCausalLM.from_pretrained(os.path.dirname(smollm), gguf_file=os.path.basename(smollm),
                                                               attn_implementation="eager", dtype=torch.float32).eval()
     ids = [[1, 504, 2365, 3443, 335, 260, 3549, 30, 1838, 4429, 988, 28, 2], [1, 1069, 7059, 30, 2]]
-    info, ids, n_valid, context, attention = dump(ctxsim, smollm, "float32", ids, os.path.join(tmp, "smollm"))
-    ref_context, ref_attention = hf_heads(model, proj, ids, n_valid)
-    c, a = deviation(context, ref_context, n_valid), deviation(attention, ref_attention, n_valid)
+    info, ids, n_valid, _, _, c, a = heads_against("SmolLM2", ctxsim, smollm, model, proj, "float32", ids, os.path.join(tmp, "smollm"))
     print(f"reference: SmolLM2-135M-Instruct Q4_1 (GGUF): ctxsim vs transformers' GGUF loading, float32: max relative deviation "
           f"context {c:.2e}, attention {a:.2e} (tolerance 1e-4)")
     if not (c <= 1e-4 and a <= 1e-4):

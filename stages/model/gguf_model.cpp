@@ -1,7 +1,6 @@
 #include "stages/model/gguf_model.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -44,10 +43,13 @@ const LayerTensor kLayerTensors[] = {
     {"ffn_up", &FamilySpec::ffn_in},       {"ffn_down", &FamilySpec::ffn_out},
 };
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // The bare Hugging Face name of a GGUF tensor ("" for one ctxsim does not know).
 std::string hf_name(const FamilySpec& f, const std::string& name, int64_t layers) {
-  const auto ends = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
-  const std::string kind = ends(".weight") ? ".weight" : ends(".bias") ? ".bias" : "";
+  const std::string kind = ends_with(name, ".weight") ? ".weight" : ends_with(name, ".bias") ? ".bias" : "";
   if (kind.empty()) return "";
   const std::string stem = name.substr(0, name.size() - kind.size());
   if (stem == "token_embd") return std::string(f.word) + kind;
@@ -69,12 +71,6 @@ std::string hf_name(const FamilySpec& f, const std::string& name, int64_t layers
 at::Tensor unpermute(const at::Tensor& w, int64_t heads) {
   const int64_t rows = w.size(0), d = rows / heads;
   return w.reshape({heads, d / 2, 2, w.size(1)}).transpose(1, 2).reshape({rows, w.size(1)}).contiguous();
-}
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
 }
 
 }  // namespace
@@ -141,8 +137,7 @@ std::map<std::string, at::Tensor> read_gguf_tensors(const GgufHeader& h, const M
     const auto it = expected.find(name);
     // A bias of a module the family's layout has without one (a llama GGUF with q/k/v biases):
     // the model would run without it, so it is refused, as config.json's attention_bias is.
-    if (!name.empty() && it == expected.end() && name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0 &&
-        expected.count(name.substr(0, name.size() - 5) + ".weight"))
+    if (!name.empty() && it == expected.end() && ends_with(name, ".bias") && expected.count(name.substr(0, name.size() - 5) + ".weight"))
       throw Error(where, std::string("is a bias, and ctxsim reads ") + f.display + " projections without biases",
                   "use a model of an architecture with them (qwen2), or its Hugging Face folder");
     if (name.empty() || (it == expected.end() && !is_head)) {
@@ -168,10 +163,7 @@ std::map<std::string, at::Tensor> read_gguf_tensors(const GgufHeader& h, const M
     if (bad > 0)
       throw Error(where, std::to_string(bad) + " of " + std::to_string(t.numel()) + " values are not finite (NaN or inf)",
                   "the file is damaged: download or convert it again");
-    const auto ends = [&](const char* s) {
-      return t.name.size() > std::strlen(s) && t.name.compare(t.name.size() - std::strlen(s), std::strlen(s), s) == 0;
-    };
-    const bool q = ends(".attn_q.weight"), k = ends(".attn_k.weight");
+    const bool q = ends_with(t.name, ".attn_q.weight"), k = ends_with(t.name, ".attn_k.weight");
     if (arch.permuted_qk && (q || k)) v = unpermute(v, q ? c.num_heads : c.kv_heads());
     out.emplace(name, std::move(v));
   }

@@ -34,12 +34,6 @@ std::string join_first(const std::vector<std::string>& v, size_t max_items = 12)
   return s;
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  t += join_each(s, [](int64_t d) { return std::to_string(d); });
-  return t + "]";
-}
-
 // The layers the checkpoint holds (<layer_prefix>N.*) must be the layers config.json declares:
 // fewer would be missing tensors, more a model silently cut short.
 void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, const std::string& config_path) {

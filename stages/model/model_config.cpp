@@ -302,6 +302,10 @@ double ModelConfig::flops_per_sample(int64_t T) const {
   return per_layer * double(num_layers);
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return "[" + join_each(shape, [](int64_t d) { return std::to_string(d); }) + "]";
+}
+
 std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelConfig& c) {
   const FamilySpec& f = family_spec(c.family);
   const int64_t H = c.hidden_size, F = c.intermediate_size, Q = c.num_heads * c.head_dim(), KV = c.kv_heads() * c.head_dim();

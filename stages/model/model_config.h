@@ -68,6 +68,9 @@ struct ModelConfig {
 // The config of a model path: a folder's config.json, or a GGUF file's metadata (gguf_model.cpp).
 ModelConfig model_config_of(const std::string& model_path);
 
+// A tensor's shape as messages write it: "[768, 3072]".
+std::string shape_text(const std::vector<int64_t>& shape);
+
 // The encoder tensors (the pooler excluded) by their bare-model names in the config's family,
 // with their shapes.
 std::map<std::string, std::vector<int64_t>> encoder_tensor_shapes(const ModelConfig& c);

@@ -257,12 +257,7 @@ SafetensorsHeader SafetensorsHeader::parse(const uint8_t* bytes, size_t size, co
   return out;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), files_{std::make_shared<MappedFile>(path)} {
-  SafetensorsHeader h = SafetensorsHeader::parse(files_[0]->data(), files_[0]->size(), path);
-  tensors_ = std::move(h.tensors);
-  metadata_ = std::move(h.metadata);
-  for (auto& [name, v] : tensors_) v.mapping = files_[0].get();
-}
+SafetensorsFile::SafetensorsFile(const std::string& path) : SafetensorsFile(std::vector<std::string>{path}, {}, path) {}
 
 SafetensorsFile::SafetensorsFile(const std::vector<std::string>& shards, const std::map<std::string, std::string>& weight_map,
                                  const std::string& path)

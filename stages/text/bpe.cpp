@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -34,6 +35,23 @@ namespace {
 
 constexpr const char* kVocabFix = "give the model's vocab.json and merges.txt (GPT-2's: scripts/fetch_data.sh writes data/vocab/gpt2)";
 constexpr size_t kMaxMergesBytes = size_t(64) << 20;
+// Sentencepiece's word boundary, ▁ (U+2581), in UTF-8.
+const std::string kMetaspace = "\xe2\x96\x81";
+
+// Whether the ▁ at byte `at` of s follows another character than ▁: where a sentencepiece word
+// starts (a run of ▁ belongs to the word after it).
+bool starts_word(std::string_view s, size_t at) {
+  return at > 0 && (at < kMetaspace.size() || s.compare(at - kMetaspace.size(), kMetaspace.size(), kMetaspace) != 0);
+}
+
+// A merge written "a b" (a tokenizer.json of tokenizers < 0.20, a GGUF): its two parts, or an
+// Error naming `where`.
+std::pair<std::string, std::string> merge_parts(const std::string& s, const std::string& where) {
+  const size_t space = s.find(' ');
+  if (space == std::string::npos || space == 0 || space + 1 >= s.size() || s.find(' ', space + 1) != std::string::npos)
+    throw Error(where, "expected two tokens separated by one space", kVocabFix);
+  return {s.substr(0, space), s.substr(space + 1)};
+}
 
 // One merge: the ids of its parts and result, or an Error naming `where`.
 void add_merge(BpeModel& m, const std::string& left, const std::string& right, int32_t rank, const std::string& where) {
@@ -243,8 +261,8 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   const nlohmann::json steps = member(norm, "normalizers");
   const auto is = [&](const nlohmann::json& n, const char* type) { return member(n, "type") == type; };
   m->metaspace = is(norm, "Sequence") && steps.is_array() && steps.size() == 2 && is(steps[0], "Prepend") &&
-                 member(steps[0], "prepend") == "\u2581" && is(steps[1], "Replace") &&
-                 member(member(steps[1], "pattern"), "String") == " " && member(steps[1], "content") == "\u2581";
+                 member(steps[0], "prepend") == kMetaspace && is(steps[1], "Replace") &&
+                 member(member(steps[1], "pattern"), "String") == " " && member(steps[1], "content") == kMetaspace;
   if (!norm.is_null() && !m->metaspace) {
     if (!is(norm, "NFC"))
       throw Error(name + ": normalizer", "is " + member(norm, "type").dump() + ", which ctxsim does not apply", fix_component);
@@ -264,12 +282,11 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   m->unk_id = unk_id;
   m->fuse_unk = member(model, "fuse_unk") == true;
   if (m->metaspace) {
-    m->metaspace_words = m->vocab.id("\u2581") >= 0;  // ▁ alone a token: no unknown or byte run crosses a word
-    static const std::string kMeta = "\u2581";
+    m->metaspace_words = m->vocab.id(kMetaspace) >= 0;  // ▁ alone a token: no unknown or byte run crosses a word
     for (int32_t id = 0; id < m->vocab.size() && m->metaspace_words; ++id) {
       const std::string_view t = m->vocab.token(id);
-      for (size_t at = t.find(kMeta, 1); at != std::string_view::npos && m->metaspace_words; at = t.find(kMeta, at + 1))
-        if (at < kMeta.size() || t.compare(at - kMeta.size(), kMeta.size(), kMeta) != 0) m->metaspace_words = false;
+      for (size_t at = t.find(kMetaspace, 1); at != std::string_view::npos && m->metaspace_words; at = t.find(kMetaspace, at + 1))
+        if (starts_word(t, at)) m->metaspace_words = false;
     }
   }
   for (int b = 0; b < 256; ++b) {  // byte_fallback's tokens <0x00> … <0xFF>
@@ -285,11 +302,7 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
     const nlohmann::json& e = merges[i];
     std::string left, right;
     if (e.is_string()) {  // "a b" (tokenizers < 0.20)
-      const std::string s = e.get<std::string>();
-      const size_t space = s.find(' ');
-      if (space == std::string::npos || space == 0 || space + 1 >= s.size() || s.find(' ', space + 1) != std::string::npos)
-        throw Error(where, "expected two tokens separated by one space", kVocabFix);
-      left = s.substr(0, space), right = s.substr(space + 1);
+      std::tie(left, right) = merge_parts(e.get<std::string>(), where);
     } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {  // ["a", "b"]
       left = e[0].get<std::string>(), right = e[1].get<std::string>();
     } else {
@@ -368,12 +381,9 @@ std::shared_ptr<const BpeModel> BpeModel::from_gguf(const GgufHeader& h, const s
   index_bytes(*m, path + ": tokenizer.ggml.tokens", MissingByte::Dropped);
   int32_t rank = 0;
   for (size_t i = 0; i < merges->strings.size(); ++i) {
-    const std::string& s = merges->strings[i];
     const std::string where = path + ": tokenizer.ggml.merges[" + std::to_string(i) + "]";
-    const size_t space = s.find(' ');
-    if (space == std::string::npos || space == 0 || space + 1 >= s.size() || s.find(' ', space + 1) != std::string::npos)
-      throw Error(where, "expected two tokens separated by one space", kVocabFix);
-    add_merge(*m, s.substr(0, space), s.substr(space + 1), rank++, where);
+    const auto [left, right] = merge_parts(merges->strings[i], where);
+    add_merge(*m, left, right, rank++, where);
   }
   // Control (3) and user-defined (4) tokens are matched before the model, as llama.cpp and the
   // tokenizers library (added_tokens) match them.
@@ -621,24 +631,23 @@ void BpeTokenizer::encode_segment(std::string_view raw, Encoding& out) {
     text = normalised;
   }
   if (model_->metaspace) {  // Prepend ▁, Replace " " by ▁; the segment is one piece, a word starts at ▁
-    static const std::string kMeta = "\xe2\x96\x81";
-    normalised = kMeta;
-    for (char ch : raw) normalised += ch == ' ' ? kMeta : std::string(1, ch);
+    normalised = kMetaspace;
+    for (char ch : raw) normalised += ch == ' ' ? kMetaspace : std::string(1, ch);
     const size_t first = out.ids.size();
     if (!model_->metaspace_words) {
       merge(normalised, out.ids);
     } else {  // a word at a time: each ▁ run that follows another character starts one
       const std::string_view all = normalised;
       size_t begin = 0;
-      for (size_t at = all.find(kMeta, 1); at != std::string_view::npos; at = all.find(kMeta, at + kMeta.size())) {
-        if (all.compare(at - kMeta.size(), kMeta.size(), kMeta) == 0) continue;  // inside a run of ▁
+      for (size_t at = all.find(kMetaspace, 1); at != std::string_view::npos; at = all.find(kMetaspace, at + kMetaspace.size())) {
+        if (!starts_word(all, at)) continue;  // inside a run of ▁
         merge(all.substr(begin, at - begin), out.ids);
         begin = at;
       }
       merge(all.substr(begin), out.ids);
     }
     for (size_t i = first; i < out.ids.size(); ++i) {
-      if (i > first && model_->vocab.token(out.ids[i]).rfind(kMeta, 0) == 0) ++out.num_words;
+      if (i > first && model_->vocab.token(out.ids[i]).rfind(kMetaspace, 0) == 0) ++out.num_words;
       out.word_ids.push_back(out.num_words);
     }
     ++out.num_words;
@@ -707,7 +716,6 @@ std::string BpeTokenizer::decode(const int32_t* ids, size_t n) const {
   }();
   std::string bytes;
   if (model_->metaspace) {  // tokens as they are, ▁ a space, <0xNN> its byte (Llama 2's decoder)
-    static const std::string kMeta = "\xe2\x96\x81";
     for (size_t k = 0; k < n; ++k) {
       const std::string_view t = model_->vocab.token(ids[k]);
       unsigned byte = 0;
@@ -717,9 +725,9 @@ std::string BpeTokenizer::decode(const int32_t* ids, size_t n) const {
         continue;
       }
       for (size_t i = 0; i < t.size();)
-        if (t.compare(i, kMeta.size(), kMeta) == 0) {
+        if (t.compare(i, kMetaspace.size(), kMetaspace) == 0) {
           bytes += ' ';
-          i += kMeta.size();
+          i += kMetaspace.size();
         } else {
           bytes += t[i++];
         }

@@ -86,8 +86,6 @@ TokenizerFiles config_tokenizer_files(const Config& c) {
   }
 }
 
-std::shared_ptr<const BpeModel> load_bpe(const TokenizerFiles& f) { return load_bpe_model(f); }
-
 }  // namespace
 
 std::string vocab_text(const Config& c) {
@@ -95,7 +93,7 @@ std::string vocab_text(const Config& c) {
   if (f.kind == TokenizerKind::WordPiece && !f.wordpiece_json())
     return read_file_bytes(f.vocab, kMaxVocabBytes, "the vocabulary", "check model.vocab");
   if (f.kind == TokenizerKind::WordPiece) return f.wordpiece_vocab().lines();
-  return load_bpe(f)->vocab.lines();
+  return load_bpe_model(f)->vocab.lines();
 }
 
 std::string model_config_sha256(const std::string& dir) {
@@ -158,6 +156,17 @@ const FamilySpec& model_family(const Config& c) {
 
 namespace {
 
+// The Llama lineage's frame from its begin, pad and end tokens (each nullptr when absent):
+// padding is the pad token, else the end token, else the family's; the three are specials.
+FrameTokens lineage_frame(const FamilySpec& f, const char* begin, const char* pad, const char* eos) {
+  FrameTokens t = f.frame;
+  t.begin = begin;
+  t.pad = pad ? pad : eos ? eos : f.frame.pad;
+  for (const char* token : {begin, pad, eos})
+    if (token) t.specials.emplace_back(token);
+  return t;
+}
+
 // A GGUF file's frame (SPEC §7) from its special tokens (gguf_specials): the begin token when it
 // adds one, padding, else the end token.
 FrameTokens gguf_frame_tokens(const FamilySpec& f, const std::string& path, std::vector<std::string>& kept) {
@@ -168,14 +177,9 @@ FrameTokens gguf_frame_tokens(const FamilySpec& f, const std::string& path, std:
     kept.push_back(token);
     return kept.back().c_str();
   };
-  FrameTokens t = f.frame;
-  t.begin = keep(s.begin);
+  const char* begin = keep(s.begin);
   const char* pad = keep(s.pad);
-  const char* eos = keep(s.end);
-  t.pad = pad ? pad : eos ? eos : f.frame.pad;
-  for (const char* token : {t.begin, pad, eos})
-    if (token) t.specials.emplace_back(token);
-  return t;
+  return lineage_frame(f, begin, pad, keep(s.end));
 }
 
 // The family's frame tokens; for the Llama lineage, its begin and pad tokens from the
@@ -207,14 +211,9 @@ FrameTokens frame_tokens(const FamilySpec& f, const TokenizerFiles& files, std::
     kept.push_back(v.get<std::string>());
     return kept.back().c_str();
   };
-  FrameTokens t = f.frame;
-  t.begin = token("bos_token");
+  const char* begin = token("bos_token");
   const char* pad = token("pad_token");
-  const char* eos = token("eos_token");
-  t.pad = pad ? pad : eos ? eos : f.frame.pad;
-  for (const char* s : {t.begin, pad, eos})
-    if (s) t.specials.emplace_back(s);
-  return t;
+  return lineage_frame(f, begin, pad, token("eos_token"));
 }
 
 }  // namespace
@@ -244,7 +243,7 @@ JobTokenizer make_tokenizer(const Config& c) {
     }
     t.tokenizer = std::make_unique<BertTokenizer>(Vocab::load(files.vocab), options);
   } else {
-    t.tokenizer = std::make_unique<BpeTokenizer>(load_bpe(files));
+    t.tokenizer = std::make_unique<BpeTokenizer>(load_bpe_model(files));
   }
   std::vector<std::string> read;                                    // the tokens tokenizer_config.json names
   const FrameTokens tokens = frame_tokens(*t.family, files, read);  // its errors name tokenizer_config.json
