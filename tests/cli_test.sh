@@ -523,10 +523,11 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
     [ ! -e "$TMP/g" ] || fail "a refused init-model left $TMP/g"
     ;;
   llama_runs)
-    # The Llama lineage through the whole job (SPEC §7): random models of two rows with the real
+    # The Llama lineage through the whole job (SPEC §7): random models of three rows with the real
     # tokenizers (data/tokenizers), the frame from each tokenizer_config.json: Llama 3's samples
-    # start with its bos_token <|begin_of_text|> (id 128000), Qwen's (bos_token null) with a word.
-    for spec in "llama llama3 128000" "qwen2 qwen3 none"; do
+    # start with its bos_token <|begin_of_text|> (id 128000), Mistral's with <s> (id 1; its
+    # tokenizer.json's Metaspace pre-tokenizer), Qwen's (bos_token null) with a word.
+    for spec in "llama llama3 128000" "qwen2 qwen3 none" "mistral mistral 1"; do
       set -- $spec
       "$CTXSIM" init-model --family "$1" --preset bert-tiny --layers 2 --hidden 64 --heads 4 --ffn 128 --positions 128 --seed 2 \
         --vocab "data/tokenizers/$2" --out "$TMP/$1" > /dev/null || fail "init-model --family $1"
@@ -549,6 +550,12 @@ PY
       out=$("$CTXSIM" summary "$TMP/run-$1/store.h5") || fail "summary $1"
       contains "$out" "causal attention"
     done
+    # bench-model and submit (its checks and plan) take them as any family.
+    out=$("$CTXSIM" bench-model --model "$TMP/mistral" --batch 2 --seq-len 32 --seconds 0.05 --dtype float32 2>&1) || fail "bench-model: $out"
+    contains "$out" "float32   2"
+    out=$("$CTXSIM" submit --dry-run configs/default.yaml model.path="$TMP/qwen2" samples.num_samples=8 samples.seq_len=32 \
+          output.dir="$TMP/sub" 2>&1) || fail "submit --dry-run: $out"
+    contains "$out" "sbatch"
     # A tokenizer_config.json whose bos_token is not a token is one error naming the key.
     sed -i 's/"bos_token": "<|begin_of_text|>"/"bos_token": 5/' "$TMP/llama/tokenizer_config.json"
     "$CTXSIM" run configs/default.yaml model.path="$TMP/llama" samples.num_samples=4 samples.seq_len=32 output.dir="$TMP/bad" \
@@ -609,6 +616,30 @@ w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); 
 PY
     "$CTXSIM" model-info "$TMP/gemma.gguf" > /dev/null 2> "$TMP/err" && fail "a gemma GGUF was read"
     contains "$(cat "$TMP/err")" "is a GGUF of architecture 'gemma', and ctxsim reads llama, qwen2, qwen3"
+    # rope_freqs.weight (Llama 3.1+'s rope scaling as factors; reference.gguf checks the values):
+    # one factor per frequency, each positive; factors that are not llama3's run, but cannot be
+    # said in a config.json, so init-model --like refuses them.
+    for factors in "1 2 3" "1 -8" "1 3"; do
+      .venv/bin/python - "$TMP/rope.gguf" $factors <<'PY' || fail "writing a GGUF with rope_freqs"
+import sys, numpy as np, gguf
+w = gguf.GGUFWriter(sys.argv[1], "llama")
+w.add_block_count(1); w.add_embedding_length(8); w.add_head_count(2); w.add_feed_forward_length(16)
+w.add_tensor("token_embd.weight", np.zeros((10, 8), dtype=np.float32))
+w.add_tensor("rope_freqs.weight", np.array([float(x) for x in sys.argv[2:]], dtype=np.float32))
+w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+PY
+      case $factors in
+        "1 2 3") "$CTXSIM" model-info "$TMP/rope.gguf" > /dev/null 2> "$TMP/err" && fail "rope_freqs of 3 factors for 2 frequencies was read"
+          contains "$(cat "$TMP/err")" "rope.gguf: tensor 'rope_freqs.weight': is [3], one factor per rotary frequency is [2]" ;;
+        "1 -8") "$CTXSIM" model-info "$TMP/rope.gguf" > /dev/null 2> "$TMP/err" && fail "a negative rope factor was read"
+          contains "$(cat "$TMP/err")" "rope.gguf: tensor 'rope_freqs.weight': factor 1 is -8.000000, not a positive number" ;;
+        "1 3") "$CTXSIM" init-model --like "$TMP/rope.gguf" --vocab data/tokenizers/llama2/tokenizer.json --out "$TMP/rope-like" > /dev/null 2> "$TMP/err" &&
+            fail "init-model --like wrote factors that are not llama3's"
+          contains "$(cat "$TMP/err")" "rope.gguf: tensor 'rope_freqs.weight': scales the rotary frequencies by factors that are not Llama 3's"
+          [ ! -e "$TMP/rope-like" ] || fail "a refused init-model left $TMP/rope-like" ;;
+      esac
+      [ "$(grep -c '^ctxsim: error: ' "$TMP/err")" -eq 1 ] || fail "not one error line: $(cat "$TMP/err")"
+    done
     ;;
   distilbert_run)
     # A seeded random DistilBERT through the whole job: a store whose layers and heads are the

@@ -411,6 +411,22 @@ def write_gguf(path, model, qtype, rng):
     w.add_key_length(cfg.head_dim)
     w.add_value_length(cfg.head_dim)
     w.add_vocab_size(cfg.vocab_size)
+    rope = cfg.rope_parameters
+    if rope.get("rope_type") == "llama3":  # as the converter's LlamaModel.generate_extra_tensors: a factor per frequency
+        d, factor = cfg.head_dim, rope["factor"]
+        low, high, old = rope["low_freq_factor"], rope["high_freq_factor"], rope["original_max_position_embeddings"]
+        freqs = 1.0 / (rope["rope_theta"] ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+        factors = []
+        for freq in freqs.tolist():
+            wavelen = 2 * math.pi / freq
+            if wavelen < old / high:
+                factors.append(1)
+            elif wavelen > old / low:
+                factors.append(factor)
+            else:
+                smooth = (old / wavelen - low) / (high - low)
+                factors.append(1 / ((1 - smooth) / factor + smooth))
+        w.add_tensor("rope_freqs.weight", np.array(factors, dtype=np.float32))
     names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
     parts = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
              "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
@@ -478,6 +494,33 @@ def cmd_gguf(ctxsim, smollm, tmp):
               f"max relative deviation context {c:.2e}, attention {a:.2e} (tolerance 1e-10)")
         if not (c <= 1e-10 and a <= 1e-10):
             fail(f"GGUF {qtype}: beyond the tolerance")
+    # Llama 3.1+'s rope scaling, which a GGUF holds as rope_freqs.weight (float32 factors): ctxsim on
+    # the file against transformers computing rope_type llama3 from the parameters in float64
+    # (float32's rounding of the factors, about 1e-7 of each frequency, is the difference); and the
+    # parameters init-model --like finds in the factors.
+    scaling = dict(rope_type="llama3", rope_theta=500.0, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                   original_max_position_embeddings=32)
+    cfg3 = transformers.LlamaConfig(**{**cfg.to_dict(), "rope_parameters": scaling})
+    torch.manual_seed(7)
+    model = transformers.LlamaForCausalLM(cfg3)
+    perturb(model, torch.Generator().manual_seed(7))
+    path = os.path.join(tmp, "llama3-rope.gguf")
+    model.load_state_dict(write_gguf(path, model, "F32", rng))
+    model = model.to(torch.float64).eval()
+    model.config._attn_implementation = "eager"
+    *_, c, a = heads_against("GGUF rope_freqs", ctxsim, path, model, proj, "float64", SAMPLES, os.path.join(tmp, "dump"))
+    print(f"reference: GGUF with rope_freqs.weight (Llama 3.1+ rope scaling): ctxsim on the file vs transformers' rope_type llama3, "
+          f"float64: max relative deviation context {c:.2e}, attention {a:.2e} (tolerance 1e-5)")
+    if not (c <= 1e-5 and a <= 1e-5):
+        fail("GGUF rope_freqs: beyond the tolerance")
+    like = os.path.join(tmp, "llama3-like")
+    run(ctxsim, "init-model", "--like", path, "--vocab", "data/tokenizers/llama3/tokenizer.json", "--out", like)
+    with open(os.path.join(like, "config.json")) as f:
+        got = json.load(f).get("rope_scaling")
+    want = {k: v for k, v in scaling.items() if k != "rope_theta"}
+    if got != want:
+        fail(f"init-model --like {path}: rope_scaling {got}, the file's factors are those of {want}")
+    print(f"reference: init-model --like the GGUF found rope_scaling {got} in its factors")
     if not os.path.exists(smollm):
         fail(f"{smollm} is missing: scripts/setup.sh fetches it")
     model = transformers.AutoModelForCausalLM.from_pretrained(os.path.dirname(smollm), gguf_file=os.path.basename(smollm),
@@ -569,13 +612,13 @@ def cmd_minilm(ctxsim, model_dir, brown, tmp):
 
 # ---------------------------------------------------------------------------- tokenizers -------
 
-def compare_ids(label, ours, theirs, lines):
+def compare_ids(label, ours, theirs, lines, reference="tokenizers"):
     if len(ours) != len(lines):
         fail(f"{label}: ctxsim wrote {len(ours)} lines for {len(lines)}")
     for n, (a, b, text) in enumerate(zip(ours, theirs, lines), 1):
         if a != b:
-            fail(f"{label}: line {n} differs: text {text!r}; ctxsim {a[:40]}; tokenizers {b[:40]}")
-    print(f"reference: tokenizer {label}: {len(lines)} lines, {sum(len(i) for i in theirs)} ids, identical to the tokenizers library's")
+            fail(f"{label}: line {n} differs: text {text!r}; ctxsim {a[:40]}; {reference} {b[:40]}")
+    print(f"reference: tokenizer {label}: {len(lines)} lines, {sum(len(i) for i in theirs)} ids, identical to {reference}'s")
 
 
 def ctxsim_ids(ctxsim, args, text):
@@ -647,9 +690,32 @@ def cmd_tokenizers(ctxsim, lines_path, tmp):
                 ids(Tokenizer.from_file(stripped)), lines)
     # The Llama lineage's tokenizer.json (scripts/fetch_data.sh): a Split regex of the file's own
     # (PCRE2 for the library's Oniguruma), ignore_merges, added tokens past model.vocab; Qwen3's NFC.
-    for name, label in (("llama3", "Llama 3"), ("qwen3", "Qwen3"), ("llama2", "Llama 2 (sentencepiece-style, byte_fallback)")):
+    for name, label in (("llama3", "Llama 3"), ("qwen3", "Qwen3"), ("llama2", "Llama 2 (sentencepiece-style, byte_fallback)"),
+                        ("mistral", "Mistral v0.3 (Metaspace pre-tokenizer, prepend_scheme first)")):
         path = f"data/tokenizers/{name}/tokenizer.json"
         compare_ids(f"{label} (tokenizer.json)", ctxsim_ids(ctxsim, ["--vocab", path], text), ids(Tokenizer.from_file(path)), lines)
+    # The Metaspace pre-tokenizer's other settings, on Mistral's vocabulary: split at every ▁,
+    # prepend never or always (also as the older add_prefix_space spells it).
+    path = "data/tokenizers/mistral/tokenizer.json"
+    with open(path, encoding="utf-8") as f:
+        mj = json.load(f)
+    for label, pre in (("split, always", {"prepend_scheme": "always", "split": True}), ("never", {"prepend_scheme": "never", "split": False}),
+                       ("add_prefix_space", {"add_prefix_space": True})):
+        mj["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", **pre}
+        variant = os.path.join(tmp, "mistral-variant.json")
+        with open(variant, "w", encoding="utf-8") as f:
+            json.dump(mj, f, ensure_ascii=False)
+        compare_ids(f"Mistral's vocabulary, Metaspace {label}", ctxsim_ids(ctxsim, ["--vocab", variant], text), ids(Tokenizer.from_file(variant)),
+                    lines)
+    # And sentencepiece itself, Mistral's own implementation, on its model file (the Brown lines: on
+    # runs of whitespace its piece scores and the converted merges part, as transformers' fast
+    # tokenizer does from it).
+    import sentencepiece
+    sp = sentencepiece.SentencePieceProcessor(model_file="data/tokenizers/mistral/tokenizer.model")
+    brown = int(12000 * 0.8)  # tests/bpe/lines.py: Brown sentences first, 80% of the lines
+    ours = ctxsim_ids(ctxsim, ["--vocab", path], "\n".join(lines[:brown]) + "\n")
+    compare_ids("Mistral v0.3 against sentencepiece (its tokenizer.model), Brown lines", ours, [sp.encode(l) for l in lines[:brown]],
+                lines[:brown], reference="sentencepiece")
     # SmolLM2's GGUF: its own vocabulary (tokens, merges, control tokens) and pre-tokenizer
     # "smollm", which llama.cpp applies as SmolLM2's tokenizer.json does: Digits (one piece per
     # digit), then ByteLevel with GPT-2's regex. transformers' GGUF loading keeps the vocabulary

@@ -174,6 +174,45 @@ TEST(SentencePieceStyle, PrependReplaceMergeByteFallbackAndUnknown) {
   EXPECT_HAS(error_of([&] { BpeModel::parse_tokenizer_json(j.dump(), "tokenizer.json"); }), "model.byte_fallback: is true without");
 }
 
+// The Metaspace pre-tokenizer (Mistral v0.3's tokenizer.json), by hand on the vocabulary above with
+// an added token <s>: " ab<s>ab" has ▁ already (no second one), and with prepend_scheme "first"
+// the segment after <s> gets none; "always" gives it one; split makes "▁▁ab" the pieces ▁ and ▁ab,
+// so ▁▁ (the first merge here) is not made across them.
+TEST(SentencePieceStyle, MetaspacePreTokenizerPrependsAsItsSchemeSays) {
+  nlohmann::json j;
+  j["normalizer"] = nullptr;
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", false}};
+  j["model"] = {
+      {"type", "BPE"},
+      {"unk_token", "<unk>"},
+      {"byte_fallback", true},
+      {"merges", {"\u2581 \u2581", "\u2581 a", "\u2581a b", "a b"}},
+      {"vocab", {{"<unk>", 0}, {"\u2581", 1}, {"a", 2}, {"b", 3}, {"\u2581a", 4}, {"\u2581ab", 5}, {"ab", 6}, {"\u2581\u2581", 7}}}};
+  j["added_tokens"] = {{{"id", 8}, {"content", "<s>"}, {"special", true}, {"normalized", false}}};
+  const auto ids = [&](const std::string& text) {
+    BpeTokenizer t(BpeModel::parse_tokenizer_json(j.dump(), "tokenizer.json"));
+    Encoding e;
+    t.encode(text, e);
+    return e.ids;
+  };
+  EXPECT_EQ(ids(" ab<s>ab"), (std::vector<int32_t>{5, 8, 6}));
+  EXPECT_EQ(ids("ab<s>ab"), (std::vector<int32_t>{5, 8, 6}));
+  EXPECT_EQ(ids("<s>ab"), (std::vector<int32_t>{8, 6}));  // not at the text's start
+  EXPECT_EQ(ids("  ab"), (std::vector<int32_t>{7, 6}));   // one piece: ▁ ▁ merges first (rank 0)
+  j["pre_tokenizer"]["prepend_scheme"] = "always";
+  EXPECT_EQ(ids("<s>ab"), (std::vector<int32_t>{8, 5}));
+  j["pre_tokenizer"]["prepend_scheme"] = "never";
+  EXPECT_EQ(ids("ab ab"), (std::vector<int32_t>{6, 5}));
+  j["pre_tokenizer"]["prepend_scheme"] = "first";
+  j["pre_tokenizer"]["split"] = true;
+  EXPECT_EQ(ids("  ab"), (std::vector<int32_t>{1, 5}));  // pieces ▁ and ▁ab
+  j["pre_tokenizer"]["prepend_scheme"] = "sometimes";
+  EXPECT_HAS(error_of([&] { ids("a"); }), "tokenizer.json: pre_tokenizer.prepend_scheme: is \"sometimes\"");
+  j["pre_tokenizer"]["prepend_scheme"] = "first";
+  j["pre_tokenizer"]["replacement"] = "_";
+  EXPECT_HAS(error_of([&] { ids("a"); }), "tokenizer.json: pre_tokenizer.replacement: is \"_\", not");
+}
+
 TEST(ByteLevelFiles, TokenizerJsonReadsBothMergeSpellings) {
   nlohmann::json j;
   j["model"] = {{"type", "BPE"}, {"vocab", nlohmann::json::parse(vocab_json({"ab", "abc"}))}};

@@ -326,7 +326,7 @@ std::vector<Subcommand> model_commands(Args& a) {
        "ctxsim bench-model --model models/brown-bert --batch 8 --seconds 2",
        [&](CLI::App& s) {
          s.add_option("--preset", a.bench.preset, "model shape")->capture_default_str();
-         s.add_option("--family", a.bench.family, "the preset's family: bert | distilbert | roberta | gpt2")->capture_default_str();
+         s.add_option("--family", a.bench.family, "the preset's family: " + supported_model_types())->capture_default_str();
          s.add_option("--model", a.bench.model, "a Hugging Face folder (any family) instead of the preset's random weights");
          s.add_option("--rules", a.bench.rules,
                       "selection rules of (c): 1 (top_fraction 0.01), 3 (+ relative_to_max 0.9, absolute 1.0), 7 "

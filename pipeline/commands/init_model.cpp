@@ -69,6 +69,9 @@ int cmd_init_model(const InitModelArgs& a, std::ostream& out) {
   if (a.positions > 0) c.max_position_embeddings = a.positions;
   c.check("init-model: ", "pick sizes within those limits (a head count that divides the hidden size)");
   const FamilySpec& f = family_spec(c.family);
+  try {  // a config.json can say it (a GGUF's rope factors that are not llama3's cannot), before anything is written
+    (void)c.to_json(f.model_class);
+  } catch (const Error& e) { throw Error("--like " + a.like + ": " + e.where(), e.problem(), e.fix()); }
   if (a.mlm && f.lm_head.objective == LmObjective::None)
     throw Error("--mlm", std::string("writes the family's language-model class, and ") + f.display + " has none in ctxsim",
                 "use --family with one of " + lm_model_types());

@@ -1,11 +1,13 @@
 #include "stages/model/gguf_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/model_folder.h"
 #include "stages/model/family.h"
+#include "stages/model/transformer_layer.h"
 
 namespace ctxsim {
 namespace {
@@ -73,6 +75,52 @@ at::Tensor unpermute(const at::Tensor& w, int64_t heads) {
   return w.reshape({heads, d / 2, 2, w.size(1)}).transpose(1, 2).reshape({rows, w.size(1)}).contiguous();
 }
 
+// llama.cpp's converter stores Llama 3.1+'s rope scaling as rope_freqs.weight, a factor per
+// inverse frequency (its LlamaModel.generate_extra_tensors): the factors, checked, and llama3's
+// parameters that give them, found from them (factor the largest; with low_freq_factor 1, the
+// smoothed band's factors fix original_max_position_embeddings and high_freq_factor, Meta's 8192
+// and 4 where the band holds fewer than two), kept only where they give every factor to float32's
+// precision, so that a config.json can say rope_type llama3 (init-model --like).
+void read_rope_freqs(const GgufHeader& h, const std::string& path, ModelConfig& c) {
+  const GgufTensor* t = h.tensor("rope_freqs.weight");
+  if (!t) return;
+  const std::string where = path + ": tensor 'rope_freqs.weight'";
+  const int64_t d = c.head_dim(), half = d / 2;
+  if (t->shape != std::vector<int64_t>{half})
+    throw Error(where, "is " + shape_text(t->shape) + ", one factor per rotary frequency is [" + std::to_string(half) + "]",
+                "use a complete, unedited model file");
+  if (!t->type->dequantises)
+    throw Error(where, std::string("is of type ") + t->type->name + ", which ctxsim does not dequantise",
+                "use a complete, unedited model file");
+  std::vector<float> v(size_t(half), 0.f);
+  dequantize(*t->type, t->data, half, v.data());
+  for (int64_t i = 0; i < half; ++i)
+    if (!std::isfinite(v[size_t(i)]) || v[size_t(i)] <= 0)
+      throw Error(where, "factor " + std::to_string(i) + " is " + std::to_string(v[size_t(i)]) + ", not a positive number",
+                  "the file is damaged: download or convert it again");
+  c.rope_freq_factors.assign(v.begin(), v.end());
+  const double factor = *std::max_element(v.begin(), v.end());
+  ModelConfig::Llama3Rope r{factor, 1, 4, 8192};
+  const at::TensorOptions f64 = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor base = rope_inv_freq(d, c.rope_theta, {}, {}, f64);
+  std::vector<std::pair<double, double>> band;  // (1 / wavelength, smooth) of factors between 1 and factor
+  for (int64_t i = 0; i < half; ++i)
+    if (v[size_t(i)] > 1 + 1e-6 && v[size_t(i)] < factor * (1 - 1e-6))
+      band.emplace_back(base[i].item<double>() / (2 * M_PI), (1 / double(v[size_t(i)]) - 1 / factor) / (1 - 1 / factor));
+  if (band.size() >= 2) {  // smooth (high - 1) = old / wavelength - 1 at the band's ends
+    const auto [x1, s1] = band.front();
+    const auto [x2, s2] = band.back();
+    const double det = x1 * s2 - x2 * s1;
+    if (det != 0)
+      r.original_max_positions = std::llround((s2 - s1) / det), r.high_freq_factor = 1 + std::round((x2 - x1) / det * 1e3) / 1e3;
+  }
+  const at::Tensor implied = base / rope_inv_freq(d, c.rope_theta, r, {}, f64);
+  const at::Tensor stored = at::tensor(c.rope_freq_factors, f64);
+  if (factor > 1 && r.original_max_positions > 0 && r.high_freq_factor > 1 &&
+      ((implied - stored).abs() <= stored * 1e-6).all().item<bool>())
+    c.llama3_rope = r;
+}
+
 }  // namespace
 
 ModelConfig gguf_model_config(const GgufHeader& h, const std::string& path) {
@@ -108,9 +156,7 @@ ModelConfig gguf_model_config(const GgufHeader& h, const std::string& path) {
   if (const GgufValue* s = h.find(a + "rope.scaling.type"); s && s->text != "none")
     throw Error(path + ": " + a + "rope.scaling.type", "is '" + s->text + "', a rope scaling ctxsim does not compute from GGUF",
                 "use the model's Hugging Face folder (its config.json's rope_scaling), or a GGUF without rope scaling");
-  if (h.tensor("rope_freqs.weight"))
-    throw Error(path + ": tensor 'rope_freqs.weight'", "holds Llama 3.1's rope scaling as factors, which ctxsim does not read from GGUF",
-                "use the model's Hugging Face folder (config.json's rope_scaling of type llama3)");
+  read_rope_freqs(h, path, c);
   c.tie_word_embeddings = h.tensor("output.weight") == nullptr;
   c.sliding_window = 0;
   return c;
@@ -132,6 +178,7 @@ std::map<std::string, at::Tensor> read_gguf_tensors(const GgufHeader& h, const M
   r.tensors_in_file = int64_t(h.tensors.size());
   for (const GgufTensor& t : h.tensors) {
     const std::string where = path + ": tensor '" + t.name + "'";
+    if (t.name == "rope_freqs.weight") continue;  // read with the config (read_rope_freqs)
     const std::string name = hf_name(f, t.name, c.num_layers);
     const bool is_head = !name.empty() && f.lm_head.decoder && name == std::string(f.lm_head.decoder) + ".weight";
     const auto it = expected.find(name);

@@ -1,5 +1,6 @@
 #include "stages/model/model_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -218,6 +219,10 @@ std::string ModelConfig::to_json(const std::string& architecture, double dropout
   if (k.kv_heads) j[k.kv_heads] = kv_heads();
   if (k.head_dim) j[k.head_dim] = head_dim();
   if (k.rope_theta) j[k.rope_theta] = rope_theta;
+  const bool scaled = std::any_of(rope_freq_factors.begin(), rope_freq_factors.end(), [](double x) { return x != 1; });
+  if (scaled && llama3_rope.factor <= 0)
+    throw Error("tensor 'rope_freqs.weight'", "scales the rotary frequencies by factors that are not Llama 3's (rope_type llama3)",
+                "give the model's Hugging Face folder (its config.json's rope_scaling) instead of the GGUF file");
   if (llama3_rope.factor > 0)
     j["rope_scaling"] = {{"rope_type", "llama3"},
                          {"factor", llama3_rope.factor},

@@ -33,6 +33,10 @@ struct ModelConfig {
     double factor = 0, low_freq_factor = 1, high_freq_factor = 4;
     int64_t original_max_positions = 8192;
   } llama3_rope;
+  // A GGUF's rope_freqs.weight (llama.cpp's form of Llama 3.1+'s scaling): inverse frequency i is
+  // divided by factor i; empty: none. Where these are llama3's (gguf_model.cpp fits them),
+  // llama3_rope holds its parameters as well, for config.json (init-model --like).
+  std::vector<double> rope_freq_factors;
   bool tie_word_embeddings = true;  // the language-model head's decoder is the word embeddings
   // The tokens a sample can hold: max_position_embeddings, less the positions before the first
   // (RoBERTa's 0 … pad_token_id).

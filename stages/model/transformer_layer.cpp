@@ -35,8 +35,31 @@ LayerOptions layer_options(const ModelConfig& c) {
   o.head_dim = c.head_dim();
   o.rope_theta = f.rotary ? c.rope_theta : 0;
   o.llama3_rope = c.llama3_rope;
+  o.rope_freq_factors = c.rope_freq_factors;
   o.gated_ffn = f.ffn_gate != nullptr;
   return o;
+}
+
+at::Tensor rope_inv_freq(int64_t d, double theta, const ModelConfig::Llama3Rope& llama3, const std::vector<double>& factors,
+                         const at::TensorOptions& options) {
+  const at::ScalarType work = options.dtype().toScalarType() == at::kDouble ? at::kDouble : at::kFloat;
+  const at::TensorOptions o = at::TensorOptions().dtype(work).device(options.device());
+  at::Tensor inv_freq = at::pow(theta, at::arange(0, d, 2, o.dtype(at::kLong)).to(work) / double(d)).reciprocal();
+  if (!factors.empty()) {  // llama.cpp: theta_i / rope_freqs[i]
+    CTXSIM_CHECK(int64_t(factors.size()) == d / 2, "rope_inv_freq: factors for another head size");
+    return inv_freq / at::tensor(factors, o.dtype(at::kDouble)).to(work);
+  }
+  if (llama3.factor > 0) {  // transformers' _compute_llama3_parameters, operation for operation
+    const double old_len = double(llama3.original_max_positions), low = llama3.low_freq_factor, high = llama3.high_freq_factor;
+    const double low_wavelen = old_len / low, high_wavelen = old_len / high;
+    const at::Tensor wavelen = inv_freq.reciprocal() * (2 * M_PI);
+    const at::Tensor scaled = at::where(wavelen > low_wavelen, inv_freq / llama3.factor, inv_freq);
+    const at::Tensor smooth = (wavelen.reciprocal() * old_len - low) / (high - low);
+    const at::Tensor smoothed = at::rsub(smooth, 1) * scaled / llama3.factor + smooth * scaled;
+    const at::Tensor medium = (wavelen < high_wavelen).logical_not() & (wavelen > low_wavelen).logical_not();
+    inv_freq = at::where(medium, smoothed, scaled);
+  }
+  return inv_freq;
 }
 
 double mask_lowest(at::ScalarType dtype) {
@@ -120,23 +143,11 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
 // Hugging Face's rotary embedding (LlamaRotaryEmbedding, the default rope type): inv_freq_i =
 // 1 / theta^(2i / d), the angle of position t is t · inv_freq, and cos/sin repeat it over the two
 // halves of d. Computed in float32 as transformers does (float64 for a float64 model), then cast.
-std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t T, int64_t d, double theta, const ModelConfig::Llama3Rope& llama3,
-                                                const at::TensorOptions& options) {
-  const at::ScalarType work = options.dtype().toScalarType() == at::kDouble ? at::kDouble : at::kFloat;
-  const at::TensorOptions o = at::TensorOptions().dtype(work).device(options.device());
-  at::Tensor inv_freq = at::pow(theta, at::arange(0, d, 2, o.dtype(at::kLong)).to(work) / double(d)).reciprocal();
-  if (llama3.factor > 0) {  // transformers' _compute_llama3_parameters, operation for operation
-    const double old_len = double(llama3.original_max_positions), low = llama3.low_freq_factor, high = llama3.high_freq_factor;
-    const double low_wavelen = old_len / low, high_wavelen = old_len / high;
-    const at::Tensor wavelen = inv_freq.reciprocal() * (2 * M_PI);
-    const at::Tensor scaled = at::where(wavelen > low_wavelen, inv_freq / llama3.factor, inv_freq);
-    const at::Tensor smooth = (wavelen.reciprocal() * old_len - low) / (high - low);
-    const at::Tensor smoothed = at::rsub(smooth, 1) * scaled / llama3.factor + smooth * scaled;
-    const at::Tensor medium = (wavelen < high_wavelen).logical_not() & (wavelen > low_wavelen).logical_not();
-    inv_freq = at::where(medium, smoothed, scaled);
-  }
-  const at::Tensor freqs = at::arange(T, o.dtype(at::kLong)).to(work).unsqueeze(1) * inv_freq.unsqueeze(0);  // [T, d/2]
-  const at::Tensor angles = at::cat({freqs, freqs}, -1);                                                     // [T, d]
+std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t T, int64_t d, const LayerOptions& lo, const at::TensorOptions& options) {
+  const at::Tensor inv_freq = rope_inv_freq(d, lo.rope_theta, lo.llama3_rope, lo.rope_freq_factors, options);
+  const at::TensorOptions o = at::TensorOptions().dtype(inv_freq.scalar_type()).device(options.device());
+  const at::Tensor freqs = at::arange(T, o.dtype(at::kLong)).to(inv_freq.scalar_type()).unsqueeze(1) * inv_freq.unsqueeze(0);  // [T, d/2]
+  const at::Tensor angles = at::cat({freqs, freqs}, -1);                                                                       // [T, d]
   return {angles.cos().to(options.dtype()), angles.sin().to(options.dtype())};
 }
 
@@ -169,7 +180,7 @@ at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const Key
     if (w.q_norm_w.defined()) q = normalise(q, w.q_norm_w, {}, o.eps, true);  // Qwen3, over head_dim
     if (w.k_norm_w.defined()) k = normalise(k, w.k_norm_w, {}, o.eps, true);
     if (o.rope_theta > 0) {
-      const auto [cos, sin] = rotary_tables(T, d, o.rope_theta, o.llama3_rope, q.options());
+      const auto [cos, sin] = rotary_tables(T, d, o, q.options());
       q = rotate(q, cos, sin), k = rotate(k, cos, sin);
     }
     if (Hkv != H) {  // query head h reads key/value head h / (H / H_kv)

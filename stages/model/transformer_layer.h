@@ -56,10 +56,17 @@ struct LayerOptions {
   int64_t kv_heads = 0;  // 0: heads
   int64_t head_dim = 0;  // 0: hidden / heads
   double rope_theta = 0;
-  ModelConfig::Llama3Rope llama3_rope;  // factor 0: the default inverse frequencies
+  ModelConfig::Llama3Rope llama3_rope;    // factor 0: the default inverse frequencies
+  std::vector<double> rope_freq_factors;  // a GGUF's divisors of them (ModelConfig), before llama3_rope
   bool gated_ffn = false;
 };
 LayerOptions layer_options(const ModelConfig& c);
+
+// The d/2 inverse frequencies of rotary positions over heads of size d, theta^(-2i/d), divided by
+// `factors` where given, else rescaled as transformers' rope_type llama3 where llama3.factor > 0;
+// in float64 for a float64 `options`, else float32.
+at::Tensor rope_inv_freq(int64_t d, double theta, const ModelConfig::Llama3Rope& llama3, const std::vector<double>& factors,
+                         const at::TensorOptions& options);
 
 // Inverted dropout at a numbered site (mlm.cpp's counter-based per-sample masks). Sites: 0 the
 // embeddings; layer l: 1 + 3l the attention probabilities, 2 + 3l W_O's output, 3 + 3l the

@@ -201,6 +201,28 @@ void read_pre_tokenizer(const nlohmann::json& pre, const std::string& name, cons
                 fix_component);
 }
 
+// The Metaspace pre-tokenizer (Mistral v0.3's tokenizer.json, transformers' non-legacy Llama
+// conversion): spaces become ▁, ▁ is prepended by its prepend_scheme (or the older
+// add_prefix_space), and with split each ▁ begins a piece.
+void read_metaspace(const nlohmann::json& pre, const std::string& name, const std::string& fix_component, BpeModel& m) {
+  const auto member = [](const nlohmann::json& o, const char* key) { return o.is_object() && o.contains(key) ? o[key] : nlohmann::json(); };
+  if (member(pre, "replacement") != kMetaspace)
+    throw Error(name + ": pre_tokenizer.replacement", "is " + member(pre, "replacement").dump() + ", not ▁ (U+2581)", fix_component);
+  const nlohmann::json scheme = member(pre, "prepend_scheme");
+  if (scheme == "always" || (scheme.is_null() && member(pre, "add_prefix_space") != false))
+    m.prepend = BpeModel::Prepend::Always;
+  else if (scheme == "first")
+    m.prepend = BpeModel::Prepend::First;
+  else if (scheme == "never" || scheme.is_null())
+    m.prepend = BpeModel::Prepend::Never;
+  else
+    throw Error(name + ": pre_tokenizer.prepend_scheme", "is " + scheme.dump() + "; the tokenizers library knows always, first and never",
+                "give the model's own tokenizer.json");
+  m.metaspace = true;
+  m.prepend_unless_there = true;
+  m.split_at_metaspace = member(pre, "split") != false;  // the library's default
+}
+
 // A tokenizer.json's added tokens: each a token of model.vocab, or the next id after it (which
 // extends the vocabulary: Llama 3's 128000 …), with its flags.
 void read_added_tokens(const nlohmann::json& added, const std::string& name, BpeModel& m) {
@@ -268,12 +290,18 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
       throw Error(name + ": normalizer", "is " + member(norm, "type").dump() + ", which ctxsim does not apply", fix_component);
     m->nfc = true;
   }
-  if (!m->metaspace) read_pre_tokenizer(member(j, "pre_tokenizer"), name, fix_component, *m);
   if (m->metaspace && !member(j, "pre_tokenizer").is_null())
     throw Error(name + ": pre_tokenizer",
                 "is " + member(member(j, "pre_tokenizer"), "type").dump() + " after Llama 2's normalizer, which has none", fix_component);
+  if (!m->metaspace && !m->nfc && is(member(j, "pre_tokenizer"), "Metaspace"))
+    read_metaspace(member(j, "pre_tokenizer"), name, fix_component, *m);
+  else if (!m->metaspace)
+    read_pre_tokenizer(member(j, "pre_tokenizer"), name, fix_component, *m);
   if (member(model, "byte_fallback") == true && !m->metaspace)
-    throw Error(name + ": model.byte_fallback", "is true without Llama 2's normalizer (Prepend ▁, Replace ' ' by ▁)", fix_component);
+    throw Error(name + ": model.byte_fallback",
+                "is true without a sentencepiece-style tokenizer (Llama 2's normalizer Prepend ▁, Replace ' ' by ▁, or a Metaspace "
+                "pre-tokenizer)",
+                fix_component);
   m->ignore_merges = member(model, "ignore_merges") == true;
   m->vocab = vocab_from_json(member(model, "vocab"), name + ": model.vocab", kVocabFix);
   const nlohmann::json unk = member(model, "unk_token");
@@ -623,21 +651,29 @@ void BpeTokenizer::merge(std::string_view piece, std::vector<int32_t>& ids) {
   ids.insert(ids.end(), w.begin(), w.end());
 }
 
-void BpeTokenizer::encode_segment(std::string_view raw, Encoding& out) {
+void BpeTokenizer::encode_segment(std::string_view raw, bool at_start, Encoding& out) {
   std::string normalised;
   std::string_view text = raw;
   if (model_->nfc) {  // the normalizer runs on the text between added tokens, as the library's does
     normalised = utf8::nfc(raw);
     text = normalised;
   }
-  if (model_->metaspace) {  // Prepend ▁, Replace " " by ▁; the segment is one piece, a word starts at ▁
-    normalised = kMetaspace;
+  if (model_->metaspace) {  // " " replaced by ▁, ▁ prepended (BpeModel::prepend); a word starts at ▁
     for (char ch : raw) normalised += ch == ' ' ? kMetaspace : std::string(1, ch);
+    using Prepend = BpeModel::Prepend;
+    if ((model_->prepend == Prepend::Always || (model_->prepend == Prepend::First && at_start)) &&
+        !(model_->prepend_unless_there && normalised.compare(0, kMetaspace.size(), kMetaspace) == 0))
+      normalised.insert(0, kMetaspace);
     const size_t first = out.ids.size();
-    if (!model_->metaspace_words) {
+    const std::string_view all = normalised;
+    if (model_->split_at_metaspace) {  // pieces from each ▁ on (the pre-tokenizer's split)
+      size_t begin = 0;
+      for (size_t at = all.find(kMetaspace, 1); at != std::string_view::npos; at = all.find(kMetaspace, at + 1))
+        merge(all.substr(begin, at - begin), out.ids), begin = at;
+      merge(all.substr(begin), out.ids);
+    } else if (!model_->metaspace_words) {  // one piece
       merge(normalised, out.ids);
     } else {  // a word at a time: each ▁ run that follows another character starts one
-      const std::string_view all = normalised;
       size_t begin = 0;
       for (size_t at = all.find(kMetaspace, 1); at != std::string_view::npos; at = all.find(kMetaspace, at + kMetaspace.size())) {
         if (!starts_word(all, at)) continue;  // inside a run of ▁
@@ -692,13 +728,13 @@ void BpeTokenizer::encode(std::string_view text, Encoding& out) {
         if (!is_white_space(utf8::next(text, next))) break;
         after = next;
       }
-    if (before > seg) encode_segment(text.substr(seg, before - seg), out);
+    if (before > seg) encode_segment(text.substr(seg, before - seg), seg == 0, out);
     out.ids.push_back(hit->id);
     out.word_ids.push_back(out.num_words++);
     seg = after;
     i = after - 1;
   }
-  if (seg < text.size()) encode_segment(text.substr(seg), out);
+  if (seg < text.size()) encode_segment(text.substr(seg), seg == 0, out);
 }
 
 std::vector<std::string> BpeTokenizer::tokens(const std::vector<int32_t>& ids) const {

@@ -50,6 +50,14 @@ struct BpeModel {
   // piece of characters, not bytes; a character without a token becomes its UTF-8 bytes' <0xNN>
   // tokens (fallback_ids), else `unk_id` (consecutive ones fused with fuse_unk).
   bool metaspace = false;
+  // Where ▁ is put before a segment. Llama 2's normalizer (Prepend): before every segment. The
+  // Metaspace pre-tokenizer (Mistral v0.3's tokenizer.json, no normalizer): only before one that
+  // does not start with ▁ (a space) already, and with prepend_scheme "first" only before the
+  // segment at the start of the text (not after an added token); "never": nowhere.
+  enum class Prepend { Always, First, Never } prepend = Prepend::Always;
+  bool prepend_unless_there = false;
+  // The Metaspace pre-tokenizer's split: each ▁ begins a piece of its own (merged with what follows).
+  bool split_at_metaspace = false;
   // No token holds ▁ after another character (Llama 2's): no merge crosses the start of a ▁ run,
   // so the piece is merged a word at a time (and words are cached), with the same ids.
   bool metaspace_words = false;
@@ -66,9 +74,10 @@ struct BpeModel {
   static std::shared_ptr<const BpeModel> parse(const std::string& vocab_json, const std::string& vocab_name, const std::string& merges_txt,
                                                const std::string& merges_name);
   // A tokenizer.json whose model is BPE with a ByteLevel pre-tokenizer, alone (GPT-2, RoBERTa) or
-  // after a Split regex (Llama 3, Qwen), with no normalizer or NFC; added tokens past model.vocab
-  // extend the vocabulary (Llama 3's 128000 …). Another model type (WordPiece, WordLevel,
-  // Unigram), normalizer, pre-tokenizer or byte_fallback is an Error naming it and the file.
+  // after a Split regex (Llama 3, Qwen), with no normalizer or NFC; or sentencepiece-style (Llama
+  // 2's Prepend + Replace normalizer, or Mistral v0.3's Metaspace pre-tokenizer; byte_fallback);
+  // added tokens past model.vocab extend the vocabulary (Llama 3's 128000 …). Another model type
+  // (WordPiece, WordLevel, Unigram), normalizer or pre-tokenizer is an Error naming it and the file.
   static std::shared_ptr<const BpeModel> load_tokenizer_json(const std::string& path);
   static std::shared_ptr<const BpeModel> parse_tokenizer_json(const std::string& text, const std::string& name);
   // The vocabulary of a GGUF file (llama.cpp's tokenizer.ggml.*: model gpt2, its tokens, merges and
@@ -120,7 +129,8 @@ class BpeTokenizer final : public Tokenizer {
  private:
   void merge(std::string_view piece, std::vector<int32_t>& ids);        // one piece, cached
   void symbols(std::string_view piece, std::vector<int32_t>& w) const;  // its symbols before merging
-  void encode_segment(std::string_view text, Encoding& out);            // text without added tokens
+  // Text without added tokens; `at_start`: it begins the text (a Metaspace "first" prepends there).
+  void encode_segment(std::string_view text, bool at_start, Encoding& out);
   template <class OnPiece>
   void for_each_piece(std::string_view text, OnPiece&& on_piece);
 
