@@ -58,6 +58,7 @@ for _f in LINEAGE:
     BYTE_LEVEL.add(_f)
     PREFIX[_f], SKIP[_f] = "model.", ("lm_head.",)
 FIXED_POINT_SCALE = 2.0 ** 32
+RANK_GRID = 2.0 ** 16  # a sample's effective rank is put on this grid before it is summed (SPEC §9)
 
 
 # ---------------------------------------------------------------- checkpoint and forward
@@ -287,7 +288,8 @@ class Stats:
         self.out = {}
         for name, *_ in rules:
             for key in ["high_pairs", "same_sentence", "sentence_eligible", "same_token", "same_word", "in_attention", "anchor_pairs",
-                        "noise", "samples_with_pairs", "high_attention_all", "separator_mass"]:
+                        "noise", "samples_with_pairs", "high_attention_all", "separator_mass", "effective_rank",
+                        "effective_rank_samples", "first_token_mass"]:
                 self.out[f"stats/{name}/{key}"] = z(L, H)
             self.out[f"stats/{name}/distance_hist"] = z(L, H, T)
             self.out[f"stats/{name}/distinct_anchors"] = z(L)
@@ -352,6 +354,17 @@ class Stats:
             mass = ((A.double() @ self.seps.unsqueeze(1)) * rows).sum(2)  # [B,H,S]
             by_token = torch.round(mass / self.nv.clamp_min(1).double().view(B, 1, 1) * FIXED_POINT_SCALE).long()
             o["stats/baseline/separator_mass_by_token"][l] += by_token.sum(0)
+        # effective rank (SPEC §9): (tr G)^2 / |G|_F^2 of the valid rows' Gram matrix, every entry of
+        # it, each sample's on the grid 2^-16 in units of 2^-32
+        vv = (self.valid.view(B, 1, T, 1) & self.valid.view(B, 1, 1, T)).double()
+        G = C.double() * vv
+        trace, square = G.diagonal(dim1=-2, dim2=-1).sum(-1), (G * G).sum(dim=(2, 3))  # [B,H]
+        ranked = square > 0
+        rank = torch.where(ranked, torch.round(trace * trace / square.clamp_min(1e-300) * RANK_GRID), torch.zeros_like(square)).long()
+        rank = rank * int(FIXED_POINT_SCALE / RANK_GRID)
+        # attention on the first position (the sink): mean over valid rows, fixed point
+        first = torch.round((A[:, :, :, 0].double() * self.valid.double().view(B, 1, T)).sum(2) / self.nv.clamp_min(1).double().view(B, 1)
+                            * FIXED_POINT_SCALE).long()
         count_pairs = lambda S: S.sum(dim=(2, 3))  # [B,H] pair counts
         for r, (name, kind, value, beta, seps) in enumerate(self.rules):
             p = f"stats/{name}/"
@@ -366,6 +379,9 @@ class Stats:
             o[p + "same_word"][l] += count_pairs(S & self.same_word).sum(0)
             o[p + "in_attention"][l] += count_pairs(S & high_att).sum(0)
             o[p + "high_attention_all"][l] += count_pairs(high_att).sum(0)
+            o[p + "effective_rank"][l] += rank.sum(0)
+            o[p + "effective_rank_samples"][l] += ranked.long().sum(0)
+            o[p + "first_token_mass"][l] += first.sum(0)
             if by_token is not None:  # seps: the rule's separators, as indices into sep_ids
                 o[p + "separator_mass"][l] += by_token[:, :, seps].sum(2).sum(0)
             # anchor: endpoint counts per token id, the first maximum (= the smaller id)

@@ -117,6 +117,32 @@ f['prune/curve_loss'][0, 5] += 0.125; f.close()" || fail "crafting the changed s
     # Rerunning a complete job answers from its store.
     prune 1 "$TMP/a" || fail "rerun"
     contains "$(cat "$TMP/a.log")" "is already complete for this config"
+    # Several ctxsim scores of a run store, an order each: the effective rank lowest and highest
+    # first (SPEC §9), their values in /prune/score [S, L, H], a Spearman line and figures each.
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" model.dtype=float64 samples.seq_len=48 samples.num_samples=30 \
+      statistics.examples=[] output.report=false output.dir="$TMP/run" > /dev/null 2>&1 || fail "run for the scores"
+    prune 1 "$TMP/s" prune.scores_from="$TMP/run/store.h5" 'prune.score=[noise, effective_rank, effective_rank_high]' ||
+      fail "prune with three scores: $(tail -3 "$TMP/s.log")"
+    /usr/bin/python3 - "$TMP/s/store.h5" "$TMP/run/store.h5" > "$TMP/py" 2>&1 <<'PY' || fail "scores: $(cat "$TMP/py")"
+import sys, h5py, numpy as np
+p, r = h5py.File(sys.argv[1], "r")["prune"], h5py.File(sys.argv[2], "r")["stats/top_fraction=0.01"]
+orders = p.attrs["unit_orders"].decode().split("\n")
+assert orders[3:6] == ["score:noise", "score:effective_rank", "score:effective_rank_high"], orders
+assert [x.decode() for x in p["ctxsim_score"][...]] == ["noise", "effective_rank", "effective_rank_high"]
+score = p["score"][...]
+rank = r["effective_rank"][...] / 2.0 ** 32 / r["effective_rank_samples"][...]
+assert score.shape == (3, 2, 2) and np.allclose(score[1], rank, rtol=1e-15, atol=0) and np.array_equal(score[1], score[2])
+heads = p["order_heads"][...]
+v = rank.reshape(-1)
+assert list(heads[4]) == sorted(range(4), key=lambda k: (v[k], k)), "effective_rank: lowest first"
+assert list(heads[5]) == sorted(range(4), key=lambda k: (-v[k], k)), "effective_rank_high: highest first"
+print("scores ok")
+PY
+    out=$("$CTXSIM" summary "$TMP/s/store.h5") || fail "summary of three scores"
+    contains "$out" "score effective_rank_high"
+    for stem in prune_score prune_score_effective_rank prune_importance_vs_score_effective_rank_high; do
+      [ -s "$TMP/s/figures/$stem.svg" ] || fail "no $stem figure"
+    done
     ;;
   families)
     # Every family with a language-model head prunes (SPEC §8): DistilBERT and RoBERTa with their
@@ -198,7 +224,7 @@ PY
     one_error "has no RoBERTa language-model head (lm_head.bias is missing)" "$TMP/o2" model.path="$TMP/rob"
     head -n 103 "$VOCAB" | grep -v MASK > "$TMP/nomask.txt"
     one_error "has no [MASK] token, which the masked-LM loss needs" "$TMP/o2" model.vocab="$TMP/nomask.txt"
-    one_error "prune.score: expected one of noise, anchor_share, same_sentence_lift, repetition_lift, got 'quality'" "$TMP/o3" prune.score=quality prune.scores_from=x
+    one_error "prune.score: expected one of noise, anchor_share, same_sentence_lift, repetition_lift, effective_rank, effective_rank_high, got 'quality'" "$TMP/o3" prune.score=quality prune.scores_from=x
     # A score store of another model's shape, and one that is not a run's.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/distil" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \
       output.report=false output.dir="$TMP/run3" > /dev/null 2>&1 || fail "run"

@@ -198,6 +198,37 @@ TEST_P(HandBuilt, RoundingIsHalfAwayFromZero) {
   EXPECT_EQ(acc.at(Stat::HighPairs, 1)[0], 1);
 }
 
+// SPEC §9 by hand: head 0's outputs lie on one line (every G_ij = (i+1)(j+1) |u|^2: effective rank
+// 1), head 1's are five orthonormal vectors (G = I: rank 5), head 2's are zero (not counted); the
+// same in every rule, and the tensor path agrees.
+TEST_P(HandBuilt, EffectiveRankOfHandMadeHeads) {
+  const HandBatch b{5, {101, 1, 2, 3, 102}, {-1, 0, 0, 0, -1}, {5}};
+  at::Tensor v = at::zeros({1, 3, 5, 5}, at::kDouble);
+  for (int i = 0; i < 5; ++i) {
+    v[0][0][i][0] = double(i + 1), v[0][0][i][1] = 2.0 * (i + 1);
+    v[0][1][i][i] = 1.0;
+  }
+  StatisticsOptions opt;
+  opt.dense_only = GetParam();
+  opt.rules = {rule(kTop, 0.2), rule(kAbs, 0.5)};
+  for (const bool tensor_path : {false, true}) {
+    Accumulator acc(shape_for(2, 1, 3, 5, opt));
+    at::Tensor device_acc = at::zeros({int64_t(acc.buffer().size())}, at::kLong);
+    BatchStatistics stats(opt, b.view(), acc, tensor_path ? device_acc : at::Tensor());
+    stats.add_layer(0, v, v, uniform_attention(b, 3));
+    for (size_t i = 0; i < acc.buffer().size(); ++i) acc.buffer()[i] += device_acc[int64_t(i)].item<int64_t>();
+    for (int64_t r = 0; r < 2; ++r) {
+      EXPECT_EQ(acc.at(Stat::EffectiveRank, r)[0], int64_t(kFixedPointScale)) << "rule " << r << ", tensor path " << tensor_path;
+      EXPECT_EQ(acc.at(Stat::EffectiveRank, r)[1], 5 * int64_t(kFixedPointScale)) << "rule " << r << ", tensor path " << tensor_path;
+      EXPECT_EQ(acc.at(Stat::EffectiveRank, r)[2], 0);
+      EXPECT_EQ(acc.at(Stat::EffectiveRankSamples, r)[0], 1);
+      EXPECT_EQ(acc.at(Stat::EffectiveRankSamples, r)[1], 1);
+      EXPECT_EQ(acc.at(Stat::EffectiveRankSamples, r)[2], 0);
+    }
+    EXPECT_TRUE(check_invariants(acc).empty());
+  }
+}
+
 TEST_P(HandBuilt, AllNegativeUnderRelativeToMaxSelectsNothing) {
   const HandBatch b{5, {101, 1, 2, 3, 102}, {-1, 0, 0, 0, -1}, {5}};
   // C_ij = left_i · right_j = -1 - i - j with left_i = (-1, -i, -1), right_j = (1, 1, j).
@@ -516,6 +547,23 @@ void reference_layer(const StatisticsOptions& opt, const BatchSamples& s, int64_
           const int64_t fixed = int64_t(std::nearbyint(total / double(n) * kFixedPointScale));
           if (std::find(seps.begin(), seps.end(), tokens[u]) != seps.end()) acc.at(Stat::SeparatorMass, int64_t(r))[layer * H + h] += fixed;
           if (r == 0) acc.at(Stat::SeparatorMassByToken)[(layer * H + h) * int64_t(tokens.size()) + int64_t(u)] += fixed;
+        }
+        // The attention sink: the valid rows' mean mass on position 0, fixed point.
+        double first = 0;
+        for (int64_t i = 0; i < n; ++i) first += a[b][h][i][0];
+        if (n > 0) acc.at(Stat::FirstTokenMass, int64_t(r))[layer * H + h] += int64_t(std::nearbyint(first / double(n) * kFixedPointScale));
+        // SPEC §9 by the d x d route: (tr OᵀO)^2 / |OᵀO|_F^2 over the valid rows, on its grid.
+        std::vector<double> gram(size_t(K * K), 0.0);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t p = 0; p < K; ++p)
+            for (int64_t q = 0; q < K; ++q) gram[size_t(p * K + q)] += o[b][h][i][p] * o[b][h][i][q];
+        double trace = 0, square = 0;
+        for (int64_t p = 0; p < K; ++p) trace += gram[size_t(p * K + p)];
+        for (double g : gram) square += g * g;
+        if (square > 0) {
+          acc.at(Stat::EffectiveRank, int64_t(r))[layer * H + h] +=
+              std::llround(trace * trace / square * kEffectiveRankGrid) * int64_t(kFixedPointScale / kEffectiveRankGrid);
+          ++acc.at(Stat::EffectiveRankSamples, int64_t(r))[layer * H + h];
         }
         if (sel.empty()) continue;
         int32_t anchor = -1;

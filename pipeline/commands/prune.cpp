@@ -46,12 +46,12 @@ struct PruneInputs {
   std::optional<JobTokenizer> tokenizer;
   PreparedSamples prepared;
   std::optional<MlmModel> model;
-  std::vector<int32_t> input, labels;  // [N, T] SPEC §8's inputs and targets (-1: not predicted)
-  std::vector<double> score;           // [L*H] prune.score from prune.scores_from; empty: none
+  std::vector<int32_t> input, labels;                 // [N, T] SPEC §8's inputs and targets (-1: not predicted)
+  std::map<std::string, std::vector<double>> scores;  // each of prune.score from prune.scores_from, [L*H]; empty: none
 };
 
-// The per-head score of a run store (prune.scores_from) by its metric row.
-std::vector<double> store_score(const Config& c, const ModelConfig& mc) {
+// The per-head scores of a run store (prune.scores_from) by their metric rows.
+std::map<std::string, std::vector<double>> store_scores(const Config& c, const ModelConfig& mc) {
   if (c.prune.scores_from.empty()) return {};
   const std::string& path = c.prune.scores_from;
   const std::string key = c.where("prune.scores_from");
@@ -68,11 +68,18 @@ std::vector<double> store_score(const Config& c, const ModelConfig& mc) {
                 path + " measured " + std::to_string(d.L) + " layers x " + std::to_string(d.H) + " heads, and the model has " +
                     std::to_string(mc.num_layers) + " x " + std::to_string(mc.num_heads),
                 "give the store of a run of this model");
-  const Metric& m = metric(prune::score_row(c.prune.score)->metric);
-  std::vector<double> v;
-  for (int64_t l = 0; l < d.L; ++l)
-    for (int64_t h = 0; h < d.H; ++h) v.push_back(m.value(d.stats.head(l, h), d.base));
-  return v;
+  std::map<std::string, std::vector<double>> out;
+  for (const std::string& name : c.prune.score) {
+    const Metric& m = metric(prune::score_row(name)->metric);
+    std::vector<double> v;
+    for (int64_t l = 0; l < d.L; ++l)
+      for (int64_t h = 0; h < d.H; ++h) v.push_back(m.value(d.stats.head(l, h), d.base));
+    if (m.count && std::all_of(v.begin(), v.end(), [](double x) { return x == 0; }))
+      throw Error(key, path + " has no " + m.name + " (a store written before ctxsim measured it)",
+                  "run the model again with this ctxsim for the store, or choose another prune.score");
+    out.emplace(name, std::move(v));
+  }
+  return out;
 }
 
 PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
@@ -109,14 +116,15 @@ PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
         prune::mask_targets(ids, int32_t(T), s.n_valid[size_t(n)], in.tokenizer->frame.specials, mask_id, uint64_t(c.samples.seed),
                             uint64_t(n), input, labels);
     }
-    in.score = store_score(c, mc);
+    in.scores = store_scores(c, mc);
   });
   return in;
 }
 
 std::vector<std::string> order_names(const Config& c) {
   std::vector<std::string> names = {"importance", "ablation", "entropy"};
-  if (!c.prune.scores_from.empty()) names.push_back("score:" + c.prune.score);
+  if (!c.prune.scores_from.empty())
+    for (const std::string& score : c.prune.score) names.push_back("score:" + score);
   for (int64_t r = 1; r <= c.prune.random_seeds; ++r) names.push_back("random:" + std::to_string(r));
   return names;
 }
@@ -142,8 +150,8 @@ Pass1Totals total(const std::vector<PrunePass1>& rows, int64_t LH) {
 }
 
 // Each order of `names`, first removed first, from pass 1's totals (SPEC §8).
-std::vector<std::vector<int64_t>> make_orders(const std::vector<std::string>& names, const Pass1Totals& t, const std::vector<double>& score,
-                                              const std::string& score_name) {
+std::vector<std::vector<int64_t>> make_orders(const std::vector<std::string>& names, const Pass1Totals& t,
+                                              const std::map<std::string, std::vector<double>>& scores) {
   const int64_t LH = int64_t(t.importance.size());
   std::vector<std::vector<int64_t>> orders;
   for (const auto& n : names) {
@@ -154,7 +162,8 @@ std::vector<std::vector<int64_t>> make_orders(const std::vector<std::string>& na
     } else if (n == "entropy") {
       orders.push_back(prune::order_by(t.entropy, false));
     } else if (n.rfind("score:", 0) == 0) {
-      orders.push_back(prune::order_by(score, prune::score_row(score_name)->ascending));
+      const std::string score = n.substr(6);
+      orders.push_back(prune::order_by(scores.at(score), prune::score_row(score)->ascending));
     } else {
       orders.push_back(prune::random_order(LH, std::stoull(n.substr(7))));
     }
@@ -278,7 +287,7 @@ class PruneUnits final : public UnitWork {
 };
 
 PruneResults results_of(const PruneLayout& layout, const Pass1Totals& t, const std::vector<PrunePass2>& rows, int64_t samples,
-                        const std::vector<double>& score) {
+                        const std::map<std::string, std::vector<double>>& scores) {
   const int64_t L = layout.layers, H = layout.heads, LH = L * H, O = int64_t(layout.orders.size()), F = layout.fractions;
   const double P = double(std::max<int64_t>(t.predicted, 1));
   PruneResults r;
@@ -318,7 +327,11 @@ PruneResults results_of(const PruneLayout& layout, const Pass1Totals& t, const s
       r.curve_orders.push_back(layout.orders[size_t(o)]);
   }
   r.curve_orders.push_back("random");
-  r.score = score;
+  for (const std::string& o : layout.orders)  // each score order's values, in the orders' order
+    if (o.rfind("score:", 0) == 0) {
+      const std::vector<double>& v = scores.at(o.substr(6));
+      r.score.insert(r.score.end(), v.begin(), v.end());
+    }
   for (int64_t f = 0; f < F; ++f) {
     r.curve_loss.push_back(random_loss[size_t(f)] / double(std::max<int64_t>(randoms, 1)));
     r.curve_accuracy.push_back(random_accuracy[size_t(f)] / double(std::max<int64_t>(randoms, 1)));
@@ -362,7 +375,7 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
   for (int phase = 1; phase <= 2; ++phase) {
     if (phase == 2) {  // the orders from pass 1's sums, read back by every rank
       const Pass1Totals t = total(store->read_pass1(), LH);
-      orders = make_orders(layout.orders, t, in.score, c.prune.score);
+      orders = make_orders(layout.orders, t, in.scores);
       std::vector<int64_t> flat;
       for (const auto& o : orders) flat.insert(flat.end(), o.begin(), o.end());
       store->write_orders(flat);
@@ -388,7 +401,7 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
       log_info(s.str());
     }
   }
-  const PruneResults results = results_of(layout, total(store->read_pass1(), LH), store->read_pass2(), N, in.score);
+  const PruneResults results = results_of(layout, total(store->read_pass1(), LH), store->read_pass2(), N, in.scores);
   store->write_results(results);
   finish_store(world, plan, *store, clock.seconds(), std::to_string(N) + " samples", [&] {
     std::ostringstream details;

@@ -69,7 +69,7 @@ void print_prune_data(const PruneStoreData& d, const std::string& path, hid_t fi
   };
   rho("ablation loss", r.ablation_loss);
   rho("attention entropy", r.entropy);
-  if (!r.score.empty()) rho(("score " + d.score).c_str(), r.score);
+  for (size_t k = 0; k < d.scores.size(); ++k) rho(("score " + d.scores[k]).c_str(), d.score(k));
   out << "\nimportance normalised per layer (Michel et al.: |dL/dxi| summed over samples, / the layer's L2 norm)\n layer";
   for (int64_t h = 0; h < H; ++h) out << std::setw(7) << ("H" + std::to_string(h));
   out << "\n";

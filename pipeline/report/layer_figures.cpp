@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "stages/stats/metrics.h"
 
@@ -129,6 +130,7 @@ std::vector<Entry> layer_figures(const std::vector<LayerRun>& runs, const std::s
     auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.stem == m.line.stem; });
     if (g == groups.end()) g = groups.insert(groups.end(), Group{m.line.stem, m.line.caption, m.line.figure, {}});
     PlotSpec p = layer_panel(m.line.title, m.line.y_label);
+    if (!m.line.from_zero) p.y_lo = std::numeric_limits<double>::quiet_NaN();
     for (const auto& r : runs) p.series.push_back(layer_series(r, m));
     if (m.chance) add_chance(p, runs, metric(m.chance));
     g->panels.push_back(p);

@@ -7,6 +7,7 @@
 
 #include "pipeline/store/store.h"
 #include "stages/base/error.h"
+#include "stages/base/files.h"
 #include "stages/prune/prune.h"
 #include "stages/stats/metrics.h"
 
@@ -62,7 +63,7 @@ Entry curves(const PruneStoreData& d, const std::string& run) {
           "Accuracy and loss of the " + std::string(d.objective()) +
               " objective as a growing fraction of its heads is removed (gates 0), in each order: importance "
               "(lowest first), ablation (smallest loss increase first), entropy (highest first)" +
-              std::string(d.score.empty() ? "" : ", the ctxsim score " + d.score) +
+              std::string(d.scores.empty() ? "" : ", the ctxsim score" + std::string(d.scores.size() > 1 ? "s " : " ") + join(d.scores)) +
               ", and random orders (grey: their mean, dashed: mean +- one standard deviation)",
           plot_figure(panels, 2, 520, 340, "Pruning curves", run)};
 }
@@ -111,12 +112,14 @@ std::vector<Entry> prune_figures(const PruneStoreData& d, const std::string& run
   out.push_back(head_map(d, r.entropy, "prune_entropy", "Mean attention entropy", "nats",
                          "Mean over samples and valid query rows of the head's attention entropy -sum_j A_ij ln A_ij", run));
   out.push_back(scatter(d, r.ablation_loss, "prune_importance_vs_ablation", "ablation loss increase", run));
-  if (!r.score.empty()) out.push_back(scatter(d, r.score, "prune_importance_vs_score", "ctxsim score " + d.score, run));
-  if (!r.score.empty())
-    out.push_back(
-        head_map(d, r.score, "prune_score",
-                 "ctxsim score " + d.score + " (Spearman with importance " + fixed(prune::spearman(r.importance, r.score), 3) + ")",
-                 d.score, "The per-head ctxsim score of prune.scores_from that the score order sorts", run));
+  for (size_t k = 0; k < d.scores.size(); ++k) {  // the first score keeps the stems it had alone
+    const std::string suffix = k == 0 ? "" : "_" + d.scores[k];
+    const std::vector<double> v = d.score(k);
+    out.push_back(scatter(d, v, "prune_importance_vs_score" + suffix, "ctxsim score " + d.scores[k], run));
+    out.push_back(head_map(d, v, "prune_score" + suffix,
+                           "ctxsim score " + d.scores[k] + " (Spearman with importance " + fixed(prune::spearman(r.importance, v), 3) + ")",
+                           d.scores[k], "The per-head ctxsim score of prune.scores_from that its order sorts", run));
+  }
   return out;
 }
 

@@ -105,7 +105,9 @@ void head_maps(const Aggregates& a) {
   for (const Metric& metric_row : metrics()) {
     const HeadMap& v = metric_row.heatmap;
     if (!v.stem) continue;
-    a.out.push_back({v.stem, with_chance(v.caption, metric_row, d.base), heatmap_figure(head_map_spec(d, metric_row), v.title, d.run)});
+    const HeatmapSpec spec = head_map_spec(d, metric_row);
+    if (std::all_of(spec.values.begin(), spec.values.end(), [](float x) { return std::isnan(x); })) continue;  // a store before it
+    a.out.push_back({v.stem, with_chance(v.caption, metric_row, d.base), heatmap_figure(spec, v.title, d.run)});
   }
 }
 

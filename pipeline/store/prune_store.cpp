@@ -26,11 +26,15 @@ int64_t random_count(const PruneLayout& l) {
   return r;
 }
 
-bool has_score(const PruneLayout& l) {
-  for (const auto& o : l.orders)
-    if (o.rfind("score:", 0) == 0) return true;
-  return false;
+// The ctxsim scores among a list of orders (score:<name>), in order.
+std::vector<std::string> score_names(const std::vector<std::string>& orders) {
+  std::vector<std::string> names;
+  for (const auto& o : orders)
+    if (o.rfind("score:", 0) == 0) names.push_back(o.substr(6));
+  return names;
 }
+
+bool has_score(const PruneLayout& l) { return !score_names(l.orders).empty(); }
 
 std::vector<std::string> curve_orders(const PruneLayout& l) {
   std::vector<std::string> c;
@@ -50,6 +54,7 @@ Extents extents(const PruneLayout& l) {
           {"fraction", hsize_t(l.fractions)},
           {"curve", hsize_t(curve_orders(l).size())},
           {"seed", hsize_t(random_count(l))},
+          {"ctxsim_score", hsize_t(score_names(l.orders).size())},
           {"rank", L * H}};
 }
 
@@ -84,6 +89,9 @@ void create_datasets(hid_t file, const PruneLayout& l, hid_t dxpl, bool writer) 
   s.strings(prune, "curve", e.at("curve"), width, "curve of an order; random: the mean over the random orders", curves);
   s.numbers(prune, "seed", e.at("seed"), "seed of a random order");
   s.numbers(prune, "rank", e.at("rank"), "position in an order (0: removed first)");
+  if (has_score(l))
+    s.strings(prune, "ctxsim_score", e.at("ctxsim_score"), width, "a ctxsim score of prune.scores_from (its order: score:<name>)",
+              score_names(l.orders));
   ctxsim::create_datasets(file, prune_datasets(), e, has_score(l));
   attach_scales(file, prune_datasets());
 }
@@ -151,7 +159,7 @@ const std::vector<DatasetSpec>& prune_datasets() {
     {"prune/units", "curve_correct",    Element::Int64,   {"unit", "order", "fraction"}, "[unit, order, fraction] correct predictions, the same heads removed", kRowChunks},
     // The results, from rank 0 at the end.
     {"prune", "order_heads",           Element::Int64,   {"order", "rank"}, "[order, rank] flat head index l*H + h, the first removed first"},
-    {"prune", "score",                 Element::Float64, {"layer", "head"}, "[layer, head] the ctxsim score of prune.scores_from that the score order sorts", {}, true},
+    {"prune", "score",                 Element::Float64, {"ctxsim_score", "layer", "head"}, "[ctxsim_score, layer, head] each ctxsim score of prune.scores_from, which its order score:<name> sorts", {}, true},
     {"prune", "importance",            Element::Float64, {"layer", "head"}, "[layer, head] sum over samples of |dL_s/dxi_{l,h}| at xi = 1 (Michel et al. 2019)"},
     {"prune", "importance_normalised", Element::Float64, {"layer", "head"}, "[layer, head] importance divided by the L2 norm of its layer's importances"},
     {"prune", "ablation_loss",         Element::Float64, {"layer", "head"}, "[layer, head] mean loss with the head alone removed, minus the full model's"},
@@ -303,17 +311,23 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
   known["layer"] = l.layers, known["head"] = l.heads, known["rank"] = l.heads_total();
   // Every result is a finite number (a NaN or inf would be drawn as a colour or a rank); an axis
   // first seen in one dataset (the random orders' seeds) holds for the next.
+  d.scores = score_names(d.curve_orders);
+  known["ctxsim_score"] = (long long)d.scores.size();
   for (const Bound& b : bound(r)) {
     const DatasetSpec& spec = spec_named(prune_datasets(), "prune", b.name);
     if (spec.optional && !h5::exists(file, spec.path())) continue;
+    if (std::string(b.name) == "score" && d.scores.size() == 1 &&
+        !h5::exists(file, "prune/ctxsim_score")) {  // one score, before lists: [layer, head]
+      const DatasetSpec one{"prune", "score", Element::Float64, {"layer", "head"}, ""};
+      *b.values = read_spec<double>(file, store, one, known);
+      continue;
+    }
     *b.values = read_spec<double>(file, store, spec, known, &dims);
     for (size_t a = 0; a < spec.axes.size(); ++a) known.emplace(spec.axes[a], (long long)dims[a]);
     for (const double x : *b.values)
       if (!std::isfinite(x)) throw Error(store, "/" + spec.path() + " holds a value that is not finite", kDamagedStoreFix);
   }
   r.order_heads = read_spec<int64_t>(file, store, spec_named(prune_datasets(), "prune", "order_heads"), known);
-  for (size_t i = 0; i < d.curve_orders.size(); ++i)
-    if (d.curve_orders[i].rfind("score:", 0) == 0) d.score = d.curve_orders[i].substr(6);
   r.full_loss = h5::get_attr_double(file, "full_loss");
   r.full_accuracy = h5::get_attr_double(file, "full_accuracy");
   d.model_path = h5::get_attr_string(file, "model_path");

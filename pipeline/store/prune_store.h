@@ -51,7 +51,7 @@ struct PruneResults {
   std::vector<double> curve_loss, curve_accuracy;                // [C*F]
   std::vector<double> curve_loss_random, curve_accuracy_random;  // [R*F]
   std::vector<int64_t> order_heads;                              // [O * L*H] the unit orders, first removed first
-  std::vector<double> score;                                     // [L*H] the score order's values; empty: none
+  std::vector<double> score;                                     // [S * L*H] the score orders' values, in order; empty: none
 };
 
 class PruneStore final : public StoreFile {
@@ -84,7 +84,13 @@ struct PruneStoreData {
   PruneLayout layout;
   PruneResults results;
   std::vector<std::string> curve_orders;
-  std::string model_path, score;
+  std::string model_path;
+  std::vector<std::string> scores;  // the ctxsim scores of the score:<name> orders, in order (S)
+  // Score s's values [L*H] (results.score's row s).
+  std::vector<double> score(size_t s) const {
+    const size_t n = size_t(layout.heads_total());
+    return {results.score.begin() + ptrdiff_t(s * n), results.score.begin() + ptrdiff_t((s + 1) * n)};
+  }
   bool causal = false;  // the root's `causal`: the next-token objective (a decoder), else masked-LM (SPEC §8)
   // "masked-LM" or "next-token": the objective's name for figures and summaries.
   const char* objective() const { return causal ? "next-token" : "masked-LM"; }

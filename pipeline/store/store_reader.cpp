@@ -62,6 +62,7 @@ StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_
   for (const char* group : {"stats", "stats/baseline"})
     if (!h5::exists(file, group)) throw Error(store, std::string("missing group /") + group, kDamagedStoreFix);
   const int64_t version = effective_schema_version(file);
+  out.schema_version = version;
   out.rules = store_rules(h5::open_group(file, "stats"));
   if (out.rules.empty() || int64_t(out.rules.size()) > kMaxRules)
     throw Error(store, "/stats lists " + std::to_string(out.rules.size()) + " selection rules", kDamagedStoreFix);
@@ -161,6 +162,11 @@ UnitSums read_unit_sums(hid_t file, const std::string& store, const StoreStats& 
   }
   for (const auto& f : a.fields()) {
     if (!kept_per_unit(*f.info)) continue;
+    if (st.schema_version < f.info->since) {  // the store predates it: zeros, as its totals
+      if (f.per_rule())
+        for (RuleStats& s : out.stats) s.data[size_t(f.info->id)].assign(f.size, 0);
+      continue;
+    }
     std::vector<long long> shape = {U};
     shape.insert(shape.end(), f.dims.begin(), f.dims.end());
     const std::string path = (f.per_rule() ? group : base) + f.name();

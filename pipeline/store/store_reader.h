@@ -45,6 +45,7 @@ struct StoreStats {
   std::vector<std::string> separator_tokens;  // the axis S of separator_mass_by_token
   Accumulator acc;
   bool has_separator_tokens = false;                 // false in stores written before it was measured
+  int64_t schema_version = 0;                        // effective_schema_version: a statistic with a later `since` reads as zeros
   size_t rule_index(const std::string& rule) const;  // throws naming the rules there are
 };
 StoreStats read_store_stats(hid_t file, const std::string& store, int64_t vocab_tokens);

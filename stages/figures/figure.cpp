@@ -317,8 +317,8 @@ void bar_series(Svg& g, const Series& s, const PanelAxes& a, double offset, doub
     }
 }
 
-// A series as points, or as a line over the band of its interval.
-void line_series(Svg& g, const Series& s, const PanelAxes& a) {
+// A series as points, or as a line over the band of its interval, `width` wide.
+void line_series(Svg& g, const Series& s, const PanelAxes& a, double width) {
   if (s.points) {
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
@@ -341,8 +341,8 @@ void line_series(Svg& g, const Series& s, const PanelAxes& a) {
   std::ostringstream pts;
   for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
     if (std::isfinite(s.y[i])) pts << num(a.X(s.x[i]), 6) << "," << num(a.Yc(s.y[i]), 6) << " ";
-  g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"1.6\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "")
-      << " points=\"" << pts.str() << "\"/>\n";
+  g.s << "<polyline fill=\"none\" stroke=\"" << hex(s.colour) << "\" stroke-width=\"" << num(width, 3) << "\""
+      << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << " points=\"" << pts.str() << "\"/>\n";
 }
 
 // One panel of a plot: its axes from the data (or the spec's bounds), grid and ticks, the
@@ -360,12 +360,24 @@ void plot_panel(Svg& g, const PlotSpec& p, double x0, double y0, double pw, doub
         if (s.x[i] != s.x[i - 1]) dx = std::min(dx, std::abs(s.x[i] - s.x[i - 1]));
     }
   const double group = 0.8 * dx / (a.xh - a.xl) * pw, bw = std::max(0.5, group / std::max(1, bars));
+  // A line that later lines cover point for point (runs that measure the same: random models'
+  // effective rank of 1) is drawn wider by 2.4 for each, so that its colour shows around them.
+  const auto covers = [&](const Series& u, const Series& v) {
+    if (u.bars || v.bars || u.points || v.points || v.dashed || u.x != v.x || u.y.size() != v.y.size()) return false;
+    for (size_t i = 0; i < u.y.size(); ++i)
+      if (std::isfinite(u.y[i]) != std::isfinite(v.y[i]) || std::abs(u.y[i] - v.y[i]) > 0.004 * (a.yh - a.yl)) return false;
+    return true;
+  };
   int bar_k = 0;
-  for (const auto& s : p.series)
+  for (size_t k = 0; k < p.series.size(); ++k) {
+    const Series& s = p.series[k];
+    int covered = 0;
+    for (size_t j = k + 1; j < p.series.size(); ++j) covered += covers(s, p.series[j]);
     if (s.bars)
       bar_series(g, s, a, (bar_k++ - 0.5 * (bars - 1)) * group / bars, bw);
     else
-      line_series(g, s, a);
+      line_series(g, s, a, 1.6 + 2.4 * covered);
+  }
   g.rect(x0, y0, pw, ph, "none", " stroke=\"#333\" stroke-width=\"0.8\"");
   if (!p.x_label.empty()) g.text(x0 + pw / 2, y0 + ph + mb - 8, p.x_label, 11, "middle");
   if (!p.y_label.empty()) g.text(x0 - 46, y0 + ph / 2, p.y_label, 11, "middle", -90);

@@ -71,6 +71,8 @@ const std::vector<ScoreRow>& scores() {
       {"anchor_share", "anchor_share", true, "share of a head's selected pairs on its sample's anchor token (least anchored first)"},
       {"same_sentence_lift", "same_sentence_lift", true, "a head's same-sentence rate over chance (least sentence-bound first)"},
       {"repetition_lift", "repetition_lift", true, "a head's repeated-token rate over chance (least repetition-bound first)"},
+      {"effective_rank", "effective_rank", true, "a head's effective rank, the participation ratio of its outputs (lowest first)"},
+      {"effective_rank_high", "effective_rank", false, "a head's effective rank (highest first)"},
   };
   return rows;
 }

@@ -36,6 +36,16 @@ const std::array<StatInfo, kStatCount> kStatSchema = {{
     {Stat::SeparatorMassByToken, "separator_mass_by_token", false, StatShape::LHS,
      "the same per separator token (order: /stats/attention separator_tokens), fixed point; a rule's separator_mass is the sum of its tokens'",
      true},
+    {Stat::EffectiveRank, "effective_rank", true, StatShape::LH,
+     "sum over samples of the head's effective rank (tr G)^2 / |G|_F^2, G the Gram matrix of its valid context vectors, each on a "
+     "grid of 2^-16, fixed point (units of 2^-32); the same for every rule; since schema 6",
+     true, 6},
+    {Stat::EffectiveRankSamples, "effective_rank_samples", true, StatShape::LH,
+     "samples whose head has a non-zero Gram matrix (count): effective_rank's denominator; since schema 6", false, 6},
+    {Stat::FirstTokenMass, "first_token_mass", true, StatShape::LH,
+     "sum over samples of the mean attention mass valid query rows put on the first position (the attention sink: [CLS], <s>, a "
+     "decoder's first token), fixed point (units of 2^-32); the same for every rule; since schema 6",
+     true, 6},
 }};
 
 const StatInfo& stat_info(Stat s) { return kStatSchema[size_t(s)]; }
@@ -149,6 +159,14 @@ std::vector<std::string> check_invariants(const Accumulator& a) {
       if (anchors != with_pairs)
         fail("anchor counts sum to " + std::to_string(anchors) + ", samples with pairs is " + std::to_string(with_pairs), r, lh);
       if (with_pairs > samples) fail("samples_with_pairs exceeds samples", r, lh);
+      // 0 <= a sample's effective rank <= its valid tokens (<= T): (tr G)^2 <= n |G|_F^2 (and
+      // >= 1 where G is positive semidefinite, as every Gram matrix of vectors is).
+      const int64_t ranked = a.at(Stat::EffectiveRankSamples, r)[lh], rank = a.at(Stat::EffectiveRank, r)[lh];
+      if (ranked > samples) fail("effective_rank_samples exceeds samples", r, lh);
+      if (rank < 0 || double(rank) > double(ranked) * (double(s.seq_len) + 1 / kEffectiveRankGrid) * kFixedPointScale)
+        fail("effective_rank outside [0, T] per sample", r, lh);
+      if (a.at(Stat::FirstTokenMass, r)[lh] < 0 || a.at(Stat::FirstTokenMass, r)[lh] > samples * (int64_t(kFixedPointScale) + 1))
+        fail("first_token_mass outside [0, 1] per sample", r, lh);
     }
   }
   return bad;

@@ -24,6 +24,10 @@ struct StatsShape {
 // separator token; the mass on a set of separators is the sum of its tokens' values, so that the
 // per-token masses add up to it exactly.
 constexpr double kFixedPointScale = 4294967296.0;
+// A sample's effective rank is put on a grid of 2^-16 before it is summed (in units of 2^-32, as
+// the attention mass): a ratio of sums of T^2 products, its last bits follow the BLAS kernel that
+// made the vectors (an ISA level, a GPU); on this grid they do not reach the stored value.
+constexpr double kEffectiveRankGrid = 65536.0;
 
 // Every statistic, in the order of the buffer (and of kStatSchema).
 enum class Stat : uint8_t {
@@ -53,8 +57,14 @@ enum class Stat : uint8_t {
   SeparatorMass,
   // attention on each separator token (rule-independent); a rule's SeparatorMass is the sum of its tokens'
   SeparatorMassByToken,
+  // the head's effective rank (SPEC §9; the same for every rule, kept per rule so that readers
+  // take it with the rule's counts): the sum over samples of the participation ratio, and its count
+  EffectiveRank,
+  EffectiveRankSamples,
+  // attention on the sample's first position (the "attention sink"; rule-independent, kept per rule as the effective rank)
+  FirstTokenMass,
 };
-inline constexpr size_t kStatCount = 22;
+inline constexpr size_t kStatCount = 25;
 
 enum class StatShape : uint8_t { Scalar, T, L, LH, LHT, LHV, LHS };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "stages/base/error.h"
 #include "stages/base/random.h"
@@ -90,6 +91,15 @@ Intervals bootstrap_intervals(const UnitSums& units, int replicates, uint64_t se
       }
     }
   }
+  // A mean over no count (a store that predates the statistic) has no interval: NaN, shown "-".
+  RuleStats all = stats[0];
+  for (size_t u = 1; u < U; ++u)
+    for (size_t f = 0; f < all.data.size(); ++f)
+      for (size_t i = 0; i < all.data[f].size(); ++i) all.data[f][i] += stats[u].data[f][i];
+  const auto undefined = [&](const Metric& m, size_t cell) {
+    const Counts c = cell < size_t(L) ? all.layer(int64_t(cell)) : all.head(int64_t(cell - L) / H, int64_t(cell - L) % H);
+    return m.count && m.count(c, base[0]) <= 0;
+  };
   const size_t B = size_t(replicates);
   const size_t lo = size_t(std::floor(double(B) * (1 - level) / 2)), hi = size_t(std::ceil(double(B) * (1 + level) / 2)) - 1;
   out.layer.assign(table.size(), {});
@@ -100,13 +110,16 @@ Intervals bootstrap_intervals(const UnitSums& units, int replicates, uint64_t se
     for (size_t cell = 0; cell < cells; ++cell) {
       std::vector<double>& v = values[m][cell];
       std::sort(v.begin(), v.end());
-      (cell < size_t(L) ? by_layer : by_head).push_back({v[std::min(lo, B - 1)], v[std::min(hi, B - 1)]});
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      (cell < size_t(L) ? by_layer : by_head)
+          .push_back(undefined(table[with[m]], cell) ? Interval{nan, nan} : Interval{v[std::min(lo, B - 1)], v[std::min(hi, B - 1)]});
     }
   }
   return out;
 }
 
 std::string interval_text(const Metric& m, const Interval& i, int digits) {
+  if (std::isnan(i.lo)) return "  -  ";
   const double k = m.share() ? 100.0 : 1.0;
   return "[" + fixed(k * i.lo, digits) + ", " + fixed(k * i.hi, digits) + "]";
 }

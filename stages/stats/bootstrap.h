@@ -27,7 +27,7 @@ struct UnitSums {
 };
 
 struct Interval {
-  double lo = 0, hi = 0;  // in the metric's own units (a share as a fraction, not a percentage)
+  double lo = 0, hi = 0;  // in the metric's own units (a share as a fraction, not a percentage); NaN: none (a mean over no count)
 };
 
 // The intervals of every metric that has one (Metric::interval), per layer and per head.

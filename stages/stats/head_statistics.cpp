@@ -340,6 +340,28 @@ int64_t separator_mass(const A* att, int64_t T, int64_t n, const std::vector<int
   return static_cast<int64_t>(std::nearbyint(total / double(n) * kFixedPointScale));
 }
 
+// SPEC §9: the participation ratio (tr G)^2 / |G|_F^2 of G = left rightᵀ over the n valid
+// positions, from C's upper triangle (G is symmetric) and the diagonal left_i · right_i summed as
+// similarity_rows sums C, in double in a fixed order; on the grid 2^-16 in units of 2^-32. The
+// value and whether it counts ({0, 0} for a zero G).
+template <class F>
+std::pair<int64_t, int64_t> effective_rank(const F* c, int64_t cs, const VectorsRef& v, int64_t n) {
+  const F* l = static_cast<const F*>(v.left);
+  const F* r = static_cast<const F*>(v.right);
+  double trace = 0, square = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    F g = 0;
+    for (int64_t q = 0; q < v.k; ++q) g += l[i * v.k + q] * r[i * v.k + q];
+    trace += double(g);
+    double off = 0;
+    for (int64_t j = i + 1; j < n; ++j) off += double(c[i * cs + j]) * double(c[i * cs + j]);
+    square += double(g) * double(g) + 2 * off;
+  }
+  if (!(square > 0)) return {0, 0};
+  const double grid = std::nearbyint(trace * trace / square * kEffectiveRankGrid);
+  return {int64_t(grid) * int64_t(kFixedPointScale / kEffectiveRankGrid), 1};
+}
+
 }  // namespace
 
 void HeadKernel::reserve(int64_t T) {
@@ -389,9 +411,14 @@ void HeadKernel::run(const SampleFacts& s, int64_t T, const VectorsRef& vectors,
   const auto with_attention = [&](auto* a) {
     using AF = typename Scalar<std::remove_const_t<std::remove_pointer_t<decltype(a)>>>::type;
     for (size_t q = 0; q < s.separator_positions.size(); ++q) out.separator_mass[q] = separator_mass(a, T, s.n, s.separator_positions[q]);
+    static const std::vector<int32_t> first_position = {0};
+    const int64_t first_mass = separator_mass(a, T, s.n, first_position);  // the attention sink (SPEC §4.7's mass, on position 0)
+    for (HeadCounts& h : out.rules) h[Stat::FirstTokenMass] = first_mass;
     const auto with_similarity = [&](auto* cp) {
       using F = std::remove_const_t<std::remove_pointer_t<decltype(cp)>>;
       Typed<F> t{*this, s, T, s.n, cp};
+      const auto [rank, ranked] = effective_rank(cp, similarity_stride<F>(T), vectors, s.n);
+      for (HeadCounts& h : out.rules) h[Stat::EffectiveRank] = rank, h[Stat::EffectiveRankSamples] = ranked;
       for (size_t b = 0; b < betas.size(); ++b) {
         high_attention_pairs(a, T, s.n, ceil_to<AF>(betas[b]), attention_pairs_);
         out.high_attention[b] = int64_t(attention_pairs_.size());

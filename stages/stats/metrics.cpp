@@ -38,6 +38,7 @@ struct Row {
   }
   Row& share_of(double (*of)(const Counts&, const Baseline&)) { return m.of = of, *this; }
   Row& whole() { return m.whole = true, *this; }
+  Row& mean_over(double (*count)(const Counts&, const Baseline&)) { return m.count = count, *this; }
   Row& against(const char* chance, const char* lift_row = nullptr) { return m.chance = chance, m.lift = lift_row, *this; }
   Row& chance_line(const char* label, int order) { return m.chance_label = label, m.chance_order = order, *this; }
   Row& rule_chance(const char* label) { return m.chance_label = label, m.per_rule_chance = true, *this; }
@@ -46,6 +47,8 @@ struct Row {
   Row& compare(const char* header, int digits) { return m.compare = {header, digits}, *this; }
   Row& heatmap(const HeadMap& h) { return m.heatmap = h, *this; }
   Row& line(const LayerLine& l) { return m.line = l, *this; }
+  Row& with_interval() { return interval = true, *this; }  // neither a share nor a lift, with an interval
+  bool interval = false;
 };
 
 }  // namespace
@@ -117,6 +120,22 @@ const std::vector<Metric>& metrics() {
             .summary(10, 3).legend("sep-attn = mean attention mass on separators")
             .heatmap({"separator_attention", "Attention mass on separators per head", "mean attention on separators",
                       "Mean attention mass that valid query tokens put on separator keys, per layer and head"}),
+        Row("effective_rank", "eff rank", rate<S::EffectiveRank, S::EffectiveRankSamples>).mean_over(count_of<S::EffectiveRankSamples>)
+            .with_interval()
+            .summary(10, 2).compare("effective rank", 2).legend("eff rank = mean effective rank (participation ratio) of a head's output")
+            .heatmap({"effective_rank", "Effective rank of each head's output", "mean participation ratio",
+                      "Mean effective rank (tr G)^2 / |G|_F^2 of each head's context vectors per sample (G their Gram matrix): "
+                      "1 when every token's output lies on one line, up to the head size when they spread over all of it"})
+            .line({"effective_rank_by_layer", "effective rank", "mean per sample and head",
+                   "Mean effective rank (participation ratio) of the heads' outputs per layer", "effective rank", "", false}),
+        Row("first_token_mass", "first-tok", [](const Counts& c, const Baseline& b) { return Counts::ratio(c[S::FirstTokenMass], b[S::Samples] * double(c.heads)); })
+            .mean_over(count_of<S::FirstTokenMass>).with_interval().summary(10, 3)
+            .legend("first-tok = mean attention mass on the first position (the attention sink)").compare("first-token attention", 3)
+            .heatmap({"first_token_attention", "Attention mass on the first position per head", "mean attention on position 0",
+                      "Mean attention mass that valid query tokens put on the sample's first position ([CLS], <s>, or a decoder's first "
+                      "token: the attention sink), per layer and head"})
+            .line({"first_token_attention_by_layer", "attention on position 0", "mass per query row",
+                   "Attention mass valid query tokens put on the first position, per layer (mean over heads)", "the attention sink", "", false}),
         Row("anchor_share", "anchor %", rate<S::AnchorPairs, S::HighPairs>).share_of(pairs),
         Row("noise_share", "noise %", rate<S::Noise, S::HighPairs>).share_of(pairs).summary(9, 1).compare("noise %", 1)
             .heatmap({"noise_share", "Noise: % of high-similarity pairs no explanation covers", "% noise",
@@ -125,9 +144,11 @@ const std::vector<Metric>& metrics() {
     };
     std::vector<Metric> out;
     for (const Row& r : rows) out.push_back(r.m);
-    // Every share and every lift has an interval: a lift is the row another row names as its lift.
-    for (Metric& m : out) {
-      m.interval = m.share();
+    // Every share and every lift has an interval (a lift is the row another row names as its
+    // lift), and a row that asks for one.
+    for (size_t k = 0; k < out.size(); ++k) {
+      Metric& m = out[k];
+      m.interval = m.share() || rows[k].interval;
       for (const Metric& other : out)
         if (other.lift && std::string_view(other.lift) == m.name) m.interval = true;
     }
@@ -151,7 +172,7 @@ std::string fixed(double v, int digits) {
 
 std::string metric_text(const Metric& m, const Counts& c, const Baseline& b, int digits) {
   if (m.whole) return std::to_string(int64_t(m.value(c, b)));
-  if (m.of && m.of(c, b) <= 0) return "  -  ";
+  if ((m.of && m.of(c, b) <= 0) || (m.count && m.count(c, b) <= 0)) return "  -  ";
   return fixed(m.shown(c, b), digits);
 }
 

@@ -7,6 +7,7 @@
 // a statistic users see is a row here, next to its schema row (docs/ARCHITECTURE.md: how to add
 // a statistic). No LibTorch, MPI or HDF5 here.
 #pragma once
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,16 +48,18 @@ struct LayerLine {
   const char* caption = "";  // the figure's (its first row's)
   const char* figure = "";   // the figure's title after the page's prefix (its first row's)
   const char* lift_title = "lift over chance";
+  bool from_zero = true;  // the y axis starts at 0 (false: at the data, for values far from 0 that runs share closely)
 };
 
 struct Metric {
   const char* name;    // CSV column, e.g. "same_sentence_rate"
   const char* header;  // summary's table header, e.g. "same-sent %"
   double (*value)(const Counts&, const Baseline&);
-  double (*of)(const Counts&, const Baseline&) = nullptr;  // a share's denominator; nullptr: not a share
-  bool whole = false;                                      // a count or an index: shown as an integer
-  const char* chance = nullptr;                            // the row giving this one's chance value
-  const char* lift = nullptr;                              // the row dividing this one by its chance
+  double (*of)(const Counts&, const Baseline&) = nullptr;     // a share's denominator; nullptr: not a share
+  double (*count)(const Counts&, const Baseline&) = nullptr;  // a mean's count (not a share): "-" where it is 0
+  bool whole = false;                                         // a count or an index: shown as an integer
+  const char* chance = nullptr;                               // the row giving this one's chance value
+  const char* lift = nullptr;                                 // the row dividing this one by its chance
   // A chance row that summary names in its header line ("same-sentence"), in that line's order;
   // a rule-dependent chance (in-attention: each rule's threshold) goes to the rule's footer.
   const char* chance_label = nullptr;
@@ -70,8 +73,12 @@ struct Metric {
   LayerLine line;
 
   bool share() const { return of != nullptr; }
-  // The value as a reader shows it on a scale: a share in percent, anything else as it is.
-  double shown(const Counts& c, const Baseline& b) const { return share() ? 100.0 * value(c, b) : value(c, b); }
+  // The value as a reader shows it on a scale: a share in percent, anything else as it is; NaN for
+  // a mean over no count (a store that predates the statistic: no point on a figure).
+  double shown(const Counts& c, const Baseline& b) const {
+    if (count && count(c, b) <= 0) return std::numeric_limits<double>::quiet_NaN();
+    return share() ? 100.0 * value(c, b) : value(c, b);
+  }
 };
 
 // Every row, in the order collect's CSV lists them.
@@ -82,7 +89,8 @@ const Metric& metric(std::string_view name);
 // A number as every reader prints it: `digits` decimals, fixed.
 std::string fixed(double v, int digits);
 // A metric as text: a count as an integer, a share as a percentage with `digits` decimals ("-"
-// centred in "  -  " when its denominator is 0), anything else with `digits` decimals.
+// centred in "  -  " when its denominator, or a mean's count, is 0), anything else with `digits`
+// decimals.
 std::string metric_text(const Metric& m, const Counts& c, const Baseline& b, int digits);
 
 }  // namespace ctxsim

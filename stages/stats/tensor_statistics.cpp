@@ -126,6 +126,21 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
     fixed = (mass / n_valid_.clamp_min(1).to(at::kDouble).view({B_, 1, 1}) * kFixedPointScale).round().to(at::kLong);
     slot(Stat::SeparatorMassByToken, 0, layer * H_ * S_, H_ * S_).add_(fixed.sum(0).reshape({-1}));
   }
+  // Attention on the first position (the sink): SPEC §4.7's mean over valid rows, fixed point.
+  const at::Tensor valid_rows = (at::arange(T_, n_valid_.options()).view({1, T_}) < n_valid_.view({B_, 1})).to(at::kDouble);  // [B, T]
+  const at::Tensor first_mass = ((A.select(3, 0).to(at::kDouble) * valid_rows.view({B_, 1, T_})).sum(2) /
+                                 n_valid_.clamp_min(1).to(at::kDouble).view({B_, 1}) * kFixedPointScale)
+                                    .round()
+                                    .to(at::kLong);  // [B, H]
+  // SPEC §9: each head's effective rank from C's diagonal and upper triangle (as the kernels).
+  const at::Tensor rows = at::arange(T_, n_valid_.options()).view({1, 1, T_}) < n_valid_.view({B_, 1, 1});  // [B, 1, T]
+  const at::Tensor Cd = C.to(at::kDouble);
+  const at::Tensor diagonal = Cd.diagonal(0, 2, 3) * rows;  // [B, H, T]
+  const at::Tensor trace = diagonal.sum(2), square = diagonal.square().sum(2) + 2 * (Cd.square() * valid_pairs_).sum({2, 3});
+  const at::Tensor ranked = square.gt(0);
+  const at::Tensor rank =
+      at::where(ranked, (trace.square() / square.clamp_min(1e-300) * kEffectiveRankGrid).round(), at::zeros_like(square)).to(at::kLong) *
+      int64_t(kFixedPointScale / kEffectiveRankGrid);
   const int64_t V = layout_.shape().vocab;
   for (int64_t r = 0; r < R_; ++r) {
     const HeadRule& rule = rules_[size_t(r)];
@@ -142,6 +157,9 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
     add(Stat::SameWord, sum_pairs(S & (wi >= 0) & (wi == wj)));
     add(Stat::InAttention, sum_pairs(S & high_attention[size_t(rule.beta)]));
     add(Stat::HighAttentionAll, sum_pairs(high_attention[size_t(rule.beta)]));
+    add(Stat::EffectiveRank, rank);
+    add(Stat::EffectiveRankSamples, ranked.to(at::kLong));
+    add(Stat::FirstTokenMass, first_mass);
     if (S_ > 0) {
       at::Tensor mine = at::zeros({B_, H_}, fixed.options());
       for (int64_t u : rule.separators) mine += fixed.select(2, u);

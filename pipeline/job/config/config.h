@@ -106,7 +106,7 @@ struct Config {
   struct Prune {
     int64_t random_seeds = 5;     // random orders (seeds 1 … N), their curves a band
     std::string scores_from;      // a run store whose per-head score is one more order; empty = none
-    std::string score = "noise";  // that score: noise | anchor_share | same_sentence_lift | repetition_lift
+    std::vector<std::string> score = {"noise"};  // its scores, an order each (stages/prune/prune.h's rows)
   } prune;
   struct Output {
     std::string dir = "runs/default";     // store.h5 and report go here

@@ -166,6 +166,37 @@ Field string_field(uint32_t jobs, std::string path, Ref<std::string> ref, std::v
       [=](const Config& c, YAML::Emitter& e) { e << YAML::DoubleQuoted << cref(ref, c); }, copier(ref));
 }
 
+// One choice or a list of distinct ones (prune.score: noise, or [noise, effective_rank]); one is
+// written as it was before lists were allowed (a config's identity does not change).
+Field choices_field(uint32_t jobs, std::string path, Ref<std::vector<std::string>> ref, std::vector<std::string> choices,
+                    std::string help) {
+  return row(
+      jobs, path, std::move(help),
+      [=](Config& c, const YAML::Node& n, const std::string& file, const std::string& w) {
+        std::vector<std::string> out;
+        if (!n.IsSequence()) out.push_back(parse_string(n, w, path, choices));
+        for (size_t i = 0; n.IsSequence() && i < n.size(); ++i) {
+          const std::string where = path + "[" + std::to_string(i) + "]";
+          out.push_back(parse_string(n[i], location(file, n[i].Mark()), where, choices));
+          if (std::find(out.begin(), out.end() - 1, out.back()) != out.end() - 1)
+            throw Error(location(file, n[i].Mark()) + ": " + where, "'" + out.back() + "' is in the list twice", "name each once");
+        }
+        if (out.empty()) throw Error(w + ": " + path, "is an empty list", "name at least one of " + join(choices, ", "));
+        ref(c) = std::move(out);
+      },
+      [=](const Config& c, YAML::Emitter& e) {
+        const auto& v = cref(ref, c);
+        if (v.size() == 1) {
+          e << YAML::DoubleQuoted << v.front();
+          return;
+        }
+        e << YAML::Flow << YAML::BeginSeq;
+        for (const auto& x : v) e << YAML::DoubleQuoted << x;
+        e << YAML::EndSeq;
+      },
+      copier(ref));
+}
+
 // A choice key, read and written by the names of choices_of<E>().
 template <class E>
 Field enum_field(uint32_t jobs, std::string path, Ref<E> ref, std::string help) {
@@ -384,7 +415,7 @@ const std::vector<Field>& schema() {
       int_field(S, "segment.layer", KEY(segment.layer), -1, 1000, "the layer `segment --text` uses; -1 = the model's last"),
       int_field(X, "prune.random_seeds", KEY(prune.random_seeds), 1, 1000, "random orders of the heads (seeds 1 ... N): the band the other orders are judged against"),
       string_field(X, "prune.scores_from", KEY(prune.scores_from), {}, "a complete run store of the same model: its per-head score is one more order; empty = none"),
-      string_field(X, "prune.score", KEY(prune.score), {"noise", "anchor_share", "same_sentence_lift", "repetition_lift"}, "the score of prune.scores_from: noise (noisiest first) | anchor_share | same_sentence_lift | repetition_lift (least first)"),
+      choices_field(X, "prune.score", KEY(prune.score), {"noise", "anchor_share", "same_sentence_lift", "repetition_lift", "effective_rank", "effective_rank_high"}, "the scores of prune.scores_from, an order each (one or a list): noise (noisiest first) | anchor_share | same_sentence_lift | repetition_lift | effective_rank (least first) | effective_rank_high (highest effective rank first)"),
       string_field(R|P|S|X|Steer, "output.dir", KEY(output.dir), {}, "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what"),
       bool_field(R|P|S|X|Steer, "output.overwrite", KEY(output.overwrite), "replace an existing store (or checkpoint) made with a different config"),
       bool_field(R|S|X|Steer, "output.report", KEY(output.report), "write the report when the run ends"),
