@@ -104,8 +104,8 @@ struct Config {
   // `ctxsim prune` (head importance, ablation and pruning curves on a masked-LM, SPEC §8); the
   // other jobs ignore it.
   struct Prune {
-    int64_t random_seeds = 5;     // random orders (seeds 1 … N), their curves a band
-    std::string scores_from;      // a run store whose per-head score is one more order; empty = none
+    int64_t random_seeds = 5;                    // random orders (seeds 1 … N), their curves a band
+    std::string scores_from;                     // a run store whose per-head score is one more order; empty = none
     std::vector<std::string> score = {"noise"};  // its scores, an order each (stages/prune/prune.h's rows)
   } prune;
   struct Output {
