@@ -233,6 +233,14 @@ PY
     "$CTXSIM" run configs/default.yaml model.path="$TMP/three" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \
       output.report=false output.dir="$TMP/run3" output.overwrite=true > /dev/null 2>&1 || fail "run 3 layers"
     one_error "run3/store.h5 measured 3 layers x 2 heads, and the model has 2 x 2" "$TMP/o4" prune.scores_from="$TMP/run3/store.h5"
+    # A store of another model of the same shape (issue 46 goal 1: the weights decide), and a
+    # score asked for without a store to take it from.
+    "$CTXSIM" init-model --preset bert-tiny --layers 2 --heads 2 --hidden 32 --ffn 64 --positions 64 --mlm --seed 4 --vocab "$VOCAB" \
+      --out "$TMP/other" > /dev/null || fail "init-model seed 4"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/other" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \
+      output.report=false output.dir="$TMP/run-other" > /dev/null 2>&1 || fail "run of the other model"
+    one_error "run-other/store.h5 measured another model" "$TMP/o5" prune.scores_from="$TMP/run-other/store.h5"
+    one_error "prune.score: names scores of prune.scores_from, which is empty" "$TMP/o6" prune.score=effective_rank
     # Issue 35 goal 1: a prune over another job's store, or over another config's, is refused and
     # leaves it as it was; output.overwrite=true replaces it.
     before=$(sha256sum < "$TMP/run3/store.h5")

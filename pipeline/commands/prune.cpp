@@ -32,6 +32,7 @@
 #include "stages/base/cpu_features.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
+#include "stages/base/model_folder.h"
 #include "stages/base/stopwatch.h"
 #include "stages/model/mlm.h"
 #include "stages/model/model.h"
@@ -51,8 +52,13 @@ struct PruneInputs {
 };
 
 // The per-head scores of a run store (prune.scores_from) by their metric rows.
-std::map<std::string, std::vector<double>> store_scores(const Config& c, const ModelConfig& mc) {
-  if (c.prune.scores_from.empty()) return {};
+std::map<std::string, std::vector<double>> store_scores(const Config& c, const ModelConfig& mc, const std::string& model_dir) {
+  if (c.prune.scores_from.empty()) {
+    if (c.origin.count("prune.score"))  // an order asked for from no store would silently not be there
+      throw Error(c.where("prune.score"), "names scores of prune.scores_from, which is empty",
+                  "set prune.scores_from to the store.h5 of a run of this model, or leave prune.score out");
+    return {};
+  }
   const std::string& path = c.prune.scores_from;
   const std::string key = c.where("prune.scores_from");
   h5::Id file;
@@ -68,6 +74,11 @@ std::map<std::string, std::vector<double>> store_scores(const Config& c, const M
                 path + " measured " + std::to_string(d.L) + " layers x " + std::to_string(d.H) + " heads, and the model has " +
                     std::to_string(mc.num_layers) + " x " + std::to_string(mc.num_heads),
                 "give the store of a run of this model");
+  // The same weights, not only the same shape: another model's heads would order this one's.
+  if (h5::has_attr(file, "model_sha256") && h5::get_attr_string(file, "model_sha256") != ModelFolder(model_dir).weights_sha256())
+    throw Error(key,
+                path + " measured another model (" + h5::get_attr_string(file, "model_path") + ": other weights than " + model_dir + ")",
+                "give the store of a run of this model (ctxsim run with model.path=" + model_dir + ")");
   std::map<std::string, std::vector<double>> out;
   for (const std::string& name : c.prune.score) {
     const Metric& m = metric(prune::score_row(name)->metric);
@@ -116,7 +127,7 @@ PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
         prune::mask_targets(ids, int32_t(T), s.n_valid[size_t(n)], in.tokenizer->frame.specials, mask_id, uint64_t(c.samples.seed),
                             uint64_t(n), input, labels);
     }
-    in.scores = store_scores(c, mc);
+    in.scores = store_scores(c, mc, p.model_dir);
   });
   return in;
 }

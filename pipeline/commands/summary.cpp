@@ -108,8 +108,18 @@ void print_header(const std::string& path, hid_t file, const Baseline& base, int
 
 // One rule's per-layer table, with the chances over all its heads and the legends below it.
 void print_rule_table(const std::string& rule, const RuleStats& r, const Baseline& base, const SummaryColumns& cols, std::ostream& out) {
+  // A column is its row's width, wider where a value needs it (pair counts of a large run).
+  std::vector<std::vector<std::string>> cells(size_t(r.L));
+  std::vector<int> width;
+  for (const Metric* m : cols.columns) width.push_back(m->summary.width);
+  for (int64_t l = 0; l < r.L; ++l)
+    for (size_t k = 0; k < cols.columns.size(); ++k) {
+      const Metric* m = cols.columns[k];
+      cells[size_t(l)].push_back(metric_text(*m, r.layer(l), base, m->summary.digits));
+      width[k] = std::max(width[k], int(cells[size_t(l)].back().size()) + 1);
+    }
   out << "\nrule " << rule << "\n layer";
-  for (const Metric* m : cols.columns) out << std::setw(m->summary.width) << m->header;
+  for (size_t k = 0; k < cols.columns.size(); ++k) out << std::setw(width[k]) << cols.columns[k]->header;
   out << "\n";
   Counts all;  // every head of the rule: what a rule-dependent chance is over
   for (int64_t l = 0; l < r.L; ++l) {
@@ -117,7 +127,7 @@ void print_rule_table(const std::string& rule, const RuleStats& r, const Baselin
     for (size_t k = 0; k < kStatCount; ++k) all.value[k] += c.value[k];
     all.heads += c.heads;
     out << std::setw(6) << l;
-    for (const Metric* m : cols.columns) out << std::setw(m->summary.width) << metric_text(*m, c, base, m->summary.digits);
+    for (size_t k = 0; k < cols.columns.size(); ++k) out << std::setw(width[k]) << cells[size_t(l)][k];
     out << "\n";
   }
   out << "  (chance: ";
