@@ -160,6 +160,30 @@ TEST(Families, ConfigErrorsNameTheFileTheFamilysKeyAndTheFamilies) {
   EXPECT_EQ(parse_family("distilbert", "--family"), family_named("distilbert"));
 }
 
+// Keys config.json may leave out take transformers' class defaults (GPT2Config's n_positions is
+// 1024), and a flag ctxsim computes at one value only is refused at the other, by name.
+TEST(Families, ConfigDefaultsAndFixedFlagsAreTheConfigClasses) {
+  const std::string gpt2 = R"({"model_type": "gpt2", "vocab_size": 9, "n_embd": 8, "n_layer": 1, "n_head": 2)";
+  EXPECT_EQ(ModelConfig::parse(gpt2 + "}", "g.json").max_position_embeddings, 1024);
+  EXPECT_EQ(ModelConfig::parse(gpt2 + R"(, "n_positions": 64, "scale_attn_weights": true})", "g.json").max_position_embeddings, 64);
+  EXPECT_EQ(ModelConfig::parse(R"({"model_type": "bert", "vocab_size": 9, "hidden_size": 8, "num_hidden_layers": 1,
+                                   "num_attention_heads": 2, "intermediate_size": 4})",
+                               "b.json")
+                .max_position_embeddings,
+            512);
+  try {
+    ModelConfig::parse(gpt2 + R"(, "scale_attn_by_inverse_layer_idx": true})", "g.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_HAS(e.what(),
+               "g.json: scale_attn_by_inverse_layer_idx: is true, and ctxsim computes GPT-2 with scale_attn_by_inverse_layer_idx false");
+  }
+  try {
+    ModelConfig::parse(gpt2 + R"(, "scale_attn_weights": false})", "g.json");
+    FAIL();
+  } catch (const Error& e) { EXPECT_HAS(e.what(), "g.json: scale_attn_weights: is false"); }
+}
+
 TEST(Families, TensorNamesAndSkippedKeys) {
   const FamilySpec& d = family_spec(family_named("distilbert"));
   const FamilySpec& b = family_spec(family_named("bert"));

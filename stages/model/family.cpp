@@ -132,6 +132,8 @@ const std::vector<FamilySpec>& families() {
     gpt2.default_activation = "gelu_new";
     gpt2.frame              = {"<|endoftext|>", nullptr, "<|endoftext|>", {"<|endoftext|>"}};  // no end token; padding is invalid
     gpt2.config_constants   = R"({"initializer_range": 0.02, "scale_attn_weights": true})";
+    gpt2.default_positions  = 1024;
+    gpt2.fixed_flags        = {{"scale_attn_weights", true}, {"scale_attn_by_inverse_layer_idx", false}};
     gpt2.dropout_keys       = {"attn_pdrop", "embd_pdrop", "resid_pdrop"};
     gpt2.last_id_keys       = {"bos_token_id", "eos_token_id"};
     gpt2.base               = {50257, 1024, 0, -1, 1e-5};
@@ -180,6 +182,7 @@ const std::vector<FamilySpec>& families() {
     llama.byte_level_bpe     = true;
     llama.frame_from_tokenizer_config = true;
     llama.lm_head            = {LmObjective::Causal, nullptr, nullptr, nullptr, nullptr, "lm_head", nullptr};
+    llama.default_positions  = 2048;  // LlamaConfig's
     llama.config_constants   = R"({"attention_bias": false, "attention_dropout": 0.0, "initializer_range": 0.02, "mlp_bias": false,
                                   "rope_scaling": null})";
     llama.base               = {32000, 2048, 0, -1, 1e-6};
@@ -194,6 +197,7 @@ const std::vector<FamilySpec>& families() {
     mistral.checkpoints      = "MistralModel or MistralForCausalLM";
     mistral.window_key       = "sliding_window";
     mistral.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "sliding_window": null})";
+    mistral.default_positions = 4096 * 32;  // MistralConfig's
     mistral.base             = {32000, 32768, 0, -1, 1e-6};
     mistral.frame            = {"<s>", nullptr, "</s>", {"<s>", "</s>", "<unk>"}};
 
@@ -209,6 +213,7 @@ const std::vector<FamilySpec>& families() {
     qwen2.window_key       = "sliding_window";
     qwen2.window_switch    = "use_sliding_window";
     qwen2.config_constants = R"({"attention_dropout": 0.0, "initializer_range": 0.02, "use_sliding_window": false})";
+    qwen2.default_positions = 32768;  // Qwen2Config's (and Qwen3Config's)
     qwen2.base             = {151936, 32768, 0, -1, 1e-6};
     qwen2.frame            = {nullptr, nullptr, "<|endoftext|>", {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}};  // no bos
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stages/text/frame.h"
@@ -138,6 +139,12 @@ struct FamilySpec {
   // transformers' config class as JSON text, the dropout keys (set to --dropout), and keys that
   // hold the last token id (GPT-2's bos and eos: <|endoftext|>, appended last).
   const char* config_constants = "{}";
+  // config.json's values as transformers' config class defaults them when the file leaves them
+  // out: the positions (BertConfig 512, GPT2Config's n_positions 1024, LlamaConfig 2048, …), and
+  // boolean keys ctxsim computes only at one value (GPT-2's scale_attn_weights true,
+  // scale_attn_by_inverse_layer_idx false): the other value is refused by name.
+  int64_t default_positions = 512;
+  std::vector<std::pair<const char*, bool>> fixed_flags = {};
   std::vector<const char*> dropout_keys = {};
   std::vector<const char*> last_id_keys = {};
   // The special tokens init-model adds to byte-level BPE files that lack them: before the files'

@@ -94,7 +94,13 @@ void read_fields(const nlohmann::json& j, const FamilySpec& f, const std::string
     c.intermediate_size = 4 * c.hidden_size;  // GPT2Config's n_inner: None
   else
     get_int(k.ffn, c.intermediate_size, true);
+  c.max_position_embeddings = f.default_positions;
   get_int(k.positions, c.max_position_embeddings, false);
+  for (const auto& [key, value] : f.fixed_flags)
+    if (auto it = j.find(key); it != j.end() && !(it->is_boolean() && it->get<bool>() == value))
+      throw Error(path + ": " + key,
+                  "is " + it->dump() + ", and ctxsim computes " + f.display + " with " + key + " " + (value ? "true" : "false"),
+                  std::string("use a checkpoint whose ") + key + " is " + (value ? "true" : "false") + " (transformers' default)");
   c.type_vocab_size = 0;
   if (k.type_vocab) {
     c.type_vocab_size = 2;
