@@ -241,6 +241,40 @@ PY
       output.report=false output.dir="$TMP/run-other" > /dev/null 2>&1 || fail "run of the other model"
     one_error "run-other/store.h5 measured another model" "$TMP/o5" prune.scores_from="$TMP/run-other/store.h5"
     one_error "prune.score: names scores of prune.scores_from, which is empty" "$TMP/o6" prune.score=effective_rank
+    # The masked-LM loader as strict as the encoder's (issue 46 goal 2): legacy gamma/beta names
+    # read as weight/bias, an unused I64 position_ids ignored, two tensors for one parameter and a
+    # config.json with another layer count refused.
+    .venv/bin/python - "$TMP/m" "$TMP" <<'PY' || fail "writing the checkpoint variants"
+import json, shutil, sys, numpy as np
+from safetensors.numpy import load_file, save_file
+src, tmp = sys.argv[1], sys.argv[2]
+t = load_file(f"{src}/model.safetensors")
+def variant(name, edit):
+    d = f"{tmp}/{name}"
+    shutil.copytree(src, d)
+    tt = dict(t)
+    edit(tt, d)
+    save_file(tt, f"{d}/model.safetensors", metadata={"format": "pt"})
+def legacy(tt, d):
+    for k in list(tt):
+        for a, b in (("LayerNorm.weight", "LayerNorm.gamma"), ("LayerNorm.bias", "LayerNorm.beta")):
+            if k.endswith(a):
+                tt[k[: -len(a)] + b] = tt.pop(k)
+    tt["bert.embeddings.position_ids"] = np.arange(64, dtype=np.int64)[None]
+variant("legacy", legacy)
+variant("twice", lambda tt, d: tt.__setitem__("embeddings.LayerNorm.weight", tt["bert.embeddings.LayerNorm.weight"]))
+def layers(tt, d):
+    c = json.load(open(f"{d}/config.json"))
+    c["num_hidden_layers"] = 1
+    json.dump(c, open(f"{d}/config.json", "w"))
+variant("layers", layers)
+PY
+    prune 1 "$TMP/p-legacy" model.path="$TMP/legacy" prune.random_seeds=1 output.report=false || fail "legacy names: $(tail -3 "$TMP/p-legacy.log")"
+    prune 1 "$TMP/p-m" prune.random_seeds=1 output.report=false || fail "the original: $(tail -3 "$TMP/p-m.log")"
+    /usr/bin/python3 -c "import h5py, sys; a, b = (h5py.File(p, 'r').attrs['full_loss'] for p in sys.argv[1:]); assert a == b, (a, b)" \
+      "$TMP/p-legacy/store.h5" "$TMP/p-m/store.h5" || fail "gamma/beta read as another model"
+    one_error "holds two tensors for the parameter bert.embeddings.LayerNorm.weight" "$TMP/o7" model.path="$TMP/twice"
+    one_error "layers/config.json: num_hidden_layers: declares 1 layer(s), but" "$TMP/o8" model.path="$TMP/layers"
     # Issue 35 goal 1: a prune over another job's store, or over another config's, is refused and
     # leaves it as it was; output.overwrite=true replaces it.
     before=$(sha256sum < "$TMP/run3/store.h5")

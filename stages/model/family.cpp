@@ -298,10 +298,12 @@ std::string canonical_tensor_name(const FamilySpec& f, const std::string& key) {
       for (const auto& buffer : f.layer_buffers)
         if (k.compare(dot + 1, std::string::npos, buffer) == 0) return "";
   }
-  if (ends_with(k, "LayerNorm.gamma"))
-    k = k.substr(0, k.size() - 5) + "weight";
-  else if (ends_with(k, "LayerNorm.beta"))
-    k = k.substr(0, k.size() - 4) + "bias";
+  return legacy_norm_name(k);
+}
+
+std::string legacy_norm_name(const std::string& k) {
+  if (ends_with(k, "LayerNorm.gamma")) return k.substr(0, k.size() - 5) + "weight";
+  if (ends_with(k, "LayerNorm.beta")) return k.substr(0, k.size() - 4) + "bias";
   return k;
 }
 

@@ -178,5 +178,7 @@ Family parse_family(const std::string& name, const std::string& where);
 // LayerNorm `gamma`/`beta` renamed to `weight`/`bias`. "" for the keys ctxsim skips on purpose
 // (task heads, buffers).
 std::string canonical_tensor_name(const FamilySpec& f, const std::string& key);
+// A key with the legacy LayerNorm names `gamma`/`beta` as `weight`/`bias` (any other as it is).
+std::string legacy_norm_name(const std::string& key);
 
 }  // namespace ctxsim

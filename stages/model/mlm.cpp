@@ -293,14 +293,20 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
   const SafetensorsFile file = open_checkpoint(folder);
   // The file's tensors by the layout's names: the encoder under the family's prefix (or bare,
   // legacy LayerNorm gamma/beta renamed), the head as it is; the tied decoder skipped.
+  // As the encoder's loader: the layers config.json declares, one tensor per parameter.
+  check_layer_count(file, config, folder.config());
   const std::map<std::string, std::vector<int64_t>> head = lm_head_shapes(config);
   std::map<std::string, const TensorView*> by_name;
   for (const auto& [key, view] : file.tensors()) {
-    if (head.count(key)) {
-      by_name[key] = &view;
-    } else if (const std::string bare = canonical_tensor_name(f, key); !bare.empty()) {
-      by_name[f.model_prefix + bare] = &view;
+    std::string name = legacy_norm_name(key);
+    if (!head.count(name)) {
+      const std::string bare = canonical_tensor_name(f, key);
+      if (bare.empty()) continue;  // a head or buffer ctxsim does not use (position_ids, …), whatever its dtype
+      name = f.model_prefix + bare;
     }
+    if (const auto [it, fresh] = by_name.emplace(name, &view); !fresh)
+      throw Error(file.path(), "holds two tensors for the parameter " + name + ": '" + it->second->name + "' and '" + key + "'",
+                  "keep one of them (re-save the checkpoint from the model that should be analysed)");
   }
   for (const auto& [name, shape] : head)
     if (!by_name.count(name))

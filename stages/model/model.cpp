@@ -34,6 +34,42 @@ std::string join_first(const std::vector<std::string>& v, size_t max_items = 12)
   return s;
 }
 
+// Within its scope this thread's ATen work runs on one OpenMP thread: the load runs beside
+// the tokenizer and the hash at start-up, where a second team of spinning OpenMP workers only
+// takes cores from them. (ATen sets a new thread's OpenMP threads on its first parallel call,
+// hence the call before.)
+class OneIntraOpThread {
+ public:
+  OneIntraOpThread() : before_(at::get_num_threads()) { omp_set_num_threads(1); }
+  ~OneIntraOpThread() { omp_set_num_threads(before_); }
+  OneIntraOpThread(const OneIntraOpThread&) = delete;
+  OneIntraOpThread& operator=(const OneIntraOpThread&) = delete;
+
+ private:
+  int before_;
+};
+
+// The tensors stacked along dim 0: a view when they already lie one after another in one
+// contiguous block (as load() places a layer's query, key and value), else a copy.
+at::Tensor stacked_rows(const std::vector<at::Tensor>& parts) {
+  bool adjacent = true;
+  int64_t rows = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const at::Tensor& t = parts[i];
+    adjacent =
+        adjacent && t.is_contiguous() && t.dtype() == parts[0].dtype() && t.device() == parts[0].device() &&
+        t.sizes().slice(1) == parts[0].sizes().slice(1) &&
+        (i == 0 || static_cast<const char*>(t.data_ptr()) == static_cast<const char*>(parts[i - 1].data_ptr()) + parts[i - 1].nbytes());
+    rows += t.size(0);
+  }
+  if (!adjacent) return at::cat(parts);
+  std::vector<int64_t> shape = parts[0].sizes().vec();
+  shape[0] = rows;
+  return parts[0].as_strided(shape, at::detail::defaultStrides(shape));
+}
+
+}  // namespace
+
 // The layers the checkpoint holds (<layer_prefix>N.*) must be the layers config.json declares:
 // fewer would be missing tensors, more a model silently cut short.
 void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, const std::string& config_path) {
@@ -72,42 +108,6 @@ void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, c
                     " (" + prefix + "0 … " + prefix + std::to_string(layers - 1) + ")",
                 "use the config.json that belongs to these weights");
 }
-
-// Within its scope this thread's ATen work runs on one OpenMP thread: the load runs beside
-// the tokenizer and the hash at start-up, where a second team of spinning OpenMP workers only
-// takes cores from them. (ATen sets a new thread's OpenMP threads on its first parallel call,
-// hence the call before.)
-class OneIntraOpThread {
- public:
-  OneIntraOpThread() : before_(at::get_num_threads()) { omp_set_num_threads(1); }
-  ~OneIntraOpThread() { omp_set_num_threads(before_); }
-  OneIntraOpThread(const OneIntraOpThread&) = delete;
-  OneIntraOpThread& operator=(const OneIntraOpThread&) = delete;
-
- private:
-  int before_;
-};
-
-// The tensors stacked along dim 0: a view when they already lie one after another in one
-// contiguous block (as load() places a layer's query, key and value), else a copy.
-at::Tensor stacked_rows(const std::vector<at::Tensor>& parts) {
-  bool adjacent = true;
-  int64_t rows = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const at::Tensor& t = parts[i];
-    adjacent =
-        adjacent && t.is_contiguous() && t.dtype() == parts[0].dtype() && t.device() == parts[0].device() &&
-        t.sizes().slice(1) == parts[0].sizes().slice(1) &&
-        (i == 0 || static_cast<const char*>(t.data_ptr()) == static_cast<const char*>(parts[i - 1].data_ptr()) + parts[i - 1].nbytes());
-    rows += t.size(0);
-  }
-  if (!adjacent) return at::cat(parts);
-  std::vector<int64_t> shape = parts[0].sizes().vec();
-  shape[0] = rows;
-  return parts[0].as_strided(shape, at::detail::defaultStrides(shape));
-}
-
-}  // namespace
 
 at::ScalarType torch_dtype(Precision p) {
   switch (p) {

@@ -18,6 +18,11 @@
 namespace ctxsim {
 
 struct TensorView;
+class SafetensorsFile;
+
+// The layers `file` holds (<layer_prefix>N.*) must be the layers config.json declares: fewer would
+// be missing tensors, more a model silently cut short. An Error naming config_path's key otherwise.
+void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, const std::string& config_path);
 
 class TransformerEncoder final : public Encoder {
  public:
