@@ -687,6 +687,18 @@ PY
     out=$("$CTXSIM" samples configs/default.yaml model.path="$TMP/roberta" samples.num_samples=5 samples.seq_len=24 --show 1) || fail "samples"
     contains "$out" "<s> | s0: "
     contains "$out" " | </s>"
+    # A folder with both a WordPiece vocab.txt and GPT-2's vocab.json + merges.txt: config.json's
+    # family decides, in tokenize (--model and --vocab) and run alike; without a config.json,
+    # one error naming both (issue 46 goal 3).
+    mkdir -p "$TMP/both" && cp "$TMP/gpt2"/* "$TMP/both/" && cp data/vocab/bert-base-uncased.txt "$TMP/both/vocab.txt"
+    for opt in --model --vocab; do
+      [ "$(echo 'Hello world' | "$CTXSIM" tokenize $opt "$TMP/both" --tokens)" = "Hello Ġworld" ] || fail "tokenize $opt took vocab.txt"
+    done
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/both" samples.num_samples=4 samples.seq_len=24 statistics.examples=[] \
+      output.report=false output.dir="$TMP/both-run" > /dev/null 2> "$TMP/err" || fail "run with both kinds of files: $(cat "$TMP/err")"
+    rm "$TMP/both/config.json"
+    echo x | "$CTXSIM" tokenize --vocab "$TMP/both" > /dev/null 2> "$TMP/err" && fail "tokenize chose without a family"
+    contains "$(cat "$TMP/err")" "holds both a WordPiece vocab.txt and byte-level BPE files (vocab.json + merges.txt)"
     for family in gpt2 roberta; do
       "$CTXSIM" run configs/default.yaml model.path="$TMP/$family" model.dtype=float64 samples.num_samples=24 runtime.batch_size=5 \
         statistics.examples=[0] output.report=false output.dir="$TMP/s-$family" \

@@ -8,7 +8,10 @@
 
 #include "pipeline/job/config/inputs.h"
 #include "stages/base/error.h"
+#include "stages/base/files.h"
+#include "stages/base/model_folder.h"
 #include "stages/base/stopwatch.h"
+#include "stages/model/model_config.h"
 #include "stages/text/bpe.h"
 #include "stages/text/corpus.h"
 #include "stages/text/tokenizer_files.h"
@@ -67,7 +70,12 @@ int cmd_tokenize(const std::string& vocab_path, const std::string& model_dir, bo
   // A model folder's WordPiece options come from its tokenizer_config.json; --cased overrides.
   TokenizerOptions o = model_dir.empty() ? TokenizerOptions{} : read_tokenizer_options(model_dir, true);
   if (cased) o.lower_case = o.strip_accents = false;
-  const std::unique_ptr<Tokenizer> owned = open_tokenizer(model_dir.empty() ? vocab_path : model_dir, o);
+  // A model folder's family (config.json's model_type) decides where both kinds of files are there.
+  const std::string source = model_dir.empty() ? vocab_path : model_dir;
+  std::optional<TokenizerKind> family;
+  if (path_kind(source, source) == PathKind::Folder && ModelFolder(source).has(ModelFolder::kConfig))
+    family = family_spec(model_config_of(source).family).byte_level_bpe ? TokenizerKind::ByteLevelBpe : TokenizerKind::WordPiece;
+  const std::unique_ptr<Tokenizer> owned = open_tokenizer(source, o, family);
   Tokenizer& tokenizer = *owned;
   std::string line;
   int64_t line_no = 0;

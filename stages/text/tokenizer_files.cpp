@@ -36,7 +36,7 @@ std::shared_ptr<const BpeModel> load_bpe_model(const TokenizerFiles& f) {
 
 Vocab TokenizerFiles::wordpiece_vocab() const { return wordpiece_json() ? load_wordpiece_tokenizer_json(vocab).vocab : Vocab::load(vocab); }
 
-TokenizerFiles find_tokenizer_files(const std::string& path) {
+TokenizerFiles find_tokenizer_files(const std::string& path, std::optional<TokenizerKind> family) {
   const PathKind kind = path_kind(path, path);
   if (kind == PathKind::Missing)
     throw Error(path, "does not exist", "give a model folder, a vocab.txt, a tokenizer.json, or a folder with vocab.json and merges.txt");
@@ -55,6 +55,18 @@ TokenizerFiles find_tokenizer_files(const std::string& path) {
   // vocab.txt (with tokenizer_config.json) says all a WordPiece tokenizer.json does. A BPE's
   // tokenizer.json says more than vocab.json + merges.txt (its added tokens and their flags), and
   // is what transformers' AutoTokenizer reads when a folder has both.
+  const bool bpe_json = has(F::kTokenizerJson) && json_kind(in(F::kTokenizerJson)) == TokenizerKind::ByteLevelBpe;
+  const bool bpe_files = has(F::kVocabJson) && has(F::kMerges);
+  if (has(F::kVocabTxt) && (bpe_json || bpe_files)) {  // both kinds: the model's family decides
+    if (!family)
+      throw Error(path,
+                  std::string("holds both a WordPiece vocab.txt and byte-level BPE files (") +
+                      (bpe_json ? "tokenizer.json" : "vocab.json + merges.txt") + ")",
+                  "give the one to use (--vocab, model.vocab), or a config.json whose model_type names the family");
+    if (*family == TokenizerKind::ByteLevelBpe)
+      return bpe_json ? TokenizerFiles{TokenizerKind::ByteLevelBpe, in(F::kTokenizerJson), ""}
+                      : TokenizerFiles{TokenizerKind::ByteLevelBpe, in(F::kVocabJson), in(F::kMerges)};
+  }
   if (has(F::kVocabTxt)) return {TokenizerKind::WordPiece, in(F::kVocabTxt), ""};
   if (has(F::kTokenizerJson)) return {json_kind(in(F::kTokenizerJson)), in(F::kTokenizerJson), ""};
   if (has(F::kVocabJson) && has(F::kMerges)) return {TokenizerKind::ByteLevelBpe, in(F::kVocabJson), in(F::kMerges)};
@@ -65,8 +77,8 @@ TokenizerFiles find_tokenizer_files(const std::string& path) {
               "give the model's folder as Hugging Face saves it");
 }
 
-std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece) {
-  const TokenizerFiles f = find_tokenizer_files(path);
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece, std::optional<TokenizerKind> family) {
+  const TokenizerFiles f = find_tokenizer_files(path, family);
   if (f.wordpiece_json()) {
     WordPieceJson j = load_wordpiece_tokenizer_json(f.vocab);
     return std::make_unique<BertTokenizer>(std::move(j.vocab), j.options);

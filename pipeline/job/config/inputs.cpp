@@ -69,8 +69,17 @@ std::string vocab_path(const Config& c) {
   const std::string dir = model_dir(c);
   const fs::path txt = ModelFolder(dir).file(ModelFolder::kVocabTxt);
   std::error_code ec;
-  if (dir.empty() || fs::exists(txt, ec)) return txt.string();
-  return dir;
+  if (dir.empty() || (fs::exists(txt, ec) && family_tokenizer_kind(c) != TokenizerKind::ByteLevelBpe)) return txt.string();
+  return dir;  // its files, chosen by find_tokenizer_files with the family
+}
+
+std::optional<TokenizerKind> family_tokenizer_kind(const Config& c) {
+  const std::string dir = model_dir(c);
+  std::error_code ec;
+  if (dir.empty() || !c.model.vocab.empty() || !fs::exists(ModelFolder(dir).config(), ec)) return std::nullopt;
+  try {
+    return model_family(c).byte_level_bpe ? TokenizerKind::ByteLevelBpe : TokenizerKind::WordPiece;
+  } catch (const Error&) { return std::nullopt; }  // a config.json that does not parse: the job's own check says why
 }
 
 namespace {
@@ -78,7 +87,7 @@ namespace {
 // The tokenizer files of the config, an Error naming model.vocab when there are none.
 TokenizerFiles config_tokenizer_files(const Config& c) {
   try {
-    return find_tokenizer_files(vocab_path(c));
+    return find_tokenizer_files(vocab_path(c), family_tokenizer_kind(c));
   } catch (const Error& e) {
     if (!c.model.vocab.empty()) throw Error(c.where("model.vocab"), e.problem(), e.fix());
     throw Error(c.where("model.vocab"), "no tokenizer in the model folder " + model_dir(c) + " (" + e.problem() + ")",

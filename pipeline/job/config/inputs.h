@@ -2,17 +2,18 @@
 // resolved offline in the Hugging Face cache), the tokenizer, the corpus read and cut into
 // samples, and the statistics options. Shared by run, plan and samples.
 #pragma once
+#include <memory>
+#include <optional>
 #include <string>
 
-#include <memory>
 #include "pipeline/job/config/config.h"
-
 #include "stages/base/error.h"
 #include "stages/model/family.h"
 #include "stages/stats/statistics_options.h"
 #include "stages/text/corpus.h"
 #include "stages/text/samples.h"
 #include "stages/text/tokenizer.h"
+#include "stages/text/tokenizer_files.h"
 
 namespace ctxsim {
 
@@ -24,9 +25,12 @@ std::string resolve_hf_cache(const std::string& name);
 // model.path, else the cache folder of model.name, else "" (only model.vocab given).
 std::string model_dir(const Config& config);
 
-// model.vocab, else <model dir>/vocab.txt, else the model folder (a byte-level BPE's vocab.json +
-// merges.txt, or its tokenizer.json).
+// model.vocab, else <model dir>/vocab.txt (unless the model's family is byte-level BPE), else the
+// model folder (a byte-level BPE's vocab.json + merges.txt, or its tokenizer.json).
 std::string vocab_path(const Config& config);
+// The tokenizer kind of the model's family (config.json's model_type), which decides in a folder
+// that holds both kinds of files; none without a model folder with a config.json, or with model.vocab.
+std::optional<TokenizerKind> family_tokenizer_kind(const Config& config);
 // The vocabulary as a store keeps it (/vocab/text) and its digest covers it: a vocab.txt as it is,
 // a byte-level BPE's tokens one per line in id order (their vocab.json spelling).
 std::string vocab_text(const Config& config);
