@@ -699,6 +699,9 @@ PY
     rm "$TMP/both/config.json"
     echo x | "$CTXSIM" tokenize --vocab "$TMP/both" > /dev/null 2> "$TMP/err" && fail "tokenize chose without a family"
     contains "$(cat "$TMP/err")" "holds both a WordPiece vocab.txt and byte-level BPE files (vocab.json + merges.txt)"
+    # A folder whose config.json ctxsim does not read still tokenizes with its one tokenizer.
+    mkdir -p "$TMP/wp" && cp data/vocab/bert-base-uncased.txt "$TMP/wp/vocab.txt" && echo '{"model_type": "mamba"}' > "$TMP/wp/config.json"
+    [ "$(echo 'Hello world' | "$CTXSIM" tokenize --model "$TMP/wp" --tokens)" = "hello world" ] || fail "tokenize beside an unread config.json"
     for family in gpt2 roberta; do
       "$CTXSIM" run configs/default.yaml model.path="$TMP/$family" model.dtype=float64 samples.num_samples=24 runtime.batch_size=5 \
         statistics.examples=[0] output.report=false output.dir="$TMP/s-$family" \

@@ -114,9 +114,20 @@ f['prune/curve_loss'][0, 5] += 0.125; f.close()" || fail "crafting the changed s
     [ ! -e "$TMP/changed/report.html" ] || fail "a report was written from a changed store"
     "$CTXSIM" collect "$TMP/changed" > "$TMP/o" 2> "$TMP/e" && fail "collect took a pruning store"
     contains "$(cat "$TMP/e")" "is a pruning store (ctxsim prune); collect gathers the run stores of a sweep"
-    # Rerunning a complete job answers from its store.
+    # Rerunning a complete job answers from its store, also from the config.yaml written beside it
+    # (which spells out prune.score's default without prune.scores_from).
     prune 1 "$TMP/a" || fail "rerun"
     contains "$(cat "$TMP/a.log")" "is already complete for this config"
+    "$CTXSIM" prune "$TMP/a/config.yaml" > "$TMP/a2.log" 2>&1 || fail "prune of its own config.yaml: $(tail -2 "$TMP/a2.log")"
+    contains "$(cat "$TMP/a2.log")" "is already complete for this config"
+    # An interrupted store of an older schema (before schema 6's datasets) starts over.
+    cp -r "$TMP/a" "$TMP/old"
+    /usr/bin/python3 -c "import h5py; f = h5py.File('$TMP/old/store.h5', 'r+'); f.attrs['complete'] = 0; f.attrs['schema_version'] = 5" ||
+      fail "making an old interrupted store"
+    prune 1 "$TMP/old" output.report=false || fail "over an old interrupted store: $(tail -3 "$TMP/old.log")"
+    contains "$(cat "$TMP/old.log")" "was started by an older ctxsim (store schema 5, this one writes 6): starting it over"
+    /usr/bin/python3 -c "import h5py; f = h5py.File('$TMP/old/store.h5', 'r'); assert f.attrs['complete'] == 1 and f.attrs['schema_version'] == 6" ||
+      fail "the old store was not remade"
     # Several ctxsim scores of a run store, an order each: the effective rank lowest and highest
     # first (SPEC §9), their values in /prune/score [S, L, H], a Spearman line and figures each.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/m" model.dtype=float64 samples.seq_len=48 samples.num_samples=30 \

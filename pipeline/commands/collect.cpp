@@ -1,6 +1,7 @@
 // `ctxsim collect SWEEP_DIR`: one CSV row per (point, rule, layer, head) with the headline
 // statistics of every complete store under the folder, next to their chance rates, for plotting.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -63,14 +64,16 @@ std::string head_line(const std::string& rule, const RuleStats& r, const Baselin
   std::ostringstream line;
   line << std::setprecision(6) << csv_field(rule) << "," << l << "," << h << "," << base.samples();
   for (const Metric& m : metrics()) {
-    if (m.whole)
+    if (m.count && m.count(c, base) <= 0)  // a mean over no count (a store before the statistic): empty
+      line << ",";
+    else if (m.whole)
       line << "," << int64_t(m.value(c, base));
     else
       line << "," << m.value(c, base);
   }
   for (const Metric& m : metrics()) {
     if (!m.interval) continue;
-    if (const Interval* i = iv.of(m, int(l), int(h)))
+    if (const Interval* i = iv.of(m, int(l), int(h)); i && !std::isnan(i->lo))
       line << "," << i->lo << "," << i->hi;
     else
       line << ",,";

@@ -56,6 +56,13 @@ StoreMode decide(JobPlan& t) {
     throw Error(c.where("output.dir"), t.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
                 "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
   if (existing.complete) return StoreMode::AlreadyDone;
+  // An interrupted store of an older schema lacks datasets this ctxsim writes (schema 6's
+  // statistics, the pruning store's score axis): resuming would write past them.
+  if (existing.schema_version < store_schema_version()) {
+    log_info(t.store_path + " was started by an older ctxsim (store schema " + std::to_string(existing.schema_version) +
+             ", this one writes " + std::to_string(store_schema_version()) + "): starting it over");
+    return StoreMode::Create;
+  }
   checkpoint = read_checkpoint(t.progress_path);  // an unreadable or damaged one stops the job here
   if (!checkpoint) {
     log_info(t.store_path + " stopped before its first durable point (no resume state beside it): starting it over");

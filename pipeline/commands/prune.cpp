@@ -54,7 +54,9 @@ struct PruneInputs {
 // The per-head scores of a run store (prune.scores_from) by their metric rows.
 std::map<std::string, std::vector<double>> store_scores(const Config& c, const ModelConfig& mc, const std::string& model_dir) {
   if (c.prune.scores_from.empty()) {
-    if (c.origin.count("prune.score"))  // an order asked for from no store would silently not be there
+    // An order asked for from no store would silently not be there (the default, which every
+    // config.yaml ctxsim writes spells out, asks for nothing).
+    if (c.origin.count("prune.score") && c.prune.score != Config{}.prune.score)
       throw Error(c.where("prune.score"), "names scores of prune.scores_from, which is empty",
                   "set prune.scores_from to the store.h5 of a run of this model, or leave prune.score out");
     return {};
@@ -77,7 +79,8 @@ std::map<std::string, std::vector<double>> store_scores(const Config& c, const M
   // The same weights, not only the same shape: another model's heads would order this one's.
   if (h5::has_attr(file, "model_sha256") && h5::get_attr_string(file, "model_sha256") != ModelFolder(model_dir).weights_sha256())
     throw Error(key,
-                path + " measured another model (" + h5::get_attr_string(file, "model_path") + ": other weights than " + model_dir + ")",
+                path + " measured another model (" + (h5::has_attr(file, "model_path") ? h5::get_attr_string(file, "model_path") : "?") +
+                    ": other weights than " + model_dir + ")",
                 "give the store of a run of this model (ctxsim run with model.path=" + model_dir + ")");
   std::map<std::string, std::vector<double>> out;
   for (const std::string& name : c.prune.score) {

@@ -11,7 +11,6 @@
 #include "stages/base/files.h"
 #include "stages/base/model_folder.h"
 #include "stages/base/stopwatch.h"
-#include "stages/model/model_config.h"
 #include "stages/text/bpe.h"
 #include "stages/text/corpus.h"
 #include "stages/text/tokenizer_files.h"
@@ -72,10 +71,7 @@ int cmd_tokenize(const std::string& vocab_path, const std::string& model_dir, bo
   if (cased) o.lower_case = o.strip_accents = false;
   // A model folder's family (config.json's model_type) decides where both kinds of files are there.
   const std::string source = model_dir.empty() ? vocab_path : model_dir;
-  std::optional<TokenizerKind> family;
-  if (path_kind(source, source) == PathKind::Folder && ModelFolder(source).has(ModelFolder::kConfig))
-    family = family_spec(model_config_of(source).family).byte_level_bpe ? TokenizerKind::ByteLevelBpe : TokenizerKind::WordPiece;
-  const std::unique_ptr<Tokenizer> owned = open_tokenizer(source, o, family);
+  const std::unique_ptr<Tokenizer> owned = open_tokenizer(source, o, folder_tokenizer_kind(source));
   Tokenizer& tokenizer = *owned;
   std::string line;
   int64_t line_no = 0;

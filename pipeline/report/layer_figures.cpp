@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "stages/stats/metrics.h"
 
@@ -130,8 +129,15 @@ std::vector<Entry> layer_figures(const std::vector<LayerRun>& runs, const std::s
     auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.stem == m.line.stem; });
     if (g == groups.end()) g = groups.insert(groups.end(), Group{m.line.stem, m.line.caption, m.line.figure, {}});
     PlotSpec p = layer_panel(m.line.title, m.line.y_label);
-    if (!m.line.from_zero) p.y_lo = std::numeric_limits<double>::quiet_NaN();
     for (const auto& r : runs) p.series.push_back(layer_series(r, m));
+    if (!m.line.from_zero) {  // the axis from the data's lowest value (and band), less a margin
+      double lo = INFINITY, hi = -INFINITY;
+      for (const Series& s : p.series)
+        for (const std::vector<double>* v : {&s.y, &s.lo, &s.hi})
+          for (double y : *v)
+            if (std::isfinite(y)) lo = std::min(lo, y), hi = std::max(hi, y);
+      if (std::isfinite(lo)) p.y_lo = lo - 0.08 * std::max(hi - lo, 1e-9);
+    }
     if (m.chance) add_chance(p, runs, metric(m.chance));
     g->panels.push_back(p);
     if (m.lift) {

@@ -142,7 +142,12 @@ HeatmapSpec head_map_spec(const StoreData& d, const Metric& row) {
   m.rows = d.L, m.cols = d.H, m.map = ColourMap::Viridis;
   for (int l = 0; l < d.L; ++l)
     for (int h = 0; h < d.H; ++h) m.values.push_back(float(row.shown(d.stats.head(l, h), d.base)));
-  const auto [lo, hi] = std::minmax_element(m.values.begin(), m.values.end());
+  // The range over the finite values (a head with no count, e.g. all-zero outputs, is NaN: no colour).
+  std::vector<float> finite;
+  for (float x : m.values)
+    if (std::isfinite(x)) finite.push_back(x);
+  if (finite.empty()) finite.push_back(0.f);
+  const auto [lo, hi] = std::minmax_element(finite.begin(), finite.end());
   if (v.hi > 0) {  // a fixed scale
     m.lo = 0, m.hi = v.hi;
   } else if (row.share() && row.chance) {  // a rate: diverging around its chance, over the data and the chance

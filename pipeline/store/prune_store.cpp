@@ -327,6 +327,9 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
     for (const double x : *b.values)
       if (!std::isfinite(x)) throw Error(store, "/" + spec.path() + " holds a value that is not finite", kDamagedStoreFix);
   }
+  if (r.score.size() != d.scores.size() * size_t(l.heads_total()))  // an order score:<name> needs its values
+    throw Error(store, "/prune/score does not hold a value per head for each of its " + std::to_string(d.scores.size()) + " score orders",
+                kDamagedStoreFix);
   r.order_heads = read_spec<int64_t>(file, store, spec_named(prune_datasets(), "prune", "order_heads"), known);
   r.full_loss = h5::get_attr_double(file, "full_loss");
   r.full_accuracy = h5::get_attr_double(file, "full_accuracy");

@@ -55,8 +55,15 @@ TokenizerFiles find_tokenizer_files(const std::string& path, std::optional<Token
   // vocab.txt (with tokenizer_config.json) says all a WordPiece tokenizer.json does. A BPE's
   // tokenizer.json says more than vocab.json + merges.txt (its added tokens and their flags), and
   // is what transformers' AutoTokenizer reads when a folder has both.
-  const bool bpe_json = has(F::kTokenizerJson) && json_kind(in(F::kTokenizerJson)) == TokenizerKind::ByteLevelBpe;
+  // Beside a vocab.txt, a tokenizer.json counts as byte-level BPE when its model is BPE (one that
+  // does not parse, or of another model, leaves vocab.txt the tokenizer, as it was).
+  const auto bpe_model = [&] {
+    try {
+      return tokenizer_json_model_type(in(F::kTokenizerJson)) == "BPE";
+    } catch (const Error&) { return false; }
+  };
   const bool bpe_files = has(F::kVocabJson) && has(F::kMerges);
+  const bool bpe_json = has(F::kVocabTxt) && has(F::kTokenizerJson) && bpe_model();
   if (has(F::kVocabTxt) && (bpe_json || bpe_files)) {  // both kinds: the model's family decides
     if (!family)
       throw Error(path,

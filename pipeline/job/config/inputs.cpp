@@ -74,12 +74,17 @@ std::string vocab_path(const Config& c) {
 }
 
 std::optional<TokenizerKind> family_tokenizer_kind(const Config& c) {
-  const std::string dir = model_dir(c);
+  if (!c.model.vocab.empty()) return std::nullopt;
+  return folder_tokenizer_kind(model_dir(c));
+}
+
+std::optional<TokenizerKind> folder_tokenizer_kind(const std::string& dir) {
   std::error_code ec;
-  if (dir.empty() || !c.model.vocab.empty() || !fs::exists(ModelFolder(dir).config(), ec)) return std::nullopt;
+  if (dir.empty() || !fs::is_directory(dir, ec) || !fs::exists(ModelFolder(dir).config(), ec)) return std::nullopt;
   try {
-    return model_family(c).byte_level_bpe ? TokenizerKind::ByteLevelBpe : TokenizerKind::WordPiece;
-  } catch (const Error&) { return std::nullopt; }  // a config.json that does not parse: the job's own check says why
+    return family_spec(ModelConfig::load(ModelFolder(dir).config()).family).byte_level_bpe ? TokenizerKind::ByteLevelBpe
+                                                                                           : TokenizerKind::WordPiece;
+  } catch (const Error&) { return std::nullopt; }  // a config.json ctxsim does not read: the job's own check says why
 }
 
 namespace {
@@ -122,7 +127,7 @@ std::string model_config_sha256(const std::string& dir) {
   const ModelFolder folder(dir);
   if (folder.has(ModelFolder::kMerges))
     add(ModelFolder::kMerges, false, 2 * kMaxVocabBytes);
-  else if (!folder.has(ModelFolder::kVocabTxt))
+  else if (!folder.has(ModelFolder::kVocabTxt) || folder_tokenizer_kind(dir) == TokenizerKind::ByteLevelBpe)
     add(ModelFolder::kTokenizerJson, false, 2 * kMaxVocabBytes);  // Llama 3's is 9 MB
   return sha256_bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }

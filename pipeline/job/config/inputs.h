@@ -31,6 +31,9 @@ std::string vocab_path(const Config& config);
 // The tokenizer kind of the model's family (config.json's model_type), which decides in a folder
 // that holds both kinds of files; none without a model folder with a config.json, or with model.vocab.
 std::optional<TokenizerKind> family_tokenizer_kind(const Config& config);
+// The same for a folder: its config.json's family's kind; none for no folder, no config.json or
+// one ctxsim does not read.
+std::optional<TokenizerKind> folder_tokenizer_kind(const std::string& dir);
 // The vocabulary as a store keeps it (/vocab/text) and its digest covers it: a vocab.txt as it is,
 // a byte-level BPE's tokens one per line in id order (their vocab.json spelling).
 std::string vocab_text(const Config& config);
