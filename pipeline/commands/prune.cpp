@@ -341,11 +341,10 @@ PruneResults results_of(const PruneLayout& layout, const Pass1Totals& t, const s
       r.curve_orders.push_back(layout.orders[size_t(o)]);
   }
   r.curve_orders.push_back("random");
-  for (const std::string& o : layout.orders)  // each score order's values, in the orders' order
-    if (o.rfind("score:", 0) == 0) {
-      const std::vector<double>& v = scores.at(o.substr(6));
-      r.score.insert(r.score.end(), v.begin(), v.end());
-    }
+  for (const std::string& name : score_names(layout.orders)) {  // each score order's values, in the orders' order
+    const std::vector<double>& v = scores.at(name);
+    r.score.insert(r.score.end(), v.begin(), v.end());
+  }
   for (int64_t f = 0; f < F; ++f) {
     r.curve_loss.push_back(random_loss[size_t(f)] / double(std::max<int64_t>(randoms, 1)));
     r.curve_accuracy.push_back(random_accuracy[size_t(f)] / double(std::max<int64_t>(randoms, 1)));

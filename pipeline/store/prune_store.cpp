@@ -26,14 +26,6 @@ int64_t random_count(const PruneLayout& l) {
   return r;
 }
 
-// The ctxsim scores among a list of orders (score:<name>), in order.
-std::vector<std::string> score_names(const std::vector<std::string>& orders) {
-  std::vector<std::string> names;
-  for (const auto& o : orders)
-    if (o.rfind("score:", 0) == 0) names.push_back(o.substr(6));
-  return names;
-}
-
 bool has_score(const PruneLayout& l) { return !score_names(l.orders).empty(); }
 
 std::vector<std::string> curve_orders(const PruneLayout& l) {
@@ -143,6 +135,13 @@ void put_all(hid_t file, const PruneLayout& l, const char* name, const std::vect
 }
 
 }  // namespace
+
+std::vector<std::string> score_names(const std::vector<std::string>& orders) {
+  std::vector<std::string> names;
+  for (const auto& o : orders)
+    if (o.rfind("score:", 0) == 0) names.push_back(o.substr(6));
+  return names;
+}
 
 const std::vector<DatasetSpec>& prune_datasets() {
   // clang-format off

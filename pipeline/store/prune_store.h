@@ -37,6 +37,9 @@ struct PrunePass1 {
   std::vector<int64_t> ablation_correct;                   // [L*H]
 };
 // One unit's curves: loss and correct predictions for every order and fraction.
+// The ctxsim scores among a list of orders (score:<name>), in order.
+std::vector<std::string> score_names(const std::vector<std::string>& orders);
+
 struct PrunePass2 {
   std::vector<double> loss;      // [O*F]
   std::vector<int64_t> correct;  // [O*F]

@@ -63,12 +63,8 @@ Intervals bootstrap_intervals(const UnitSums& units, int replicates, uint64_t se
   // values[metric][cell][replicate], cells: the L layers, then the L x H heads
   const size_t cells = size_t(L + L * H);
   std::vector<std::vector<std::vector<double>>> values(with.size(), std::vector<std::vector<double>>(cells));
-  SplitMix64 rng(seed);
-  std::vector<int64_t> weight(U);
-  for (int r = 0; r < replicates; ++r) {
-    std::fill(weight.begin(), weight.end(), 0);
-    for (size_t k = 0; k < U; ++k) ++weight[size_t(rng.next() % U)];
-    // The replicate's sums: each unit as often as it was drawn.
+  // The sums of the units, each `weight[u]` times (a replicate: as often as it was drawn).
+  const auto sums = [&](const std::vector<int64_t>& weight) {
     RuleStats s = stats[0];
     Baseline b = base[0];
     for (auto& d : s.data) std::fill(d.begin(), d.end(), 0);
@@ -82,6 +78,14 @@ Intervals bootstrap_intervals(const UnitSums& units, int replicates, uint64_t se
       for (size_t f = 0; f < b.value.size(); ++f) b.value[f] += double(w) * base[u].value[f];
       for (size_t d = 0; d < b.distance_all.size(); ++d) b.distance_all[d] += w * base[u].distance_all[d];
     }
+    return std::make_pair(std::move(s), std::move(b));
+  };
+  SplitMix64 rng(seed);
+  std::vector<int64_t> weight(U);
+  for (int r = 0; r < replicates; ++r) {
+    std::fill(weight.begin(), weight.end(), 0);
+    for (size_t k = 0; k < U; ++k) ++weight[size_t(rng.next() % U)];
+    const auto [s, b] = sums(weight);
     for (int l = 0; l < L; ++l) {
       const Counts c = s.layer(l);
       for (size_t m = 0; m < with.size(); ++m) values[m][size_t(l)].push_back(table[with[m]].value(c, b));
@@ -92,13 +96,10 @@ Intervals bootstrap_intervals(const UnitSums& units, int replicates, uint64_t se
     }
   }
   // A mean over no count (a store that predates the statistic) has no interval: NaN, shown "-".
-  RuleStats all = stats[0];
-  for (size_t u = 1; u < U; ++u)
-    for (size_t f = 0; f < all.data.size(); ++f)
-      for (size_t i = 0; i < all.data[f].size(); ++i) all.data[f][i] += stats[u].data[f][i];
+  const auto [all, all_base] = sums(std::vector<int64_t>(U, 1));
   const auto undefined = [&](const Metric& m, size_t cell) {
     const Counts c = cell < size_t(L) ? all.layer(int64_t(cell)) : all.head(int64_t(cell - L) / H, int64_t(cell - L) % H);
-    return m.count && m.count(c, base[0]) <= 0;
+    return m.count && m.count(c, all_base) <= 0;
   };
   const size_t B = size_t(replicates);
   const size_t lo = size_t(std::floor(double(B) * (1 - level) / 2)), hi = size_t(std::ceil(double(B) * (1 + level) / 2)) - 1;

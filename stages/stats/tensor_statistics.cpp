@@ -118,24 +118,22 @@ void TensorStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const
     high_attention.push_back(A_max.ge(AF == at::kDouble ? beta : double(head_rows::ceil_to<float>(beta))) & valid_pairs_);
   const auto sum_pairs = [](const at::Tensor& m) { return m.sum({2, 3}, false, at::kLong); };  // [B, H]
 
+  const at::Tensor rows = (at::arange(T_, n_valid_.options()).view({1, T_}) < n_valid_.view({B_, 1})).to(at::kDouble);  // [B, T] valid
   // Attention on each separator token (rule-independent): the mean over valid rows, fixed point.
   at::Tensor fixed;  // [B, H, S]
   if (S_ > 0) {
-    const at::Tensor rows = (at::arange(T_, n_valid_.options()).view({1, T_}) < n_valid_.view({B_, 1})).to(at::kDouble);  // [B, T]
-    const at::Tensor mass = at::matmul(A.to(at::kDouble) * rows.view({B_, 1, T_, 1}), separators_.unsqueeze(1)).sum(2);   // [B, H, S]
+    const at::Tensor mass = at::matmul(A.to(at::kDouble) * rows.view({B_, 1, T_, 1}), separators_.unsqueeze(1)).sum(2);  // [B, H, S]
     fixed = (mass / n_valid_.clamp_min(1).to(at::kDouble).view({B_, 1, 1}) * kFixedPointScale).round().to(at::kLong);
     slot(Stat::SeparatorMassByToken, 0, layer * H_ * S_, H_ * S_).add_(fixed.sum(0).reshape({-1}));
   }
   // Attention on the first position (the sink): SPEC §4.7's mean over valid rows, fixed point.
-  const at::Tensor valid_rows = (at::arange(T_, n_valid_.options()).view({1, T_}) < n_valid_.view({B_, 1})).to(at::kDouble);  // [B, T]
-  const at::Tensor first_mass = ((A.select(3, 0).to(at::kDouble) * valid_rows.view({B_, 1, T_})).sum(2) /
+  const at::Tensor first_mass = ((A.select(3, 0).to(at::kDouble) * rows.view({B_, 1, T_})).sum(2) /
                                  n_valid_.clamp_min(1).to(at::kDouble).view({B_, 1}) * kFixedPointScale)
                                     .round()
                                     .to(at::kLong);  // [B, H]
   // SPEC §9: each head's effective rank from C's diagonal and upper triangle (as the kernels).
-  const at::Tensor rows = at::arange(T_, n_valid_.options()).view({1, 1, T_}) < n_valid_.view({B_, 1, 1});  // [B, 1, T]
   const at::Tensor Cd = C.to(at::kDouble);
-  const at::Tensor diagonal = Cd.diagonal(0, 2, 3) * rows;  // [B, H, T]
+  const at::Tensor diagonal = Cd.diagonal(0, 2, 3) * rows.view({B_, 1, T_});  // [B, H, T]
   const at::Tensor trace = diagonal.sum(2), square = diagonal.square().sum(2) + 2 * (Cd.square() * valid_pairs_).sum({2, 3});
   const at::Tensor ranked = square.gt(0);
   const at::Tensor rank =
