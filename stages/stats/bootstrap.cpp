@@ -96,7 +96,10 @@ Intervals bootstrap_intervals(const UnitSums& units, int replicates, uint64_t se
     }
   }
   // A mean over no count (a store that predates the statistic) has no interval: NaN, shown "-".
-  const auto [all, all_base] = sums(std::vector<int64_t>(U, 1));
+  // (a pair, not a structured binding: C++17 lambdas cannot capture those)
+  const std::pair<RuleStats, Baseline> whole = sums(std::vector<int64_t>(U, 1));
+  const RuleStats& all = whole.first;
+  const Baseline& all_base = whole.second;
   const auto undefined = [&](const Metric& m, size_t cell) {
     const Counts c = cell < size_t(L) ? all.layer(int64_t(cell)) : all.head(int64_t(cell - L) / H, int64_t(cell - L) % H);
     return m.count && m.count(c, all_base) <= 0;
