@@ -148,6 +148,32 @@ TEST(HeadGates, OnesAreTheUngatedForwardAndZeroRemovesTheHead) {
   EXPECT_NEAR(zeroed.loss[1], removed.loss[1], 1e-12 * std::abs(removed.loss[1]));
 }
 
+// Pruning's shortcut: an evaluation whose gates equal the full model's below layer l starts at
+// layer l from the full model's layer inputs, with the same bits as from the embeddings; from L it
+// is the head alone (the full model). In float32, where a different order of operations would show.
+TEST(HeadGates, StartingAtALayerFromTheFullModelsInputsIsTheSameBits) {
+  MlmModel model(tiny(), at::kFloat);
+  model.init(6);
+  model.parameters().mul_(10.0);
+  const Samples s = make_samples(3, 0.4, 14);
+  const MlmBatch batch = s.batch();
+  const at::Tensor ones = at::ones({3, 2, 2}, at::kDouble);
+  const std::vector<at::Tensor> inputs = model.layer_inputs(batch, ones);
+  ASSERT_EQ(inputs.size(), 3u);  // layers 0 and 1, and the last layer's output
+  const auto same = [](const GatedMlm& a, const GatedMlm& b) {
+    return a.loss == b.loss && a.correct == b.correct && a.predicted == b.predicted;
+  };
+  EXPECT_TRUE(same(model.evaluate_gated_from(batch, ones, 2, inputs[2]), model.evaluate_gated(batch, ones, false, false)));
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t k = 0; k < 2; ++k) {
+      at::Tensor gates = ones.clone();
+      gates.select(1, l).select(1, k).zero_();
+      const GatedMlm whole = model.evaluate_gated(batch, gates, false, false);
+      EXPECT_TRUE(same(model.evaluate_gated_from(batch, gates, l, inputs[size_t(l)]), whole)) << "layer " << l << " head " << k;
+      if (l == 1) { EXPECT_NE(whole.loss, model.evaluate_gated(batch, ones, false, false).loss); }
+    }
+}
+
 TEST(HeadGates, GradientsEqualFiniteDifferences) {
   MlmModel model(tiny(), at::kDouble);
   model.init(5);

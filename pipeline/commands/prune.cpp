@@ -228,20 +228,29 @@ class PruneUnits final : public UnitWork {
     return make_mlm_batch(&in_.input[size_t(first * T)], &in_.labels[size_t(first * T)], &in_.prepared.samples.n_valid[size_t(first)], B, T,
                           std::vector<uint64_t>(size_t(B), 0));
   }
-  // The unit under one set of gates [L*H], the same for each of its samples, in batches.
-  std::pair<double, int64_t> evaluate(const WorkUnit& u, const std::vector<double>& gates) {
+  // The unit under each set of gates [L*H] (the same for each of its samples), in batches. Per
+  // batch the full model's layer inputs are computed once, and each set starts at the first layer
+  // where it removes a head: the layers below it are the full model's, the same numbers.
+  std::vector<std::pair<double, int64_t>> evaluate(const WorkUnit& u, const std::vector<std::vector<double>>& sets) {
     const Stopwatch clock;
     const ModelConfig& mc = in_.model->config();
-    const at::Tensor g = at::tensor(gates, at::kDouble).view({1, mc.num_layers, mc.num_heads});
-    double loss = 0;
-    int64_t correct = 0;
+    const int64_t L = mc.num_layers, H = mc.num_heads;
+    std::vector<std::pair<double, int64_t>> out(sets.size(), {0.0, 0});
     for (int64_t first = u.first; first < u.first + u.count; first += config_.runtime.batch_size) {
       const int64_t B = std::min(config_.runtime.batch_size, u.first + u.count - first);
-      const GatedMlm r = in_.model->evaluate_gated(batch_of(first, B), g.expand({B, mc.num_layers, mc.num_heads}), false, false);
-      for (int64_t b = 0; b < B; ++b) loss += fixed_point(r.loss[size_t(b)]), correct += r.correct[size_t(b)];
+      const MlmBatch batch = batch_of(first, B);
+      const std::vector<at::Tensor> inputs = in_.model->layer_inputs(batch, at::ones({B, L, H}, at::kDouble));
+      for (size_t s = 0; s < sets.size(); ++s) {
+        const std::vector<double>& gates = sets[s];
+        const auto removed = std::find_if(gates.begin(), gates.end(), [](double g) { return g != 1.0; });
+        const int64_t start = int64_t(removed - gates.begin()) / H;  // L when none is removed
+        const at::Tensor g = at::tensor(gates, at::kDouble).view({1, L, H}).expand({B, L, H});
+        const GatedMlm r = in_.model->evaluate_gated_from(batch, g, start, inputs[size_t(start)]);
+        for (int64_t b = 0; b < B; ++b) out[s].first += fixed_point(r.loss[size_t(b)]), out[s].second += r.correct[size_t(b)];
+      }
     }
-    forward_seconds += clock.seconds(), ++forward_passes;
-    return {loss, correct};
+    forward_seconds += clock.seconds(), forward_passes += int64_t(sets.size());
+    return out;
   }
   PrunePass1 first_pass(const WorkUnit& u) {
     const ModelConfig& mc = in_.model->config();
@@ -261,12 +270,9 @@ class PruneUnits final : public UnitWork {
       }
     }
     gradient_seconds += clock.seconds(), ++gradient_passes;
-    for (int64_t k = 0; k < LH; ++k) {
-      std::vector<double> gates(size_t(LH), 1.0);
-      gates[size_t(k)] = 0.0;
-      const auto [loss, correct] = evaluate(u, gates);
-      r.ablation_loss.push_back(loss), r.ablation_correct.push_back(correct);
-    }
+    std::vector<std::vector<double>> ablations(size_t(LH), std::vector<double>(size_t(LH), 1.0));
+    for (int64_t k = 0; k < LH; ++k) ablations[size_t(k)][size_t(k)] = 0.0;
+    for (const auto& [loss, correct] : evaluate(u, ablations)) r.ablation_loss.push_back(loss), r.ablation_correct.push_back(correct);
     return r;
   }
   PrunePass2 second_pass(const WorkUnit& u) {
@@ -275,15 +281,19 @@ class PruneUnits final : public UnitWork {
     const std::vector<double> fractions = prune::curve_fractions();
     // Orders share their first heads (and fraction 0 is the full model for all): each set of
     // removed heads is computed once per unit.
-    std::map<std::vector<double>, std::pair<double, int64_t>> seen;
-    PrunePass2 r;
+    std::map<std::vector<double>, size_t> index;
+    std::vector<std::vector<double>> sets;
+    std::vector<size_t> at;  // per order and fraction: its set
     for (const auto& order : *orders_)
       for (double p : fractions) {
-        const std::vector<double> gates = prune::gates_without(order, prune::removed_heads(p, LH), LH);
-        auto it = seen.find(gates);
-        if (it == seen.end()) it = seen.emplace(gates, evaluate(u, gates)).first;
-        r.loss.push_back(it->second.first), r.correct.push_back(it->second.second);
+        std::vector<double> gates = prune::gates_without(order, prune::removed_heads(p, LH), LH);
+        const auto it = index.emplace(gates, sets.size()).first;
+        if (it->second == sets.size()) sets.push_back(std::move(gates));
+        at.push_back(it->second);
       }
+    const std::vector<std::pair<double, int64_t>> results = evaluate(u, sets);
+    PrunePass2 r;
+    for (size_t k : at) r.loss.push_back(results[k].first), r.correct.push_back(results[k].second);
     return r;
   }
 
@@ -407,10 +417,11 @@ int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, co
       std::ostringstream s;
       s.precision(3);
       const double forward = work.forward_seconds / double(work.forward_passes);
-      s << "pass " << phase << " on rank 0: " << work.forward_passes << " forward passes over units, " << forward << " s each";
+      s << "pass " << phase << " on rank 0: " << work.forward_passes
+        << " forward passes over units (each from the first layer it changes), " << forward << " s each";
       if (work.gradient_passes > 0)
         s << "; importance (forward + backward, entropies) " << work.gradient_seconds / double(work.gradient_passes)
-          << " s a unit = " << work.gradient_seconds / double(work.gradient_passes) / forward << " x a forward";
+          << " s a unit = " << work.gradient_seconds / double(work.gradient_passes) / forward << " x their mean";
       log_info(s.str());
     }
   }

@@ -113,7 +113,7 @@ void MlmModel::init(uint64_t seed) {
 }
 
 MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double p, at::Tensor* loss_out,
-                        const at::Tensor& gates, GatedMlm* gated, at::Tensor* head_out) const {
+                        const at::Tensor& gates, GatedMlm* gated, at::Tensor* head_out, const ForwardSpan& span) const {
   const auto W = [&](const std::string& name) -> const at::Tensor& { return weights[index_.at(name)]; };
   const ModelConfig& c = config_;
   const int64_t B = batch.input.size(0), T = batch.input.size(1), hidden = c.hidden_size;
@@ -128,9 +128,11 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   const TensorGetter get = [&](const std::string& name) { return W(f.model_prefix + name); };
   const LayerOptions options = layer_options(c);
   const EmbeddingWeights embeddings = gather_embeddings(f, c.pad_position, get);
-  at::Tensor x = embed(embeddings, batch.input, eps, mode.dropout);  // [B, T, hidden]
+  CTXSIM_CHECK(span.first >= 0 && span.first <= c.num_layers && span.x.defined() == (span.first > 0), "run: a span's start");
+  at::Tensor x = span.first > 0 ? span.x : embed(embeddings, batch.input, eps, mode.dropout);  // [B, T, hidden]
   const KeyMask mask = key_mask(batch.valid, c.num_heads, x.options(), mode.kernel, options.causal);
-  for (int64_t l = 0; l < c.num_layers; ++l) {
+  for (int64_t l = span.first; l < c.num_layers; ++l) {
+    if (span.inputs) span.inputs->push_back(x);
     // The projections stay separate parameters; their concatenation is part of the graph.
     const LayerWeights L = gather_layer(f, l, get, [](const std::vector<at::Tensor>& parts) { return at::cat(parts); });
     AttentionTrace trace;
@@ -144,6 +146,7 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
       gated->entropy.select(1, l).copy_(h);
     }
   }
+  if (span.inputs) span.inputs->push_back(x);
   x = final_norm(embeddings, x, options);
   MlmResult r;
   r.predicted = batch.positions.numel();
@@ -264,6 +267,29 @@ GatedMlm MlmModel::evaluate_gated(const MlmBatch& batch, const at::Tensor& gates
   } else {
     g.gate_grad = at::zeros({B, L, H}, at::kDouble);
   }
+  return g;
+}
+
+std::vector<at::Tensor> MlmModel::layer_inputs(const MlmBatch& batch, const at::Tensor& gates) const {
+  const at::NoGradGuard no_grad;
+  std::vector<at::Tensor> inputs;
+  ForwardSpan span;
+  span.inputs = &inputs;
+  at::Tensor unused;
+  run(weight_views(), batch, 0.0, nullptr, gates.to(params_.scalar_type()), nullptr, &unused, span);
+  return inputs;
+}
+
+GatedMlm MlmModel::evaluate_gated_from(const MlmBatch& batch, const at::Tensor& gates, int64_t first, const at::Tensor& x) const {
+  const int64_t B = batch.input.size(0), L = config_.num_layers, H = config_.num_heads;
+  CTXSIM_CHECK(gates.dim() == 3 && gates.size(0) == B && gates.size(1) == L && gates.size(2) == H, "evaluate_gated_from: gates [B, L, H]");
+  GatedMlm g;
+  g.loss.assign(size_t(B), 0.0), g.correct.assign(size_t(B), 0), g.predicted.assign(size_t(B), 0);
+  const at::NoGradGuard no_grad;
+  ForwardSpan span;
+  span.first = first;
+  if (first > 0) span.x = x;
+  run(weight_views(), batch, 0.0, nullptr, gates.to(params_.scalar_type()), &g, nullptr, span);
   return g;
 }
 

@@ -62,6 +62,13 @@ struct GatedMlm {
   at::Tensor entropy;              // [B, L, H] float64: mean over valid query rows of -Σ_j A_ij ln A_ij (requested)
 };
 
+// Part of a forward pass (MlmModel's layer_inputs and evaluate_gated_from).
+struct ForwardSpan {
+  int64_t first = 0;                          // the first layer computed
+  at::Tensor x;                               // its input [B, T, hidden] (first > 0)
+  std::vector<at::Tensor>* inputs = nullptr;  // on request: the input of layers first..L-1, then the last's output
+};
+
 class MlmModel {
  public:
   MlmModel(const ModelConfig& config, at::ScalarType dtype);  // parameters zero
@@ -86,6 +93,14 @@ class MlmModel {
   // Without dropout, each sample under its own head gates ξ [B, L, H] (1: the head as trained, 0:
   // removed), with the gates' gradients and the heads' attention entropies on request.
   GatedMlm evaluate_gated(const MlmBatch& batch, const at::Tensor& gates, bool gradients, bool entropy) const;
+  // The hidden states entering each layer and leaving the last ([L + 1] tensors [B, T, hidden]) of
+  // the batch under gates [B, L, H], without gradients: an evaluation whose gates equal these below
+  // layer l can start there (evaluate_gated_from).
+  std::vector<at::Tensor> layer_inputs(const MlmBatch& batch, const at::Tensor& gates) const;
+  // evaluate_gated without gradients or entropies from layer `first` (0..L; L: the head alone),
+  // given x = layer_inputs(batch, g)[first] for gates g equal to `gates` below `first`: the same
+  // numbers as from the embeddings, the layers below `first` not recomputed.
+  GatedMlm evaluate_gated_from(const MlmBatch& batch, const at::Tensor& gates, int64_t first, const at::Tensor& x) const;
 
   // The logits [M, V] of the batch's positions (its targets unused), without dropout.
   at::Tensor logits(const MlmBatch& batch) const;
@@ -107,9 +122,11 @@ class MlmModel {
   // entropies when gated->entropy is to be filled (defined on entry).
   // Every parameter as a view of the flat buffer, in layout order.
   std::vector<at::Tensor> weight_views() const;
-  // With head_out: the head's input at the predicted positions into it, and no loss.
+  // With head_out: the head's input at the predicted positions into it, and no loss. `span`: from
+  // which layer (and its input), and where to record each layer's input and the last's output.
   MlmResult run(const std::vector<at::Tensor>& weights, const MlmBatch& batch, double dropout, at::Tensor* loss_sum,
-                const at::Tensor& gates = {}, GatedMlm* gated = nullptr, at::Tensor* head_out = nullptr) const;
+                const at::Tensor& gates = {}, GatedMlm* gated = nullptr, at::Tensor* head_out = nullptr,
+                const ForwardSpan& span = {}) const;
   // The head: [M, hidden] final hidden states → the decoder's input (transform, LayerNorm), and
   // that → logits [M, V].
   at::Tensor head_input(const std::vector<at::Tensor>& weights, at::Tensor h) const;
