@@ -112,6 +112,20 @@ f['prune/curve_loss'][0, 5] += 0.125; f.close()" || fail "crafting the changed s
       contains "$(cat "$TMP/e")" "do not match the SHA-256 written with them (results_sha256)"
     done
     [ ! -e "$TMP/changed/report.html" ] || fail "a report was written from a changed store"
+    # Without its digest (as a store written before it), the values themselves are checked: an
+    # order that removes a head twice, a negative importance, curves that are not the orders'
+    # own, an order ctxsim does not make (issue 46 goal 1).
+    for edit in "o = f['prune/order_heads'][...]; o[1, 1] = o[1, 0]; f['prune/order_heads'][...] = o|removes head" \
+                "f['prune/importance'][0, 0] = -1.0|/prune/importance holds a negative value" \
+                "f['prune'].attrs['orders'] = np.bytes_('importance\nentropy\nablation\nrandom')|does not name the curves of its unit_orders" \
+                "f['prune'].attrs['unit_orders'] = np.bytes_(f['prune'].attrs['unit_orders'].replace(b'entropy', b'magic'))|names an order ctxsim does not make: 'magic'"; do
+      cp "$TMP/a/store.h5" "$TMP/changed/store.h5"
+      /usr/bin/python3 -c "import h5py, numpy as np; f = h5py.File('$TMP/changed/store.h5', 'r+'); del f.attrs['results_sha256']; ${edit%%|*}; f.close()" ||
+        fail "crafting: ${edit%%|*}"
+      "$CTXSIM" status "$TMP/changed/store.h5" > "$TMP/o" 2> "$TMP/e" && fail "status took a store with ${edit%%|*}"
+      [ "$(cat "$TMP/o")" != complete ] || fail "status said complete for ${edit%%|*}"
+      contains "$(cat "$TMP/e")" "${edit#*|}"
+    done
     "$CTXSIM" collect "$TMP/changed" > "$TMP/o" 2> "$TMP/e" && fail "collect took a pruning store"
     contains "$(cat "$TMP/e")" "is a pruning store (ctxsim prune); collect gathers the run stores of a sweep"
     # Rerunning a complete job answers from its store, also from the config.yaml written beside it
@@ -149,6 +163,19 @@ assert list(heads[4]) == sorted(range(4), key=lambda k: (v[k], k)), "effective_r
 assert list(heads[5]) == sorted(range(4), key=lambda k: (-v[k], k)), "effective_rank_high: highest first"
 print("scores ok")
 PY
+    # The scores' contents are part of what the store must match: the same run store path over
+    # another run of the model (other samples, other scores) is other inputs, never "complete".
+    prune 1 "$TMP/s" prune.scores_from="$TMP/run/store.h5" 'prune.score=[noise, effective_rank, effective_rank_high]' ||
+      fail "rerun with three scores"
+    contains "$(cat "$TMP/s.log")" "is already complete for this config"
+    "$CTXSIM" run configs/default.yaml model.path="$TMP/m" model.dtype=float64 samples.seq_len=48 samples.num_samples=20 \
+      statistics.examples=[] output.report=false output.dir="$TMP/run2" > /dev/null 2>&1 || fail "second run for the scores"
+    cp "$TMP/run2/store.h5" "$TMP/run/store.h5"
+    before=$(sha256sum < "$TMP/s/store.h5")
+    prune 1 "$TMP/s" prune.scores_from="$TMP/run/store.h5" 'prune.score=[noise, effective_rank, effective_rank_high]' &&
+      fail "a replaced score store was taken"
+    contains "$(cat "$TMP/s.log")" "was made from other inputs: the scores of prune.scores_from ($TMP/run/store.h5"
+    [ "$before" = "$(sha256sum < "$TMP/s/store.h5")" ] || fail "a refused prune changed the store"
     out=$("$CTXSIM" summary "$TMP/s/store.h5") || fail "summary of three scores"
     contains "$out" "score effective_rank_high"
     for stem in prune_score prune_score_effective_rank prune_importance_vs_score_effective_rank_high; do

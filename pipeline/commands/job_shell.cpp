@@ -50,8 +50,10 @@ StoreMode decide(JobPlan& t) {
                 "choose another output.dir, or set output.overwrite=true to replace it");
   // The same config over other inputs (new weights under the same model.path, an edited corpus)
   // is another run: resuming would mix the two, and a complete store would answer for the old.
+  InputDigests now = input_digests(c);
+  now.scores = t.scores_sha256;
   const std::vector<std::string> changed = changed_inputs(
-      {existing.model_sha256, existing.model_config_sha256, existing.vocab_sha256, existing.corpus_sha256}, input_digests(c), c);
+      {existing.model_sha256, existing.model_config_sha256, existing.vocab_sha256, existing.corpus_sha256, existing.scores_sha256}, now, c);
   if (!changed.empty())
     throw Error(c.where("output.dir"), t.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
                 "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
@@ -116,6 +118,7 @@ JobPlan plan_job(MpiComm& world, JobKind kind, const std::string& config_path, c
       p.progress_path = checkpoint_path(p.store_path);
     }
     job.check(p, world);  // the plan so far (identity, paths) is the job's to read
+    p.scores_sha256 = job.scores_sha256();
   });
   p.provenance = session_provenance(world);
   int64_t mode = int64_t(StoreMode::Create);
@@ -237,6 +240,7 @@ StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFac
   a.threads = f.threads;
   a.isa = configure_compute_libraries().describe() + " (rank 0)";
   a.session = plan.provenance;
+  a.scores_sha256 = plan.scores_sha256;
   return a;
 }
 

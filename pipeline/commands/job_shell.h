@@ -84,6 +84,7 @@ struct JobPlan {
   std::optional<Checkpoint> checkpoint;  // rank 0, resuming a store
   std::unique_ptr<RunLock> lock;         // rank 0: the job owns output.dir until it ends
   TextAttributes provenance;             // this session's command line, hosts and SLURM ids
+  std::string scores_sha256;             // prune: what it takes from prune.scores_from (Job::scores_sha256)
 };
 
 // What a job brings to the shell.
@@ -96,6 +97,9 @@ class Job {
     (void)plan;
     (void)world;
   }
+  // After check: the SHA-256 of what the job reads from another store (prune: the scores it takes
+  // from prune.scores_from), part of what a store must match to be resumed or answer; "" for none.
+  virtual std::string scores_sha256() const { return {}; }
   // The job, when it is not already done: its inputs, output and rounds (run_rounds with `stop`).
   // Returns the exit code. A job that writes a store leaves it complete, and the shell then makes
   // the report (output.report) and prints the summary on rank 0, once this call's memory is freed.

@@ -96,7 +96,19 @@ std::map<std::string, std::vector<double>> store_scores(const Config& c, const M
   return out;
 }
 
-PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
+// The SHA-256 of the scores as the orders use them (each name, then its float64 values): a score
+// store replaced under the same path is another pruning job's input.
+std::string scores_digest(const Config& c, const std::map<std::string, std::vector<double>>& scores) {
+  if (scores.empty()) return {};
+  Sha256 h;
+  for (const std::string& name : c.prune.score) {
+    const std::vector<double>& v = scores.at(name);
+    h.update_field(name).update(v.data(), v.size() * sizeof(double));
+  }
+  return h.hex();
+}
+
+PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p, std::map<std::string, std::vector<double>> scores) {
   PruneInputs in;
   const Config& c = p.config;
   on_every_rank(world, [&] {
@@ -130,7 +142,7 @@ PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p) {
         prune::mask_targets(ids, int32_t(T), s.n_valid[size_t(n)], in.tokenizer->frame.specials, mask_id, uint64_t(c.samples.seed),
                             uint64_t(n), input, labels);
     }
-    in.scores = store_scores(c, mc, p.model_dir);
+    in.scores = scores;
   });
   return in;
 }
@@ -364,13 +376,24 @@ PruneResults results_of(const PruneLayout& layout, const Pass1Totals& t, const s
 
 class PruneJob : public Job {
  public:
-  void check(const JobPlan& plan, MpiComm&) override { check_one_cpu_configuration(plan.config, "prune"); }
+  // The scores of prune.scores_from, read and checked against the model before the output is
+  // decided on: their digest is part of what a store must match.
+  void check(const JobPlan& plan, MpiComm&) override {
+    check_one_cpu_configuration(plan.config, "prune");
+    scores_ = store_scores(plan.config, model_config_of(plan.model_dir), plan.model_dir);
+    digest_ = scores_digest(plan.config, scores_);
+  }
+  std::string scores_sha256() const override { return digest_; }
   int execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream& out) override;
+
+ private:
+  std::map<std::string, std::vector<double>> scores_;  // each of prune.score, [L*H]
+  std::string digest_;
 };
 
 int PruneJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, const Stopwatch& clock, std::ostream&) {
   const Config& c = plan.config;
-  PruneInputs in = load_prune_inputs(world, plan);
+  PruneInputs in = load_prune_inputs(world, plan, std::move(scores_));
   const ModelConfig& mc = in.model->config();
   const int64_t N = in.prepared.samples.size(), LH = mc.num_layers * mc.num_heads;
   PruneLayout layout;

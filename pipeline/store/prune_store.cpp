@@ -14,6 +14,7 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
+#include "stages/prune/prune.h"
 
 namespace ctxsim {
 namespace {
@@ -334,12 +335,42 @@ PruneStoreData read_prune_store(hid_t file, const std::string& store) {
   r.full_accuracy = h5::get_attr_double(file, "full_accuracy");
   d.model_path = h5::get_attr_string(file, "model_path");
   d.causal = h5::has_attr(file, "causal") && h5::get_attr_int(file, "causal") == 1;
-  for (const double v : r.curve_accuracy)
-    if (!(v >= 0 && v <= 1)) throw Error(store, "/prune/curve_accuracy holds a value outside [0, 1]", kDamagedStoreFix);
+  // What each quantity can be (SPEC §8): accuracies and normalised importances in [0, 1], losses,
+  // importances and entropies not negative (an ablation's loss is a difference: any sign).
+  const std::pair<const char*, const std::vector<double>*> shares[] = {{"curve_accuracy", &r.curve_accuracy},
+                                                                       {"curve_accuracy_random", &r.curve_accuracy_random},
+                                                                       {"importance_normalised", &r.importance_normalised}};
+  for (const auto& [name, values] : shares)
+    for (const double v : *values)
+      if (!(v >= 0 && v <= 1)) throw Error(store, std::string("/prune/") + name + " holds a value outside [0, 1]", kDamagedStoreFix);
+  const std::pair<const char*, const std::vector<double>*> positive[] = {
+      {"curve_loss", &r.curve_loss}, {"curve_loss_random", &r.curve_loss_random}, {"importance", &r.importance}, {"entropy", &r.entropy}};
+  for (const auto& [name, values] : positive)
+    for (const double v : *values)
+      if (!(v >= 0)) throw Error(store, std::string("/prune/") + name + " holds a negative value", kDamagedStoreFix);
   if (!std::isfinite(r.full_loss) || !(r.full_accuracy >= 0 && r.full_accuracy <= 1))
     throw Error(store, "its full_loss or full_accuracy attribute is not a loss or an accuracy", kDamagedStoreFix);
-  for (const int64_t k : r.order_heads)
-    if (k < 0 || k >= l.heads_total()) throw Error(store, "/prune/order_heads names a head the model does not have", kDamagedStoreFix);
+  // Each order is one ctxsim makes (SPEC §8), and removes every head once: its row is a
+  // permutation of the heads.
+  for (const std::string& o : l.orders) {
+    const bool random = o.rfind("random:", 0) == 0 && o.size() > 7 && o.find_first_not_of("0123456789", 7) == std::string::npos;
+    if (!random && o != "importance" && o != "ablation" && o != "entropy" && !(o.rfind("score:", 0) == 0 && prune::score_row(o.substr(6))))
+      throw Error(store, "/prune's unit_orders names an order ctxsim does not make: '" + o + "'", kDamagedStoreFix);
+  }
+  const int64_t LH = l.heads_total();
+  for (size_t o = 0; o < l.orders.size(); ++o) {
+    std::vector<uint8_t> seen(size_t(LH), 0);
+    for (int64_t i = 0; i < LH; ++i) {
+      const int64_t k = r.order_heads[o * size_t(LH) + size_t(i)];
+      if (k < 0 || k >= LH) throw Error(store, "/prune/order_heads names a head the model does not have", kDamagedStoreFix);
+      if (seen[size_t(k)]++)
+        throw Error(store, "/prune/order_heads: the order " + l.orders[o] + " removes head " + std::to_string(k) + " twice",
+                    kDamagedStoreFix);
+    }
+  }
+  // The curves are the unit orders' own: each one that is not random, then the random orders' mean.
+  if (curve_orders(l) != d.curve_orders)
+    throw Error(store, "/prune's orders attribute does not name the curves of its unit_orders", kDamagedStoreFix);
   // Written at the end since this digest came in (a store without it is older): checked whenever there.
   if (h5::has_attr(file, "results_sha256") && h5::get_attr_string(file, "results_sha256") != results_digest(d))
     throw Error(store, "its results do not match the SHA-256 written with them (results_sha256): the file changed after ctxsim wrote it",

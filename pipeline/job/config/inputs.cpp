@@ -154,6 +154,7 @@ std::vector<std::string> changed_inputs(const InputDigests& recorded, const Inpu
   compare(recorded.model_config, now.model_config, "the model's config.json or tokenizer_config.json (in " + model_dir(c) + ")");
   compare(recorded.vocab, now.vocab, "the vocabulary (" + vocab_path(c) + ")");
   compare(recorded.corpus, now.corpus, "the corpus (" + c.corpus.path + ")");
+  if (!now.scores.empty()) compare(recorded.scores, now.scores, "the scores of prune.scores_from (" + c.prune.scores_from + ")");
   return changed;
 }
 

@@ -41,8 +41,10 @@ std::string vocab_text(const Config& config);
 // The SHA-256 of what a run's results depend on besides its config: the model's weights, its
 // vocabulary and the corpus files it reads (the store records them; a resume or a rerun
 // compares). model is "" when the config has no model folder.
+// scores: a pruning job's, the SHA-256 of the scores it takes from prune.scores_from (the job
+// computes it; "" when none or not computed, and then not compared).
 struct InputDigests {
-  std::string model, model_config, vocab, corpus;
+  std::string model, model_config, vocab, corpus, scores;
 };
 InputDigests input_digests(const Config& config);
 // The SHA-256 of the files besides the weights that decide a model's outputs: config.json
