@@ -742,6 +742,18 @@ f.close()" || fail "crafting $1"
     cp "$TMP/config.bak" "$TMP/m/config.json"
     echo '{"do_lower_case": false}' > "$TMP/m/tokenizer_config.json"
     one_error "the model's config.json or tokenizer_config.json" "$CTXSIM" run "${L[@]}"
+    # model.vocab outside the model folder: a byte-level BPE's merges are part of the vocabulary's
+    # identity (issue 46 goal 3), not only its tokens.
+    cp -r data/vocab/gpt2 "$TMP/bpe"
+    "$CTXSIM" init-model --family gpt2 --preset gpt2-tiny --seed 2 --vocab "$TMP/bpe" --out "$TMP/g" > /dev/null || fail "init-model gpt2"
+    rm -f "$TMP/g/vocab.json" "$TMP/g/merges.txt" "$TMP/g/tokenizer.json"
+    G=(configs/default.yaml model.path="$TMP/g" model.vocab="$TMP/bpe" corpus.path="$TMP/c" corpus.split=all samples.num_samples=8
+       output.report=false output.dir="$TMP/gout")
+    "$CTXSIM" run "${G[@]}" > "$TMP/log" 2>&1 || fail "gpt2 with model.vocab: $(tail -3 "$TMP/log")"
+    "$CTXSIM" run "${G[@]}" > "$TMP/log" 2>&1 || fail "rerun of gpt2 with model.vocab"
+    contains "$(cat "$TMP/log")" "is already complete"
+    sed -i '3{h;d};4G' "$TMP/bpe/merges.txt"  # two merges swap ranks: other ids, the same tokens
+    one_error "was made from other inputs: the vocabulary's merges ($TMP/bpe)" "$CTXSIM" run "${G[@]}"
     ;;
   shared_folders)  # B7: reports into one folder at once, and into another store's report folder
     tiny_model "$TMP/m"

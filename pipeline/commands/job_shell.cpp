@@ -52,8 +52,9 @@ StoreMode decide(JobPlan& t) {
   // is another run: resuming would mix the two, and a complete store would answer for the old.
   InputDigests now = input_digests(c);
   now.scores = t.scores_sha256;
-  const std::vector<std::string> changed = changed_inputs(
-      {existing.model_sha256, existing.model_config_sha256, existing.vocab_sha256, existing.corpus_sha256, existing.scores_sha256}, now, c);
+  const std::vector<std::string> changed = changed_inputs({existing.model_sha256, existing.model_config_sha256, existing.vocab_sha256,
+                                                           existing.corpus_sha256, existing.scores_sha256, existing.tokenizer_sha256},
+                                                          now, c);
   if (!changed.empty())
     throw Error(c.where("output.dir"), t.store_path + " was made from other inputs: " + join(changed, "; ") + " changed since",
                 "set output.overwrite=true to start over with the inputs as they are now, or choose another output.dir");
@@ -230,6 +231,7 @@ StoreAttributes job_attributes(MpiComm& world, const JobPlan& plan, const JobFac
   a.model_path = plan.model_dir;
   a.vocab_path = f.vocab_path;
   a.vocab_sha256 = sha256_bytes(reinterpret_cast<const uint8_t*>(f.vocab_text.data()), f.vocab_text.size());
+  a.tokenizer_sha256 = tokenizer_sha256(c);
   a.corpus_sha256 = f.corpus_sha256;
   a.corpus = name_of(c.corpus.format) + ":" + c.corpus.path + " (" + std::to_string(f.corpus_documents) + " documents)";
   a.version = version_string();

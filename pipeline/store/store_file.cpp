@@ -64,7 +64,8 @@ void write_root_attributes(hid_t file, const StoreAttributes& a) {
                                                               {"git_revision", &a.git_revision},
                                                               {"started", &a.started}};
   for (const auto& [name, value] : texts) h5::set_attr(file, name, *value);
-  if (!a.scores_sha256.empty()) h5::set_attr(file, "scores_sha256", a.scores_sha256);
+  for (const auto& [name, value] : {std::pair{"scores_sha256", &a.scores_sha256}, {"tokenizer_sha256", &a.tokenizer_sha256}})
+    if (!value->empty()) h5::set_attr(file, name, *value);
   h5::set_attr(file, "finished", std::string());
   h5::set_attr(file, "vector", a.vector_kind);
   h5::set_attr(file, "model_family", a.family);
@@ -242,7 +243,8 @@ StoreInfo inspect_store(const std::string& path) {
                              {"model_config_sha256", &info.model_config_sha256},
                              {"vocab_sha256", &info.vocab_sha256},
                              {"corpus_sha256", &info.corpus_sha256},
-                             {"scores_sha256", &info.scores_sha256}})
+                             {"scores_sha256", &info.scores_sha256},
+                             {"tokenizer_sha256", &info.tokenizer_sha256}})
     if (h5::has_attr(file, name)) *value = h5::get_attr_string(file, name);
   return info;
 }

@@ -38,9 +38,9 @@ struct StoreAttributes {
   std::string kind;  // the job: "run" | "segment" | "prune"
   std::string config_yaml, config_path, model_path, model_sha256, model_config_sha256, vocab_path, vocab_sha256;
   std::string corpus, corpus_sha256, version, git_revision, started, vector_kind, dtype, devices, isa;
-  // A pruning store's: the SHA-256 of the scores it took from prune.scores_from ("" when none:
-  // then the attribute is not written).
-  std::string scores_sha256;
+  // Written only when not "": a pruning store's SHA-256 of the scores it took from
+  // prune.scores_from; a byte-level BPE model.vocab's merges and rules (tokenizer_sha256).
+  std::string scores_sha256, tokenizer_sha256;
   std::string family = "bert";  // the model's config.json model_type (SPEC §7)
   bool causal = false;          // its attention: causal (a decoder) or bidirectional
   int64_t ranks = 1, threads = 1;
@@ -154,7 +154,7 @@ struct StoreInfo {
   std::string job;  // store_job: "run" | "segment" | "prune"
   std::string config_yaml;
   // The inputs it was made from ("" when not recorded).
-  std::string model_sha256, model_config_sha256, vocab_sha256, corpus_sha256, scores_sha256;
+  std::string model_sha256, model_config_sha256, vocab_sha256, corpus_sha256, scores_sha256, tokenizer_sha256;
   bool exists() const { return kind != Kind::Missing; }
 };
 // What is at `path`. A store whose schema_version this ctxsim does not read, or whose root

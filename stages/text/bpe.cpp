@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/text/tokenizer_json.h"
@@ -128,6 +129,26 @@ nlohmann::json parse_json(const std::string& text, const std::string& name) {
 }
 
 }  // namespace
+
+std::string BpeModel::sha256() const {
+  Sha256 h;
+  h.update_field(vocab.lines());
+  // The merges by rank: (rank, left, right, result) each.
+  std::vector<std::array<int32_t, 4>> by_rank;
+  by_rank.reserve(merges.size());
+  for (const auto& [pair, m] : merges) by_rank.push_back({m.first, int32_t(pair >> 32), int32_t(pair & 0xffffffffu), m.second});
+  std::sort(by_rank.begin(), by_rank.end());
+  h.update_field("merges").update(by_rank.data(), by_rank.size() * sizeof(by_rank[0]));
+  for (const AddedToken& a : added) {
+    const int32_t flags[3] = {a.id, a.lstrip, a.rstrip};
+    h.update_field(a.content).update(flags, sizeof flags);
+  }
+  h.update_field(pattern);
+  for (const std::string& s : splits) h.update_field(s);
+  const int32_t options[] = {ignore_merges, nfc, metaspace, int32_t(prepend), prepend_unless_there, split_at_metaspace, unk_id, fuse_unk};
+  h.update_field("options").update(options, sizeof options).update(byte_ids, sizeof byte_ids).update(fallback_ids, sizeof fallback_ids);
+  return h.hex();
+}
 
 std::shared_ptr<const BpeModel> BpeModel::parse(const std::string& vocab_json, const std::string& vocab_name, const std::string& merges_txt,
                                                 const std::string& merges_name) {

@@ -28,6 +28,10 @@ struct AddedToken {
 };
 
 struct BpeModel {
+  // The SHA-256 of everything that decides its ids (tokens, merges by rank, added tokens, the
+  // pre-tokenizer's and normaliser's settings), whichever files it was read from.
+  std::string sha256() const;
+
   Vocab vocab;  // tokens in GPT-2's byte-level spelling ("Ġthe"), the line number is the id
   // (left id << 32 | right id) → (rank, merged id), every part and result a vocabulary token.
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;

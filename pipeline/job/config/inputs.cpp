@@ -110,6 +110,12 @@ std::string vocab_text(const Config& c) {
   return load_bpe_model(f)->vocab.lines();
 }
 
+std::string tokenizer_sha256(const Config& c) {
+  if (c.model.vocab.empty()) return {};
+  const TokenizerFiles f = config_tokenizer_files(c);
+  return f.kind == TokenizerKind::ByteLevelBpe ? load_bpe_model(f)->sha256() : std::string();
+}
+
 std::string model_config_sha256(const std::string& dir) {
   std::string text;
   const auto add = [&](const char* name, bool absent_too, size_t max_bytes = kMaxJsonBytes) {
@@ -141,6 +147,7 @@ InputDigests input_digests(const Config& c) {
   }
   const std::string vocab = vocab_text(c);
   d.vocab = sha256_bytes(reinterpret_cast<const uint8_t*>(vocab.data()), vocab.size());
+  d.tokenizer = tokenizer_sha256(c);
   d.corpus = read_corpus(corpus_options(c)).sha256;
   return d;
 }
@@ -153,6 +160,7 @@ std::vector<std::string> changed_inputs(const InputDigests& recorded, const Inpu
   compare(recorded.model, now.model, "the model's weights (" + ModelFolder(model_dir(c)).weights() + ")");
   compare(recorded.model_config, now.model_config, "the model's config.json or tokenizer_config.json (in " + model_dir(c) + ")");
   compare(recorded.vocab, now.vocab, "the vocabulary (" + vocab_path(c) + ")");
+  compare(recorded.tokenizer, now.tokenizer, "the vocabulary's merges (" + vocab_path(c) + ")");
   compare(recorded.corpus, now.corpus, "the corpus (" + c.corpus.path + ")");
   if (!now.scores.empty()) compare(recorded.scores, now.scores, "the scores of prune.scores_from (" + c.prune.scores_from + ")");
   return changed;

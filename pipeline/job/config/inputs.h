@@ -37,6 +37,10 @@ std::optional<TokenizerKind> folder_tokenizer_kind(const std::string& dir);
 // The vocabulary as a store keeps it (/vocab/text) and its digest covers it: a vocab.txt as it is,
 // a byte-level BPE's tokens one per line in id order (their vocab.json spelling).
 std::string vocab_text(const Config& config);
+// A byte-level BPE given as model.vocab (outside the model folder, whose files model_config_sha256
+// covers): the SHA-256 of its merges and rules (BpeModel::sha256), which the vocabulary's text does
+// not hold; "" for any other tokenizer.
+std::string tokenizer_sha256(const Config& config);
 
 // The SHA-256 of what a run's results depend on besides its config: the model's weights, its
 // vocabulary and the corpus files it reads (the store records them; a resume or a rerun
@@ -44,7 +48,7 @@ std::string vocab_text(const Config& config);
 // scores: a pruning job's, the SHA-256 of the scores it takes from prune.scores_from (the job
 // computes it; "" when none or not computed, and then not compared).
 struct InputDigests {
-  std::string model, model_config, vocab, corpus, scores;
+  std::string model, model_config, vocab, corpus, scores, tokenizer;  // tokenizer: tokenizer_sha256
 };
 InputDigests input_digests(const Config& config);
 // The SHA-256 of the files besides the weights that decide a model's outputs: config.json
