@@ -135,6 +135,29 @@ TEST(ByteLevelFiles, HostileFilesAreNamed) {
                    R"({"model": {"type": "BPE", "byte_fallback": true}, "pre_tokenizer": {"type": "ByteLevel"}})", "tokenizer.json");
              }),
              "tokenizer.json: model.byte_fallback: is true");
+  // A post-processor that would change ids beyond SPEC §7's frame is named, never dropped: an
+  // unknown one (also inside a Sequence), a template with a second sequence or a literal piece,
+  // a special token of two ids. Framing ones pass (Llama 2's TemplateProcessing, Llama 3's ByteLevel).
+  const auto post = [](const std::string& processor) {
+    return error_of([&] {
+      BpeModel::parse_tokenizer_json(
+          R"({"model": {"type": "BPE"}, "pre_tokenizer": {"type": "ByteLevel"}, "post_processor": )" + processor + "}", "tokenizer.json");
+    });
+  };
+  EXPECT_HAS(post(R"({"type": "Truncate"})"), "tokenizer.json: post_processor: is \"Truncate\", which ctxsim does not apply");
+  EXPECT_HAS(post(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}, {"type": "Lowercase"}]})"),
+             "tokenizer.json: post_processor.processors[1]: is \"Lowercase\"");
+  EXPECT_HAS(post(R"({"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A"}}, {"Sequence": {"id": "A"}}]})"),
+             "post_processor.single: does not hold the sequence A once");
+  EXPECT_HAS(post(R"({"type": "TemplateProcessing", "single": [{"Literal": "x"}, {"Sequence": {"id": "A"}}]})"),
+             "which is neither a special token nor the sequence A");
+  EXPECT_HAS(post(R"({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}],
+                      "special_tokens": {"<s>": {"id": "<s>", "ids": [1, 2], "tokens": ["<s>", "x"]}}})"),
+             "post_processor.special_tokens: \"<s>\": adds 2 ids");
+  EXPECT_EQ(post(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}, {"type": "TemplateProcessing", "single":
+                      [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}], "special_tokens": {"<s>": {"ids": [1]}}}]})")
+                .find("post_processor"),
+            std::string::npos);
   EXPECT_HAS(error_of([] {
                BpeModel::parse_tokenizer_json(R"({"model": {"type": "BPE"}, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
                  {"type": "Split", "pattern": {"Regex": "(?i:a"}, "behavior": "Isolated"}, {"type": "ByteLevel", "use_regex": false}]}})",

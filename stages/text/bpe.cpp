@@ -298,6 +298,7 @@ std::shared_ptr<const BpeModel> BpeModel::parse_tokenizer_json(const std::string
   const std::string fix_component =
       "give a tokenizer.json of byte-level BPE (GPT-2, RoBERTa, Llama 3, Qwen) or Llama 2's sentencepiece-style BPE; other components "
       "are not implemented";
+  check_post_processor(j, name, fix_component);
   // The normalizer: none, NFC (Qwen), or Llama 2's Prepend ▁ and Replace " " by ▁ (with no
   // pre-tokenizer: sentencepiece-style BPE over characters).
   const nlohmann::json norm = member(j, "normalizer");

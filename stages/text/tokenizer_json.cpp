@@ -62,8 +62,49 @@ Vocab vocab_from_json(const nlohmann::json& j, const std::string& name, const st
   return Vocab::from_tokens(tokens);
 }
 
+namespace {
+
+void check_processor(const nlohmann::json& p, const std::string& where, const std::string& fix) {
+  const std::string type = type_of(p);
+  if (p.is_null() || type == "ByteLevel" || type == "BertProcessing" || type == "RobertaProcessing") return;
+  if (type == "Sequence") {
+    const nlohmann::json steps = member(p, "processors");
+    if (!steps.is_array()) throw Error(where + ".processors", "is not a list of post-processors", fix);
+    for (size_t i = 0; i < steps.size(); ++i) check_processor(steps[i], where + ".processors[" + std::to_string(i) + "]", fix);
+    return;
+  }
+  if (type != "TemplateProcessing")
+    throw Error(where, "is \"" + type + "\", which ctxsim does not apply (it frames samples as SPEC §7 says)", fix);
+  // The single-sequence template: special tokens, the sequence A once, special tokens.
+  const nlohmann::json single = member(p, "single");
+  int sequences = 0;
+  if (!single.is_array()) throw Error(where + ".single", "is not a template (a list of pieces)", fix);
+  for (const nlohmann::json& piece : single) {
+    if (piece.is_object() && piece.size() == 1 && piece.contains("Sequence") && member(piece["Sequence"], "id") == "A") {
+      ++sequences;
+    } else if (!(piece.is_object() && piece.size() == 1 && piece.contains("SpecialToken"))) {
+      throw Error(where + ".single", "holds " + piece.dump().substr(0, 60) + ", which is neither a special token nor the sequence A", fix);
+    }
+  }
+  if (sequences != 1) throw Error(where + ".single", "does not hold the sequence A once", fix);
+  const nlohmann::json specials = member(p, "special_tokens");
+  if (!specials.is_null() && !specials.is_object()) throw Error(where + ".special_tokens", "is not an object", fix);
+  if (specials.is_object())
+    for (const auto& [token, s] : specials.items())
+      if (!member(s, "ids").is_array() || member(s, "ids").size() != 1)
+        throw Error(where + ".special_tokens: \"" + utf8::replace_invalid(token.substr(0, 64)) + "\"",
+                    "adds " + std::to_string(member(s, "ids").size()) + " ids, which no frame of ctxsim does", fix);
+}
+
+}  // namespace
+
+void check_post_processor(const nlohmann::json& file, const std::string& name, const std::string& fix) {
+  check_processor(member(file, "post_processor"), name + ": post_processor", fix);
+}
+
 WordPieceJson parse_wordpiece_tokenizer_json(const std::string& text, const std::string& name) {
   const nlohmann::json j = parse_json(text, name);
+  check_post_processor(j, name, kWordPieceFix);
   const nlohmann::json model = member(j, "model");
   if (type_of(model) != "WordPiece")
     throw Error(name + ": model.type", "is " + type_of(model) + ", not WordPiece", "give a BERT tokenizer.json or the model's vocab.txt");

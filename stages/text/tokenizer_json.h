@@ -18,6 +18,12 @@ std::string tokenizer_json_model_type(const std::string& path);
 // each, or an Error naming `name` with `fix`.
 Vocab vocab_from_json(const nlohmann::json& j, const std::string& name, const std::string& fix);
 
+// A tokenizer.json's post_processor: ctxsim frames samples itself (SPEC §7), so one that only puts
+// special tokens of one id each around the sequence (TemplateProcessing, BertProcessing,
+// RobertaProcessing) or changes only offsets (ByteLevel), or a Sequence of those, changes no id
+// ctxsim computes. Anything else is an Error naming the file and the component, with `fix`.
+void check_post_processor(const nlohmann::json& file, const std::string& name, const std::string& fix);
+
 struct WordPieceJson {
   Vocab vocab;
   TokenizerOptions options;  // from the BertNormalizer and the model's max_input_chars_per_word
