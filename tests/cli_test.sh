@@ -534,7 +534,7 @@ import h5py; f = h5py.File('$TMP/out/store.h5', 'r+'); f.attrs['complete'] = 0; 
       [ -f "$TMP/$1/tokenizer.json" ] && [ -f "$TMP/$1/tokenizer_config.json" ] || fail "$1: the tokenizer files were not copied"
       "$CTXSIM" run configs/default.yaml model.path="$TMP/$1" samples.num_samples=12 samples.seq_len=64 statistics.examples=[0] \
         output.dir="$TMP/run-$1" > "$TMP/$1.log" 2>&1 || fail "run $1: $(tail -3 "$TMP/$1.log")"
-      /usr/bin/python3 - "$TMP/run-$1/store.h5" "$1" "$3" <<'PY' || fail "$1 store"
+      /usr/bin/python3 - "$TMP/run-$1/store.h5" "$1" "$3" "$TMP/$1" <<'PY' || fail "$1 store"
 import sys, h5py, numpy as np
 f = h5py.File(sys.argv[1], "r")
 assert f.attrs["complete"] == 1 and f.attrs["model_family"].decode() == sys.argv[2] and f.attrs["causal"] == 1
@@ -545,6 +545,13 @@ else:
     assert (ids[:, 0] == int(sys.argv[3])).all() and (sent[:, 0] == -1).all(), ids[:, 0]
 assert (n == 64).all(), n  # Brown's windows fill the samples
 assert f["stats/top_fraction=0.01/high_pairs"][...].sum() > 0
+# The stored vocabulary is the tokenizer's, line for line: Mistral's tokens that end in a CR
+# (";\r") keep it, so every later id keeps its token (issue 46 goal 3).
+import json
+tok = json.load(open(sys.argv[4] + "/tokenizer.json"))["model"]["vocab"]
+lines = f["vocab/text"][...].tobytes().decode().split("\n")
+assert all(lines[i] == t for t, i in tok.items()), "the store's vocabulary is not the tokenizer's"
+assert sys.argv[2] != "mistral" or lines[tok[";\r"]] == ";\r"
 print(sys.argv[2], "ok")
 PY
       out=$("$CTXSIM" summary "$TMP/run-$1/store.h5") || fail "summary $1"

@@ -225,6 +225,36 @@ TEST(Vocab, CrLfLinesAndDuplicatesLikeHuggingFace) {
   EXPECT_EQ(v.token(4), "the");
 }
 
+// A vocabulary's text as stores keep it: a CRLF vocab.txt's CRs go, a CR inside a token stays
+// (Llama 2's ";\r"); a byte-order mark and a token holding a line break are refused by name.
+TEST(Vocab, LinesKeepACarriageReturnThatIsPartOfAToken) {
+  EXPECT_EQ(vocab_lines("[PAD]\r\n[UNK]\r\nthe\r\n"), (std::vector<std::string>{"[PAD]", "[UNK]", "the"}));
+  EXPECT_EQ(vocab_lines("a\n;\r\nb\n"), (std::vector<std::string>{"a", ";\r", "b"}));
+  const std::vector<std::string> tokens = {"<unk>", ";\r", "\r", "x"};
+  EXPECT_EQ(vocab_lines(Vocab::from_tokens(tokens).lines()), tokens);
+  test::TempDir dir;
+  EXPECT_HAS(test::error_of([&] { Vocab::load(dir.write("bom.txt", "\xEF\xBB\xBF[PAD]\n[UNK]\n[CLS]\n[SEP]\n")); }),
+             "bom.txt: starts with a UTF-8 byte-order mark, which would become part of its first token");
+  EXPECT_HAS(test::error_of([] {
+               vocab_from_json(nlohmann::json{{"a", 0}, {"b\nc", 1}}, "vocab.json", "fix");
+             }),
+             "vocab.json: \"b\nc\": holds a line break (U+000A)");
+}
+
+// Half of a byte-level BPE, or JSON that is no tokenizer, is named for what it is.
+TEST(TokenizerFiles, HalvesAndEmptyJsonSayWhatTheyAre) {
+  test::TempDir dir;
+  EXPECT_HAS(test::error_of([&] { find_tokenizer_files(dir.write("merges.txt", "#version: 0.2\na b\n")); }),
+             "merges.txt: is a merges.txt, one half of a byte-level BPE; fix: give the folder that holds it and its vocab.json");
+  // GPT-2's vocab.json has a token "model": still a vocab.json, not a tokenizer.json.
+  EXPECT_HAS(test::error_of([&] { find_tokenizer_files(dir.write("v.json", R"({"a": 0, "model": 1})")); }),
+             "v.json: is a vocab.json (tokens to ids) without its merges.txt");
+  EXPECT_HAS(test::error_of([&] { find_tokenizer_files(dir.write("e.json", "{}")); }),
+             "e.json: is an empty JSON object ({}), not a tokenizer");
+  EXPECT_HAS(test::error_of([&] { find_tokenizer_files(dir.write("l.json", "[1, 2]")); }),
+             "l.json: holds a JSON array, not a tokenizer.json");
+}
+
 TEST(TokenizerConfig, ReadsDoLowerCase) {
   test::TempDir dir;
   EXPECT_TRUE(read_tokenizer_options(dir.path.string(), true).lower_case);

@@ -5,6 +5,7 @@
 
 #include "pipeline/store/hdf5.h"
 #include "stages/base/files.h"
+#include "stages/text/tokenizer.h"
 
 namespace ctxsim {
 
@@ -156,7 +157,7 @@ void create_scales(hid_t file, const StoreLayout& l, const std::string& vocab_te
   scale_samples(s, file, hsize_t(l.samples), hsize_t(l.seq_len));
   scale_per_sample(s, file, rules, hsize_t(l.samples), hsize_t(l.layers), hsize_t(l.heads));
   scale_examples(s, file, l, rules);
-  const std::vector<std::string> tokens = split_lines(vocab_text);
+  const std::vector<std::string> tokens = vocab_lines(vocab_text);
   const size_t separator_width = Scales::string_width(longest(tokens));  // a separator is a vocabulary token
   const h5::Id stats = h5::open_group(file, "stats");
   std::vector<const StatField*> per_rule, baseline;

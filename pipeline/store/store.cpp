@@ -23,6 +23,7 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
+#include "stages/text/tokenizer.h"
 
 namespace ctxsim {
 
@@ -268,7 +269,7 @@ std::vector<std::string> store_vocab(hid_t file) {
   if (h5::has_attr(file, "vocab_sha256") && h5::get_attr_string(file, "vocab_sha256") != sha256_bytes(bytes.data(), bytes.size()))
     h5::damaged(
         file, "/vocab/text does not match the vocabulary's SHA-256 written with it (vocab_sha256): the file changed after ctxsim wrote it");
-  return split_lines(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  return vocab_lines(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 std::string labels_digest(const std::string& rules, const std::string& separators, const std::string& separator_tokens) {

@@ -158,6 +158,8 @@ std::shared_ptr<const BpeModel> BpeModel::parse(const std::string& vocab_json, c
   index_bytes(*m, vocab_name);
   const size_t bad = utf8::find_invalid(merges_txt);
   if (bad != utf8::npos) throw Error(merges_name, "invalid UTF-8 at " + utf8::describe_offset(merges_txt, bad), kVocabFix);
+  if (utf8::starts_with_bom(merges_txt))
+    throw Error(merges_name, "starts with a UTF-8 byte-order mark before its '#version' line", utf8::kBomFix);
   const std::vector<std::string> lines = split_lines(merges_txt);
   if (lines.empty() || lines[0].rfind("#version", 0) != 0)
     throw Error(merges_name + ":1", "a merges file starts with its '#version: 0.2' line", kVocabFix);
@@ -425,6 +427,11 @@ std::shared_ptr<const BpeModel> BpeModel::from_gguf(const GgufHeader& h, const s
   m->pattern = pre->pattern;
   m->ignore_merges = pre->ignore_merges;
   m->nfc = pre->nfc;
+  for (size_t i = 0; i < tokens->strings.size(); ++i)
+    if (tokens->strings[i].find('\n') != std::string::npos)
+      throw Error(path + ": tokenizer.ggml.tokens[" + std::to_string(i) + "]",
+                  "holds a line break (U+000A), which a vocabulary line cannot hold",
+                  "use a model file whose tokens spell a newline as byte-level BPE does (Ċ)");
   m->vocab = Vocab::from_tokens(tokens->strings);
   if (m->vocab.size() != int32_t(tokens->strings.size()))
     throw Error(path + ": tokenizer.ggml.tokens", "holds a token twice", "use a complete, unedited model file");

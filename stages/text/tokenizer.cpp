@@ -69,6 +69,8 @@ Vocab Vocab::load(const std::string& path) {
   const size_t bad = utf8::find_invalid(content);
   if (bad != utf8::npos)
     throw Error(path, "invalid UTF-8 at " + utf8::describe_offset(content, bad), "a vocab.txt is UTF-8 text, one token per line");
+  if (utf8::starts_with_bom(content))
+    throw Error(path, "starts with a UTF-8 byte-order mark, which would become part of its first token", utf8::kBomFix);
   const std::vector<std::string> tokens = split_lines(content);
   if (tokens.empty()) throw Error(path, "the vocabulary is empty", "give a WordPiece vocab.txt");
   Vocab v = from_tokens(tokens);
@@ -89,6 +91,21 @@ Vocab Vocab::from_tokens(const std::vector<std::string>& tokens) {
   }
   v.index();
   return v;
+}
+
+std::vector<std::string> vocab_lines(std::string_view text) {
+  std::vector<std::string> out;
+  bool crlf = !text.empty();
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    out.emplace_back(text.substr(pos, end - pos));
+    crlf = crlf && !out.back().empty() && out.back().back() == '\r';
+    pos = end + 1;
+  }
+  if (crlf)
+    for (std::string& t : out) t.pop_back();
+  return out;
 }
 
 std::string Vocab::lines() const {

@@ -11,6 +11,11 @@
 
 namespace ctxsim {
 
+// The tokens of a vocabulary's text as Vocab::lines() writes it and stores keep it (/vocab/text),
+// one per line, the line number the id. A text whose every line ends in CR LF is a vocab.txt saved
+// on Windows (the CRs dropped); otherwise a CR belongs to its token (Llama 2's ";\r").
+std::vector<std::string> vocab_lines(std::string_view text);
+
 // A WordPiece vocabulary: one token per line, the line number is the id.
 class Vocab {
  public:

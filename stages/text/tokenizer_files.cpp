@@ -42,6 +42,9 @@ TokenizerFiles find_tokenizer_files(const std::string& path, std::optional<Token
     throw Error(path, "does not exist", "give a model folder, a vocab.txt, a tokenizer.json, or a folder with vocab.json and merges.txt");
   TokenizerFiles f;
   if (kind != PathKind::Folder) {
+    if (fs::path(path).filename() == ModelFolder::kMerges)
+      throw Error(path, "is a merges.txt, one half of a byte-level BPE",
+                  "give the folder that holds it and its vocab.json, or the model's tokenizer.json");
     f.vocab = path;
     f.kind = fs::path(path).extension() == ".json" ? json_kind(path)
              : ModelFolder(path).is_gguf()         ? TokenizerKind::ByteLevelBpe

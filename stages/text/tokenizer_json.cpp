@@ -1,5 +1,6 @@
 #include "stages/text/tokenizer_json.h"
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -41,7 +42,17 @@ bool flag(const nlohmann::json& o, const char* key, bool absent, const std::stri
 }  // namespace
 
 std::string tokenizer_json_model_type(const std::string& path) {
-  return type_of(member(parse_json(read_file_bytes(path, kMaxTokenizerJsonBytes, "the tokenizer", kWordPieceFix), path), "model"));
+  const nlohmann::json j = parse_json(read_file_bytes(path, kMaxTokenizerJsonBytes, "the tokenizer", kWordPieceFix), path);
+  if (member(j, "model").is_object()) return type_of(member(j, "model"));  // (a vocab.json may have the token "model")
+  // No model: say what the file is instead.
+  const char* fix = "give the model's tokenizer.json, its vocab.txt, or the folder that holds its vocab.json and merges.txt";
+  if (j.is_object() && j.empty()) throw Error(path, "is an empty JSON object ({}), not a tokenizer", fix);
+  if (j.is_object() && std::all_of(j.begin(), j.end(), [](const nlohmann::json& v) { return v.is_number_integer(); }))
+    throw Error(path, "is a vocab.json (tokens to ids) without its merges.txt: a byte-level BPE needs both",
+                "give the folder that holds vocab.json and merges.txt, or the model's tokenizer.json");
+  if (!j.is_object())
+    throw Error(path, std::string("holds a JSON ") + j.type_name() + ", not a tokenizer.json (an object with a model)", fix);
+  return "(none)";
 }
 
 Vocab vocab_from_json(const nlohmann::json& j, const std::string& name, const std::string& fix) {
@@ -53,6 +64,11 @@ Vocab vocab_from_json(const nlohmann::json& j, const std::string& name, const st
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= int64_t(j.size()))
       throw Error(name + ": \"" + utf8::replace_invalid(token.substr(0, 64)) + "\"",
                   "the id " + id.dump() + " is not a whole number from 0 to " + std::to_string(j.size() - 1) + " (the token count - 1)",
+                  fix);
+    if (token.find('\n') != std::string::npos)
+      throw Error(name + ": \"" + utf8::replace_invalid(token.substr(0, 64)) + "\"",
+                  "holds a line break (U+000A), which no tokenizer ctxsim reads has in a token (byte-level BPE spells it Ċ, "
+                  "sentencepiece <0x0A>) and a vocabulary line cannot hold",
                   fix);
     const size_t i = size_t(id.get<int64_t>());
     if (seen[i]) throw Error(name, "the id " + std::to_string(i) + " is given to two tokens", fix);

@@ -13,6 +13,12 @@ constexpr size_t npos = static_cast<size_t>(-1);
 // Byte offset of the first invalid sequence in `s`, or npos when `s` is valid UTF-8.
 size_t find_invalid(std::string_view s);
 
+// Whether `s` starts with a UTF-8 byte-order mark (EF BB BF), which a line-based token file would
+// take into its first token or line.
+inline bool starts_with_bom(std::string_view s) { return s.substr(0, 3) == "\xEF\xBB\xBF"; }
+// The fix for such a file.
+constexpr const char* kBomFix = "save it as UTF-8 without a byte-order mark (e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)";
+
 // `s` with every invalid sequence replaced by U+FFFD (the maximal-subpart rule of Unicode §3.9).
 std::string replace_invalid(std::string_view s);
 
