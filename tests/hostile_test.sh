@@ -755,6 +755,41 @@ f.close()" || fail "crafting $1"
     sed -i '3{h;d};4G' "$TMP/bpe/merges.txt"  # two merges swap ranks: other ids, the same tokens
     one_error "was made from other inputs: the vocabulary's merges ($TMP/bpe)" "$CTXSIM" run "${G[@]}"
     ;;
+  special_files)  # issue 46 goal 4: a FIFO, socket or device where a file is expected is refused, never waited on
+    tiny_model "$TMP/m"
+    mkdir -p "$TMP/c"
+    /usr/bin/python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$TMP/socket" || fail "making a socket"
+    # A FIFO in each place a user names a file: every command ends at once with one error.
+    special() {  # special EXPECTED PATH-TO-REPLACE COMMAND…: PATH becomes a FIFO, the command must refuse it
+      local expect=$1 path=$2; shift 2
+      rm -rf "$path" && mkfifo "$path" || fail "mkfifo $path"
+      RC=1 one_error "$expect" timeout -s KILL 30 "$@"
+    }
+    R=(configs/default.yaml model.path="$TMP/m" samples.num_samples=4 output.report=false)
+    special "$TMP/cfg.yaml: is a FIFO (a named pipe), not the config file" "$TMP/cfg.yaml" "$CTXSIM" run "$TMP/cfg.yaml"
+    special "$TMP/v.txt: is a FIFO (a named pipe), not the vocabulary" "$TMP/v.txt" "$CTXSIM" run "${R[@]}" model.vocab="$TMP/v.txt" output.dir="$TMP/o1"
+    special "$TMP/v.txt: is a FIFO (a named pipe), not the vocabulary" "$TMP/v.txt" "$CTXSIM" tokenize --vocab "$TMP/v.txt"
+    special "$TMP/doc.txt: is a FIFO (a named pipe), not a corpus file" "$TMP/doc.txt" "$CTXSIM" run "${R[@]}" corpus.format=text \
+      corpus.path="$TMP/doc.txt" output.dir="$TMP/o2"
+    special "$TMP/s.txt: is a FIFO (a named pipe), not a text file" "$TMP/s.txt" "$CTXSIM" segment configs/segment/choi.yaml --text "$TMP/s.txt" model.path="$TMP/m"
+    cp -r "$TMP/m" "$TMP/m2"
+    special "model.safetensors: is a FIFO (a named pipe), not a model.safetensors file" "$TMP/m2/model.safetensors" \
+      "$CTXSIM" run "${R[@]}" model.path="$TMP/m2" output.dir="$TMP/o3"
+    special "model.safetensors: is a FIFO (a named pipe)" "$TMP/m2/model.safetensors" "$CTXSIM" model-info "$TMP/m2"
+    rm "$TMP/m2/model.safetensors" && cp "$TMP/m/model.safetensors" "$TMP/m2/"  # (cp into a FIFO would wait for a reader)
+    special "config.json: is a FIFO (a named pipe)" "$TMP/m2/config.json" "$CTXSIM" run "${R[@]}" model.path="$TMP/m2" output.dir="$TMP/o4"
+    special "$TMP/x.gguf: is a FIFO (a named pipe), not a GGUF file" "$TMP/x.gguf" "$CTXSIM" model-info "$TMP/x.gguf"
+    special "not a regular file" "$TMP/store.h5" "$CTXSIM" status "$TMP/store.h5"
+    # A socket and a device: the same, by their kind.
+    RC=1 one_error "$TMP/socket: is a socket or a device without a reader, not the vocabulary" timeout -s KILL 30 "$CTXSIM" tokenize --vocab "$TMP/socket"
+    RC=1 one_error "/dev/zero: is a device, not the config file" timeout -s KILL 30 "$CTXSIM" run /dev/zero
+    for o in o1 o2 o3 o4; do [ ! -e "$TMP/$o/store.h5" ] || fail "a refused job left $o/store.h5"; done
+    # In a corpus folder, a FIFO is skipped and said, as a folder is.
+    cp data/brown/ca01 "$TMP/c/" && mkfifo "$TMP/c/pipe"
+    timeout -s KILL 60 "$CTXSIM" run "${R[@]}" corpus.format=brown corpus.path="$TMP/c" corpus.split=all output.dir="$TMP/o5" > "$TMP/log" 2>&1 ||
+      fail "a corpus folder with a FIFO: $(tail -3 "$TMP/log")"
+    contains "$(cat "$TMP/log")" "pipe (not a file)"
+    ;;
   shared_folders)  # B7: reports into one folder at once, and into another store's report folder
     tiny_model "$TMP/m"
     for seed in 1 2; do

@@ -23,7 +23,7 @@ namespace {
 // The file's sentences: its non-empty lines, whitespace-trimmed. One clear error for what
 // cannot be a text to segment.
 std::vector<std::string> read_sentences(const std::string& path) {
-  const std::string bytes = read_file_bytes(path, size_t(256) << 20);
+  const std::string bytes = read_file_bytes(path, size_t(256) << 20, "a text file", "give a UTF-8 text file with one sentence per line");
   if (bytes.find('\0') != std::string::npos)
     throw Error(path, "holds NUL bytes: a binary file, not text", "give a UTF-8 text file with one sentence per line");
   if (const size_t bad = utf8::find_invalid(bytes); bad != utf8::npos)

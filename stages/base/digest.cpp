@@ -1,6 +1,7 @@
 #include "stages/base/digest.h"
 
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "stages/base/error.h"
+#include "stages/base/files.h"
 
 namespace ctxsim {
 namespace {
@@ -64,15 +66,21 @@ std::string Sha256::hex() { return to_hex(raw()); }
 std::string sha256_bytes(const uint8_t* data, size_t n) { return Sha256().update(data, n).hex(); }
 
 std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, std::string("cannot open: ") + std::strerror(errno), "check the path and permissions");
+  const int fd = open_regular_file(path, "the file", "check the path and permissions");
   Sha256 h;
   std::vector<char> buffer(size_t(4) << 20);
-  while (in) {
-    in.read(buffer.data(), std::streamsize(buffer.size()));
-    if (in.gcount() > 0) h.update(buffer.data(), size_t(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw Error(path, std::string("read error while hashing: ") + std::strerror(e), "check the file and the disk");
+    }
+    if (n == 0) break;
+    h.update(buffer.data(), size_t(n));
   }
-  if (in.bad()) throw Error(path, "read error while hashing", "check the file and the disk");
+  ::close(fd);
   return h.hex();
 }
 

@@ -79,22 +79,51 @@ void fsync_checked(const std::string& path, int flags, const std::string& what) 
 
 }  // namespace
 
+int open_regular_file(const std::string& path, const std::string& what, const std::string& fix) {
+  const std::string noun = what == "the file" ? "a file" : what;
+  // O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int e = errno;
+    if (e == ENXIO) throw Error(path, "is a socket or a device without a reader, not " + noun, fix);
+    if (e == EISDIR) throw Error(path, "is a folder, not " + noun, fix);
+    throw Error(path, "cannot open " + what + ": " + reason(e), fix);
+  }
+  struct stat st {};
+  const char* kind = nullptr;
+  if (::fstat(fd, &st) != 0)
+    kind = "cannot be examined (fstat failed)";
+  else if (S_ISDIR(st.st_mode))
+    kind = "is a folder";
+  else if (S_ISFIFO(st.st_mode))
+    kind = "is a FIFO (a named pipe)";
+  else if (S_ISSOCK(st.st_mode))
+    kind = "is a socket";
+  else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+    kind = "is a device";
+  else if (!S_ISREG(st.st_mode))
+    kind = "is not a regular file";
+  if (kind || ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    ::close(fd);
+    throw Error(path, std::string(kind ? kind : "cannot be read") + ", not " + noun, fix);
+  }
+  return fd;
+}
+
 std::string read_file_bytes(const std::string& path, size_t max_bytes, const std::string& what, const std::string& fix) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(path, what == "the file" ? "is a folder, not a file" : "is a folder, not " + what, fix);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "cannot open " + what, fix);
+  Fd f{open_regular_file(path, what, fix)};
   std::string out;
   char buffer[1 << 16];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    out.append(buffer, size_t(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(f.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(path, "read error: " + reason(errno), "check the file and the disk");
+    if (n == 0) break;
+    out.append(buffer, size_t(n));
     if (out.size() > max_bytes)
       throw Error(path, "is longer than " + std::to_string(max_bytes) + " bytes, too long for what it should be",
                   "point at the right file (a config, config.json or vocab.txt is far smaller)");
   }
-  if (in.bad()) throw Error(path, "read error", "check the file and the disk");
   return out;
 }
 

@@ -7,6 +7,12 @@
 
 namespace ctxsim {
 
+// Opens a user's input file for reading, refusing before any blocking read what is not a regular
+// file: a folder, a FIFO (whose open would wait for a writer), a socket, a device. Returns the
+// descriptor (blocking again, close-on-exec); throws ctxsim::Error naming `path` ("is a FIFO, not
+// <what>") with `fix`.
+int open_regular_file(const std::string& path, const std::string& what, const std::string& fix);
+
 // The file's bytes; throws ctxsim::Error naming `path` when it cannot be opened, or when it holds
 // more than max_bytes (a config, a header, a vocabulary: not data) — so that a path like
 // /dev/zero cannot read without bound.

@@ -1,4 +1,5 @@
 #include "stages/base/gguf.h"
+#include "stages/base/files.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -260,8 +261,7 @@ GgufHeader GgufHeader::parse(const uint8_t* data, size_t size, const std::string
 }
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path, std::string("cannot be opened: ") + std::strerror(errno), "check the path and its permissions");
+  const int fd = open_regular_file(path, "a GGUF file", "give the path of a .gguf file");
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);

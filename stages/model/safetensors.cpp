@@ -79,8 +79,7 @@ int64_t TensorView::numel() const {
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path, std::string("cannot open: ") + std::strerror(errno), "check the path and permissions");
+  const int fd = open_regular_file(path, "a model.safetensors file", "point at the model's model.safetensors file");
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int e = errno;

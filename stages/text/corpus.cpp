@@ -23,7 +23,7 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 
 // The file's text as valid UTF-8, or an error naming the byte offset.
 std::string read_text_file(const fs::path& p, InvalidUtf8 policy) {
-  std::string content = read_file_bytes(p.string());
+  std::string content = read_file_bytes(p.string(), size_t(-1), "a corpus file", "point corpus.path at the corpus's text files");
   const size_t bad = utf8::find_invalid(content);
   if (bad == utf8::npos) return content;
   if (policy == InvalidUtf8::Replace) return utf8::replace_invalid(content);

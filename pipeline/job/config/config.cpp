@@ -370,7 +370,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw Error(path, "the config file does not exist", "give the path of a YAML config, e.g. configs/default.yaml");
   if (kind == PathKind::Folder)
     throw Error(path, "is a folder, not a config file", "give the path of a YAML config, e.g. configs/default.yaml");
-  return parse_config(read_file_bytes(path, kMaxConfigBytes, "the config file", "check its permissions"), path, overrides);
+  return parse_config(read_file_bytes(path, kMaxConfigBytes, "the config file",
+                                      "give the path of a YAML config file (e.g. configs/default.yaml) that you may read"),
+                      path, overrides);
 }
 
 JobKind job_kind_of(const Config& c) {
