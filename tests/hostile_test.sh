@@ -502,6 +502,24 @@ PY
       "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/cmp"
     [ "$(cat "$TMP/cmp/figures/distance_by_layer.png")" = mine ] || fail "compare replaced a user's file"
     "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/cmp2" > /dev/null 2>&1 || fail "compare into a new folder"
+    # Pages and inspections (issue 46 goal 5): a report.html or compare.html no figure index claims
+    # is a user's, replaced only with --overwrite; inspect --out keeps a folder of files of its
+    # names that it did not write; the publish lock is never opened through a symbolic link.
+    mkdir -p "$TMP/own" && echo mine > "$TMP/own/report.html" && echo mine > "$TMP/own/compare.html"
+    one_error "$TMP/own/report.html: exists and ctxsim did not write it" "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/own"
+    one_error "$TMP/own/compare.html: exists and ctxsim did not write it" \
+      "$CTXSIM" compare "$TMP/r1/store.h5" "$TMP/r2/store.h5" --out "$TMP/own"
+    [ "$(cat "$TMP/own/report.html")$(cat "$TMP/own/compare.html")" = minemine ] || fail "a user's page was replaced"
+    "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/own" --overwrite > /dev/null 2>&1 || fail "report --overwrite"
+    grep -q "<html" "$TMP/own/report.html" || fail "--overwrite did not replace the page"
+    mkdir -p "$TMP/ins" && echo mine > "$TMP/ins/input.txt"
+    one_error "--out $TMP/ins: holds input.txt, which ctxsim inspect did not write" \
+      "$CTXSIM" inspect --text "The cat sat." --model "$TMP/m" --out "$TMP/ins"
+    [ "$(cat "$TMP/ins/input.txt")" = mine ] || fail "inspect replaced a user's input.txt"
+    echo outside > "$TMP/outside.txt"
+    mkdir -p "$TMP/lk" && ln -s "$TMP/outside.txt" "$TMP/lk/.ctxsim-publish.lock"
+    one_error "$TMP/lk/.ctxsim-publish.lock: is a symbolic link" "$CTXSIM" report "$TMP/r1/store.h5" --out "$TMP/lk"
+    [ "$(cat "$TMP/outside.txt")" = outside ] && [ ! -e "$TMP/lk/report.html" ] || fail "the lock followed a link"
     ;;
   sweep_folders)  # 4: every point its own folder; --sweep-index is a point's index
     tiny_model "$TMP/A/tiny"

@@ -142,16 +142,25 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
                                {"model", a.model},
                                {"model_sha256", folder.weights_sha256()}};
   std::error_code ec;
-  if (fs::exists(store, ec) && !a.overwrite) {
-    const auto before = nlohmann::json::parse(fs::exists(marker, ec) ? read_file_bytes(marker, kMaxJsonBytes) : "{}", nullptr, false);
+  if (!a.overwrite && fs::exists(marker, ec)) {  // an inspection's folder: of this text and model, or refused
+    const auto before = nlohmann::json::parse(read_file_bytes(marker, kMaxJsonBytes), nullptr, false);
     if (!before.is_object() || before.value("text_sha256", "") != what["text_sha256"] ||
         before.value("model_sha256", "") != what["model_sha256"])
       throw Error("--out " + a.out,
                   "holds the inspection of another text or model" +
                       (before.is_object() && before.contains("model") ? " (model " + before.value("model", "?") + ")" : std::string()),
                   "choose another --out, or add --overwrite to replace it");
+  } else if (!a.overwrite) {  // files of the names inspect writes, in a folder no inspection made, are a user's
+    std::vector<std::string> theirs;
+    for (const char* name : {"input.txt", "inspect.yaml", "heads.h5", "store.h5", "report.html", "config.yaml", "figures"})
+      if (fs::exists(dir / name, ec)) theirs.emplace_back(name);
+    if (!theirs.empty())
+      throw Error("--out " + a.out, "holds " + join(theirs, ", ") + ", which ctxsim inspect did not write (it has no inspect.json)",
+                  "choose another --out, or add --overwrite to replace them");
   }
   make_folder(dir.string(), "--out");
+  // The marker first: a folder with it is an inspection's, also when this one is stopped midway.
+  atomic_write(marker, what.dump(2) + "\n");
   const std::string corpus = (dir / "input.txt").string(), config = (dir / "inspect.yaml").string();
   // The sample is as long as the text (up to the model's positions): the tokens are counted by
   // drawing it once at the longest.
@@ -175,7 +184,6 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
   const TransformerEncoder model = TransformerEncoder::load(a.model, at::kFloat);
   const std::string heads = (dir / "heads.h5").string();
   write_heads(heads, model, ids, tokens, tokenizer.family->causal);
-  atomic_write(marker, what.dump(2) + "\n");
   out << "inspect: " << n << " tokens of " << source << " through " << a.model << " (" << mc.num_layers << " layers x " << mc.num_heads
       << " heads)\n"
       << "  explorer:  " << (dir / "report.html").string() << " (every layer and head: attention, context similarity, selected pairs, "

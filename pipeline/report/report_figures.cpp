@@ -312,7 +312,11 @@ class FolderLock {
  public:
   explicit FolderLock(const std::filesystem::path& dir) {
     const std::string path = (dir / ".ctxsim-publish.lock").string();
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    // Never through a symbolic link: one planted there would have ctxsim create or lock a file elsewhere.
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd_ < 0 && errno == ELOOP)
+      throw Error(path, "is a symbolic link, and ctxsim opens its lock only as a file of its own",
+                  "remove the link (ctxsim makes the file)");
     if (fd_ < 0)
       throw Error(path, std::string("cannot open the folder's lock: ") + std::strerror(errno), "give --out a folder you may write to");
     for (int waited_ms = 0; ::flock(fd_, LOCK_EX | LOCK_NB) != 0;) {
@@ -370,6 +374,11 @@ std::pair<std::string, size_t> publish_page(const std::filesystem::path& dir, co
       before.source.id != source.id)
     throw Error(html, "was made from " + before.source.path + ", not from " + source.path + "; " + what + " would replace it",
                 "give --out another folder, or add --overwrite to replace it");
+  // A page of this name that no figure index claims is a user's (or another program's): not
+  // replaced unless asked (--overwrite, output.overwrite=true).
+  if (!source.replace && before.owner != page_name && fs::exists(html, ec))
+    throw Error(html, "exists and ctxsim did not write it (no figures/index.json names it); this " + what + " would replace it",
+                "move it away, give --out another folder, or add --overwrite to replace it");
   // Files of ours-to-be that someone else put there are not ours to replace.
   std::set<std::string> ours = {"index.json"};
   for (const auto& f : figures) ours.insert({f.stem + ".png", f.stem + ".svg"});
