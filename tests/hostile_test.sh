@@ -917,6 +917,21 @@ f = h5py.File(sys.argv[1], "r")
 ids, n = list(f["samples/token_ids"][0]), int(f["samples/n_valid"][0])
 assert ids[1:n].count(50256) == 1 and n == 6, (ids[:n], n)  # <|endoftext|> The <|endoftext|> sat . : the frame's, then the text's
 PY
+    # Issue 46 goal 6: messages in the user's terms. inspect names the file the user gave (not
+    # its input.txt) with the fix for what is wrong; a text past HDF5's 64 KiB attribute limit is
+    # stored whole (its command line an attribute); segment --text refuses a GPU as the job does.
+    tiny_model "$TMP/m"
+    one_error "$TMP/none.txt: cannot open the text file" "$CTXSIM" inspect --file "$TMP/none.txt" --model "$TMP/m" --out "$TMP/i1"
+    contains "$(cat "$TMP/stderr")" "fix: give --file a readable UTF-8 text file"
+    printf 'caf\xe9 au lait.\n' > "$TMP/latin1.txt"
+    one_error "$TMP/latin1.txt: is not UTF-8 text (invalid UTF-8 at line 1, column 4" "$CTXSIM" inspect --file "$TMP/latin1.txt" --model "$TMP/m" --out "$TMP/i2"
+    long=$(/usr/bin/python3 -c "print('The cat sat on the mat. ' * 3500)")
+    "$CTXSIM" inspect --text "$long" --model "$TMP/m" --out "$TMP/i3" > /dev/null 2> "$TMP/err" || fail "inspect of an 84 KB text: $(tail -2 "$TMP/err")"
+    /usr/bin/python3 -c "import h5py, sys; assert len(h5py.File(sys.argv[1], 'r').attrs['command_line']) > 84000" "$TMP/i3/store.h5" ||
+      fail "the long command line was not stored whole"
+    RC=1 one_error "runtime.device: segment --text runs its model on the CPU" "$CTXSIM" segment configs/segment/choi.yaml --text "$TMP/latin1.txt" \
+      model.path="$TMP/m" runtime.device=cuda
+    contains "$("$CTXSIM" model-info --help)" "(bert, distilbert, roberta, gpt2, llama, mistral, qwen2, qwen3) or a GGUF file"
     ;;
   *) fail "unknown case" ;;
 esac

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "stages/base/error.h"
+
 namespace ctxsim {
 namespace {
 
@@ -50,3 +52,9 @@ TEST(Utf8, DecodeAndAppendRoundTrip) {
 
 }  // namespace
 }  // namespace ctxsim
+
+// An error quoting a user's NUL byte or line break stays one whole line, its fix included.
+TEST(ErrorMessage, QuotedNulAndLineBreaksKeepTheFix) {
+  const ctxsim::Error e("f.txt", std::string("token 'a\0b\nc'", 13), "use another file");
+  EXPECT_STREQ(e.what(), "f.txt: token 'a\\0b\\nc'; fix: use another file");
+}

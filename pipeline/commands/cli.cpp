@@ -314,7 +314,8 @@ std::vector<Subcommand> model_commands(Args& a) {
       {"model-info", "load a Hugging Face model folder or a GGUF file and report its family, shape, tensors and sha256",
        "ctxsim model-info models/brown-bert",
        [&](CLI::App& s) {
-         s.add_option("dir", a.info.dir, "model folder")->required();
+         s.add_option("dir", a.info.dir, "a Hugging Face model folder of any family (" + supported_model_types() + ") or a GGUF file")
+             ->required();
          s.add_option("--dtype", a.info.dtype, "float32 | bfloat16 | float64")->capture_default_str();
          s.add_option("--dump-heads", a.info.dump,
                       "developer check: write the per-head context vectors and attention maps of the --ids samples as float64 "

@@ -17,6 +17,7 @@
 #include "pipeline/job/parallel/log.h"
 #include "pipeline/store/hdf5.h"
 #include "pipeline/store/scales.h"
+#include "pipeline/store/store_file.h"
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/files.h"
@@ -24,6 +25,7 @@
 #include "stages/base/model_folder.h"
 #include "stages/model/model.h"
 #include "stages/model/model_config.h"
+#include "stages/text/utf8.h"
 
 namespace fs = std::filesystem;
 
@@ -125,9 +127,14 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
     throw UsageError("ctxsim inspect", "give the text with --text \"…\" or --file FILE (one of the two)",
                      "e.g. ctxsim inspect --text \"The cat sat on the mat. It purred.\"");
   const std::string source = a.file.empty() ? "--text" : a.file;
-  const std::string text = one_document(
-      a.file.empty() ? a.text : read_file_bytes(a.file, kMaxInspectBytes, "the text file", "give a shorter text (1 MiB at most)"));
+  const std::string text = one_document(a.file.empty() ? a.text
+                                                       : read_file_bytes(a.file, kMaxInspectBytes, "the text file",
+                                                                         "give --file a readable UTF-8 text file of 1 MiB at most"));
   if (text.empty()) throw Error(source, "has no text", "give a sentence or more");
+  // Checked here, so that the message names what the user gave rather than the run's input.txt.
+  if (const size_t bad = utf8::find_invalid(text); bad != utf8::npos)
+    throw Error(source, "is not UTF-8 text (invalid UTF-8 at " + utf8::describe_offset(text, bad) + ")",
+                "convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE)");
   MpiSession::ensure();
   const fs::path dir = a.out;
   const std::string store = (dir / "store.h5").string(), marker = (dir / "inspect.json").string();
@@ -151,6 +158,9 @@ int cmd_inspect(const InspectArgs& a, std::ostream& out) {
                       (before.is_object() && before.contains("model") ? " (model " + before.value("model", "?") + ")" : std::string()),
                   "choose another --out, or add --overwrite to replace it");
   } else if (!a.overwrite) {  // files of the names inspect writes, in a folder no inspection made, are a user's
+    if (const StoreInfo info = inspect_store(store); info.kind == StoreInfo::Kind::Store)
+      throw Error("--out " + a.out, "holds the store of 'ctxsim " + info.job + "' (" + store + "), not an inspection",
+                  "choose another --out for the inspection");
     std::vector<std::string> theirs;
     for (const char* name : {"input.txt", "inspect.yaml", "heads.h5", "store.h5", "report.html", "config.yaml", "figures"})
       if (fs::exists(dir / name, ec)) theirs.emplace_back(name);

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "pipeline/commands/commands.h"
+#include "pipeline/commands/job_shell.h"
 #include "pipeline/commands/segment_inputs.h"
 #include "pipeline/job/config/inputs.h"
 #include "pipeline/job/parallel/comm.h"
@@ -47,13 +48,13 @@ int cmd_segment_text(const std::string& config_path, const std::vector<std::stri
   if (started_by_launcher() && launcher_rank() != 0) return 0;
   const Config c = load_config(config_path, overrides);
   check_paths(c);
+  check_one_cpu_configuration(c, "segment --text");  // as the segmentation job: no sweep, the CPU, a dtype it computes in
   const std::vector<std::string> lines = read_sentences(text_path);
   if (segments > int64_t(lines.size()))
     throw Error("--segments " + std::to_string(segments), text_path + " has only " + std::to_string(lines.size()) + " sentences",
                 "ask for at most " + std::to_string(lines.size()) + " segments, or leave --segments out to let the method decide");
   const std::string dir = model_dir(c);
   if (dir.empty()) throw Error(c.where("model.path"), "segment needs a model", "set model.path to a Hugging Face model folder");
-  require_native_dtype(c.model.dtype, c.where("model.dtype"), true);
   configure_threads(c.runtime.threads);
   configure_compute_libraries();
   JobTokenizer tokenizer = make_tokenizer(c);

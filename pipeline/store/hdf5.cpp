@@ -72,7 +72,16 @@ Id open_parallel(const std::string& path, MPI_Comm comm, bool create) {
   // All ranks make the same metadata calls, so the metadata cache may be flushed collectively.
   CTXSIM_H5(H5Pset_all_coll_metadata_ops(fapl, true));
   CTXSIM_H5(H5Pset_coll_metadata_write(fapl, true));
-  if (create) return Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose, ("create " + path).c_str());
+  if (create) {
+    // The root's attributes in dense storage (in creation order, as h5dump lists them): a text
+    // attribute of any length (a long command line, an inspected text's config) fits, where an
+    // object header's compact storage ends at 64 KiB. Needs the 1.8 file format or later.
+    CTXSIM_H5(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST));
+    const Id fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "H5Pcreate");
+    CTXSIM_H5(H5Pset_attr_creation_order(fcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED));
+    CTXSIM_H5(H5Pset_attr_phase_change(fcpl, 0, 0));
+    return Id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl), H5Fclose, ("create " + path).c_str());
+  }
   return Id(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl), H5Fclose, ("open " + path).c_str());
 }
 

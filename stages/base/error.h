@@ -29,10 +29,19 @@ class Error : public std::runtime_error {
   const std::string& fix() const { return fix_; }
 
  private:
+  // One line, whole: a NUL byte or a line break quoted from the user's input is written as \0,
+  // \n or \r (a NUL would end what() there, before the fix).
   static std::string compose(const std::string& where, const std::string& what, const std::string& fix) {
-    std::string s = where.empty() ? what : where + ": " + what;
-    if (!fix.empty()) s += "; fix: " + fix;
-    return s;
+    const std::string s = (where.empty() ? what : where + ": " + what) + (fix.empty() ? std::string() : "; fix: " + fix);
+    std::string out;
+    out.reserve(s.size());
+    for (const char c : s) {
+      if (c == '\0' || c == '\n' || c == '\r')
+        (out += '\\') += c == '\0' ? '0' : c == '\n' ? 'n' : 'r';
+      else
+        out += c;
+    }
+    return out;
   }
   std::string where_, what_, fix_;
 };
