@@ -606,6 +606,13 @@ PY
     "$CTXSIM" pretrain "${TINY[@]}" output.dir="$TMP/q" pretrain.model_out="$TMP/theirs" pretrain.init_out="$TMP/qi" output.overwrite=true \
       > /dev/null 2> "$TMP/err" || fail "output.overwrite=true: $(tail -2 "$TMP/err")"
     [ "$theirs" != "$(cd "$TMP/theirs" && sha256sum ./* | sha256sum)" ] || fail "output.overwrite=true did not replace $TMP/theirs"
+    # pretrain.model_out equal to output.dir on a fresh folder: the job's own lock is no user's
+    # file there; the model and the job's files share the folder, and a rerun finds it done.
+    P=(configs/pretrain/brown.yaml output.dir="$TMP/same" pretrain.model_out="$TMP/same" pretrain.steps=2 pretrain.warmup_steps=1
+       samples.num_samples=20)
+    "$CTXSIM" pretrain "${P[@]}" > "$TMP/log" 2>&1 || fail "model_out = output.dir: $(tail -2 "$TMP/log")"
+    [ -s "$TMP/same/model.safetensors" ] && [ -s "$TMP/same/config.json" ] || fail "no model in output.dir"
+    "$CTXSIM" pretrain "${P[@]}" > "$TMP/log" 2>&1 || fail "rerun with model_out = output.dir: $(tail -2 "$TMP/log")"
     ;;
   store_shapes)  # 6: a store is untrusted input: every shape and range checked before use
     tiny_model "$TMP/m"
@@ -714,6 +721,12 @@ f.close()" || fail "crafting $1"
     huge=$(head -c 100000 /dev/zero | tr '\0' y)
     one_error "corpus.path: cannot use the path" "$CTXSIM" samples configs/default.yaml "corpus.path=$huge"
     [ ! -e "$TMP/o" ] || fail "wrote output for a bad path"
+    # A store path that is a link loop: the reason and its fix, from status and summary alike.
+    ln -s "$TMP/loop-b" "$TMP/loop-a" && ln -s "$TMP/loop-a" "$TMP/loop-b"
+    for cmd in status summary; do
+      one_error "$TMP/loop-a: cannot use the path" "$CTXSIM" $cmd "$TMP/loop-a"
+      contains "$(cat "$TMP/stderr")" "fix: a symbolic link in it points back at itself"
+    done
     ;;
   bench_ranges)  # 12 and 14: numbers out of range are refused; thread counts are capped, and said
     # Out of an option's range: a usage error (exit 2); past what the model takes: exit 1.

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "pipeline/commands/commands.h"
@@ -169,13 +170,25 @@ void record_export(const TrainPlan& p, const std::string& dir) {
   atomic_write(exports_path(p.config), j.dump(2) + "\n");
 }
 
+// A folder that is empty but for what this job itself keeps in output.dir (its run lock, its
+// checkpoint, its record of exports): a model folder equal to output.dir starts out so.
+bool holds_only_bookkeeping(const std::string& dir, const Config& c) {
+  std::error_code ec;
+  if (!same_path(dir, c.output.dir)) return fs::is_empty(dir, ec);
+  const std::set<std::string> ours = {"run.lock", fs::path(exports_path(c)).filename().string(),
+                                      fs::path(train_checkpoint_path(c.output.dir)).filename().string()};
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (!ours.count(e.path().filename().string())) return false;
+  return true;
+}
+
 void check_model_folders(const TrainPlan& p) {
   const Config& c = p.config;
   if (c.output.overwrite) return;
   const nlohmann::json exports = read_exports(c);
   for (const auto& [dir, key] : {std::pair{p.model_out, "pretrain.model_out"}, std::pair{p.init_out, "pretrain.init_out"}}) {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec) || fs::is_empty(dir, ec)) continue;
+    if (!fs::is_directory(dir, ec) || holds_only_bookkeeping(dir, c)) continue;
     const ModelFolder folder(dir);
     const auto it = exports.find(resolved_path(dir));
     if (it != exports.end() && it->is_object() && it->value("identity", "") == p.identity && folder.has(ModelFolder::kWeights) &&

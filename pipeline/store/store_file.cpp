@@ -215,7 +215,8 @@ StoreInfo inspect_store(const std::string& path) {
   const h5::FileScope scope(path);
   StoreInfo info;
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return info;
+  // A path the system cannot resolve (a symbolic-link loop, a name too long) is said with its fix.
+  if (path_kind(path, path) == PathKind::Missing) return info;
   info.kind = StoreInfo::Kind::NotAStore;
   const hid_t f = std::filesystem::is_regular_file(path, ec) ? H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
   if (f < 0) {
