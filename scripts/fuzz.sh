@@ -104,6 +104,22 @@ wp = {"model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_p
       "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None, "lowercase": True},
       "pre_tokenizer": {"type": "BertPreTokenizer"}}
 open(os.path.join(out, "wordpiece.json"), "wb").write(json.dumps(wp, ensure_ascii=False).encode())
+# The real models' components (normalizers, pre-tokenizers, post-processors, byte fallback) over a
+# small vocabulary of each: its first 600 ids and the merges among them.
+for name in ("llama2", "mistral", "llama3", "qwen3"):
+    path = f"data/tokenizers/{name}/tokenizer.json"
+    if not os.path.exists(path):
+        continue
+    j = json.load(open(path, encoding="utf-8"))
+    keep = {t: i for t, i in j["model"]["vocab"].items() if i < 600}
+    merges = []
+    for m in j["model"]["merges"][:20000]:
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        if a in keep and b in keep and a + b in keep:
+            merges.append(m)
+    j["model"]["vocab"], j["model"]["merges"] = keep, merges[:300]
+    j["added_tokens"] = [t for t in j.get("added_tokens", []) if t["id"] < 600]
+    open(os.path.join(out, name + ".json"), "wb").write(json.dumps(j, ensure_ascii=False).encode())
 PY
       ;;
     store)  # a real store to edit (tests/fuzz/fuzz_store.cpp), and a few edit scripts

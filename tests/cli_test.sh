@@ -100,6 +100,19 @@ case "$CASE" in
     OMP_WAIT_POLICY=active "$CTXSIM" segment configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 runtime.threads=1 \
       output.dir="$TMP/seg2" > /dev/null 2> "$TMP/err" || fail "segment again: $(tail -3 "$TMP/err")"
     contains "$(cat "$TMP/err")" "idle threads: OMP_WAIT_POLICY=active"
+    # The default thread count leaves out the cores other processes keep busy (issue 46 goal 7):
+    # with a burner on one core, the job takes fewer threads than the cores and says why.
+    sh -c 'while :; do :; done' &
+    burner=$!
+    env -u OMP_NUM_THREADS -u SLURM_CPUS_PER_TASK "$CTXSIM" segment configs/segment/choi.yaml segment.documents=1 segment.dev_documents=1 \
+      output.dir="$TMP/seg3" > /dev/null 2> "$TMP/err"
+    rc=$?
+    kill $burner
+    [ $rc -eq 0 ] || fail "segment beside a busy core: $(tail -3 "$TMP/err")"
+    contains "$(cat "$TMP/err")" "cores busy with other work; runtime.threads sets the count)"
+    threads=$(sed -n 's/.* 1 rank(s) x \([0-9]*\) thread(s).*/\1/p' "$TMP/err" | head -1)
+    cores=$(env -u OMP_NUM_THREADS nproc)
+    [ "$cores" -eq 1 ] || [ "$threads" -lt "$cores" ] || fail "$threads threads on $cores cores with one busy"
     ;;
   bad_configs)
     # Each bad config: exit 1, one error line naming file/key and a fix, nothing written.

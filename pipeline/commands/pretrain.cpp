@@ -507,7 +507,7 @@ int PretrainJob::execute(MpiComm& world, JobPlan& job, const StopSignals& stop, 
   const int threads = configure_threads(c.runtime.threads, world.local_size());
   if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty()) log_info(note);
   log_info(version_string() + "; pretrain " + config_path + "; " + std::to_string(world.size()) + " rank(s) x " + std::to_string(threads) +
-           " thread(s), cpu; idle threads: " + openmp_wait_policy());
+           " thread(s)" + busy_cores_note() + ", cpu; idle threads: " + openmp_wait_policy());
   const TrainData data = load_training_data(world, plan);
 
   // The model: BERT's initialisation (its step-0 weights exported), then the checkpoint's state.

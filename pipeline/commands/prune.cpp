@@ -114,7 +114,7 @@ PruneInputs load_prune_inputs(MpiComm& world, const JobPlan& p, std::map<std::st
   on_every_rank(world, [&] {
     in.threads = configure_threads(c.runtime.threads, world.local_size());
     log_info(version_string() + "; prune " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
-             std::to_string(in.threads) + " thread(s); " + configure_compute_libraries().describe());
+             std::to_string(in.threads) + " thread(s)" + busy_cores_note() + "; " + configure_compute_libraries().describe());
     in.model.emplace(MlmModel::load(p.model_dir, torch_dtype(c.model.dtype)));
     const ModelConfig& mc = in.model->config();
     check_positions(c, mc.max_tokens());

@@ -137,8 +137,8 @@ RunInputs load_inputs(MpiComm& world, const JobPlan& p, at::Device device, Early
     in.threads = configure_threads(c.runtime.threads, world.local_size());
     if (const std::string note = thread_cap_note(c.runtime.threads, in.threads, "runtime.threads"); !note.empty()) log_info(note);
     log_info(version_string() + "; config " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
-             std::to_string(in.threads) + " thread(s), " + device_name(device) + "; " + configure_compute_libraries().describe() +
-             "; idle threads: " + openmp_wait_policy());
+             std::to_string(in.threads) + " thread(s)" + busy_cores_note() + ", " + device_name(device) + "; " +
+             configure_compute_libraries().describe() + "; idle threads: " + openmp_wait_policy());
     // The weights load (and, for a new store, are hashed) while the corpus is read and the
     // samples drawn: the three are independent, and together they are most of the start-up.
     // They may have started before MPI (the early load).

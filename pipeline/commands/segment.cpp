@@ -48,7 +48,7 @@ SegmentInputs load_segment_inputs(MpiComm& world, const JobPlan& p) {
   on_every_rank(world, [&] {
     in.threads = configure_threads(c.runtime.threads, world.local_size());
     log_info(version_string() + "; segment " + p.config_path + "; " + std::to_string(world.size()) + " rank(s) x " +
-             std::to_string(in.threads) + " thread(s); " + configure_compute_libraries().describe() +
+             std::to_string(in.threads) + " thread(s)" + busy_cores_note() + "; " + configure_compute_libraries().describe() +
              "; idle threads: " + openmp_wait_policy());
     in.tokenizer.emplace(make_tokenizer(c));
     in.text = read_and_tokenize(c, *in.tokenizer);

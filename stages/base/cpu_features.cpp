@@ -4,9 +4,13 @@
 #include <sched.h>
 
 #include <unistd.h>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -83,6 +87,44 @@ int usable_cores() {
   if (n > 0) return n;
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online > 0 ? int(online) : 1;
+}
+
+namespace {
+
+// Per CPU: {busy, all} jiffies from /proc/stat's cpuN lines, for the CPUs in `set`.
+std::vector<std::pair<uint64_t, uint64_t>> cpu_times(const cpu_set_t& set) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  std::ifstream stat("/proc/stat");
+  std::string line;
+  while (std::getline(stat, line)) {
+    if (line.compare(0, 3, "cpu") != 0 || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    std::istringstream in(line.substr(3));
+    int cpu = -1;
+    uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+    if (!in || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)) continue;
+    const uint64_t busy = user + system + irq + softirq + steal;
+    out.emplace_back(busy, busy + nice + idle + iowait);
+  }
+  return out;
+}
+
+}  // namespace
+
+int cores_busy_elsewhere(int ms) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  const auto before = cpu_times(set);
+  ::usleep(useconds_t(ms) * 1000);
+  const auto after = cpu_times(set);
+  if (before.empty() || before.size() != after.size()) return 0;
+  double busy = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const uint64_t all = after[i].second - before[i].second;
+    if (all > 0) busy += double(after[i].first - before[i].first) / double(all);
+  }
+  return int(busy + 0.5);
 }
 
 std::string thread_cap_note(int64_t requested, int in_force, const std::string& key) {

@@ -32,6 +32,10 @@ void require_native_dtype(Precision precision, const std::string& where, bool on
 constexpr int64_t kMaxThreadsOption = 4096;
 constexpr int kThreadsPerCore = 4;
 int usable_cores();  // the process's CPU affinity mask (all cores when it cannot be read), >= 1
+// How many of those cores other processes keep busy: their user, system, interrupt and steal time
+// (not nice time: a niced process yields to this one) over `ms` milliseconds of /proc/stat, the
+// cores this process may use only, rounded to whole cores; 0 when /proc/stat cannot be read.
+int cores_busy_elsewhere(int ms = 100);
 // "warning: runtime.threads=4096 is more than 4 per core of the 2 this process may use: using 8",
 // or "" when the count in force is what was asked (or nothing was).
 std::string thread_cap_note(int64_t requested, int in_force, const std::string& key);

@@ -137,7 +137,14 @@ at::ScalarType parse_dtype(const std::string& name, const std::string& where) {
   return torch_dtype(*p);
 }
 
+namespace {
+std::string g_busy_note;
+}
+
+std::string busy_cores_note() { return g_busy_note; }
+
 int configure_threads(int64_t requested, int ranks_on_node) {
+  g_busy_note.clear();
   int n = static_cast<int>(requested);
   const auto from_env = [](const char* var) {
     const char* v = std::getenv(var);
@@ -148,7 +155,18 @@ int configure_threads(int64_t requested, int ranks_on_node) {
   const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int allowed = std::min(usable_cores(), machine);
   // LibTorch's own default comes from libcpuinfo, which can see one core on VMs.
-  if (n <= 0) n = allowed < machine ? allowed : std::max(1, machine / std::max(1, ranks_on_node));
+  if (n <= 0) {
+    n = allowed < machine ? allowed : std::max(1, machine / std::max(1, ranks_on_node));
+    // Cores that other processes keep busy (this job's other ranks on the node aside) are not
+    // this rank's: a team with a thread on such a core waits for it at every parallel region
+    // (2x slower than one thread on 2 cores with one busy, docs/PERFORMANCE.md).
+    const int others = std::max(0, cores_busy_elsewhere() - (std::max(1, ranks_on_node) - 1));
+    if (others > 0) {
+      n = std::min(n, std::max(1, (allowed - others) / std::max(1, ranks_on_node)));
+      g_busy_note =
+          " (" + std::to_string(others) + " of " + std::to_string(allowed) + " cores busy with other work; runtime.threads sets the count)";
+    }
+  }
   n = std::min(n, kThreadsPerCore * allowed);
   at::set_num_threads(n);
   return at::get_num_threads();

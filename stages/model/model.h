@@ -70,5 +70,8 @@ std::string device_name(at::Device device);
 // most kThreadsPerCore per core the process may use (stages/base/cpu_features.h). Returns the count
 // now in force (callers say so when it is below what was asked).
 int configure_threads(int64_t requested, int ranks_on_node = 1);
+// After configure_threads: " (1 of 2 cores busy with other work)" when it took fewer threads
+// for that reason, else "" (for the job's first log line).
+std::string busy_cores_note();
 
 }  // namespace ctxsim
