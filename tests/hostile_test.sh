@@ -89,7 +89,7 @@ case "$CASE" in
     contains "$out" "L0 H0:"
     ;;
   inputs)  # items 3 and 12: bounded reads, binary files, folders, number ranges, special tokens
-    one_error "/dev/zero: is longer than 4194304 bytes" timeout 20 "$CTXSIM" validate /dev/zero
+    one_error "/dev/zero: is a device, not the config file" timeout 20 "$CTXSIM" validate /dev/zero
     printf 'samples:\n  seed: 1\0\n' > "$TMP/nul.yaml"
     one_error "$TMP/nul.yaml: line 2, column 10 (byte 18): not a YAML text file (byte 0x00)" "$CTXSIM" validate "$TMP/nul.yaml"
     head -c 65536 "$CTXSIM" > "$TMP/elf"  # an executable's first 64 KiB (the whole binary is over the 4 MiB bound)
@@ -104,7 +104,7 @@ case "$CASE" in
     tiny_model "$TMP/m"
     mkdir -p "$TMP/folder_weights/model.safetensors"
     cp "$TMP/m/config.json" "$TMP/m/vocab.txt" "$TMP/folder_weights/"
-    one_error "$TMP/folder_weights/model.safetensors: is a folder, not a file" "$CTXSIM" model-info "$TMP/folder_weights"
+    one_error "$TMP/folder_weights/model.safetensors: is a folder, not a model.safetensors file" "$CTXSIM" model-info "$TMP/folder_weights"
     grep -v '^\[CLS\]$' "$VOCAB" > "$TMP/no_cls.txt"
     one_error "$TMP/no_cls.txt: the vocabulary lacks [CLS] (" "$CTXSIM" tokenize --vocab "$TMP/no_cls.txt" < /dev/null
     one_error "$TMP/no_cls.txt: the vocabulary lacks [CLS] (" "$CTXSIM" run "${RUN[@]}" model.path="$TMP/m" model.vocab="$TMP/no_cls.txt" output.dir="$TMP/o1"

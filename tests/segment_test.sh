@@ -130,7 +130,7 @@ PY
     [ ! -e "$TMP/few/store.h5" ] || fail "a store was written for a benchmark that cannot be drawn"
     one_error "samples.seq_len" "$CTXSIM" segment $CONFIG samples.seq_len=512 output.dir="$TMP/long"
     one_error "segment.layer" "$CTXSIM" segment $CONFIG segment.layer=6 --text "$TMP/two.txt"
-    one_error "is a folder, not a file" "$CTXSIM" segment $CONFIG --text "$TMP"
+    one_error "is a folder, not a text file" "$CTXSIM" segment $CONFIG --text "$TMP"
     # Caught by validate, before any store exists.
     one_error "segment.c99_mask: 10 is even" "$CTXSIM" validate $CONFIG segment.c99_mask=10
     one_error "segment.c99_mask: 10 is even" "$CTXSIM" segment $CONFIG segment.c99_mask=10 output.dir="$TMP/even"

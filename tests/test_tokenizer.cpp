@@ -238,7 +238,7 @@ TEST(Vocab, LinesKeepACarriageReturnThatIsPartOfAToken) {
   EXPECT_HAS(test::error_of([] {
                vocab_from_json(nlohmann::json{{"a", 0}, {"b\nc", 1}}, "vocab.json", "fix");
              }),
-             "vocab.json: \"b\nc\": holds a line break (U+000A)");
+             "vocab.json: \"b\\nc\": holds a line break (U+000A)");
 }
 
 // Half of a byte-level BPE, or JSON that is no tokenizer, is named for what it is.
