@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the parsers of user input (tests/fuzz/: the safetensors header, GGUF's header and blocks,
-# config.json, the YAML config schema, the Brown, text and JSON-lines readers, the tokenizer, and
+# config.json, the YAML config schema, the Brown, text and JSON-lines readers, the tokenizer, the
+# language-model loader's checkpoint checks, and
 # the run store's and the segmentation store's readers on edited stores: real stores made here
 # with build/ctxsim),
 # built with clang's libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     *) TARGETS+=("$1"); shift ;;
   esac
 done
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf config_json yaml_config brown text_corpus jsonl tokenizer bpe bpe_files store segment_store prune_store)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors gguf config_json yaml_config brown text_corpus jsonl tokenizer bpe bpe_files mlm_checkpoint store segment_store prune_store)
 say() { echo "[fuzz] $*"; }
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 
@@ -79,6 +80,18 @@ PY
     yaml_config) for f in configs/*.yaml configs/sweeps/*.yaml; do cp "$f" "$dir/$(basename "$(dirname "$f")")_$(basename "$f")"; done ;;
     brown) for f in ca01 cf13 cj42 cr09; do [ -f "data/brown/$f" ] && head -c 16384 "data/brown/$f" > "$dir/$f"; done ;;
     text_corpus|tokenizer|bpe) for f in README.md docs/*.md; do head -c 16384 "$f" > "$dir/$(basename "$f")"; done ;;
+    mlm_checkpoint)  # tiny language-model checkpoints of each family with a head: config.json NUL model.safetensors
+      local family
+      for family in bert roberta gpt2 llama; do
+        local m="$BUILD/seeds/mlm-$family" vocab=data/vocab/gpt2
+        [ "$family" = bert ] && vocab=data/vocab/bert-base-uncased.txt
+        [ "$family" = llama ] && vocab=data/tokenizers/llama3
+        build/ctxsim init-model --family "$family" --preset bert-tiny --layers 2 --hidden 8 --heads 2 --ffn 16 --positions 16 --mlm \
+          --seed 1 --vocab "$vocab" --out "$m" > /dev/null
+        { cat "$m/config.json"; printf '\0'; cat "$m/model.safetensors"; } > "$dir/$family"
+        rm -rf "$m"
+      done
+      ;;
     bpe_files)  # a small vocab.json NUL merges.txt pair and a tokenizer.json from GPT-2's files; a WordPiece tokenizer.json
       /usr/bin/python3 - "$dir" <<'PY'
 import json, os, sys

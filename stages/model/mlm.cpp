@@ -36,28 +36,6 @@ at::Tensor dropout(const at::Tensor& x, double p, const std::vector<uint64_t>& k
 
 }  // namespace
 
-std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& c) {
-  const FamilySpec& f = family_spec(c.family);
-  CTXSIM_CHECK(f.lm_head.objective != LmObjective::None, "mlm_parameter_layout: a family without a language-model head");
-  std::map<std::string, std::vector<int64_t>> shapes = lm_head_shapes(c);
-  for (const auto& [name, shape] : encoder_tensor_shapes(c)) shapes[f.model_prefix + name] = shape;
-  std::vector<MlmParameter> out;
-  int64_t offset = 0;
-  for (const auto& [name, shape] : shapes) {
-    MlmParameter p;
-    p.name = name;
-    p.shape = shape;
-    p.numel = 1;
-    for (auto d : shape) p.numel *= d;
-    p.offset = offset;
-    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-    p.decays = !bias && name.find("LayerNorm") == std::string::npos;
-    offset += p.numel;
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
 MlmBatch make_mlm_batch(const int32_t* input, const int32_t* labels, const int16_t* n_valid, int64_t B, int64_t T,
                         std::vector<uint64_t> dropout_keys) {
   CTXSIM_CHECK(int64_t(dropout_keys.size()) == B, "make_mlm_batch: one dropout key per sample");
@@ -317,36 +295,11 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
     return m;
   }
   const SafetensorsFile file = open_checkpoint(folder);
-  // The file's tensors by the layout's names: the encoder under the family's prefix (or bare,
-  // legacy LayerNorm gamma/beta renamed), the head as it is; the tied decoder skipped.
-  // As the encoder's loader: the layers config.json declares, one tensor per parameter.
-  check_layer_count(file, config, folder.config());
-  const std::map<std::string, std::vector<int64_t>> head = lm_head_shapes(config);
-  std::map<std::string, const TensorView*> by_name;
-  for (const auto& [key, view] : file.tensors()) {
-    std::string name = legacy_norm_name(key);
-    if (!head.count(name)) {
-      const std::string bare = canonical_tensor_name(f, key);
-      if (bare.empty()) continue;  // a head or buffer ctxsim does not use (position_ids, …), whatever its dtype
-      name = f.model_prefix + bare;
-    }
-    if (const auto [it, fresh] = by_name.emplace(name, &view); !fresh)
-      throw Error(file.path(), "holds two tensors for the parameter " + name + ": '" + it->second->name + "' and '" + key + "'",
-                  "keep one of them (re-save the checkpoint from the model that should be analysed)");
-  }
-  for (const auto& [name, shape] : head)
-    if (!by_name.count(name))
-      throw Error(file.path(),
-                  std::string("has no ") + f.display + " language-model head (" + name + " is missing): the " +
-                      (f.lm_head.objective == LmObjective::Causal ? "next-token" : "masked-LM") + " loss needs one",
-                  std::string("give a ") + f.mlm_class + " folder (e.g. what 'ctxsim init-model --mlm' or 'ctxsim pretrain' writes)");
+  // Every check before a byte is copied (stages/model/checkpoint_checks.h): the layers, one tensor
+  // per parameter, the head, every shape.
+  const std::map<std::string, const TensorView*> by_name = mlm_checkpoint_tensors(file.tensors(), file.path(), config, folder.config());
   for (const auto& p : m.layout_) {
-    const auto it = by_name.find(p.name);
-    if (it == by_name.end())
-      throw Error(file.path(), "lacks the tensor " + p.name, std::string("give a complete ") + f.mlm_class + " checkpoint");
-    const TensorView& v = *it->second;
-    if (v.shape != p.shape)
-      throw Error(file.path() + ": " + v.name, "has the shape of another model than config.json's", "use the config.json of these weights");
+    const TensorView& v = *by_name.at(p.name);  // there, of its shape (mlm_checkpoint_tensors)
     at::Tensor raw = at::empty(p.shape, at::TensorOptions().dtype(weight_dtype(v, file.path())));
     int64_t first = -1;
     if (const int64_t bad = copy_counting_nonfinite(v, raw.data_ptr(), &first))

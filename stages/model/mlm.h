@@ -17,22 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "stages/model/checkpoint_checks.h"
 #include "stages/model/model_config.h"
 #include "stages/model/safetensors.h"
 
 namespace ctxsim {
-
-// One parameter's place in the flat buffer, by its Hugging Face name.
-struct MlmParameter {
-  std::string name;  // "bert.encoder.layer.0.attention.self.query.weight", "cls.predictions.bias"
-  std::vector<int64_t> shape;
-  int64_t offset = 0, numel = 0;
-  bool decays = true;  // AdamW weight decay (not on biases and LayerNorm, as BERT)
-};
-
-// The parameters of the family's language-model class in name order (the tied decoder weight is
-// the word embeddings).
-std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& config);
 
 // A batch of masked samples (rows of the global batch this rank computes).
 struct MlmBatch {

@@ -21,6 +21,7 @@
 #include "stages/base/files.h"
 #include "stages/base/limits.h"
 #include "stages/base/model_folder.h"
+#include "stages/model/checkpoint_checks.h"
 #include "stages/model/gguf_model.h"
 #include "stages/model/safetensors.h"
 
@@ -69,45 +70,6 @@ at::Tensor stacked_rows(const std::vector<at::Tensor>& parts) {
 }
 
 }  // namespace
-
-// The layers the checkpoint holds (<layer_prefix>N.*) must be the layers config.json declares:
-// fewer would be missing tensors, more a model silently cut short.
-void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, const std::string& config_path) {
-  const FamilySpec& f = family_spec(config.family);
-  const std::string prefix = f.layer_prefix;
-  int64_t layers = 0;
-  for (const auto& [key, view] : file.tensors()) {
-    const std::string name = canonical_tensor_name(f, key);
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    int64_t n = -1;
-    const char* first = name.data() + prefix.size();
-    const auto [end, ec] = std::from_chars(first, name.data() + name.size(), n);
-    if (ec == std::errc() && end != first && *end == '.' && n >= 0 && n < (int64_t(1) << 20)) layers = std::max(layers, n + 1);
-  }
-  if (layers == 0) {
-    // No tensor of this family's layers: often another family's checkpoint under this config.json.
-    std::string guess;
-    for (const FamilySpec* other : all_families()) {
-      if (other == &f) continue;
-      for (const auto& [key, view] : file.tensors())
-        if (canonical_tensor_name(*other, key).compare(0, std::string(other->layer_prefix).size(), other->layer_prefix) == 0) {
-          guess = "; its tensors look like a " + std::string(other->display) + " checkpoint's (" + key + ")";
-          break;
-        }
-      if (!guess.empty()) break;
-    }
-    throw Error(config_path + ": model_type",
-                "declares a " + std::string(f.display) + " model ('" + f.model_type + "'" +
-                    (f.family == Family{} ? ", the default when the key is absent" : "") + "), but " + file.path() + " holds no " +
-                    f.display + " layer (no tensor " + prefix + "0.…)" + guess,
-                "use the config.json that belongs to these weights (its model_type picks the family)");
-  }
-  if (layers != config.num_layers)
-    throw Error(config_path + ": " + f.keys.layers,
-                "declares " + std::to_string(config.num_layers) + " layer(s), but " + file.path() + " holds " + std::to_string(layers) +
-                    " (" + prefix + "0 … " + prefix + std::to_string(layers - 1) + ")",
-                "use the config.json that belongs to these weights");
-}
 
 at::ScalarType torch_dtype(Precision p) {
   switch (p) {
@@ -308,7 +270,7 @@ TransformerEncoder TransformerEncoder::load(const std::string& dir, at::ScalarTy
                 "ctxsim reads model.safetensors or the shards of model.safetensors.index.json (convert a pytorch_model.bin "
                 "with the safetensors convert script, or make a random model with 'ctxsim init-model')");
   const SafetensorsFile file = open_checkpoint(folder);
-  check_layer_count(file, config, config_path);
+  check_layer_count(file.tensors(), file.path(), config, config_path);
   LoadReport local;
   LoadReport& r = report ? *report : local;
   r.tensors_in_file = static_cast<int64_t>(file.tensors().size());

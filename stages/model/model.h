@@ -20,10 +20,6 @@ namespace ctxsim {
 struct TensorView;
 class SafetensorsFile;
 
-// The layers `file` holds (<layer_prefix>N.*) must be the layers config.json declares: fewer would
-// be missing tensors, more a model silently cut short. An Error naming config_path's key otherwise.
-void check_layer_count(const SafetensorsFile& file, const ModelConfig& config, const std::string& config_path);
-
 class TransformerEncoder final : public Encoder {
  public:
   // Reads <dir>/config.json (its model_type picks the family) and <dir>/model.safetensors
