@@ -163,14 +163,15 @@ TEST(HeadGates, StartingAtALayerFromTheFullModelsInputsIsTheSameBits) {
   const auto same = [](const GatedMlm& a, const GatedMlm& b) {
     return a.loss == b.loss && a.correct == b.correct && a.predicted == b.predicted;
   };
-  EXPECT_TRUE(same(model.evaluate_gated_from(batch, ones, 2, inputs[2]), model.evaluate_gated(batch, ones, false, false)));
+  const GatedMlm full = model.evaluate_gated(batch, ones, false, false);
+  EXPECT_TRUE(same(model.evaluate_gated_from(batch, ones, 2, inputs[2]), full));
   for (int64_t l = 0; l < 2; ++l)
     for (int64_t k = 0; k < 2; ++k) {
       at::Tensor gates = ones.clone();
       gates.select(1, l).select(1, k).zero_();
       const GatedMlm whole = model.evaluate_gated(batch, gates, false, false);
       EXPECT_TRUE(same(model.evaluate_gated_from(batch, gates, l, inputs[size_t(l)]), whole)) << "layer " << l << " head " << k;
-      if (l == 1) { EXPECT_NE(whole.loss, model.evaluate_gated(batch, ones, false, false).loss); }
+      if (l == 1) { EXPECT_NE(whole.loss, full.loss); }
     }
 }
 

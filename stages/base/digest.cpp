@@ -1,7 +1,6 @@
 #include "stages/base/digest.h"
 
 #include <openssl/evp.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -66,21 +65,8 @@ std::string Sha256::hex() { return to_hex(raw()); }
 std::string sha256_bytes(const uint8_t* data, size_t n) { return Sha256().update(data, n).hex(); }
 
 std::string sha256_file(const std::string& path) {
-  const int fd = open_regular_file(path, "the file", "check the path and permissions");
   Sha256 h;
-  std::vector<char> buffer(size_t(4) << 20);
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      throw Error(path, std::string("read error while hashing: ") + std::strerror(e), "check the file and the disk");
-    }
-    if (n == 0) break;
-    h.update(buffer.data(), size_t(n));
-  }
-  ::close(fd);
+  read_regular_file(path, "the file", "check the path and permissions", [&](std::string_view bytes) { h.update(bytes); });
   return h.hex();
 }
 

@@ -110,20 +110,27 @@ int open_regular_file(const std::string& path, const std::string& what, const st
   return fd;
 }
 
-std::string read_file_bytes(const std::string& path, size_t max_bytes, const std::string& what, const std::string& fix) {
+void read_regular_file(const std::string& path, const std::string& what, const std::string& fix,
+                       const std::function<void(std::string_view)>& chunk) {
   Fd f{open_regular_file(path, what, fix)};
-  std::string out;
   char buffer[1 << 16];
   for (;;) {
     const ssize_t n = ::read(f.fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error(path, "read error: " + reason(errno), "check the file and the disk");
-    if (n == 0) break;
-    out.append(buffer, size_t(n));
+    if (n == 0) return;
+    chunk(std::string_view(buffer, size_t(n)));
+  }
+}
+
+std::string read_file_bytes(const std::string& path, size_t max_bytes, const std::string& what, const std::string& fix) {
+  std::string out;
+  read_regular_file(path, what, fix, [&](std::string_view bytes) {
+    out.append(bytes);
     if (out.size() > max_bytes)
       throw Error(path, "is longer than " + std::to_string(max_bytes) + " bytes, too long for what it should be",
                   "point at the right file (a config, config.json or vocab.txt is far smaller)");
-  }
+  });
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Files and text shared by the stages and the pipeline: the one whole-file reader, the one
 // atomic writer (temporary file, rename, optionally fsync'ed), line splitting and joining.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,11 @@ namespace ctxsim {
 // descriptor (blocking again, close-on-exec); throws ctxsim::Error naming `path` ("is a FIFO, not
 // <what>") with `fix`.
 int open_regular_file(const std::string& path, const std::string& what, const std::string& fix);
+
+// Reads a user's input file (open_regular_file) to its end, handing each chunk to `chunk`; a read
+// error is a ctxsim::Error naming `path`. What `chunk` throws ends the read (the file is closed).
+void read_regular_file(const std::string& path, const std::string& what, const std::string& fix,
+                       const std::function<void(std::string_view)>& chunk);
 
 // The file's bytes; throws ctxsim::Error naming `path` when it cannot be opened, or when it holds
 // more than max_bytes (a config, a header, a vocabulary: not data) — so that a path like

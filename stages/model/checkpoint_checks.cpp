@@ -68,13 +68,18 @@ std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& c) {
   return out;
 }
 
-std::map<std::string, const TensorView*> mlm_checkpoint_tensors(const std::map<std::string, TensorView>& tensors,
-                                                                const std::string& weights_path, const ModelConfig& config,
-                                                                const std::string& config_path) {
+void require_lm_head(const ModelConfig& config, const std::string& config_path) {
   const FamilySpec& f = family_spec(config.family);
   if (f.lm_head.objective == LmObjective::None)
     throw Error(config_path + ": model_type", std::string("is ") + f.model_type + ", whose language-model head ctxsim does not evaluate",
-                "give a folder of a family with a head");
+                "give a folder of a family with a head (" + lm_model_types() + ")");
+}
+
+std::map<std::string, const TensorView*> mlm_checkpoint_tensors(const std::map<std::string, TensorView>& tensors,
+                                                                const std::string& weights_path, const ModelConfig& config,
+                                                                const std::string& config_path) {
+  require_lm_head(config, config_path);
+  const FamilySpec& f = family_spec(config.family);
   check_layer_count(tensors, weights_path, config, config_path);
   const std::map<std::string, std::vector<int64_t>> head = lm_head_shapes(config);
   std::map<std::string, const TensorView*> by_name;

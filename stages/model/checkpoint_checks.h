@@ -30,6 +30,9 @@ struct MlmParameter {
 // the word embeddings).
 std::vector<MlmParameter> mlm_parameter_layout(const ModelConfig& config);
 
+// A family whose language-model head ctxsim evaluates (SPEC §8), or an Error naming config_path.
+void require_lm_head(const ModelConfig& config, const std::string& config_path);
+
 // The checkpoint's tensor of each parameter of mlm_parameter_layout(config): the encoder's under
 // the family's prefix or bare (legacy LayerNorm gamma/beta read as weight/bias), the head's as
 // they are, the tied decoder skipped, any tensor ctxsim does not use ignored whatever its dtype.

@@ -276,9 +276,7 @@ MlmModel MlmModel::load(const std::string& dir, at::ScalarType dtype) {
   const std::string config_path = folder.is_gguf() ? dir : folder.config();
   const ModelConfig config = model_config_of(dir);
   const FamilySpec& f = family_spec(config.family);
-  if (f.lm_head.objective == LmObjective::None)
-    throw Error(config_path + ": model_type", std::string("is ") + f.model_type + ", whose language-model head ctxsim does not evaluate",
-                "give a folder of a family with a head (" + lm_model_types() + ")");
+  require_lm_head(config, config_path);
   MlmModel m(config, dtype);
   if (folder.is_gguf()) {  // a GGUF's tensors (dequantised, bare names, lm_head.weight when untied)
     const GgufFile file(dir);
