@@ -4,6 +4,7 @@
 // measures like any corpus (the store, its report with the explorer: attention, context
 // similarity, selected pairs, rollout); heads.h5 beside it holds the per-head context vectors,
 // attention maps and similarity matrices with the tokens as coordinates (xarray opens it).
+#include <ATen/core/grad_mode.h>
 #include <yaml-cpp/yaml.h>
 #include <algorithm>
 #include <filesystem>
