@@ -74,7 +74,13 @@ case "$CASE" in
     ;;
   version_and_help)
     out=$("$CTXSIM" --version) || fail "--version"
-    contains "$out" "(git "
+    contains "$(sed -n 1p <<< "$out")" "(git "
+    contains "$(sed -n 2p <<< "$out")" "LibTorch "
+    # A build without CUDA says so, and how its ranks reduce (tests/cuda_build_test.sh: the CUDA build).
+    if ! grep -q "CTXSIM_CUDA:BOOL=ON" "$(dirname "$CTXSIM")/CMakeCache.txt" 2>/dev/null; then
+      contains "$(sed -n 2p <<< "$out")" "CPU only (no CUDA built in)"
+      contains "$(sed -n 3p <<< "$out")" "NCCL not built in (-DCTXSIM_CUDA=OFF): ranks reduce over MPI"
+    fi
     for sub in validate samples tokenize run bench-tokenizer; do
       "$CTXSIM" "$sub" --help > "$TMP/help" || fail "$sub --help"
       contains "$(cat "$TMP/help")" "Usage:"

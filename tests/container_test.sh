@@ -129,7 +129,7 @@ done
 run() { pod run --rm --network none "${LIMITS[@]}" "$@"; }
 
 # ---- the image -----------------------------------------------------------------------------
-inside=$(run "$IMAGE" --version) || fail "ctxsim --version in the image"
+inside=$(run "$IMAGE" --version | head -1) || fail "ctxsim --version in the image"
 [ "$inside" = "ctxsim $version (git $revision)" ] \
   || fail "the image says '$inside'; this checkout was $version (git $revision) as the build started (now: $(revision))"
 say "inside: $inside"

@@ -365,7 +365,7 @@ CommandTable command_table() {
 int run_command_line(int argc, char** argv) {
   CLI::App app{"ctxsim: context-similarity statistics of transformer attention heads (SPEC in docs/)", "ctxsim"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", version_string());
+  app.set_version_flag("--version", std::function<std::string()>(version_report));
   const CommandTable table = command_table();
   std::vector<CLI::App*> subs;
   for (const auto& c : table.commands) {

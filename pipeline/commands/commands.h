@@ -16,6 +16,8 @@
 namespace ctxsim {
 
 std::string version_string();  // "ctxsim 0.1.0 (git abc123)"
+// What --version prints: version_string(), then the LibTorch and what it computes on, then NCCL.
+std::string version_report();
 
 // A sample as text: "[CLS] | s0: the jury said … | s1: … | [SEP]" with word pieces joined.
 std::string describe_sample(const SampleSet& set, int64_t n, const Tokenizer& tokenizer);

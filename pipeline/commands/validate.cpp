@@ -17,10 +17,13 @@
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_reader.h"
 #include "stages/base/error.h"
+#include "stages/model/compute_build.h"
 
 namespace ctxsim {
 
 std::string version_string() { return std::string("ctxsim ") + CTXSIM_VERSION + " (git " + CTXSIM_GIT_REVISION + ")"; }
+
+std::string version_report() { return version_string() + "\n" + compute_build_line() + "\n" + reduction_build_line(); }
 
 int cmd_validate(const std::string& path, const std::vector<std::string>& overrides, std::ostream& out) {
   const Config c = load_config(path, overrides);

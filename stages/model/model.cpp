@@ -3,7 +3,9 @@
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/core/InferenceMode.h>
+#include <dlfcn.h>
 #include <omp.h>
+#include <torch/version.h>
 
 #include <sched.h>
 #include <charconv>
@@ -22,6 +24,7 @@
 #include "stages/base/limits.h"
 #include "stages/base/model_folder.h"
 #include "stages/model/checkpoint_checks.h"
+#include "stages/model/compute_build.h"
 #include "stages/model/gguf_model.h"
 #include "stages/model/safetensors.h"
 
@@ -134,16 +137,48 @@ int configure_threads(int64_t requested, int ranks_on_node) {
   return at::get_num_threads();
 }
 
+namespace {
+
+// A CUDA LibTorch registers its CUDA hooks when libtorch_cuda loads; at::hasCUDA() alone is false
+// both without them and with them but no device, and the two need different fixes.
+bool cuda_built_in() { return at::detail::getCUDAHooks().hasCUDART(); }
+
+int64_t cuda_devices() { return cuda_built_in() ? int64_t(at::detail::getCUDAHooks().getNumGPUs()) : 0; }
+
+// Why a CUDA build sees no device: no driver at all, or a driver that shows none to this process.
+std::string why_no_device() {
+  if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+    dlclose(driver);
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    return std::string("the NVIDIA driver is there but shows no device") +
+           (visible ? std::string("; CUDA_VISIBLE_DEVICES=") + visible : std::string());
+  }
+  return "no NVIDIA driver: libcuda.so.1 not found";
+}
+
+}  // namespace
+
+std::string compute_build_line() {
+  std::string line = std::string("LibTorch ") + TORCH_VERSION;
+  if (!cuda_built_in()) return line + ", CPU only (no CUDA built in)";
+  const long v = at::detail::getCUDAHooks().versionCUDART();
+  line += ", CUDA " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10) + " built in; ";
+  const int64_t gpus = cuda_devices();
+  if (gpus == 0) return line + "no CUDA device present (" + why_no_device() + ")";
+  return line + std::to_string(gpus) + " CUDA device(s) present";
+}
+
 at::Device compute_device(const std::string& choice, int local_rank, const std::string& where) {
-  const bool has_cuda = at::hasCUDA();
-  const int64_t gpus = has_cuda ? int64_t(at::detail::getCUDAHooks().getNumGPUs()) : 0;
+  const bool has_cuda = cuda_built_in();
+  const int64_t gpus = cuda_devices();
   if (choice == "cpu" || (choice == "auto" && gpus == 0)) return at::kCPU;
   if (!has_cuda)
     throw Error(where, "this ctxsim's LibTorch has no CUDA (Debian's libtorch is CPU-only), so it cannot compute on a GPU",
                 "reconfigure with -DCTXSIM_CUDA=ON against a CUDA LibTorch (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; "
                 "print(torch.utils.cmake_prefix_path)'), docs/CLUSTER.md: GPU ranks), or set runtime.device=cpu");
   if (gpus == 0)
-    throw Error(where, "no CUDA device is visible", "run on a GPU node (check CUDA_VISIBLE_DEVICES), or set runtime.device=cpu");
+    throw Error(where, "this ctxsim has CUDA built in, but no CUDA device is visible (" + why_no_device() + ")",
+                "run on a GPU node (check nvidia-smi and CUDA_VISIBLE_DEVICES), or set runtime.device=cpu");
   return at::Device(at::kCUDA, at::DeviceIndex(local_rank % gpus));
 }
 

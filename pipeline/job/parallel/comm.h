@@ -77,6 +77,8 @@ class LocalComm final : public Communicator {
 // The communicator for the large accumulator reductions: NCCL on CUDA ranks when built with
 // CTXSIM_CUDA; nullptr (reduce over MPI) on the CPU or in a build without NCCL.
 std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda);
+// For --version: "NCCL 2.30.7 built in (GPU ranks reduce over it)", or that ranks reduce over MPI.
+std::string reduction_build_line();
 
 // What a launcher (mpirun, srun --mpi=pmix) tells this process before MPI starts: whether one
 // started it at all, and the rank it gave (0 when none did).

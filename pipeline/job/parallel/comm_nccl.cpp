@@ -2,6 +2,7 @@
 // (rank 0 makes the unique id and broadcasts it), owns its CUDA stream, and reduces int64
 // buffers on the device. Without CUDA this file only says how to get it.
 #include "pipeline/job/parallel/comm.h"
+#include "pipeline/job/parallel/log.h"
 #include "stages/base/error.h"
 
 #ifdef CTXSIM_WITH_CUDA
@@ -86,18 +87,49 @@ class NcclComm final : public Communicator {
   int device_ = 0;
 };
 
+// Whether some node runs more ranks than it has GPUs: NCCL refuses two ranks on one device, so
+// then every rank reduces over MPI (decided together: NCCL's set-up is collective).
+bool ranks_share_gpus(MpiComm& world) {
+  int devices = 0;
+  check_cuda(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  MPI_Comm local;
+  MPI_Comm_split_type(world.mpi(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &local);
+  int on_node = 1;
+  MPI_Comm_size(local, &on_node);
+  MPI_Comm_free(&local);
+  int shared = on_node > devices ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, world.mpi());
+  return shared != 0;
+}
+
 }  // namespace
 #endif
 
 std::unique_ptr<Communicator> make_reduction_comm(MpiComm& world, bool cuda) {
   if (!cuda) return nullptr;  // the caller reduces over MPI
 #ifdef CTXSIM_WITH_CUDA
+  if (world.size() > 1 && ranks_share_gpus(world)) {
+    log_info("more ranks than GPUs on a node: NCCL needs a GPU per rank, so the counts are reduced over MPI");
+    return nullptr;
+  }
   return std::make_unique<NcclComm>(world);
 #else
   // A CUDA LibTorch without NCCL built in: the GPU ranks' counts reach the host once per flush
   // anyway, so MPI reduces them.
   (void)world;
   return nullptr;
+#endif
+}
+
+std::string reduction_build_line() {
+#ifdef CTXSIM_WITH_CUDA
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "NCCL built in (its version unknown)";
+  // NCCL 2.9 and later: major * 10000 + minor * 100 + patch
+  return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." + std::to_string(v % 100) +
+         " built in (GPU ranks reduce over it)";
+#else
+  return "NCCL not built in (-DCTXSIM_CUDA=OFF): ranks reduce over MPI";
 #endif
 }
 
