@@ -51,7 +51,16 @@ for deb in device-debs/*.deb; do dpkg -x "$deb" "$PREFIX"; done
 export OPAL_PREFIX=$PREFIX/usr/lib/x86_64-linux-gnu/openmpi  # relocated OpenMPI finds its own files
 export LD_LIBRARY_PATH=$PREFIX/usr/lib/x86_64-linux-gnu:$PREFIX/usr/lib/x86_64-linux-gnu/hdf5/openmpi:$OPAL_PREFIX/lib:${LD_LIBRARY_PATH:-}
 export PATH=$OPAL_PREFIX/bin:$PREFIX/usr/bin:$PATH
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr" \
+# NCCL reductions (-DCTXSIM_CUDA=ON) with the NCCL of python3's torch (nvidia-nccl-cu13) and the
+# image's nvcc, as scripts/cuda_build.sh builds it here; without them the ranks reduce over MPI.
+SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+NCCL=()
+if [ -f "$SITE/nvidia/nccl/include/nccl.h" ] && command -v nvcc > /dev/null; then
+  NCCL=(-DCTXSIM_CUDA=ON -DNCCL_INCLUDE_DIR="$SITE/nvidia/nccl/include" -DNCCL_LIBRARY="$(ls "$SITE"/nvidia/nccl/lib/libnccl.so.* | head -1)"
+        -DCUDA_TOOLKIT_ROOT_DIR="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")" -DTORCH_CUDA_ARCH_LIST=9.0)
+fi
+log "NCCL: ${NCCL[*]:-not found (ranks reduce over MPI)}"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr" "${NCCL[@]}" \
   -DMPI_C_COMPILER="$OPAL_PREFIX/bin/mpicc" -DMPI_CXX_COMPILER="$OPAL_PREFIX/bin/mpicxx" \
   -DHDF5_ROOT="$PREFIX/usr/lib/x86_64-linux-gnu/hdf5/openmpi" -DCTXSIM_FIGURES=OFF -DCTXSIM_WERROR=OFF -DCTXSIM_BUILD_TESTS=OFF \
   > "$OUT/cmake.log" 2>&1 || { log "configure failed"; tail -30 "$OUT/cmake.log"; exit 1; }
@@ -67,6 +76,13 @@ have=$(sha256sum device-ref/tiny/model.safetensors | cut -d' ' -f1)
 log "1. float64, tiny model, 200 samples on cuda vs the CPU store"
 $CT run "${TINY[@]}" model.path=device-ref/tiny runtime.device=cuda output.dir="$OUT/cuda64" > "$OUT/cuda64.log" 2>&1 || log "cuda run failed: $(tail -3 "$OUT/cuda64.log")"
 python3 tests/compare_stores.py device-ref/cpu/store.h5 "$OUT/cuda64/store.h5" 2>&1 | tee -a "$OUT/device_check.log"
+
+# One GPU: NCCL refuses two ranks on one device, so check 1 reduces over NCCL (a communicator of
+# one rank) and this two-rank run over MPI (ctxsim says so); both must equal the CPU store.
+log "1b. the same on 2 ranks (one GPU: MPI reductions) vs the CPU store"
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec --oversubscribe -n 2 $CT run "${TINY[@]}" model.path=device-ref/tiny \
+  runtime.device=cuda output.dir="$OUT/cuda64x2" > "$OUT/cuda64x2.log" 2>&1 || log "2-rank cuda run failed: $(tail -3 "$OUT/cuda64x2.log")"
+python3 tests/compare_stores.py device-ref/cpu/store.h5 "$OUT/cuda64x2/store.h5" 2>&1 | tee -a "$OUT/device_check.log"
 
 log "2. BERT-base, T = 128: bench-model (a: forward, c: forward + statistics) and 20,000 samples end to end"
 $CT bench-model --device cuda --model device-ref/base --batch 8,32,128 --dtype float32,bfloat16 --rules 1 --seconds 5 2>&1 | tee -a "$OUT/device_check.log"
