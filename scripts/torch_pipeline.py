@@ -226,6 +226,48 @@ def lineage_tokens(folder):
 
 # ---------------------------------------------------------------- statistics (SPEC §3-4)
 
+# ---------------------------------------------------------------- the peer users would pick
+
+def transformers_forward(folder, dtype):
+    """What a user of Hugging Face transformers writes to get the same inputs: the model loaded
+    with eager attention (the only kind that returns its maps), the per-head context vectors taken
+    by a forward pre-hook on each layer's output projection (its input is the heads' outputs,
+    concatenated), the attention maps by a forward hook on each attention module. Returns a
+    forward(cfg, w, ids, valid, per_layer) like the plain ones, and the model's config dict."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    if folder.endswith(".gguf"):  # a llama.cpp file: transformers dequantises it (with the gguf package)
+        m = transformers.AutoModel.from_pretrained(os.path.dirname(folder), gguf_file=os.path.basename(folder),
+                                                   attn_implementation="eager", dtype=dtype).eval()
+    else:
+        m = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager", dtype=dtype).eval()
+    family = m.config.model_type
+    if family in ("bert", "roberta"):
+        blocks = [(b.attention.self, b.attention.output.dense) for b in m.encoder.layer]
+    elif family == "gpt2":
+        blocks = [(b.attn, b.attn.c_proj) for b in m.h]
+    else:  # the Llama lineage
+        blocks = [(b.self_attn, b.self_attn.o_proj) for b in m.layers]
+    H = m.config.num_attention_heads
+    got = {}
+    for l, (attention, projection) in enumerate(blocks):
+        attention.register_forward_hook(lambda mod, args, out, l=l: got.__setitem__(("A", l), out[1]))
+        projection.register_forward_pre_hook(lambda mod, args, l=l: got.__setitem__(("ctx", l), args[0]))
+
+    def forward(cfg, w, ids, valid, per_layer=None):
+        got.clear()
+        m(input_ids=ids, attention_mask=valid.long())
+        if per_layer is None:
+            return
+        for l, (attention, projection) in enumerate(blocks):
+            ctx = got[("ctx", l)]
+            B, T, D = ctx.shape
+            W_O = projection.weight if family != "gpt2" else projection.weight.t()  # GPT-2's Conv1D is [in, out]
+            per_layer(l, got[("A", l)], ctx.view(B, T, H, D // H).transpose(1, 2), W_O)
+    return forward, m.config.to_dict()
+
+
 def round_half_away(x):
     q = math.floor(x)
     return q + (1 if x - q >= 0.5 else 0)
@@ -281,8 +323,12 @@ def select(C, valid_pairs, n_pairs, kind, value):
 
 
 class Stats:
-    def __init__(self, rules, L, H, T, V, N, sep_ids, special_ids, vector, examples=()):
+    # The first rule's counts alone (MINIMAL) with minimal=True: the transformers peer's work.
+    MINIMAL = ("high_pairs", "distance_hist", "same_sentence", "sentence_eligible")
+
+    def __init__(self, rules, L, H, T, V, N, sep_ids, special_ids, vector, examples=(), minimal=False):
         self.rules, self.L, self.H, self.T, self.V = rules, L, H, T, V
+        self.minimal = minimal
         self.sep_ids, self.special_ids, self.vector = sep_ids, special_ids, vector
         z = lambda *s: torch.zeros(*s, dtype=torch.long)
         self.out = {}
@@ -346,6 +392,15 @@ class Stats:
         if self.vector == "projected":  # o_i W_O[h]: the head's slice of the output projection
             ctx = torch.einsum("bhtd,ehd->bhte", ctx, W_O.view(-1, H, d))
         C = ctx @ ctx.transpose(-1, -2)  # diagonal and [PAD] never enter: selection is over valid i < j
+        if self.minimal:  # the first rule's selection, its distances and same-sentence counts
+            name, kind, value = self.rules[0][:3]
+            p = f"stats/{name}/"
+            S = select(C, vp, self.n_pairs, kind, value)
+            o[p + "high_pairs"][l] += S.sum(dim=(0, 2, 3))
+            o[p + "distance_hist"][l].scatter_add_(1, self.distance.flatten().expand(H, T * T), S.sum(0).view(H, T * T).long())
+            o[p + "same_sentence"][l] += (S & self.same_sentence).sum(dim=(0, 2, 3))
+            o[p + "sentence_eligible"][l] += (S & self.eligible).sum(dim=(0, 2, 3))
+            return
         A_sym = torch.maximum(A, A.transpose(-1, -2)).double()
         # attention mass on each separator token: mean over valid rows, fixed point, per sample
         by_token = None
@@ -439,6 +494,10 @@ def main():
     ap.add_argument("--forward-only", action="store_true", help="time the plain forward alone")
     ap.add_argument("--seconds", type=float, default=10.0, help="--forward-only: how long to time after a warm-up")
     ap.add_argument("--seq-len", type=int, default=128, help="--forward-only without --store: synthetic ids of this length")
+    ap.add_argument("--transformers", action="store_true",
+                    help="the forward through Hugging Face transformers with hooks (run with the project venv's python)")
+    ap.add_argument("--minimal", action="store_true",
+                    help="only the first rule's selection and its distance and same-sentence counts (--check compares those)")
     args = ap.parse_args()
     if not args.store and not (args.forward_only and args.model):
         ap.error("--store is required (or --forward-only with --model)")
@@ -447,7 +506,12 @@ def main():
 
     store = h5py.File(args.store, "r") if args.store else None
     model = args.model or os.path.join(ROOT, store.attrs["model_path"].decode())
-    cfg, w = load_checkpoint(model, dtype)
+    if args.transformers:
+        model_forward, cfg = transformers_forward(model, dtype)
+        w = None
+    else:
+        model_forward = forward
+        cfg, w = load_checkpoint(model, dtype)
     if store is not None:
         ids = torch.from_numpy(store["samples/token_ids"][...].astype(np.int64))
         nv = torch.from_numpy(store["samples/n_valid"][...].astype(np.int64))
@@ -457,8 +521,14 @@ def main():
         nv = torch.full((ids.shape[0],), args.seq_len, dtype=torch.long)
     N, T = ids.shape
     print(f"cpu: {cpu_model()}")
-    print(f"torch {torch.__version__}, BLAS {os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}"
-          f" (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}), threads {torch.get_num_threads()}")
+    if args.transformers:
+        import transformers
+        print(f"transformers {transformers.__version__}, torch {torch.__version__} (kernels {torch.backends.cpu.get_cpu_capability()},"
+              f" MKL {torch.backends.mkl.is_available()}, MKL_ENABLE_INSTRUCTIONS={os.environ.get('MKL_ENABLE_INSTRUCTIONS', 'unset')}),"
+              f" threads {torch.get_num_threads()}")
+    else:
+        print(f"torch {torch.__version__}, BLAS {os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}"
+              f" (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}), threads {torch.get_num_threads()}")
     shape = [cfg.get(k, cfg.get(alt)) for k, alt in (("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"), ("hidden_size", "n_embd"))]
     print(f"model {model} ({cfg.get('model_type', 'bert')}): {shape[0]} layers, {shape[1]} heads, hidden {shape[2]};"
           f" dtype {args.dtype}, batch {args.batch}, T={T}")
@@ -469,11 +539,11 @@ def main():
         batch = lambda i: (ids[i:i + args.batch], torch.arange(T).view(1, T) < nv[i:i + args.batch].view(-1, 1))
         with torch.inference_mode():
             starts = list(range(0, N - args.batch + 1, args.batch)) or [0]
-            forward(cfg, w, *batch(0))  # warm-up
+            model_forward(cfg, w, *batch(0))  # warm-up
             done, t0, i = 0, time.perf_counter(), 0
             while time.perf_counter() - t0 < args.seconds:
                 x, v = batch(starts[i % len(starts)])
-                forward(cfg, w, x, v)
+                model_forward(cfg, w, x, v)
                 done, i = done + x.shape[0], i + 1
             dt = time.perf_counter() - t0
         print(f"forward only: {done} samples in {dt:.2f} s = {done / dt:.2f} samples/s")
@@ -500,7 +570,7 @@ def main():
     L, H = cfg.get("num_hidden_layers", cfg.get("n_layer")), cfg.get("num_attention_heads", cfg.get("n_head"))
     examples = store["examples/sample_ids"][...] if "examples/sample_ids" in store else ()
     stats = Stats(rules, L, H, T, cfg["vocab_size"], N, [name_to_id[s] for s in sep_names],
-                  [name_to_id[s] for s in SPECIALS[family] if s in name_to_id], vector, examples)
+                  [name_to_id[s] for s in SPECIALS[family] if s in name_to_id], vector, examples, args.minimal)
     sid = torch.from_numpy(store["samples/sentence_ids"][...].astype(np.int64))
     wid = torch.from_numpy(store["samples/word_ids"][...].astype(np.int64)) if "samples/word_ids" in store else torch.full_like(sid, -1)
     # Work units (DESIGN: fixed runs of runtime.unit_size samples): the per-unit sums of /units,
@@ -518,7 +588,7 @@ def main():
                 x, s, wd, n = ids[first:last], sid[first:last], wid[first:last], nv[first:last]
                 stats.begin_batch(first, x, s, wd, n)
                 valid = torch.arange(T).view(1, T) < n.view(-1, 1)
-                forward(cfg, w, x, valid, stats.layer)
+                model_forward(cfg, w, x, valid, stats.layer)
             for k in per_unit:
                 units[k].append(stats.out[k] - before[k])
     t_loop = time.perf_counter() - t0
@@ -527,7 +597,22 @@ def main():
     print(f"whole script: {N} samples in {t_all:.2f} s = {N / t_all:.2f} samples/s (from the script's start, imports and load included)")
 
     if args.check:
-        sys.exit(check(store, stats, units))
+        sys.exit(check_minimal(store, stats, units) if args.minimal else check(store, stats, units))
+
+
+def check_minimal(store, stats, units):
+    """--minimal: the first rule's counts (Stats.MINIMAL) and their per-unit sums, exactly."""
+    rule = stats.rules[0][0]
+    bad = 0
+    for key in Stats.MINIMAL:
+        for name, ours in ((f"stats/{rule}/{key}", stats.out[f"stats/{rule}/{key}"]),
+                           (f"units/{rule}/{key}", torch.stack(units[f"stats/{rule}/{key}"]))):
+            theirs = torch.from_numpy(np.asarray(store[name][...]).astype(np.int64))
+            n = int((ours.long().reshape(theirs.shape) != theirs).sum())
+            bad += n > 0
+            print(f"check {name}: " + ("equal" if n == 0 else f"{n} of {theirs.numel()} entries differ"))
+    print("check: all equal" if bad == 0 else f"check: {bad} datasets differ")
+    return 1 if bad else 0
 
 
 def check(store, stats, units):
