@@ -274,7 +274,7 @@ PY
       out=$(env -u OPENBLAS_CORETYPE -u CTXSIM_ISA "$CTXSIM" bench-model --preset bert-tiny --batch 1 --dtype float32 --seconds 0.01 2>&1) \
         || fail "bench-model: $out"
       line=$(grep '^ISA:' <<< "$out")
-      contains "$line" "BLAS: OpenBLAS"
+      grep -qE "BLAS: (OpenBLAS|MKL)" <<< "$line" || fail "neither OpenBLAS nor MKL found: $line"  # MKL: a pip LibTorch
       grep -q "BLAS: OpenBLAS Prescott" <<< "$line" && fail "an AVX2/AVX-512 CPU runs OpenBLAS's SSE3 kernels: $line"
     fi
     # An unknown level, or one above the CPU's, is one clear error naming the variable.

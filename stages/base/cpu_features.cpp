@@ -220,12 +220,29 @@ class OpenBlasCore {
   void (*init_)();
 };
 
+// A LibTorch without OpenBLAS: pip's and pytorch.org's x86 builds carry MKL (its level follows
+// MKL_ENABLE_INSTRUCTIONS, which configure_compute_libraries sets for a forced level).
+std::string other_blas(bool forced) {
+  using VersionString = void (*)(char*, int);
+  const auto mkl = reinterpret_cast<VersionString>(dlsym(RTLD_DEFAULT, "MKL_Get_Version_String"));
+  if (!mkl) return "not OpenBLAS (as linked)";
+  char text[200] = {0};
+  mkl(text, sizeof text - 1);
+  std::string version(text);
+  const auto cut = version.find("-Product");  // "Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build …"
+  if (cut != std::string::npos) version.resize(cut);
+  const auto name = version.find("Version ");
+  if (name != std::string::npos) version = version.substr(name + 8);
+  const char* isa = std::getenv("MKL_ENABLE_INSTRUCTIONS");
+  return "MKL " + version + " (LibTorch's own" + (forced && isa ? std::string("; MKL_ENABLE_INSTRUCTIONS=") + isa : std::string()) + ")";
+}
+
 // Sets OpenBLAS's kernel set for a forced level, and says what runs: the kernel set, and
 // OpenBLAS's own pick when OPENBLAS_CORETYPE (which wins) or CTXSIM_ISA overrides it (an
 // environment can set OPENBLAS_CORETYPE unseen).
 std::string configure_openblas(bool forced, IsaLevel level) {
   OpenBlasCore blas;
-  if (!blas.found()) return "not OpenBLAS (as linked)";
+  if (!blas.found()) return other_blas(forced);
   const std::string first = blas.name();
   const char* user = std::getenv("OPENBLAS_CORETYPE");
   if (!blas.switchable()) return "OpenBLAS " + first;
@@ -270,6 +287,7 @@ const ComputeSetup& configure_compute_libraries() {
       const bool v4 = c.level == IsaLevel::V4, v3 = c.level == IsaLevel::V3;
       setenv("ATEN_CPU_CAPABILITY", v4 ? "avx512" : v3 ? "avx2" : "default", 0);
       setenv("ONEDNN_MAX_CPU_ISA", v4 ? "ALL" : v3 ? "AVX2" : "SSE41", 0);
+      setenv("MKL_ENABLE_INSTRUCTIONS", v4 ? "AVX512" : v3 ? "AVX2" : "SSE4_2", 0);  // a pip LibTorch's BLAS
     }
     c.blas = configure_openblas(c.forced, c.level);
     return c;
