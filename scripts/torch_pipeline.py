@@ -234,6 +234,7 @@ def transformers_forward(folder, dtype):
     by a forward pre-hook on each layer's output projection (its input is the heads' outputs,
     concatenated), the attention maps by a forward hook on each attention module. Returns a
     forward(cfg, w, ids, valid, per_layer) like the plain ones, and the model's config dict."""
+    os.environ.setdefault("TQDM_DISABLE", "1")  # the GGUF loader's own progress bar
     import transformers
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
