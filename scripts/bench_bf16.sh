@@ -5,17 +5,21 @@
 # avx512_bf16 or amx_bf16 (ctxsim refuses bfloat16 elsewhere) and scripts/setup.sh.
 #   bash scripts/bench_bf16.sh                        # 16 Brown samples of configs/default.yaml
 #   SAMPLES=32 CONFIG=my.yaml bash scripts/bench_bf16.sh
+#   MODEL=data/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf bash scripts/bench_bf16.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CTXSIM=${CTXSIM:-build/ctxsim}
 CONFIG=${CONFIG:-configs/default.yaml}
 SAMPLES=${SAMPLES:-16}
+MODEL=${MODEL:-}
+over=()
+[ -n "$MODEL" ] && over=(model.path="$MODEL")
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 examples=$(seq -s, 0 $((SAMPLES - 1)))
-echo "bench_bf16: $SAMPLES samples of $CONFIG; CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "bench_bf16: $SAMPLES samples of $CONFIG${MODEL:+, model $MODEL}; CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 for dt in float64 float32 bfloat16; do
-  "$CTXSIM" run "$CONFIG" samples.num_samples="$SAMPLES" model.dtype="$dt" "statistics.examples=[$examples]" \
+  "$CTXSIM" run "$CONFIG" "${over[@]}" samples.num_samples="$SAMPLES" model.dtype="$dt" "statistics.examples=[$examples]" \
     output.report=false output.dir="$OUT/$dt" > /dev/null 2> "$OUT/$dt.log" || { cat "$OUT/$dt.log"; exit 1; }
 done
 /usr/bin/python3 - "$OUT" <<'PY'
@@ -40,5 +44,5 @@ for dt in ("float32", "bfloat16"):
           f"anchor identical in {100 * same_anchor:5.1f}%")
     print("          per layer (% pairs identical): " + " ".join(f"{100 * b / t:.0f}" for b, t in zip(both.sum(0), total.sum(0))))
 PY
-"$CTXSIM" bench-model --model "$("$CTXSIM" validate "$CONFIG" | sed -n 's/^ *path: *"\([^"]*\)".*/\1/p' | sed -n 2p)" \
+"$CTXSIM" bench-model --model "${MODEL:-$("$CTXSIM" validate "$CONFIG" | sed -n 's/^ *path: *"\([^"]*\)".*/\1/p' | sed -n 2p)}" \
   --batch 8 --dtype float32,bfloat16 --rules 1 --seconds 3 | tail -3
