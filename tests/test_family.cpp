@@ -509,7 +509,7 @@ TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
   o.heads = heads;
   const at::Tensor x = r({B, T, hidden}, 1.0);
   AttentionTrace fast, plain;
-  const LayerMode inference{AttentionKernel::PerSample, nullptr, {}}, training{AttentionKernel::Batched, nullptr, {}};
+  const LayerMode inference{AttentionKernel::PerSample, nullptr, {}, 0, {}}, training{AttentionKernel::Batched, nullptr, {}, 0, {}};
   const at::Tensor a = feed_forward_block(
       w, attention_block(w, x, key_mask(kValid, heads, x.options(), inference.kernel), o, inference, 0, &fast), o, inference, 0);
   const at::Tensor b = feed_forward_block(
@@ -518,6 +518,54 @@ TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
   EXPECT_LT((fast.context - plain.context).abs().max().item<double>(), 1e-12);
   EXPECT_LT((fast.attention - plain.attention).abs().max().item<double>(), 1e-14);
   EXPECT_EQ(fast.attention[0].slice(2, 7, 8).abs().max().item<double>(), 0.0);  // the [PAD] key of sample 0
+}
+
+// Long contexts: the attention in tiles of query rows gives every map row and context vector the
+// whole maps give, bit for bit, in every family's layer (causal or not, rotary, grouped heads),
+// for tiles that divide T and tiles that do not (T = 300: blocks of 128, 128 and 44 rows), in
+// float32 and float64.
+TEST(TransformerLayer, TiledAttentionIsTheWholeMapsBitForBit) {
+  for (const char* name : {"bert", "gpt2", "llama"}) {
+    ModelConfig c = tiny(family_named(name));
+    c.hidden_size = 64;
+    c.max_position_embeddings = 320;
+    if (std::string(name) == "llama") c.num_kv_heads = 2;
+    for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+      at::manual_seed(11);
+      std::map<std::string, at::Tensor> tensors;
+      for (const auto& [tensor, shape] : encoder_tensor_shapes(c)) tensors[tensor] = at::randn(shape) * 0.3;
+      const TransformerEncoder m = TransformerEncoder::from_tensors(c, tensors, dtype);
+      const int64_t B = 2, T = 300, H = c.num_heads;
+      const at::Tensor ids = at::randint(4, c.vocab_size, {B, T}, at::kLong);
+      const at::Tensor valid = at::arange(T).view({1, T}) < at::tensor({257, 300}, at::kLong).view({2, 1});
+      std::vector<at::Tensor> maps, contexts;
+      m.forward(ids, valid, {}, [&](const LayerOutputs& o) {
+        maps.push_back(o.attention.clone());
+        contexts.push_back(o.context.clone());
+      });
+      for (const int64_t rows : {int64_t(1), int64_t(200), int64_t(299)}) {  // tiles of 128, 256 and 384 (one) rows
+        LayerRequest tiled;
+        at::Tensor map;
+        int64_t next = 0;
+        tiled.attention_rows = rows;
+        tiled.on_attention_rows = [&](int64_t layer, int64_t b, int64_t first, const at::Tensor& part) {
+          if (b == 0 && first == 0) map = at::full({B, H, T, T}, -1.0, part.options());
+          EXPECT_EQ(first, b == 0 && next >= T ? 0 : next % T) << name;
+          next = first + part.size(1);
+          map[b].narrow(1, first, part.size(1)).copy_(part);
+          (void)layer;
+        };
+        m.forward(ids, valid, tiled, [&](const LayerOutputs& o) {
+          const std::string where =
+              std::string(name) + " " + c10::toString(dtype) + " rows " + std::to_string(rows) + " layer " + std::to_string(o.layer);
+          EXPECT_FALSE(o.attention.defined()) << where;
+          EXPECT_TRUE(at::equal(map, maps[size_t(o.layer)])) << where;
+          EXPECT_TRUE(at::equal(o.context, contexts[size_t(o.layer)])) << where;
+          next = 0;
+        });
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -594,7 +594,7 @@ TEST(Encode, EachSentencePooledFromItsHomeWindowOnly) {
     ids[0][at++] = 3;
     valid[0].slice(0, 0, at).fill_(true);
     std::vector<double> v(size_t(e.d), 0.0);
-    model.forward(ids, valid, LayerRequest{false, false, {}}, [&](const LayerOutputs& o) {
+    model.forward(ids, valid, LayerRequest{false, false, {}, 0, nullptr}, [&](const LayerOutputs& o) {
       if (o.layer != layer) return;
       const at::Tensor c = o.context[0][head].contiguous();
       for (int64_t i = offset; i < offset + lengths[size_t(s)]; ++i)

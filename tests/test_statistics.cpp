@@ -452,6 +452,48 @@ TEST_F(BrownTiny, SparseAndDensePathsAgree) {
                            accumulate(Analysis(*model64_, dense, false), 0, 40, 8));
 }
 
+// Long contexts: the attention handed to the statistics in tiles of query rows (no [B, H, T, T]
+// maps) gives the whole maps' results: every integer aggregate and every per-sample value, in
+// float64 and float32, on the sparse and the dense paths, at T = 320 (tiles of 128, 128, 64 rows).
+TEST_F(BrownTiny, TiledAttentionGivesTheWholeMapsResults) {
+  CorpusOptions co;
+  co.path = test::kBrownPath;
+  co.max_documents = 40;
+  BertTokenizer tok(Vocab::load(test::kVocabPath), TokenizerOptions{});
+  SampleOptions so;
+  so.num_samples = 10;
+  so.seed = 6;
+  so.seq_len = 320;
+  const SampleFrame frame = SampleFrame::wordpiece(tok.vocab());
+  const SampleSet long_samples = build_samples(tokenize_corpus(read_corpus(co), tok, frame), so, frame);
+  StatisticsOptions sparse = opt_;
+  sparse.attention_threshold = 0.004;  // a random model's maps are near 1/T: some pairs above it
+  StatisticsOptions dense = sparse;
+  dense.dense_only = true;
+  for (const at::ScalarType dtype : {at::kDouble, at::kFloat}) {
+    const TransformerEncoder m = TransformerEncoder::load((dir_->path / "m").string(), dtype);
+    for (const StatisticsOptions& o : {sparse, dense}) {
+      const Analysis whole(m, o, false, 8192), tiled(m, o, false, 128);
+      Accumulator a(whole.shape(320)), b(tiled.shape(320));
+      for (int64_t b0 = 0; b0 < 10; b0 += 4) {
+        const BatchSamples bs = BatchSamples::of(long_samples, b0, std::min<int64_t>(4, 10 - b0));
+        const PerSampleStats x = whole.run_batch(bs, a), y = tiled.run_batch(bs, b);
+        EXPECT_EQ(x.anchor_token, y.anchor_token);
+        EXPECT_EQ(x.anchor_share, y.anchor_share);
+        EXPECT_EQ(x.high_pairs, y.high_pairs);
+      }
+      EXPECT_SAME_ACCUMULATORS(a, b);
+      EXPECT_GT(a.at(Stat::HighAttentionAll, 0)[0], 0);
+      EXPECT_GT(*a.at(Stat::SeparatorMassByToken), 0);
+    }
+  }
+  EXPECT_EQ(attention_tile_rows(0, 8, 12, 128, 4), 0);    // BERT-base at T = 128: the whole maps
+  EXPECT_EQ(attention_tile_rows(0, 1, 9, 8192, 4), 128);  // SmolLM2 at T = 8192: tiles of 128 rows (36 MiB)
+  EXPECT_EQ(attention_tile_rows(0, 8, 9, 2048, 4), 384);  // 1.1 GiB of maps: tiles of 384 rows (27 MiB)
+  EXPECT_EQ(attention_tile_rows(200, 8, 9, 128, 4), 0);   // asked for more rows than T: whole
+  EXPECT_EQ(attention_tile_rows(200, 8, 9, 512, 4), 200);
+}
+
 TEST_F(BrownTiny, ProjectedVectorsGiveSoundStatistics) {
   const Analysis an(*model64_, opt_, true);
   const Accumulator acc = accumulate(an, 0, 40, 8);

@@ -19,6 +19,7 @@
 #include "stages/base/error.h"
 #include "stages/base/files.h"
 #include "stages/base/stopwatch.h"
+#include "stages/model/family.h"
 #include "stages/model/model.h"
 #include "stages/segment/document.h"
 #include "stages/stats/analysis.h"
@@ -112,6 +113,29 @@ ResourceEstimate plan_config(const std::string& path, const Config& c, int64_t r
   return job.plan(path, c, ranks, batches, out);
 }
 
+// The largest memory of one layer of a batch: its activations (hidden states, the fused
+// projections, the feed-forward's inner layer), the attention (the scores and probabilities of the
+// whole [B, H, T, T] maps with a causal family's [B, 1, T, T] mask, or of one [H, rows, T] tile),
+// and the statistics (per thread one head's T x T similarity and selection mask; the vectors).
+struct LayerMemory {
+  int64_t tile_rows = 0;
+  double hidden = 0, attention = 0, similarity = 0;
+  double total() const { return hidden + attention + similarity; }
+};
+
+LayerMemory layer_memory(const Config& c, const ModelConfig& mc, int64_t B, int64_t T, int64_t threads) {
+  const double bytes = dtype_bytes(c.model.dtype), sim_bytes = c.model.dtype == Precision::Float64 ? 8 : 4;
+  const double H = double(mc.num_heads), t = double(T);
+  LayerMemory m;
+  m.tile_rows = attention_tile_rows(c.runtime.attention_rows, B, mc.num_heads, T, int64_t(bytes));
+  m.tile_rows = m.tile_rows > 0 ? std::min(T, (m.tile_rows + 127) / 128 * 128) : 0;  // as the forward rounds it
+  m.hidden = double(B) * t * (10.0 * double(mc.hidden_size) + 4.0 * double(mc.intermediate_size)) * bytes;
+  const bool causal = family_spec(mc.family).causal;
+  m.attention = m.tile_rows > 0 ? 3.0 * H * double(m.tile_rows) * t * bytes : double(B) * (2.0 * H + (causal ? 1.0 : 0.0)) * t * t * bytes;
+  m.similarity = double(threads) * t * (t + 16) * (sim_bytes + 1) + 4.0 * double(B) * H * t * double(mc.head_dim()) * sim_bytes;
+  return m;
+}
+
 // The plan of a run: samples and units, memory, the store, and a time estimate from a few batches.
 ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t ranks, int64_t batches, std::ostream& out) {
   const std::string dir = model_dir(c);
@@ -131,13 +155,13 @@ ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t 
   const double dsize = dtype_bytes(c.model.dtype);
   const double params = parameter_count(mc);
   const double acc_bytes = 8.0 * double(R * L * H * (V + T + 12) + T + 8 + 2 * L * H);
-  // Per layer: attention maps and similarity (a few [B, H, T, T] tensors), FFN activations.
-  const double activations = double(B) * (8.0 * H * T * T * 8 + 6.0 * T * mc.intermediate_size * 4);
+  const LayerMemory layer = layer_memory(c, mc, B, T, threads);
+  const double activations = layer.total();
   const double memory = params * dsize + activations + 2 * acc_bytes + double(N * T) * 10 + 400e6 /* corpus, runtime */;
   const double store = double(N * T) * 8 + double(N) * 24 + double(R * N * L * H) * 12 + acc_bytes + double(E * L * H * T * T) * (4 + R);
 
   // Calibration: the first batches of real samples through forward + statistics.
-  const Analysis analysis(model, statistics_options(c, tokenizer), c.model.vector == HeadVector::Projected);
+  const Analysis analysis(model, statistics_options(c, tokenizer), c.model.vector == HeadVector::Projected, c.runtime.attention_rows);
   Accumulator acc(analysis.shape(T));
   const int64_t runs = std::max<int64_t>(1, std::min<int64_t>(batches, (N + B - 1) / B));
   double secs = 0;
@@ -159,7 +183,9 @@ ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t 
       << "  model:          " << L << " layers x " << H << " heads, " << std::fixed << std::setprecision(1) << params / 1e6
       << " M parameters, " << name_of(c.model.dtype) << "\n"
       << "  memory / rank:  ~" << bytes_text(memory) << " (weights " << bytes_text(params * dsize) << ", accumulators "
-      << bytes_text(2 * acc_bytes) << ", batch of " << B << " " << bytes_text(activations) << ")\n"
+      << bytes_text(2 * acc_bytes) << ", batch of " << B << " " << bytes_text(activations) << ": attention "
+      << (layer.tile_rows > 0 ? "in tiles of " + std::to_string(layer.tile_rows) + " rows " : "maps ") << bytes_text(layer.attention)
+      << ", similarity " << bytes_text(layer.similarity) << ")\n"
       << "  store:          ~" << bytes_text(store) << " in " << (fs::path(c.output.dir) / "store.h5").string() << "\n"
       << "  calibration:    " << done << " samples in " << std::setprecision(2) << secs << " s: " << rate
       << " samples/s per rank on this machine\n"

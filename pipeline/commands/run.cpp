@@ -282,7 +282,7 @@ int RunJob::execute(MpiComm& world, JobPlan& plan, const StopSignals& stop, cons
   on_every_rank(world, [&] { nccl = make_reduction_comm(world, device_.is_cuda()); });
   Communicator& reducer = nccl ? *nccl : static_cast<Communicator&>(world);
 
-  const Analysis analysis(*in.model, in.options, plan.config.model.vector == HeadVector::Projected);
+  const Analysis analysis(*in.model, in.options, plan.config.model.vector == HeadVector::Projected, plan.config.runtime.attention_rows);
   RunState st = open_store(world, plan, in, analysis, reducer);
   const SampleSet& samples = in.prepared.samples;
   AnalysisUnits work(analysis, samples, plan.config.runtime.batch_size, in.examples, *st.store, st.acc, world, reducer,

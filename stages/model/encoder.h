@@ -12,12 +12,20 @@
 
 namespace ctxsim {
 
+// Rows [first, first + count) of sample b's attention maps in layer l, [H, count, T].
+using AttentionRowsFn = std::function<void(int64_t layer, int64_t sample, int64_t first, const at::Tensor& rows)>;
+
 // What the caller wants of each layer; nothing else is materialised.
 struct LayerRequest {
   bool projected = false;    // o_i W_O[h]: [B, H, T, hidden]
   bool final_hidden = true;  // false: the caller uses only the layer outputs, so the last
                              // layer's feed-forward block is skipped and forward returns undefined
   at::Tensor gates;          // head gates ξ [L, H] or [B, L, H] (SPEC §8, transformer_layer.h); undefined: none
+  // > 0 and < T: the attention maps in tiles of this many query rows, each handed to
+  // on_attention_rows before the layer's callback, whose `attention` is then undefined (long
+  // contexts: no [B, H, T, T] tensor). The same values as the whole maps.
+  int64_t attention_rows = 0;
+  AttentionRowsFn on_attention_rows;
 };
 
 // Views of one layer's tensors, valid during the callback only.
@@ -25,7 +33,7 @@ struct LayerOutputs {
   int64_t layer = 0;
   at::Tensor input;             // [B, T, hidden]    the layer's input hidden states X
   at::Tensor context;           // [B, H, T, d]      o_i = Σ_j A_ij v_j, before the output projection
-  at::Tensor attention;         // [B, H, T, T]      A_ij, rows sum to 1, exactly 0 on [PAD] keys
+  at::Tensor attention;         // [B, H, T, T]      A_ij, rows sum to 1, exactly 0 on [PAD] keys (undefined when tiled)
   at::Tensor projected;         // [B, H, T, hidden] when requested, else undefined
   at::Tensor attention_output;  // [B, T, hidden]    LayerNorm(ctx W_O + b_O + X)
 };

@@ -348,9 +348,10 @@ at::Tensor TransformerEncoder::forward(const at::Tensor& ids, const at::Tensor& 
   if (T > config_.max_tokens())
     throw Error(kSeqLen.quantity, config_.positions_problem(T), "use at most " + std::to_string(config_.max_tokens()));
   CTXSIM_CHECK(!request.gates.defined() || request.gates.size(-2) == config_.num_layers, "forward: gates of another model's layers");
-  const LayerMode mode{AttentionKernel::PerSample, nullptr, request.gates};
+  const LayerMode mode{AttentionKernel::PerSample, nullptr, request.gates, request.attention_rows, request.on_attention_rows};
+  const bool tiled = request.attention_rows > 0 && request.attention_rows < T;
   at::Tensor x = embed(embeddings_, ids, config_.layer_norm_eps);  // [B, T, hidden]
-  const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel, options_.causal);
+  const KeyMask mask = key_mask(valid, config_.num_heads, x.options(), mode.kernel, options_.causal, tiled);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const LayerWeights& L = layers_[size_t(l)];
     AttentionTrace trace;

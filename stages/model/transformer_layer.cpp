@@ -68,18 +68,29 @@ double mask_lowest(at::ScalarType dtype) {
   return double(std::numeric_limits<float>::lowest());
 }
 
-KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel, bool causal) {
+KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel, bool causal,
+                 bool rows_only) {
   const int64_t B = valid.size(0), T = valid.size(1);
-  const double lowest = mask_lowest(options.dtype().toScalarType());
   KeyMask m;
-  m.additive = at::zeros({B, 1, 1, T}, options).masked_fill(valid.logical_not().view({B, 1, 1, T}), lowest);
-  if (causal) {  // as GPT-2's: scores where j > i are the lowest value, then the key mask added
-    const at::Tensor later = at::ones({T, T}, at::TensorOptions().dtype(at::kBool).device(options.device())).triu(1);
-    m.additive = at::zeros({1, 1, T, T}, options).masked_fill(later, lowest) + m.additive;
-  }
-  if (kernel == AttentionKernel::PerSample)  // the GEMM adds it (beta = 1)
+  m.causal = causal;
+  m.keys =
+      at::zeros({B, 1, 1, T}, options).masked_fill(valid.logical_not().view({B, 1, 1, T}), mask_lowest(options.dtype().toScalarType()));
+  if (causal && rows_only) return m;
+  m.additive = causal ? m.rows(-1, 0, T).unsqueeze(0) + m.keys : m.keys;  // [B, 1, T, T] or [B, 1, 1, T]
+  if (kernel == AttentionKernel::PerSample)                               // the GEMM adds it (beta = 1)
     for (int64_t b = 0; b < B; ++b) m.per_sample.push_back(m.additive[b].expand({heads, T, T}));
   return m;
+}
+
+at::Tensor KeyMask::rows(int64_t b, int64_t first, int64_t count) const {
+  const int64_t T = keys.size(3);
+  if (!causal) return keys[b].expand({1, count, T});
+  // As GPT-2's: scores where j > i are the lowest value, then the key mask added (b < 0: not yet).
+  const at::TensorOptions o = keys.options();
+  const at::Tensor i = at::arange(first, first + count, o.dtype(at::kLong)).view({count, 1});
+  const at::Tensor later = at::arange(T, o.dtype(at::kLong)).view({1, T}) > i;
+  const at::Tensor causal_part = at::zeros({1, count, T}, o).masked_fill(later.unsqueeze(0), mask_lowest(o.dtype().toScalarType()));
+  return b < 0 ? causal_part : causal_part + keys[b];
 }
 
 at::Tensor normalise(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps, bool rms) {
@@ -106,21 +117,59 @@ at::Tensor embed(const EmbeddingWeights& w, const at::Tensor& ids, double eps, c
 
 namespace {
 
+// The inference kernels' matrix products, in blocks of kAttentionRowBlock query rows: BLAS's
+// result for a row depends on how many rows share the call (remainder kernels, one-row calls
+// taken as matrix-vector products), so the whole maps and the tiles make the same calls, and every
+// value is the same bits in both. A map of at most 128 rows is one call.
+constexpr int64_t kAttentionRowBlock = 128;
+
+// out [H, n, T] = mask [H, n, T] + scale q [H, n, d] kᵀ [H, d, T], block by block.
+void scores_by_block(at::Tensor out, const at::Tensor& mask, const at::Tensor& q, const at::Tensor& kt, double scale) {
+  for (int64_t first = 0; first < q.size(1); first += kAttentionRowBlock) {
+    const int64_t n = std::min(kAttentionRowBlock, q.size(1) - first);
+    at::Tensor block = out.narrow(1, first, n);
+    at::baddbmm_out(block, mask.narrow(1, first, n), q.narrow(1, first, n), kt, /*beta=*/1, /*alpha=*/scale);
+  }
+}
+
+// out [H, n, d] = attention [H, n, T] v [H, T, d], block by block.
+void context_by_block(at::Tensor out, const at::Tensor& attention, const at::Tensor& v) {
+  for (int64_t first = 0; first < attention.size(1); first += kAttentionRowBlock) {
+    const int64_t n = std::min(kAttentionRowBlock, attention.size(1) - first);
+    at::Tensor block = out.narrow(1, first, n);
+    at::bmm_out(block, attention.narrow(1, first, n), v);
+  }
+}
+
 // q, k, v [B, H, T, d] views → context [B, H, T, d] and the attention map [B, H, T, T].
 void attend_per_sample(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const KeyMask& mask, double scale,
                        AttentionTrace& out) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
   CTXSIM_CHECK(int64_t(mask.per_sample.size()) == B, "attention: the PerSample kernel needs the per-sample key masks");
   at::Tensor scores = at::empty({B, H, T, T}, q.options());  // q kᵀ / √d + mask
-  for (int64_t b = 0; b < B; ++b) {
-    at::Tensor slot = scores[b];
-    at::baddbmm_out(slot, mask.per_sample[size_t(b)], q[b], k[b].transpose(-1, -2), /*beta=*/1, /*alpha=*/scale);
-  }
+  for (int64_t b = 0; b < B; ++b) scores_by_block(scores[b], mask.per_sample[size_t(b)], q[b], k[b].transpose(-1, -2), scale);
   out.attention = at::softmax(scores, -1);
   out.context = at::empty({B, H, T, d}, q.options());
+  for (int64_t b = 0; b < B; ++b) context_by_block(out.context[b], out.attention[b], v[b]);
+}
+
+// The same in tiles of mode.attention_rows query rows per sample (rounded up to whole blocks):
+// the scores, softmax and A·v of one tile at a time, each tile handed out.
+void attend_tiled(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const KeyMask& mask, double scale, const LayerMode& mode,
+                  int64_t layer, AttentionTrace& out) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
+  const int64_t rows = (mode.attention_rows + kAttentionRowBlock - 1) / kAttentionRowBlock * kAttentionRowBlock;
+  out.context = at::empty({B, H, T, d}, q.options());
   for (int64_t b = 0; b < B; ++b) {
-    at::Tensor slot = out.context[b];
-    at::bmm_out(slot, out.attention[b], v[b]);
+    const at::Tensor kt = k[b].transpose(-1, -2);
+    for (int64_t first = 0; first < T; first += rows) {
+      const int64_t count = std::min(rows, T - first);
+      at::Tensor scores = at::empty({H, count, T}, q.options());
+      scores_by_block(scores, mask.rows(b, first, count).expand({H, count, T}), q[b].narrow(1, first, count), kt, scale);
+      const at::Tensor attention = at::softmax(scores, -1);
+      context_by_block(out.context[b].narrow(1, first, count), attention, v[b]);
+      if (mode.on_attention_rows) mode.on_attention_rows(layer, b, first, attention);
+    }
   }
 }
 
@@ -191,7 +240,9 @@ at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const Key
   const double scale = 1.0 / std::sqrt(double(d));
   AttentionTrace local;
   AttentionTrace& t = trace ? *trace : local;
-  if (mode.kernel == AttentionKernel::PerSample)
+  if (mode.kernel == AttentionKernel::PerSample && mode.attention_rows > 0 && mode.attention_rows < T)
+    attend_tiled(q, k, v, mask, scale, mode, layer, t);
+  else if (mode.kernel == AttentionKernel::PerSample)
     attend_per_sample(q, k, v, mask, scale, t);
   else
     attend_batched(q, k, v, mask, scale, mode.dropout, layer, t);

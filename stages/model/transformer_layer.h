@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/model/encoder.h"  // AttentionRowsFn
 #include "stages/model/model_config.h"
 
 namespace ctxsim {
@@ -89,6 +90,12 @@ struct LayerMode {
   // its gate before the output projection (ξ = 1: the same bits as none; 0: the head removed;
   // under autograd the gradient flows to ξ). Undefined: no gates.
   at::Tensor gates;
+  // PerSample only: attention in tiles of this many query rows (0 or >= T: the whole maps at
+  // once). Each tile [H, rows, T] of sample b goes to on_attention_rows and the trace's attention
+  // stays undefined, so that at most one tile of a layer's maps exists at a time; every value is
+  // the whole path's (the same products, row by row).
+  int64_t attention_rows = 0;
+  AttentionRowsFn on_attention_rows;
 };
 
 // The dtype's lowest finite value: the additive mask of [PAD] keys (HF's finfo.min).
@@ -97,11 +104,17 @@ double mask_lowest(at::ScalarType dtype);
 // The additive key mask: 0 on valid keys, mask_lowest on [PAD] keys, and for a causal family on
 // the keys after the query too.
 struct KeyMask {
-  at::Tensor additive;                 // [B, 1, 1, T], or [B, 1, T, T] when causal
+  at::Tensor additive;                 // [B, 1, 1, T], or [B, 1, T, T] when causal (undefined: rows only)
   std::vector<at::Tensor> per_sample;  // [H, T, T] expanded views of it (the PerSample kernel's)
+  at::Tensor keys;                     // [B, 1, 1, T] the key part alone
+  bool causal = false;
+  // Rows [first, first + count) of sample b's mask, [1, count, T]: the same values as additive's.
+  at::Tensor rows(int64_t b, int64_t first, int64_t count) const;
 };
-// valid [B, T] bool; options: the activations' dtype and device.
-KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel, bool causal = false);
+// valid [B, T] bool; options: the activations' dtype and device. rows_only: no [B, 1, T, T] (the
+// tiled attention takes its rows as it goes).
+KeyMask key_mask(const at::Tensor& valid, int64_t heads, const at::TensorOptions& options, AttentionKernel kernel, bool causal = false,
+                 bool rows_only = false);
 
 // The last layer's output through the final norm where the family has one (GPT-2's ln_f,
 // Llama's norm); x itself otherwise.

@@ -11,6 +11,13 @@
 namespace ctxsim::segment {
 namespace {
 
+// The layers' outputs alone: the last layer's feed-forward block is skipped.
+const LayerRequest kLayersOnly = [] {
+  LayerRequest r;
+  r.final_hidden = false;
+  return r;
+}();
+
 // Where each gap is read: the window holding both of its sentences where the gap is most central,
 // and the two sentences' offsets and lengths there. window = -1: no window holds both.
 struct GapPlace {
@@ -99,7 +106,7 @@ EncodedDocument encode_document(const Encoder& encoder, const std::vector<std::v
       if (frame.end >= 0) ids[b][at++] = frame.end;
       valid[b].slice(0, 0, at).fill_(true);
     }
-    encoder.forward(ids.to(encoder.device()), valid.to(encoder.device()), LayerRequest{false, false, {}}, [&](const LayerOutputs& o) {
+    encoder.forward(ids.to(encoder.device()), valid.to(encoder.device()), kLayersOnly, [&](const LayerOutputs& o) {
       const at::Tensor ctx = o.context.to(at::kCPU, at::kDouble).contiguous();    // [B, H, T, d]
       const at::Tensor att = o.attention.to(at::kCPU, at::kDouble).contiguous();  // [B, H, T, T]
       const double* cp = ctx.data_ptr<double>();

@@ -19,7 +19,17 @@ void check_finite_activations(const LayerOutputs& o, int64_t first_sample) {
 
 }  // namespace
 
-Analysis::Analysis(const Encoder& model, StatisticsOptions options, bool projected) : model_(model), options_(std::move(options)) {
+int64_t attention_tile_rows(int64_t requested, int64_t B, int64_t H, int64_t T, int64_t bytes) {
+  if (requested > 0) return requested >= T ? 0 : requested;
+  constexpr double kWholeMaps = 256.0 * (1 << 20), kTile = 32.0 * (1 << 20);
+  const double row = double(H) * double(T) * double(bytes);  // one query row of every head
+  if (double(B) * double(T) * row <= kWholeMaps) return 0;
+  const int64_t rows = std::max<int64_t>(1, int64_t(kTile / row) / 128) * 128;  // whole blocks of the forward's products
+  return rows >= T ? 0 : rows;
+}
+
+Analysis::Analysis(const Encoder& model, StatisticsOptions options, bool projected, int64_t attention_rows)
+    : model_(model), options_(std::move(options)), attention_rows_(attention_rows) {
   if (projected)
     for (int64_t l = 0; l < model.config().num_layers; ++l) metrics_.push_back(projection_metric(model.output_projection_by_head(l)));
 }
@@ -37,15 +47,22 @@ StatsShape Analysis::shape(int64_t seq_len) const {
 
 PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, const LayerHook& hook, at::Tensor device_acc) const {
   const int64_t B = bs.batch, T = bs.seq_len;
+  const bool device_statistics = device_acc.defined();  // asked before the move below empties it
   BatchStatistics stats(options_, bs, acc, std::move(device_acc));
   const at::Device device = model_.device();
   const at::Tensor ids = at::from_blob(const_cast<int32_t*>(bs.token_ids), {B, T}, at::kInt).to(device, at::kLong);
   const at::Tensor valid =
       (at::arange(T, at::kLong).view({1, T}) < at::from_blob(const_cast<int16_t*>(bs.n_valid), {B}, at::kShort).to(at::kLong).view({B, 1}))
           .to(device);
-  CTXSIM_CHECK(device.is_cpu() || device_acc.defined(), "analysis: a model off the CPU needs the device statistics (device_acc)");
+  CTXSIM_CHECK(device.is_cpu() || device_statistics, "analysis: a model off the CPU needs the device statistics (device_acc)");
   LayerRequest request;
   request.final_hidden = false;
+  if (!hook && !device_statistics) {
+    request.attention_rows = attention_tile_rows(attention_rows_, B, model_.config().num_heads, T, at::elementSize(model_.dtype()));
+    request.on_attention_rows = [&](int64_t, int64_t row, int64_t first, const at::Tensor& rows) {
+      stats.add_attention_rows(row, first, rows);
+    };
+  }
   model_.forward(ids, valid, request, [&](const LayerOutputs& o) {
     check_finite_activations(o, bs.first);
     const at::Tensor metric = metrics_.empty() ? at::Tensor() : metrics_[size_t(o.layer)];

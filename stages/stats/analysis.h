@@ -15,23 +15,33 @@ namespace ctxsim {
 using LayerHook =
     std::function<void(int64_t layer, const at::Tensor& similarity, const at::Tensor& attention, const BatchStatistics& stats)>;
 
+// Query rows per attention tile for a batch of B samples of T tokens, H heads and `bytes` per
+// value: `requested` when given (> 0; >= T means the whole maps; the forward rounds it up to a
+// multiple of 128), else 0 (the whole maps) while a layer's [B, H, T, T] maps take at most
+// 256 MiB, else a multiple of 128 rows for tiles [H, rows, T] of about 32 MiB. Either way every
+// value is the same bits (transformer_layer.cpp's blocks); only memory and speed differ.
+int64_t attention_tile_rows(int64_t requested, int64_t B, int64_t H, int64_t T, int64_t bytes);
+
 class Analysis {
  public:
-  // Any family's encoder (model.h loads one); it must outlive the Analysis.
-  Analysis(const Encoder& model, StatisticsOptions options, bool projected);
+  // Any family's encoder (model.h loads one); it must outlive the Analysis. attention_rows:
+  // runtime.attention_rows (attention_tile_rows's `requested`; 0 = by size).
+  Analysis(const Encoder& model, StatisticsOptions options, bool projected, int64_t attention_rows = 0);
   const StatisticsOptions& options() const { return options_; }
   StatsShape shape(int64_t seq_len) const;
   at::Device device() const { return model_.device(); }
 
   // Accumulates one batch into acc and returns its per-sample results ([R, B, L, H]).
   // device_acc (optional, a GPU rank's): the layers' statistics go into it as whole-tensor
-  // operations on its device (BatchStatistics), the baselines into acc.
+  // operations on its device (BatchStatistics), the baselines into acc. A hook or a device rank
+  // takes the whole attention maps; otherwise they come in tiles where attention_tile_rows says.
   PerSampleStats run_batch(const BatchSamples& batch, Accumulator& acc, const LayerHook& hook = nullptr, at::Tensor device_acc = {}) const;
 
  private:
   const Encoder& model_;
   StatisticsOptions options_;
   std::vector<at::Tensor> metrics_;  // projected: M_h = W_O[h] W_O[h]ᵀ per layer; empty for context
+  int64_t attention_rows_ = 0;
 };
 
 }  // namespace ctxsim

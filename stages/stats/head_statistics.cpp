@@ -10,6 +10,7 @@
 #include "stages/base/error.h"
 #include "stages/base/limits.h"
 #include "stages/stats/accumulator.h"
+#include "stages/stats/attention_summary.h"
 #include "stages/stats/head_rows.h"
 
 namespace ctxsim {
@@ -217,9 +218,8 @@ struct HeadKernel::Typed {
     return best;
   }
 
-  // The counts from the list of the few selected pairs; in_attention from their attention.
-  template <class A>
-  void count_pairs(HeadCounts& h, int32_t* hist, const A* att, typename Scalar<A>::type beta) {
+  // The counts from the list of the few selected pairs; in_attention from the high-attention pairs.
+  void count_pairs(HeadCounts& h, int32_t* hist, const AttentionSummary& att, size_t beta) {
     std::fill_n(k.count_.begin(), s.rank_token.size(), 0);
     const int32_t* tok = s.token.data();
     const int32_t* sent = s.sentence.data();
@@ -232,7 +232,7 @@ struct HeadKernel::Typed {
         h[Stat::SameSentence] += sent[i] == sent[j];
       }
       h[Stat::SameToken] += !s.special[size_t(i)] && tok[i] == tok[j];
-      h[Stat::InAttention] += std::max(Scalar<A>::get(att[i * T + j]), Scalar<A>::get(att[j * T + i])) >= beta;
+      h[Stat::InAttention] += att.high(beta, p);
       ++k.count_[size_t(rank[i])];
       ++k.count_[size_t(rank[j])];
     }
@@ -300,45 +300,14 @@ struct HeadKernel::Typed {
   }
 
   // in_attention of the dense mask: the high-attention pairs that are selected.
-  int64_t in_attention_of_mask() const {
+  int64_t in_attention_of_mask(const std::vector<uint32_t>& high) const {
     int64_t hits = 0;
-    for (uint32_t p : k.attention_pairs_) hits += k.mask_[(p >> 16) * T + (p & 0xffff)];
+    for (uint32_t p : high) hits += k.mask_[(p >> 16) * T + (p & 0xffff)];
     return hits;
   }
 };
 
 namespace {
-
-// The high-attention pairs i < j < n, max(A_ij, A_ji) >= beta, each once: a softmax row holds at
-// most 1/beta such entries, so a counting pass per row and a few lookups find them.
-template <class A>
-void high_attention_pairs(const A* att, int64_t T, int64_t n, typename Scalar<A>::type beta, std::vector<uint32_t>& out) {
-  out.clear();
-  for (int64_t i = 0; i < n; ++i) {
-    const A* row = att + i * T;
-    if (count_at_least(row, n, beta) == 0) continue;
-    for (int64_t j = 0; j < n; ++j) {
-      if (!(Scalar<A>::get(row[j]) >= beta) || j == i) continue;
-      if (j > i)
-        out.push_back(pack(i, j));
-      else if (!(Scalar<A>::get(att[j * T + i]) >= beta))
-        out.push_back(pack(j, i));
-    }
-  }
-}
-
-// Mean attention mass the valid rows put on the positions, in double, as fixed point.
-template <class A>
-int64_t separator_mass(const A* att, int64_t T, int64_t n, const std::vector<int32_t>& positions) {
-  if (n == 0) return 0;
-  double total = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double row = 0;
-    for (int32_t p : positions) row += double(Scalar<A>::get(att[i * T + p]));
-    total += row;
-  }
-  return static_cast<int64_t>(std::nearbyint(total / double(n) * kFixedPointScale));
-}
 
 // SPEC §9: the participation ratio (tr G)^2 / |G|_F^2 of G = left rightᵀ over the n valid
 // positions, from C's upper triangle (G is symmetric) and the diagonal left_i · right_i summed as
@@ -400,57 +369,47 @@ const F* HeadKernel::similarity(const SampleFacts& s, int64_t T, const VectorsRe
   return c.data();
 }
 
-void HeadKernel::run(const SampleFacts& s, int64_t T, const VectorsRef& vectors, MatrixRef att, const std::vector<HeadRule>& rules,
-                     const std::vector<double>& betas, bool dense_only, HeadResult& out) {
+void HeadKernel::run(const SampleFacts& s, int64_t T, const VectorsRef& vectors, const AttentionSummary& att,
+                     const std::vector<HeadRule>& rules, const std::vector<double>& betas, bool dense_only, HeadResult& out) {
   reserve(T);
   const int64_t R = int64_t(rules.size());
   out.rules.assign(size_t(R), HeadCounts{});
   out.distance_hist.assign(size_t(R * T), 0);
   out.high_attention.assign(betas.size(), 0);
   out.separator_mass.assign(s.separator_positions.size(), 0);
-  const auto with_attention = [&](auto* a) {
-    using AF = typename Scalar<std::remove_const_t<std::remove_pointer_t<decltype(a)>>>::type;
-    for (size_t q = 0; q < s.separator_positions.size(); ++q) out.separator_mass[q] = separator_mass(a, T, s.n, s.separator_positions[q]);
-    static const std::vector<int32_t> first_position = {0};
-    const int64_t first_mass = separator_mass(a, T, s.n, first_position);  // the attention sink (SPEC §4.7's mass, on position 0)
-    for (HeadCounts& h : out.rules) h[Stat::FirstTokenMass] = first_mass;
-    const auto with_similarity = [&](auto* cp) {
-      using F = std::remove_const_t<std::remove_pointer_t<decltype(cp)>>;
-      Typed<F> t{*this, s, T, s.n, cp};
-      const auto [rank, ranked] = effective_rank(cp, similarity_stride<F>(T), vectors, s.n);
-      for (HeadCounts& h : out.rules) h[Stat::EffectiveRank] = rank, h[Stat::EffectiveRankSamples] = ranked;
-      for (size_t b = 0; b < betas.size(); ++b) {
-        high_attention_pairs(a, T, s.n, ceil_to<AF>(betas[b]), attention_pairs_);
-        out.high_attention[b] = int64_t(attention_pairs_.size());
-        for (int64_t r = 0; r < R; ++r) {
-          if (rules[size_t(r)].beta != int(b)) continue;
-          HeadCounts& h = out.rules[size_t(r)];
-          if (t.select(rules[size_t(r)], dense_only, h[Stat::HighPairs])) {
-            t.count_mask(h, out.distance_hist.data() + r * T);
-            h[Stat::InAttention] = t.in_attention_of_mask();
-            t.count_same_word(h, true);
-          } else {
-            t.count_pairs(h, out.distance_hist.data() + r * T, a, ceil_to<AF>(betas[b]));
-            t.count_same_word(h, false);
-          }
-          // The rule's share of what the head measures once: its threshold's high-attention
-          // pairs, its separators' mass, and whether it selected anything.
-          h[Stat::SamplesWithPairs] = h[Stat::HighPairs] > 0;
-          h[Stat::HighAttentionAll] = out.high_attention[b];
-          for (int64_t u : rules[size_t(r)].separators) h[Stat::SeparatorMass] += out.separator_mass[size_t(u)];
+  for (size_t q = 0; q < s.separator_positions.size(); ++q) out.separator_mass[q] = att.separator_mass(q, s.n);
+  const int64_t first_mass = att.first_mass(s.n);  // the attention sink (SPEC §4.7's mass, on position 0)
+  for (HeadCounts& h : out.rules) h[Stat::FirstTokenMass] = first_mass;
+  const auto with_similarity = [&](auto* cp) {
+    using F = std::remove_const_t<std::remove_pointer_t<decltype(cp)>>;
+    Typed<F> t{*this, s, T, s.n, cp};
+    const auto [rank, ranked] = effective_rank(cp, similarity_stride<F>(T), vectors, s.n);
+    for (HeadCounts& h : out.rules) h[Stat::EffectiveRank] = rank, h[Stat::EffectiveRankSamples] = ranked;
+    for (size_t b = 0; b < betas.size(); ++b) {
+      out.high_attention[b] = int64_t(att.high_pairs(b).size());
+      for (int64_t r = 0; r < R; ++r) {
+        if (rules[size_t(r)].beta != int(b)) continue;
+        HeadCounts& h = out.rules[size_t(r)];
+        if (t.select(rules[size_t(r)], dense_only, h[Stat::HighPairs])) {
+          t.count_mask(h, out.distance_hist.data() + r * T);
+          h[Stat::InAttention] = t.in_attention_of_mask(att.high_pairs(b));
+          t.count_same_word(h, true);
+        } else {
+          t.count_pairs(h, out.distance_hist.data() + r * T, att, b);
+          t.count_same_word(h, false);
         }
+        // The rule's share of what the head measures once: its threshold's high-attention
+        // pairs, its separators' mass, and whether it selected anything.
+        h[Stat::SamplesWithPairs] = h[Stat::HighPairs] > 0;
+        h[Stat::HighAttentionAll] = out.high_attention[b];
+        for (int64_t u : rules[size_t(r)].separators) h[Stat::SeparatorMass] += out.separator_mass[size_t(u)];
       }
-    };
-    if (vectors.type == ValueType::F64)
-      with_similarity(similarity<double>(s, T, vectors));
-    else
-      with_similarity(similarity<float>(s, T, vectors));
+    }
   };
-  switch (att.type) {
-    case ValueType::F32: with_attention(static_cast<const float*>(att.data)); break;
-    case ValueType::F64: with_attention(static_cast<const double*>(att.data)); break;
-    case ValueType::BF16: with_attention(static_cast<const uint16_t*>(att.data)); break;
-  }
+  if (vectors.type == ValueType::F64)
+    with_similarity(similarity<double>(s, T, vectors));
+  else
+    with_similarity(similarity<float>(s, T, vectors));
 }
 
 void HeadKernel::selection(const SampleFacts& s, int64_t T, const VectorsRef& vectors, const HeadRule& rule, uint8_t* out) {

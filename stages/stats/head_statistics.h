@@ -14,7 +14,9 @@ namespace ctxsim {
 
 enum class ValueType { F32, F64, BF16 };
 
-// A row-major [T, T] matrix of one (sample, head).
+class AttentionSummary;  // stages/stats/attention_summary.h
+
+// Row-major rows of a [T, T] matrix of one (sample, head).
 struct MatrixRef {
   const void* data = nullptr;
   ValueType type = ValueType::F32;
@@ -82,9 +84,10 @@ int64_t top_fraction_k(double f, int64_t pairs);
 // Scratch buffers of one thread; reuse one per thread across calls.
 class HeadKernel {
  public:
-  // vectors: the sample's; att: its [T, T] attention; betas: thresholds the rules index.
-  // dense_only: always use the dense-mask path (tests: same results, slower).
-  void run(const SampleFacts& s, int64_t T, const VectorsRef& vectors, MatrixRef att, const std::vector<HeadRule>& rules,
+  // vectors: the sample's; att: what the statistics read of its attention map, summarised with
+  // the same betas (the thresholds the rules index). dense_only: always use the dense-mask path
+  // (tests: same results, slower).
+  void run(const SampleFacts& s, int64_t T, const VectorsRef& vectors, const AttentionSummary& att, const std::vector<HeadRule>& rules,
            const std::vector<double>& betas, bool dense_only, HeadResult& out);
   // The selection of one rule as a [T, T] 0/1 matrix (upper triangle), for stored examples.
   void selection(const SampleFacts& s, int64_t T, const VectorsRef& vectors, const HeadRule& rule, uint8_t* out);
@@ -101,7 +104,6 @@ class HeadKernel {
   std::vector<double> sim_d_, rt_d_;
   std::vector<uint8_t> mask_;                   // [T, T] dense selection
   std::vector<uint32_t> pairs_;                 // selected pairs as (i << 16) | j
-  std::vector<uint32_t> attention_pairs_;       // high-attention pairs of the current threshold
   std::vector<int32_t> degree_, count_;         // [T] endpoint degree per position, per token rank
   std::vector<int32_t> row_count_, row_equal_;  // [T] per row: pairs selected (or above a bound), equal to it
   std::vector<uint8_t> is_anchor_;              // [T]

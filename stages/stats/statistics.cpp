@@ -1,5 +1,6 @@
 #include "stages/stats/statistics.h"
 
+#include "stages/stats/attention_summary.h"
 #include "stages/stats/tensor_statistics.h"
 
 #include <ATen/Parallel.h>
@@ -127,32 +128,65 @@ BatchStatistics::BatchStatistics(const StatisticsOptions& opt, const BatchSample
   out_.anchor_share.assign(n, 0.0f);
   out_.high_pairs.assign(n, 0);
   results_.resize(size_t(B_ * H_));
+  attention_.resize(size_t(B_ * H_));
   if (device_acc.defined()) tensor_ = std::make_unique<TensorStatistics>(opt_, facts_, T_, acc_, std::move(device_acc), rules_, betas_);
+}
+
+void BatchStatistics::add_attention_rows(int64_t row, int64_t first, const at::Tensor& rows_in) {
+  CTXSIM_CHECK(!tensor_, "statistics: a device rank takes whole attention maps");
+  const at::Tensor rows = rows_in.contiguous();
+  CTXSIM_CHECK(
+      row >= 0 && row < B_ && rows.dim() == 3 && rows.size(0) == H_ && rows.size(2) == T_ && first >= 0 && first + rows.size(1) <= T_,
+      "statistics: attention rows of the wrong shape");
+  const ValueType type = value_type(rows, "attention");
+  const int64_t count = rows.size(1);
+  const size_t head_bytes = size_t(count * T_) * rows.element_size();
+  const auto* base = static_cast<const uint8_t*>(rows.data_ptr());
+  if (first == 0)
+    for (int64_t h = 0; h < H_; ++h) attention_[size_t(row * H_ + h)].begin(facts_[size_t(row)], betas_);
+  at::parallel_for(0, H_, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t h = begin; h < end; ++h)
+      attention_[size_t(row * H_ + h)].add_rows(facts_[size_t(row)], T_, MatrixRef{base + size_t(h) * head_bytes, type}, first, count,
+                                                betas_);
+  });
 }
 
 void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const at::Tensor& right_in, const at::Tensor& attention) {
   if (tensor_) return tensor_->add_layer(layer, left_in, right_in, attention);
   const auto dtype = right_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   const at::Tensor left = left_in.to(dtype).contiguous(), right = right_in.to(dtype).contiguous();
-  CTXSIM_CHECK(right.dim() == 4 && right.size(0) == B_ && right.size(1) == H_ && right.size(2) == T_ && left.sizes() == right.sizes() &&
-                   attention.dim() == 4 && attention.size(0) == B_ && attention.size(1) == H_ && attention.size(2) == T_ &&
-                   attention.size(3) == T_,
-               "statistics: vectors or attention of the wrong shape");
-  const at::Tensor att = attention.contiguous();
+  CTXSIM_CHECK(right.dim() == 4 && right.size(0) == B_ && right.size(1) == H_ && right.size(2) == T_ && left.sizes() == right.sizes(),
+               "statistics: vectors of the wrong shape");
+  if (attention.defined()) {  // the whole maps: each (sample, head) summarised as one tile of T rows
+    CTXSIM_CHECK(
+        attention.dim() == 4 && attention.size(0) == B_ && attention.size(1) == H_ && attention.size(2) == T_ && attention.size(3) == T_,
+        "statistics: attention of the wrong shape");
+    const at::Tensor att = attention.contiguous();
+    const ValueType at_type = value_type(att, "attention");
+    const size_t head_bytes = size_t(T_ * T_) * att.element_size();
+    const auto* att_base = static_cast<const uint8_t*>(att.data_ptr());
+    at::parallel_for(0, B_ * H_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const SampleFacts& f = facts_[size_t(t / H_)];
+        attention_[size_t(t)].begin(f, betas_);
+        attention_[size_t(t)].add_rows(f, T_, MatrixRef{att_base + size_t(t) * head_bytes, at_type}, 0, T_, betas_);
+      }
+    });
+  }  // else add_attention_rows has brought every row of this layer's maps
   last_left_ = left;
   last_right_ = right;
   const int64_t K = right.size(3);
-  const ValueType vt = value_type(right, "vector"), at_type = value_type(att, "attention");
-  const size_t v_bytes = right.element_size(), att_bytes = att.element_size();
+  const ValueType vt = value_type(right, "vector");
+  const size_t v_bytes = right.element_size();
   const auto* left_base = static_cast<const uint8_t*>(left.data_ptr());
   const auto* right_base = static_cast<const uint8_t*>(right.data_ptr());
-  const auto* att_base = static_cast<const uint8_t*>(att.data_ptr());
-  const int64_t TT = T_ * T_, TK = T_ * K;
+  const int64_t TK = T_ * K;
   at::parallel_for(0, B_ * H_, 1, [&](int64_t begin, int64_t end) {
     thread_local HeadKernel kernel;
     for (int64_t t = begin; t < end; ++t) {
       const VectorsRef v{left_base + size_t(t * TK) * v_bytes, right_base + size_t(t * TK) * v_bytes, K, vt};
-      const MatrixRef a{att_base + size_t(t * TT) * att_bytes, at_type};
+      AttentionSummary& a = attention_[size_t(t)];
+      a.finish(facts_[size_t(t / H_)]);
       kernel.run(facts_[size_t(t / H_)], T_, v, a, rules_, betas_, opt_.dense_only, results_[size_t(t)]);
     }
   });

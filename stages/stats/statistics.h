@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "stages/stats/accumulator.h"
+#include "stages/stats/attention_summary.h"
 #include "stages/stats/head_statistics.h"
 #include "stages/stats/selection.h"
 #include "stages/stats/statistics_options.h"
@@ -62,9 +63,14 @@ class BatchStatistics {
   // The layer's similarities C_ij = left_i · right_j from vectors [B, H, T, k] (right = the head
   // outputs o, left = o or o M; computed per head by the kernel, float64 when right is float64,
   // else float32); attention [B, H, T, T] float32, bfloat16 or float64.
+  // attention undefined: the layer's maps came before, tile by tile, through add_attention_rows.
   void add_layer(int64_t layer, const at::Tensor& left, const at::Tensor& right, const at::Tensor& attention);
   // The same with left = right = vectors (the context similarity).
   void add_layer(int64_t layer, const at::Tensor& vectors, const at::Tensor& attention) { add_layer(layer, vectors, vectors, attention); }
+  // Rows [first, first + count) of batch row `row`'s attention maps for the coming add_layer,
+  // [H, count, T], in increasing row order (a map's first tile starts at row 0); the CPU path
+  // only. The same statistics as the whole maps, without a [B, H, T, T] tensor.
+  void add_attention_rows(int64_t row, int64_t first, const at::Tensor& rows);
 
   const PerSampleStats& per_sample();
   // The last add_layer's selection of rule r for batch row b as a [H, T, T] uint8 0/1 matrix
@@ -77,12 +83,13 @@ class BatchStatistics {
   const StatisticsOptions& opt_;
   Accumulator& acc_;
   int64_t B_, T_, H_ = 0, L_, R_, first_;
-  std::vector<SampleFacts> facts_;         // [B]
-  std::vector<HeadRule> rules_;            // [R] with their attention threshold's index and separators
-  std::vector<double> betas_;              // distinct attention thresholds
-  std::vector<int64_t> separator_tokens_;  // [S] every separator token once (separator_tokens)
-  std::vector<HeadResult> results_;        // [B, H] of the current layer
-  at::Tensor last_left_, last_right_;      // [B, H, T, k] of the last add_layer
+  std::vector<SampleFacts> facts_;           // [B]
+  std::vector<HeadRule> rules_;              // [R] with their attention threshold's index and separators
+  std::vector<double> betas_;                // distinct attention thresholds
+  std::vector<int64_t> separator_tokens_;    // [S] every separator token once (separator_tokens)
+  std::vector<HeadResult> results_;          // [B, H] of the current layer
+  std::vector<AttentionSummary> attention_;  // [B, H] of the current layer's maps
+  at::Tensor last_left_, last_right_;        // [B, H, T, k] of the last add_layer
   PerSampleStats out_;
   std::unique_ptr<TensorStatistics> tensor_;  // the device path, when device_acc was given
 };

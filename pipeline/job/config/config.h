@@ -118,6 +118,7 @@ struct Config {
     int64_t threads = 0;                 // per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else cores
     int64_t batch_size = 8;              // samples per forward pass
     int64_t unit_size = 64;              // samples per work unit (never derived from rank count)
+    int64_t attention_rows = 0;          // query rows per attention tile; 0 = by size, >= T = whole maps
     Device device = Device::Auto;        // auto | cpu | cuda
     double progress_seconds = 30;        // seconds between progress lines in non-terminal logs
     int64_t flush_units = 1;             // make progress durable every N completed units …
