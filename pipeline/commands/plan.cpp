@@ -127,7 +127,7 @@ LayerMemory layer_memory(const Config& c, const ModelConfig& mc, int64_t B, int6
   const double bytes = dtype_bytes(c.model.dtype), sim_bytes = c.model.dtype == Precision::Float64 ? 8 : 4;
   const double H = double(mc.num_heads), t = double(T);
   LayerMemory m;
-  m.tile_rows = attention_tile_rows(c.runtime.attention_rows, B, mc.num_heads, T, int64_t(bytes));
+  m.tile_rows = attention_tile_rows(c.runtime.attention_rows, T);
   m.tile_rows = m.tile_rows > 0 ? std::min(T, (m.tile_rows + 127) / 128 * 128) : 0;  // as the forward rounds it
   m.hidden = double(B) * t * (10.0 * double(mc.hidden_size) + 4.0 * double(mc.intermediate_size)) * bytes;
   const bool causal = family_spec(mc.family).causal;
@@ -149,7 +149,8 @@ ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t 
   const int threads = configure_threads(c.runtime.threads, 1);
   if (const std::string note = thread_cap_note(c.runtime.threads, threads, "runtime.threads"); !note.empty())
     std::cerr << "ctxsim: " << note << "\n";
-  const int64_t N = s.size(), T = s.seq_len, B = c.runtime.batch_size, R = int64_t(c.selection.size());
+  const int64_t N = s.size(), T = s.seq_len, R = int64_t(c.selection.size());
+  const int64_t B = std::max<int64_t>(1, std::min({c.runtime.batch_size, c.runtime.unit_size, N}));  // a batch stays in its unit
   const int64_t L = mc.num_layers, H = mc.num_heads, V = mc.vocab_size, E = int64_t(c.statistics.examples.size());
   const auto units = make_units(N, c.runtime.unit_size);
   const double dsize = dtype_bytes(c.model.dtype);
@@ -163,7 +164,7 @@ ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t 
   // Calibration: the first batches of real samples through forward + statistics.
   const Analysis analysis(model, statistics_options(c, tokenizer), c.model.vector == HeadVector::Projected, c.runtime.attention_rows);
   Accumulator acc(analysis.shape(T));
-  const int64_t runs = std::max<int64_t>(1, std::min<int64_t>(batches, (N + B - 1) / B));
+  const int64_t runs = batches == 0 ? -1 : std::max<int64_t>(1, std::min<int64_t>(batches, (N + B - 1) / B));  // 0: none
   double secs = 0;
   int64_t done = 0;
   for (int64_t k = 0; k <= runs; ++k) {  // k = 0 warms up
@@ -175,8 +176,8 @@ ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t 
       done += n;
     }
   }
-  const double rate = double(done) / secs;  // samples/s of one rank with `threads` threads
-  const double eta = double(N) / (rate * double(ranks)) * 1.15 + 60;
+  const double rate = done > 0 ? double(done) / secs : 0;  // samples/s of one rank with `threads` threads
+  const double eta = done > 0 ? double(N) / (rate * double(ranks)) * 1.15 + 60 : 0;
   out << "plan for " << path << " on " << ranks << " rank(s) x " << threads << " thread(s)\n"
       << "  samples:        " << N << " (T=" << T << "), " << units.size() << " units of " << c.runtime.unit_size << ", "
       << (units.size() + size_t(ranks) - 1) / size_t(ranks) << " rounds\n"
@@ -187,9 +188,12 @@ ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t 
       << (layer.tile_rows > 0 ? "in tiles of " + std::to_string(layer.tile_rows) + " rows " : "maps ") << bytes_text(layer.attention)
       << ", similarity " << bytes_text(layer.similarity) << ")\n"
       << "  store:          ~" << bytes_text(store) << " in " << (fs::path(c.output.dir) / "store.h5").string() << "\n"
-      << "  calibration:    " << done << " samples in " << std::setprecision(2) << secs << " s: " << rate
-      << " samples/s per rank on this machine\n"
-      << "  time estimate:  ~" << format_duration(eta) << " (with 15% and 1 min of margin; ask SLURM for more: --time)\n";
+      << "  calibration:    ";
+  if (done == 0)
+    out << "none (--batches 0): no time estimate\n";
+  else
+    out << done << " samples in " << std::setprecision(2) << secs << " s: " << rate << " samples/s per rank on this machine\n"
+        << "  time estimate:  ~" << format_duration(eta) << " (with 15% and 1 min of margin; ask SLURM for more: --time)\n";
   if (const std::string idle = idle_ranks_warning(N, c.runtime.unit_size, ranks); !idle.empty())
     out << "  warning:        " << idle << "\n";
   return {memory, eta};

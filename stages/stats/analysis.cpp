@@ -19,13 +19,11 @@ void check_finite_activations(const LayerOutputs& o, int64_t first_sample) {
 
 }  // namespace
 
-int64_t attention_tile_rows(int64_t requested, int64_t B, int64_t H, int64_t T, int64_t bytes) {
+int64_t attention_tile_rows(int64_t requested, int64_t T) {
   if (requested > 0) return requested >= T ? 0 : requested;
-  constexpr double kWholeMaps = 256.0 * (1 << 20), kTile = 32.0 * (1 << 20);
-  const double row = double(H) * double(T) * double(bytes);  // one query row of every head
-  if (double(B) * double(T) * row <= kWholeMaps) return 0;
-  const int64_t rows = std::max<int64_t>(1, int64_t(kTile / row) / 128) * 128;  // whole blocks of the forward's products
-  return rows >= T ? 0 : rows;
+  // Beyond one block the whole maps cost the tiles' products and more memory traffic (BERT-base
+  // at T=512, batch 8: 8% slower than tiles of 128 rows).
+  return T <= 128 ? 0 : 128;
 }
 
 Analysis::Analysis(const Encoder& model, StatisticsOptions options, bool projected, int64_t attention_rows)
@@ -58,7 +56,7 @@ PerSampleStats Analysis::run_batch(const BatchSamples& bs, Accumulator& acc, con
   LayerRequest request;
   request.final_hidden = false;
   if (!hook && !device_statistics) {
-    request.attention_rows = attention_tile_rows(attention_rows_, B, model_.config().num_heads, T, at::elementSize(model_.dtype()));
+    request.attention_rows = attention_tile_rows(attention_rows_, T);
     request.on_attention_rows = [&](int64_t, int64_t row, int64_t first, const at::Tensor& rows) {
       stats.add_attention_rows(row, first, rows);
     };

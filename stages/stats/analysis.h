@@ -15,12 +15,12 @@ namespace ctxsim {
 using LayerHook =
     std::function<void(int64_t layer, const at::Tensor& similarity, const at::Tensor& attention, const BatchStatistics& stats)>;
 
-// Query rows per attention tile for a batch of B samples of T tokens, H heads and `bytes` per
-// value: `requested` when given (> 0; >= T means the whole maps; the forward rounds it up to a
-// multiple of 128), else 0 (the whole maps) while a layer's [B, H, T, T] maps take at most
-// 256 MiB, else a multiple of 128 rows for tiles [H, rows, T] of about 32 MiB. Either way every
-// value is the same bits (transformer_layer.cpp's blocks); only memory and speed differ.
-int64_t attention_tile_rows(int64_t requested, int64_t B, int64_t H, int64_t T, int64_t bytes);
+// Query rows per attention tile for samples of T tokens: `requested` when given (> 0; >= T means
+// the whole maps; the forward rounds it up to a multiple of 128), else 0 (the whole maps) for
+// T <= 128, one block of the forward's products, and tiles of 128 rows beyond (SmolLM2 at
+// T = 8192: 36 MiB a tile). Either way every value is the same bits (transformer_layer.cpp's
+// blocks); only memory and speed differ.
+int64_t attention_tile_rows(int64_t requested, int64_t T);
 
 class Analysis {
  public:

@@ -423,7 +423,7 @@ const std::vector<Field>& schema() {
       int_field(R|P|S|X|Steer, "runtime.threads", KEY(runtime.threads), 0, 4096, "threads per rank; 0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores"),
       int_field(R|S|X, "runtime.batch_size", KEY(runtime.batch_size), 1, 65536, "samples per forward pass"),
       int_field(R|S|X, "runtime.unit_size", KEY(runtime.unit_size), 1, kMaxCount, "samples per work unit (the resume granularity; independent of the rank count)"),
-      int_field(R|Steer, "runtime.attention_rows", KEY(runtime.attention_rows), 0, kSeqLen.hi, "query rows per attention tile on the CPU (long contexts: no [batch, heads, T, T] maps), rounded up to a multiple of 128; 0 = whole maps up to 256 MiB a layer, else tiles of ~32 MiB; >= T = whole maps. Results do not change"),
+      int_field(R|Steer, "runtime.attention_rows", KEY(runtime.attention_rows), 0, kSeqLen.hi, "query rows per attention tile on the CPU (long contexts: no [batch, heads, T, T] maps), rounded up to a multiple of 128; 0 = whole maps for T <= 128, else tiles of 128; >= T = whole maps. Results do not change"),
       enum_field<Device>(R|Steer, "runtime.device", KEY(runtime.device), "auto = the local GPU when built with CUDA and one is visible, else CPU"),
       double_field(R|P|S|X|Steer, "runtime.progress_seconds", KEY(runtime.progress_seconds), 0.0, 1e6, true, "seconds between progress lines when not on a terminal"),
       int_field(R|S|X|Steer, "runtime.flush_units", KEY(runtime.flush_units), 1, kMaxCount, "make progress durable (resume state) every N completed work units"),
