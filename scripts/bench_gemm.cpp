@@ -1,12 +1,14 @@
-// The GEMM libraries on BERT-base's linear layers (T = 128, batch B): OpenBLAS, BLIS and oneDNN's
+// The GEMM libraries on a model's linear layers (T = 128, batch B): OpenBLAS, BLIS and oneDNN's
 // sgemm, each loaded by itself, timed on the four shapes of a layer (fused QKV, output, FFN in
-// and out). Row-major Y[M, N] = X[M, K] W[N, K]ᵀ. Built and run by scripts/bench_gemm.sh.
+// and out) of BERT-base or SmolLM2-135M (grouped K/V heads; a gated FFN: gate and up fused).
+// Row-major Y[M, N] = X[M, K] W[N, K]ᵀ. Built and run by scripts/bench_gemm.sh.
 #include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 using Sgemm = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*, const int*, const float*,
@@ -15,7 +17,7 @@ using DnnlSgemm = int (*)(char, char, long, long, long, float, const float*, lon
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_gemm openblas|blis|dnnl LIBRARY [batch]\n");
+    std::fprintf(stderr, "usage: bench_gemm openblas|blis|dnnl LIBRARY [batch [bert-base|smollm2]]\n");
     return 2;
   }
   const std::string which = argv[1];
@@ -31,7 +33,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_gemm: no sgemm in %s\n", argv[2]);
     return 1;
   }
-  const int shapes[][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};  // N, K
+  const bool smollm2 = argc > 4 && std::string(argv[4]) == "smollm2";
+  const std::vector<std::pair<int, int>> shapes =  // N, K
+      smollm2 ? std::vector<std::pair<int, int>>{{960, 576}, {576, 576}, {3072, 576}, {576, 1536}}
+              : std::vector<std::pair<int, int>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
   double flops = 0, seconds = 0;
   for (const auto& [N, K] : shapes) {
     std::vector<float> x(size_t(M) * K, 0.01f), w(size_t(N) * K, 0.02f), y(size_t(M) * N, 0.f);

@@ -5,6 +5,8 @@
 #include <iomanip>
 #include <iostream>
 
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include "pipeline/commands/commands.h"
 #include "stages/base/cpu_features.h"
 #include "stages/base/digest.h"
@@ -96,6 +98,16 @@ Rates time_batch(const Encoder& m, const std::vector<SelectionRule>& rules, int6
   return Rates{n / sa, n / sb, n / sc};
 }
 
+// Five plain forward passes of B samples under LibTorch's operator profiler, its Chrome trace
+// (every ATen operator with its thread, start and duration) written to `path`.
+void profile_forward(const Encoder& m, int64_t B, int64_t T, const std::string& path) {
+  const at::Tensor ids = at::randint(1000, 2000, {B, T}, at::kLong).to(m.device());
+  const at::Tensor valid = at::ones({B, T}, at::TensorOptions().dtype(at::kBool).device(m.device()));
+  m.forward(ids, valid, {}, nullptr);  // as column (a)
+  torch::autograd::profiler::RecordProfile trace(path);
+  for (int k = 0; k < 5; ++k) m.forward(ids, valid, {}, nullptr);
+}
+
 }  // namespace
 
 int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
@@ -148,6 +160,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
       out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(24) << cell(r.plain) << std::setw(24) << cell(r.handed_out)
           << std::setw(8) << std::fixed << std::setprecision(2) << r.handed_out / r.plain << std::setw(24) << cell(r.pipeline)
           << r.pipeline / r.plain << "\n";
+      if (!a.profile.empty()) profile_forward(m, B, a.seq_len, a.profile);
     }
   }
   return 0;

@@ -344,6 +344,9 @@ std::vector<Subcommand> model_commands(Args& a) {
          s.add_option("--threads", a.bench.threads, "0 = OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else all cores")
              ->check(whole_in(0, kMaxThreadsOption));
          s.add_option("--seconds", a.bench.seconds, "seconds per measurement")->check(seconds_in(0.01, 3600))->capture_default_str();
+         s.add_option("--profile", a.bench.profile,
+                      "after the table, write a Chrome trace of the plain forward's operators (each batch size, 5 passes) to this file "
+                      "(scripts/profile_forward.sh sums it)");
          s.add_option("--device", a.bench.device, "cpu | cuda (the first GPU) | auto")
              ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
              ->capture_default_str();

@@ -154,6 +154,7 @@ struct BenchModelArgs {
   int64_t threads = 0;
   double seconds = 3;          // per measurement
   std::string device = "cpu";  // cpu | cuda | auto
+  std::string profile;         // a Chrome trace of the plain forward's operators goes here (scripts/profile_forward.sh)
 };
 int cmd_bench_model(const BenchModelArgs& args, std::ostream& out);
 

@@ -1,5 +1,7 @@
 #include "stages/model/transformer_layer.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <cmath>
 #include <limits>
 
@@ -93,11 +95,20 @@ at::Tensor KeyMask::rows(int64_t b, int64_t first, int64_t count) const {
   return b < 0 ? causal_part : causal_part + keys[b];
 }
 
+namespace {
+
+// Inference (no autograd): elementwise results may overwrite the fresh tensors they are computed
+// from, with the same operations in the same order (the same bits), saving a buffer a pass.
+bool in_place() { return !at::GradMode::is_enabled(); }
+
+}  // namespace
+
 at::Tensor normalise(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps, bool rms) {
   if (!rms) return at::layer_norm(x, {x.size(-1)}, w, b, eps);
   // As transformers' LlamaRMSNorm: half precisions normalised in float32, cast back, then scaled.
   const bool half = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
   const at::Tensor h = half ? x.to(at::kFloat) : x;
+  if (in_place()) return (h * h.pow(2).mean(-1, /*keepdim=*/true).add_(eps).rsqrt_()).to(x.scalar_type()).mul_(w);
   return w * (h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
 }
 
@@ -203,7 +214,8 @@ std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t T, int64_t d, const Laye
 // x [B, heads, T, d] rotated: x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
 at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
-  const at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  if (in_place()) return (x * cos).add_(rotated.mul_(sin));
   return x * cos + rotated * sin;
 }
 
@@ -254,7 +266,7 @@ at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const Key
   const at::Tensor merged = context.transpose(1, 2).reshape({B, T, H * d});
   at::Tensor projected = linear(merged, w.o_w, w.o_b);
   if (mode.dropout && o.dropout_after_attention_output) projected = mode.dropout(projected, uint64_t(2 + 3 * layer));
-  if (pre) return x + projected;
+  if (pre) return in_place() ? projected.add_(x) : x + projected;
   return normalise(projected + x, w.norm1_w, w.norm1_b, o.eps, o.rms_norm);
 }
 
@@ -264,13 +276,14 @@ at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const 
   at::Tensor inner = linear(in, w.ffn_in_w, w.ffn_in_b);
   if (o.gated_ffn) {  // [gate | up] from one GEMM: act(gate) · up
     const int64_t F = inner.size(-1) / 2;
-    inner = activate(inner.narrow(-1, 0, F), o.activation) * inner.narrow(-1, F, F);
+    const at::Tensor up = inner.narrow(-1, F, F);
+    inner = in_place() ? activate(inner.narrow(-1, 0, F), o.activation).mul_(up) : activate(inner.narrow(-1, 0, F), o.activation) * up;
   } else {
     inner = activate(inner, o.activation);
   }
   at::Tensor out = linear(inner, w.ffn_out_w, w.ffn_out_b);
   if (mode.dropout) out = mode.dropout(out, uint64_t(3 + 3 * layer));
-  if (pre) return h + out;
+  if (pre) return in_place() ? out.add_(h) : h + out;
   return normalise(out + h, w.norm2_w, w.norm2_b, o.eps, o.rms_norm);
 }
 
