@@ -64,7 +64,8 @@ void AttentionSummary::add_rows(const SampleFacts& s, int64_t T, MatrixRef rows,
 }
 
 void AttentionSummary::finish(const SampleFacts& s) {
-  CTXSIM_CHECK(rows_ == s.n, "attention summary: rows missing or repeated");
+  CTXSIM_CHECK(rows_ == s.n, "attention summary: rows missing or repeated, or the last layer's map again");
+  rows_ = -1;  // a map is finished once: a layer whose rows never came fails above, not with stale counts
   for (auto& h : high_) {
     std::sort(h.begin(), h.end());
     h.erase(std::unique(h.begin(), h.end()), h.end());

@@ -18,7 +18,8 @@ class AttentionSummary {
   // Rows [first, first + count) of the map, row-major with row stride T; rows >= n are skipped.
   // Call in increasing row order: the masses are summed row by row in that order.
   void add_rows(const SampleFacts& s, int64_t T, MatrixRef rows, int64_t first, int64_t count, const std::vector<double>& betas);
-  // After the last rows: the pair lists sorted, each pair once. Checks every valid row came.
+  // After the last rows: the pair lists sorted, each pair once. Checks every valid row came since
+  // begin, and that the map was not finished before.
   void finish(const SampleFacts& s);
 
   // Valid pairs i < j with max(A_ij, A_ji) >= beta, packed (i << 16 | j), ascending.
