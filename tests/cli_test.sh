@@ -408,13 +408,16 @@ PY
     contains "$out" "time estimate:"
     lacks_warning=$(grep -c "warning" <<< "$out"); [ "$lacks_warning" -eq 0 ] || fail "a warning with every rank busy: $out"
     # Memory alone (long contexts, where one calibration batch takes minutes): the whole maps at
-    # T=128 and when asked for, tiles of 128 rows beyond.
+    # T=128, when asked for, and in a batch holding a stored example; tiles of 128 rows beyond.
     out=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=16 --batches 0) || fail "plan --batches 0"
     contains "$out" "calibration:    none (--batches 0): no time estimate"
     contains "$out" "attention maps"
     grep -q "time estimate:" <<< "$out" && fail "plan --batches 0 estimated a time: $out"
-    tiles=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=4 samples.seq_len=512 --batches 0 | grep "memory / rank") ||
-      fail "plan --batches 0 at T=512"
+    tiles=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=4 samples.seq_len=512 'statistics.examples=[]' --batches 0 |
+      grep "memory / rank") || fail "plan --batches 0 at T=512"
+    examples=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=4 samples.seq_len=512 --batches 0 | grep "memory / rank") ||
+      fail "plan --batches 0 at T=512 with examples"
+    contains "$examples" "attention maps (a batch with a stored example)"
     whole=$("$CTXSIM" plan configs/default.yaml model.path="$TMP/m" samples.num_samples=4 samples.seq_len=512 runtime.attention_rows=512 --batches 0 |
       grep "memory / rank") || fail "plan --batches 0, whole maps"
     contains "$tiles" "attention in tiles of 128 rows"

@@ -523,14 +523,14 @@ TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
 // Long contexts: the attention in tiles of query rows gives every map row and context vector the
 // whole maps give, bit for bit, in every family's layer (causal or not, rotary, grouped heads),
 // for tiles that divide T and tiles that do not (T = 300: blocks of 128, 128 and 44 rows), in
-// float32 and float64.
+// float32, float64 and bfloat16.
 TEST(TransformerLayer, TiledAttentionIsTheWholeMapsBitForBit) {
   for (const char* name : {"bert", "gpt2", "llama"}) {
     ModelConfig c = tiny(family_named(name));
     c.hidden_size = 64;
     c.max_position_embeddings = 320;
     if (std::string(name) == "llama") c.num_kv_heads = 2;
-    for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kDouble, at::kBFloat16}) {
       at::manual_seed(11);
       std::map<std::string, at::Tensor> tensors;
       for (const auto& [tensor, shape] : encoder_tensor_shapes(c)) tensors[tensor] = at::randn(shape) * 0.3;

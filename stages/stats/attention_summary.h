@@ -32,7 +32,7 @@ class AttentionSummary {
  private:
   std::vector<std::vector<uint32_t>> high_;  // [betas]
   std::vector<double> mass_;                 // [separator tokens + 1] sums over rows, position 0 last
-  int64_t rows_ = 0;                         // valid rows added
+  int64_t rows_ = -1;                        // valid rows added since begin; -1: not begun, or finished
 };
 
 }  // namespace ctxsim
