@@ -373,15 +373,7 @@ class BrownTiny : public ::testing::Test {
     ModelConfig c = ModelConfig::preset("bert-tiny");
     write_random_checkpoint(c, 11, test::kVocabPath, (dir_->path / "m").string());
     model64_ = new TransformerEncoder(TransformerEncoder::load((dir_->path / "m").string(), at::kDouble));
-    CorpusOptions co;
-    co.path = test::kBrownPath;
-    co.max_documents = 40;
-    BertTokenizer tok(Vocab::load(test::kVocabPath), TokenizerOptions{});
-    SampleOptions so;
-    so.num_samples = 200;
-    so.seed = 5;
-    samples_ = new SampleSet(
-        build_samples(tokenize_corpus(read_corpus(co), tok, SampleFrame::wordpiece(tok.vocab())), so, SampleFrame::wordpiece(tok.vocab())));
+    samples_ = new SampleSet(brown_samples(200, 5, 128));
     opt_.rules = {rule(kTop, 0.01), rule(kRel, 0.9), rule(kAbs, 0.0)};
     opt_.separator_ids = {1012, 1010, 102};
     opt_.special_ids = {0, 100, 101, 102, 103};
@@ -392,6 +384,19 @@ class BrownTiny : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override { CTXSIM_REQUIRE_DATA(); }
+  // `count` samples of T tokens drawn with `seed` from the first 40 Brown documents.
+  static SampleSet brown_samples(int64_t count, uint64_t seed, int32_t T) {
+    CorpusOptions co;
+    co.path = test::kBrownPath;
+    co.max_documents = 40;
+    BertTokenizer tok(Vocab::load(test::kVocabPath), TokenizerOptions{});
+    SampleOptions so;
+    so.num_samples = count;
+    so.seed = seed;
+    so.seq_len = T;
+    const SampleFrame frame = SampleFrame::wordpiece(tok.vocab());
+    return build_samples(tokenize_corpus(read_corpus(co), tok, frame), so, frame);
+  }
   // Accumulates samples [first, last) in batches of `batch`.
   static Accumulator accumulate(const Analysis& an, int64_t first, int64_t last, int64_t batch) {
     Accumulator acc(an.shape(samples_->seq_len));
@@ -456,16 +461,7 @@ TEST_F(BrownTiny, SparseAndDensePathsAgree) {
 // maps) gives the whole maps' results: every integer aggregate and every per-sample value, in
 // float64 and float32, on the sparse and the dense paths, at T = 320 (tiles of 128, 128, 64 rows).
 TEST_F(BrownTiny, TiledAttentionGivesTheWholeMapsResults) {
-  CorpusOptions co;
-  co.path = test::kBrownPath;
-  co.max_documents = 40;
-  BertTokenizer tok(Vocab::load(test::kVocabPath), TokenizerOptions{});
-  SampleOptions so;
-  so.num_samples = 10;
-  so.seed = 6;
-  so.seq_len = 320;
-  const SampleFrame frame = SampleFrame::wordpiece(tok.vocab());
-  const SampleSet long_samples = build_samples(tokenize_corpus(read_corpus(co), tok, frame), so, frame);
+  const SampleSet long_samples = brown_samples(10, 6, 320);
   StatisticsOptions sparse = opt_;
   sparse.attention_threshold = 0.004;  // a random model's maps are near 1/T: some pairs above it
   StatisticsOptions dense = sparse;

@@ -21,6 +21,7 @@
 #include "stages/base/stopwatch.h"
 #include "stages/model/family.h"
 #include "stages/model/model.h"
+#include "stages/model/transformer_layer.h"  // attention_tile_size
 #include "stages/segment/document.h"
 #include "stages/stats/analysis.h"
 
@@ -120,7 +121,8 @@ ResourceEstimate plan_config(const std::string& path, const Config& c, int64_t r
 // batch holding a stored example hands its whole maps and similarity to the example hook, and a
 // GPU rank takes whole maps: then those are the peak.
 struct LayerMemory {
-  int64_t tile_rows = 0;
+  int64_t tile_rows = 0;      // 0: whole maps
+  bool example_maps = false;  // whole maps because a batch holds a stored example
   double hidden = 0, attention = 0, similarity = 0;
   double total() const { return hidden + attention + similarity; }
 };
@@ -129,13 +131,13 @@ LayerMemory layer_memory(const Config& c, const ModelConfig& mc, int64_t B, int6
   const double bytes = dtype_bytes(c.model.dtype), sim_bytes = c.model.dtype == Precision::Float64 ? 8 : 4;
   const double H = double(mc.num_heads), t = double(T);
   LayerMemory m;
-  const bool examples = !c.statistics.examples.empty();
-  m.tile_rows = examples || c.runtime.device == Device::Cuda ? 0 : attention_tile_rows(c.runtime.attention_rows, T);
-  m.tile_rows = m.tile_rows > 0 ? std::min(T, (m.tile_rows + 127) / 128 * 128) : 0;  // as the forward rounds it
+  m.example_maps = !c.statistics.examples.empty();
+  const int64_t rows = m.example_maps || c.runtime.device == Device::Cuda ? 0 : attention_tile_rows(c.runtime.attention_rows, T);
+  m.tile_rows = rows > 0 ? attention_tile_size(rows, T) : 0;  // as the forward makes them
   m.hidden = double(B) * t * (10.0 * double(mc.hidden_size) + 4.0 * double(mc.intermediate_size)) * bytes;
   const bool causal = family_spec(mc.family).causal;
   m.attention = m.tile_rows > 0 ? 3.0 * H * double(m.tile_rows) * t * bytes : double(B) * (2.0 * H + (causal ? 1.0 : 0.0)) * t * t * bytes;
-  if (examples) m.attention += double(B) * H * t * t * sim_bytes;  // the hook's [B, H, T, T] similarity
+  if (m.example_maps) m.attention += double(B) * H * t * t * sim_bytes;  // the hook's [B, H, T, T] similarity
   m.similarity = double(threads) * t * (t + 16) * (sim_bytes + 1) + 4.0 * double(B) * H * t * double(mc.head_dim()) * sim_bytes;
   return m;
 }
@@ -189,9 +191,9 @@ ResourceEstimate plan_run_job(const std::string& path, const Config& c, int64_t 
       << " M parameters, " << name_of(c.model.dtype) << "\n"
       << "  memory / rank:  ~" << bytes_text(memory) << " (weights " << bytes_text(params * dsize) << ", accumulators "
       << bytes_text(2 * acc_bytes) << ", batch of " << B << " " << bytes_text(activations) << ": attention "
-      << (layer.tile_rows > 0             ? "in tiles of " + std::to_string(layer.tile_rows) + " rows "
-          : c.statistics.examples.empty() ? "maps "
-                                          : "maps (a batch with a stored example) ")
+      << (layer.tile_rows > 0   ? "in tiles of " + std::to_string(layer.tile_rows) + " rows "
+          : !layer.example_maps ? "maps "
+                                : "maps (a batch with a stored example) ")
       << bytes_text(layer.attention) << ", similarity " << bytes_text(layer.similarity) << ")\n"
       << "  store:          ~" << bytes_text(store) << " in " << (fs::path(c.output.dir) / "store.h5").string() << "\n"
       << "  calibration:    ";

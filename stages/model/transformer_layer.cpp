@@ -132,7 +132,6 @@ namespace {
 // result for a row depends on how many rows share the call (remainder kernels, one-row calls
 // taken as matrix-vector products), so the whole maps and the tiles make the same calls, and every
 // value is the same bits in both. A map of at most 128 rows is one call.
-constexpr int64_t kAttentionRowBlock = 128;
 
 // out [H, n, T] = mask [H, n, T] + scale q [H, n, d] kᵀ [H, d, T], block by block.
 void scores_by_block(at::Tensor out, const at::Tensor& mask, const at::Tensor& q, const at::Tensor& kt, double scale) {
@@ -169,7 +168,7 @@ void attend_per_sample(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 void attend_tiled(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const KeyMask& mask, double scale, const LayerMode& mode,
                   int64_t layer, AttentionTrace& out) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
-  const int64_t rows = (mode.attention_rows + kAttentionRowBlock - 1) / kAttentionRowBlock * kAttentionRowBlock;
+  const int64_t rows = attention_tile_size(mode.attention_rows, T);
   out.context = at::empty({B, H, T, d}, q.options());
   for (int64_t b = 0; b < B; ++b) {
     const at::Tensor kt = k[b].transpose(-1, -2);
@@ -276,8 +275,9 @@ at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const 
   at::Tensor inner = linear(in, w.ffn_in_w, w.ffn_in_b);
   if (o.gated_ffn) {  // [gate | up] from one GEMM: act(gate) · up
     const int64_t F = inner.size(-1) / 2;
+    at::Tensor gate = activate(inner.narrow(-1, 0, F), o.activation);
     const at::Tensor up = inner.narrow(-1, F, F);
-    inner = in_place() ? activate(inner.narrow(-1, 0, F), o.activation).mul_(up) : activate(inner.narrow(-1, 0, F), o.activation) * up;
+    inner = in_place() ? gate.mul_(up) : gate * up;
   } else {
     inner = activate(inner, o.activation);
   }

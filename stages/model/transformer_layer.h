@@ -7,6 +7,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -97,6 +98,14 @@ struct LayerMode {
   int64_t attention_rows = 0;
   AttentionRowsFn on_attention_rows;
 };
+
+// The inference attention's matrix products run in blocks of this many query rows (every value
+// the same bits whole or tiled; transformer_layer.cpp), and its tiles are whole blocks.
+inline constexpr int64_t kAttentionRowBlock = 128;
+// The rows of the tiles the forward makes for LayerMode::attention_rows = rows (> 0) at T tokens.
+inline int64_t attention_tile_size(int64_t rows, int64_t T) {
+  return std::min(T, (rows + kAttentionRowBlock - 1) / kAttentionRowBlock * kAttentionRowBlock);
+}
 
 // The dtype's lowest finite value: the additive mask of [PAD] keys (HF's finfo.min).
 double mask_lowest(at::ScalarType dtype);

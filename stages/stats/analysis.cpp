@@ -1,6 +1,7 @@
 #include "stages/stats/analysis.h"
 
 #include "stages/base/error.h"
+#include "stages/model/transformer_layer.h"  // kAttentionRowBlock
 
 namespace ctxsim {
 namespace {
@@ -23,7 +24,7 @@ int64_t attention_tile_rows(int64_t requested, int64_t T) {
   if (requested > 0) return requested >= T ? 0 : requested;
   // Beyond one block the whole maps cost the tiles' products and more memory traffic (BERT-base
   // at T=512, batch 8: 8% slower than tiles of 128 rows).
-  return T <= 128 ? 0 : 128;
+  return T <= kAttentionRowBlock ? 0 : kAttentionRowBlock;
 }
 
 Analysis::Analysis(const Encoder& model, StatisticsOptions options, bool projected, int64_t attention_rows)

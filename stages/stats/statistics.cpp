@@ -157,21 +157,9 @@ void BatchStatistics::add_layer(int64_t layer, const at::Tensor& left_in, const 
   const at::Tensor left = left_in.to(dtype).contiguous(), right = right_in.to(dtype).contiguous();
   CTXSIM_CHECK(right.dim() == 4 && right.size(0) == B_ && right.size(1) == H_ && right.size(2) == T_ && left.sizes() == right.sizes(),
                "statistics: vectors of the wrong shape");
-  if (attention.defined()) {  // the whole maps: each (sample, head) summarised as one tile of T rows
-    CTXSIM_CHECK(
-        attention.dim() == 4 && attention.size(0) == B_ && attention.size(1) == H_ && attention.size(2) == T_ && attention.size(3) == T_,
-        "statistics: attention of the wrong shape");
-    const at::Tensor att = attention.contiguous();
-    const ValueType at_type = value_type(att, "attention");
-    const size_t head_bytes = size_t(T_ * T_) * att.element_size();
-    const auto* att_base = static_cast<const uint8_t*>(att.data_ptr());
-    at::parallel_for(0, B_ * H_, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        const SampleFacts& f = facts_[size_t(t / H_)];
-        attention_[size_t(t)].begin(f, betas_);
-        attention_[size_t(t)].add_rows(f, T_, MatrixRef{att_base + size_t(t) * head_bytes, at_type}, 0, T_, betas_);
-      }
-    });
+  if (attention.defined()) {  // the whole maps: each sample's as one tile of T rows
+    CTXSIM_CHECK(attention.dim() == 4 && attention.size(0) == B_, "statistics: attention of the wrong shape");
+    for (int64_t b = 0; b < B_; ++b) add_attention_rows(b, 0, attention[b]);
   }  // else add_attention_rows has brought every row of this layer's maps
   last_left_ = left;
   last_right_ = right;
