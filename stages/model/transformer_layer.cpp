@@ -1,6 +1,8 @@
 #include "stages/model/transformer_layer.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
 
 #include <cmath>
 #include <limits>
@@ -151,16 +153,55 @@ void context_by_block(at::Tensor out, const at::Tensor& attention, const at::Ten
   }
 }
 
-// q, k, v [B, H, T, d] views → context [B, H, T, d] and the attention map [B, H, T, T].
+// Runs fn(b, h, n) on heads [h, h + n) of samples b < B. On the CPU one head a task, the tasks in
+// parallel: each head's products then run single-threaded in their task, where a product of all
+// heads at once split each head's small GEMM across the threads (a wake-up and a barrier a head)
+// and ran the heads one after another. Elsewhere (a GPU) every head of a sample in one call. The
+// same products either way (ATen's batched products loop over heads), so the same bits.
+template <class Fn>
+void for_heads(const at::Tensor& like, int64_t B, int64_t H, const Fn& fn) {
+  if (!like.is_cpu()) {
+    for (int64_t b = 0; b < B; ++b) fn(b, 0, H);
+    return;
+  }
+  const bool inference = c10::InferenceMode::is_enabled(), grad = at::GradMode::is_enabled();
+  at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+    const c10::InferenceMode inference_guard(inference);  // the caller's modes (thread-local)
+    const at::AutoGradMode grad_guard(grad);
+    for (int64_t i = begin; i < end; ++i) fn(i / H, i % H, 1);
+  });
+}
+
+// The keys or values [H_kv, T, d] of one sample that query heads [h, h + n) of H read: head h / (H / H_kv).
+at::Tensor kv_heads(const at::Tensor& x, int64_t h, int64_t n, int64_t H) {
+  const int64_t group = H / x.size(0);
+  CTXSIM_CHECK(group == 1 || n == 1, "attention: grouped keys and values are read one query head at a time");
+  return x.narrow(0, h / group, n);
+}
+
+// One sample's heads, some query rows: scores [n, c, T] = mask + scale q [n, c, d] kᵀ [n, d, T],
+// attention = softmax(scores) (each row alone, so the same bits however rows are grouped),
+// context [n, c, d] = attention v [n, T, d].
+void attend_rows(at::Tensor scores, at::Tensor attention, at::Tensor context, const at::Tensor& mask, const at::Tensor& q,
+                 const at::Tensor& kt, const at::Tensor& v, double scale) {
+  scores_by_block(scores, mask, q, kt, scale);
+  at::_softmax_out(attention, scores, -1, /*half_to_float=*/false);
+  context_by_block(context, attention, v);
+}
+
+// q [B, H, T, d] and k, v [B, H_kv, T, d] views → context [B, H, T, d] and the attention map [B, H, T, T].
 void attend_per_sample(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const KeyMask& mask, double scale,
                        AttentionTrace& out) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), d = q.size(3);
   CTXSIM_CHECK(int64_t(mask.per_sample.size()) == B, "attention: the PerSample kernel needs the per-sample key masks");
-  at::Tensor scores = at::empty({B, H, T, T}, q.options());  // q kᵀ / √d + mask
-  for (int64_t b = 0; b < B; ++b) scores_by_block(scores[b], mask.per_sample[size_t(b)], q[b], k[b].transpose(-1, -2), scale);
-  out.attention = at::softmax(scores, -1);
+  const at::Tensor scores = at::empty({B, H, T, T}, q.options());  // q kᵀ / √d + mask
+  out.attention = at::empty({B, H, T, T}, q.options());
   out.context = at::empty({B, H, T, d}, q.options());
-  for (int64_t b = 0; b < B; ++b) context_by_block(out.context[b], out.attention[b], v[b]);
+  for_heads(q, B, H, [&](int64_t b, int64_t h, int64_t n) {
+    const auto heads = [&](const at::Tensor& x) { return x[b].narrow(0, h, n); };
+    attend_rows(heads(scores), heads(out.attention), heads(out.context), mask.per_sample[size_t(b)].narrow(0, h, n), heads(q),
+                kv_heads(k[b], h, n, H).transpose(-1, -2), kv_heads(v[b], h, n, H), scale);
+  });
 }
 
 // The same in tiles of mode.attention_rows query rows per sample (rounded up to whole blocks):
@@ -171,13 +212,16 @@ void attend_tiled(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   const int64_t rows = attention_tile_size(mode.attention_rows, T);
   out.context = at::empty({B, H, T, d}, q.options());
   for (int64_t b = 0; b < B; ++b) {
-    const at::Tensor kt = k[b].transpose(-1, -2);
     for (int64_t first = 0; first < T; first += rows) {
       const int64_t count = std::min(rows, T - first);
-      at::Tensor scores = at::empty({H, count, T}, q.options());
-      scores_by_block(scores, mask.rows(b, first, count).expand({H, count, T}), q[b].narrow(1, first, count), kt, scale);
-      const at::Tensor attention = at::softmax(scores, -1);
-      context_by_block(out.context[b].narrow(1, first, count), attention, v[b]);
+      const at::Tensor scores = at::empty({H, count, T}, q.options()), attention = at::empty({H, count, T}, q.options());
+      const at::Tensor tile_mask = mask.rows(b, first, count).expand({H, count, T});
+      const at::Tensor context = out.context[b].narrow(1, first, count);
+      for_heads(q, 1, H, [&](int64_t, int64_t h, int64_t n) {
+        const auto heads = [&](const at::Tensor& x) { return x.narrow(0, h, n); };
+        attend_rows(heads(scores), heads(attention), heads(context), heads(tile_mask), heads(q[b]).narrow(1, first, count),
+                    kv_heads(k[b], h, n, H).transpose(-1, -2), kv_heads(v[b], h, n, H), scale);
+      });
       if (mode.on_attention_rows) mode.on_attention_rows(layer, b, first, attention);
     }
   }
@@ -210,8 +254,34 @@ std::pair<at::Tensor, at::Tensor> rotary_tables(int64_t T, int64_t d, const Laye
   return {angles.cos().to(options.dtype()), angles.sin().to(options.dtype())};
 }
 
+// rotate() in one pass over rows of d: for each element the ATen expression's two products and
+// one sum (this file is compiled without fused multiply-add contraction), so the same bits,
+// without its three temporaries and five passes over q and k.
+template <class Real>
+at::Tensor rotate_rows(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t n = x.size(1), T = x.size(2), d = x.size(3), half = d / 2, s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2);
+  at::Tensor out = at::empty(x.sizes(), x.options());
+  const Real *px = x.data_ptr<Real>(), *pc = cos.data_ptr<Real>(), *ps = sin.data_ptr<Real>();
+  Real* po = out.data_ptr<Real>();
+  at::parallel_for(0, x.size(0) * n * T, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t t = r % T;
+      const Real* in = px + r / (n * T) * s0 + r / T % n * s1 + t * s2;
+      const Real *c = pc + t * d, *s = ps + t * d;
+      Real* o = po + r * d;
+      for (int64_t i = 0; i < half; ++i) o[i] = in[i] * c[i] + -in[i + half] * s[i];
+      for (int64_t i = half; i < d; ++i) o[i] = in[i] * c[i] + in[i - half] * s[i];
+    }
+  });
+  return out;
+}
+
 // x [B, heads, T, d] rotated: x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
 at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  if (in_place() && x.is_cpu() && x.stride(3) == 1 && cos.is_contiguous() && sin.is_contiguous()) {
+    if (x.scalar_type() == at::kFloat) return rotate_rows<float>(x, cos, sin);
+    if (x.scalar_type() == at::kDouble) return rotate_rows<double>(x, cos, sin);
+  }
   const int64_t half = x.size(-1) / 2;
   at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
   if (in_place()) return (x * cos).add_(rotated.mul_(sin));
@@ -243,7 +313,9 @@ at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const Key
       const auto [cos, sin] = rotary_tables(T, d, o, q.options());
       q = rotate(q, cos, sin), k = rotate(k, cos, sin);
     }
-    if (Hkv != H) {  // query head h reads key/value head h / (H / H_kv)
+    // Query head h reads key/value head h / (H / H_kv): the CPU's per-head tasks read it where it
+    // is; calls over all heads at once need a copy per query head.
+    if (Hkv != H && (mode.kernel == AttentionKernel::Batched || !q.is_cpu())) {
       k = k.repeat_interleave(H / Hkv, 1);
       v = v.repeat_interleave(H / Hkv, 1);
     }
