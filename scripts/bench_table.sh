@@ -22,8 +22,8 @@ for T in $LENGTHS; do
   for R in $RULES; do
     line=$("$CTXSIM" bench-model --preset "$PRESET" --seq-len "$T" --rules "$R" --batch "$BATCH" --dtype "$DTYPE" \
              --seconds "$SECONDS_PER" | tail -1)
-    # dtype batch "a, gf" "b, gf" b/a "c, gf" c/a
-    read -r _ _ a _ _ _ _ c _ ca <<< "${line//,/ }"
+    # dtype batch "a, gf" "b, gf" b/a "c, gf" c/a "(g) gf" a/g
+    read -r _ _ a _ _ _ _ c _ ca _ <<< "${line//,/ }"
     printf '| %s | %s | %s | %s | %s |\n' "$T" "$R" "$a" "$c" "$ca"
   done
 done

@@ -276,6 +276,11 @@ PY
       line=$(grep '^ISA:' <<< "$out")
       grep -qE "BLAS: (OpenBLAS|MKL)" <<< "$line" || fail "neither OpenBLAS nor MKL found: $line"  # MKL: a pip LibTorch
       grep -q "BLAS: OpenBLAS Prescott" <<< "$line" && fail "an AVX2/AVX-512 CPU runs OpenBLAS's SSE3 kernels: $line"
+      # (g): the layers' GEMMs alone, and a/g the forward's GF/s over it (rounded as printed).
+      row=$(grep '^float32' <<< "$out")
+      read -r _ _ _ agf _ _ _ _ _ _ g ag _ <<< "${row//,/ }"
+      awk -v a="$agf" -v g="$g" -v r="$ag" 'BEGIN { exit !(g > 0 && r > 0 && (a / g - r) ^ 2 < 4e-4) }' \
+        || fail "bench-model's (g) and a/g columns: $row"
     fi
     # An unknown level, or one above the CPU's, is one clear error naming the variable.
     out=$(CTXSIM_ISA=avx9 "$CTXSIM" validate configs/default.yaml 2>&1) && fail "CTXSIM_ISA=avx9 accepted"

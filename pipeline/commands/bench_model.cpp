@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <iomanip>
 #include <iostream>
 
@@ -12,6 +13,7 @@
 #include "stages/base/digest.h"
 #include "stages/base/error.h"
 #include "stages/base/stopwatch.h"
+#include "stages/model/family.h"
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/model/safetensors.h"
@@ -49,10 +51,41 @@ namespace {
 // of the machine hits all three alike.
 struct Rates {
   double plain = 0, handed_out = 0, pipeline = 0;
+  double gemm_gflops = 0;  // (g)
+};
+
+// (g): the forward's projections alone, what it would reach if nothing else took time - each
+// layer's four GEMMs (fused QKV, W_O, the feed-forward's in and out) at B·T rows, through the same
+// LibTorch and BLAS, on random weights of the model's shapes. Four layers' worth, cycled, so that
+// the weights come from memory (more than a 32 MB L3) as the forward's do.
+class LayerGemms {
+ public:
+  LayerGemms(const ModelConfig& c, int64_t rows, const at::TensorOptions& o) : layers_(c.num_layers) {
+    const int64_t h = c.hidden_size, q = c.num_heads * c.head_dim(), kv = c.kv_heads() * c.head_dim(), f = c.intermediate_size;
+    const int64_t f_in = family_spec(c.family).ffn_gate ? 2 * f : f;
+    for (int k = 0; k < 4; ++k)
+      weights_.push_back({at::randn({q + 2 * kv, h}, o), at::randn({h, q}, o), at::randn({f_in, h}, o), at::randn({h, f}, o)});
+    hidden_ = at::randn({rows, h}, o), heads_ = at::randn({rows, q}, o), inner_ = at::randn({rows, f}, o);
+    flops_ = 2.0 * double(rows) * double(h * (q + 2 * kv) + q * h + h * f_in + f * h) * double(layers_);
+  }
+  void run() const {
+    for (int64_t l = 0; l < layers_; ++l) {
+      const auto& w = weights_[size_t(l) % weights_.size()];
+      (void)at::linear(hidden_, w[0]), (void)at::linear(heads_, w[1]), (void)at::linear(hidden_, w[2]), (void)at::linear(inner_, w[3]);
+    }
+  }
+  double flops() const { return flops_; }
+
+ private:
+  int64_t layers_;
+  std::vector<std::array<at::Tensor, 4>> weights_;
+  at::Tensor hidden_, heads_, inner_;
+  double flops_ = 0;
 };
 
 Rates time_batch(const Encoder& m, const std::vector<SelectionRule>& rules, int64_t B, int64_t T, double seconds) {
   const at::Device dev = m.device();
+  const LayerGemms gemms(m.config(), B * T, at::TensorOptions().dtype(m.dtype()).device(dev));
   const at::Tensor ids = at::randint(1000, 2000, {B, T}, at::kLong).to(dev);
   const at::Tensor valid = at::ones({B, T}, at::TensorOptions().dtype(at::kBool).device(dev));
   // A GPU works asynchronously: reading one value back waits for everything queued before it.
@@ -79,7 +112,9 @@ Rates time_batch(const Encoder& m, const std::vector<SelectionRule>& rules, int6
   m.forward(ids, valid, {}, nullptr);  // warm-up
   analysis.run_batch(bs, acc, nullptr, device_acc);
   sync();
-  double sa = 0, sb = 0, sc = 0, n = 0;
+  gemms.run();
+  sync();
+  double sa = 0, sb = 0, sc = 0, sg = 0, n = 0, g = 0;
   while (sa + sb + sc < 3 * seconds) {
     Stopwatch clock;
     m.forward(ids, valid, {}, nullptr);
@@ -92,10 +127,15 @@ Rates time_batch(const Encoder& m, const std::vector<SelectionRule>& rules, int6
     clock.restart();
     analysis.run_batch(bs, acc, nullptr, device_acc);  // per-sample results come back: synchronous
     sc += clock.seconds();
+    clock.restart();
+    gemms.run();
+    sync();
+    sg += clock.seconds();
     n += double(B);
+    g += gemms.flops();
   }
   (void)sink;
-  return Rates{n / sa, n / sb, n / sc};
+  return Rates{n / sa, n / sb, n / sc, g / sg / 1e9};
 }
 
 // Five plain forward passes of B samples under LibTorch's operator profiler, its Chrome trace
@@ -138,10 +178,11 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
       << " threads, " << rules.size() << " selection rule(s); " << device_name(device) << "; CPU: " << cpu.describe() << "\n"
       << "ISA: " << configure_compute_libraries().describe() << "\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
-      << "per-sample pipeline: forward + similarity + all statistics\n"
+      << "per-sample pipeline: forward + similarity + all statistics; (g) the forward's projections alone\n"
+      << "(each layer's four GEMMs at batch x T rows), alternating with (a)-(c): a/g is the forward's share of the GEMM rate\n"
       << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s" << std::setw(24)
-      << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)"
-      << "c/a\n";
+      << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)" << std::setw(8) << "c/a" << std::setw(10) << "(g) GF/s"
+      << "a/g\n";
   const auto cell = [&](double rate) {
     std::ostringstream c;
     c << std::fixed << std::setprecision(1) << rate << ", " << rate * gflop;
@@ -159,7 +200,8 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
       const Rates r = time_batch(m, rules, B, a.seq_len, a.seconds);
       out << std::left << std::setw(10) << dt << std::setw(7) << B << std::setw(24) << cell(r.plain) << std::setw(24) << cell(r.handed_out)
           << std::setw(8) << std::fixed << std::setprecision(2) << r.handed_out / r.plain << std::setw(24) << cell(r.pipeline)
-          << r.pipeline / r.plain << "\n";
+          << std::setw(8) << r.pipeline / r.plain << std::setw(10) << std::setprecision(1) << r.gemm_gflops << std::setprecision(2)
+          << r.plain * gflop / r.gemm_gflops << "\n";
       if (!a.profile.empty()) profile_forward(m, B, a.seq_len, a.profile);
     }
   }
