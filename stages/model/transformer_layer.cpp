@@ -177,14 +177,19 @@ void context_by_block(at::Tensor out, const at::Tensor& attention, const at::Ten
   }
 }
 
-// Runs fn(b, h, n) on heads [h, h + n) of samples b < B. On the CPU one head a task, the tasks in
-// parallel: each head's products then run single-threaded in their task, where a product of all
-// heads at once split each head's small GEMM across the threads (a wake-up and a barrier a head)
-// and ran the heads one after another. Elsewhere (a GPU) every head of a sample in one call. The
-// same products either way (ATen's batched products loop over heads), so the same bits.
+// Runs fn(b, h, n) on heads [h, h + n) of samples b < B. On the CPU with at least two heads a
+// thread, one head a task, the tasks in parallel: each head's products then run single-threaded
+// in their task, where a product of all heads at once split each head's small GEMM across the
+// threads (a wake-up and a barrier a head) and ran the heads one after another. With fewer heads
+// (a many-core rank) and off the CPU (a GPU): every head of a sample in one call, the BLAS or the
+// device parallel within it. The choice depends on the heads and threads only, never on the batch
+// or the tiles, so that the tiled and whole maps make the same calls on the same threads (OpenBLAS
+// gives a row different bits when its threads split a product at other rows).
+bool heads_one_a_task(const at::Tensor& like, int64_t H) { return like.is_cpu() && H >= 2 * int64_t(at::get_num_threads()); }
+
 template <class Fn>
 void for_heads(const at::Tensor& like, int64_t B, int64_t H, const Fn& fn) {
-  if (!like.is_cpu()) {
+  if (!heads_one_a_task(like, H)) {
     for (int64_t b = 0; b < B; ++b) fn(b, 0, H);
     return;
   }
@@ -339,7 +344,7 @@ at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const Key
     }
     // Query head h reads key/value head h / (H / H_kv): the CPU's per-head tasks read it where it
     // is; calls over all heads at once need a copy per query head.
-    if (Hkv != H && (mode.kernel == AttentionKernel::Batched || !q.is_cpu())) {
+    if (Hkv != H && (mode.kernel == AttentionKernel::Batched || !heads_one_a_task(q, H))) {
       k = k.repeat_interleave(H / Hkv, 1);
       v = v.repeat_interleave(H / Hkv, 1);
     }
