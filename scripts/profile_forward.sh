@@ -8,7 +8,8 @@
 #   bash scripts/profile_forward.sh                                   # BERT-base (random), batch 8
 #   MODEL=data/models/SmolLM2-135M-Instruct-random bash scripts/profile_forward.sh
 #   CTXSIM_ISA=x86-64-v3 bash scripts/profile_forward.sh              # what an AVX2 node runs
-# (the profiler's per-operator cost inflates the small operators' shares: the ratios come from
+# (the profiler's per-operator cost inflates the small operators' shares, and it records the calling
+# thread only, not the attention's tasks on the other threads: the ratios come from
 # bench-model's unprofiled rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -57,7 +57,8 @@ struct Rates {
 // (g): the forward's projections alone, what it would reach if nothing else took time - each
 // layer's four GEMMs (fused QKV, W_O, the feed-forward's in and out) at B·T rows, through the same
 // LibTorch and BLAS, on random weights of the model's shapes. Four layers' worth, cycled, so that
-// the weights come from memory (more than a 32 MB L3) as the forward's do.
+// the weights come from memory as the forward's do (where four layers exceed the L3: BERT-base's
+// and SmolLM2's in float32; a small model's (g) runs from cache).
 class LayerGemms {
  public:
   LayerGemms(const ModelConfig& c, int64_t rows, const at::TensorOptions& o) : layers_(c.num_layers) {
@@ -179,7 +180,7 @@ int cmd_bench_model(const BenchModelArgs& a, std::ostream& out) {
       << "ISA: " << configure_compute_libraries().describe() << "\n"
       << "(a) plain forward; (b) forward handing out context vectors and attention maps; (c) the full\n"
       << "per-sample pipeline: forward + similarity + all statistics; (g) the forward's projections alone\n"
-      << "(each layer's four GEMMs at batch x T rows), alternating with (a)-(c): a/g is the forward's share of the GEMM rate\n"
+      << "(each layer's four GEMMs at batch x T rows), alternating with (a)-(c); a/g: (a)'s GF/s (attention products included) over (g)\n"
       << std::left << std::setw(10) << "dtype" << std::setw(7) << "batch" << std::setw(24) << "(a) samples/s, GF/s" << std::setw(24)
       << "(b)" << std::setw(8) << "b/a" << std::setw(24) << "(c)" << std::setw(8) << "c/a" << std::setw(10) << "(g) GF/s"
       << "a/g\n";
