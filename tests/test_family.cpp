@@ -2,7 +2,10 @@
 // skipped heads), DistilBERT checkpoints in both Hugging Face layouts, DistilBERT as BERT's layer
 // under other names, and the layer's two attention kernels agreeing. The float64 comparison with
 // an independent reference is tests/model_reference.py (cli.encoder_reference).
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <strings.h>
 
 #include <cstring>
 #include <filesystem>
@@ -564,6 +567,47 @@ TEST(TransformerLayer, TiledAttentionIsTheWholeMapsBitForBit) {
           next = 0;
         });
       }
+    }
+  }
+}
+
+// The forward computes the same bits on one thread and on two, beyond one block of rows too
+// (T = 300), for every family's layer shape: its attention maps, context vectors and layer outputs;
+// in float64, and in float32 where OpenBLAS runs its AVX-512 kernels. Its AVX2 ones (Haswell, Zen:
+// what an AVX2 node and CTXSIM_ISA=x86-64-v3 run) round float32 products differently at other
+// thread counts (docs/PERFORMANCE.md "Machines and ISA levels"), so float32 is not asserted there.
+TEST(TransformerLayer, OneThreadAndTwoGiveTheSameBits) {
+  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const std::string core = corename ? corename() : "";
+  const bool avx2_kernels = strcasecmp(core.c_str(), "haswell") == 0 || strcasecmp(core.c_str(), "zen") == 0;
+  const int threads = at::get_num_threads();
+  for (const char* name : {"bert", "gpt2", "llama"}) {
+    ModelConfig c = tiny(family_named(name));
+    c.hidden_size = 64;
+    c.max_position_embeddings = 320;
+    if (std::string(name) == "llama") c.num_kv_heads = 2;
+    for (const at::ScalarType dtype : {at::kDouble, at::kFloat}) {
+      if (dtype == at::kFloat && avx2_kernels) continue;
+      at::manual_seed(11);
+      std::map<std::string, at::Tensor> tensors;
+      for (const auto& [tensor, shape] : encoder_tensor_shapes(c)) tensors[tensor] = at::randn(shape) * 0.3;
+      const TransformerEncoder m = TransformerEncoder::from_tensors(c, tensors, dtype);
+      const int64_t B = 2, T = 300;
+      const at::Tensor ids = at::randint(4, c.vocab_size, {B, T}, at::kLong);
+      const at::Tensor valid = at::arange(T).view({1, T}) < at::tensor({257, 300}, at::kLong).view({2, 1});
+      std::vector<std::vector<at::Tensor>> runs;
+      for (const int n : {1, 2}) {
+        at::set_num_threads(n);
+        runs.emplace_back();
+        m.forward(ids, valid, {}, [&](const LayerOutputs& o) {
+          for (const at::Tensor& t : {o.input, o.attention, o.context, o.attention_output}) runs.back().push_back(t.clone());
+        });
+      }
+      at::set_num_threads(threads);
+      const char* what[] = {"input", "attention", "context", "attention_output"};
+      for (size_t i = 0; i < runs[0].size(); ++i)
+        EXPECT_TRUE(at::equal(runs[0][i], runs[1][i])) << name << " " << c10::toString(dtype) << " layer " << i / 4 << " " << what[i % 4]
+                                                       << ": " << at::ne(runs[0][i], runs[1][i]).sum().item<int64_t>() << " values differ";
     }
   }
 }
