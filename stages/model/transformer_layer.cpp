@@ -129,12 +129,14 @@ at::Tensor normalise(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
   // As transformers' LlamaRMSNorm: half precisions normalised in float32, cast back, then scaled.
   const bool half = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
   const at::Tensor h = half ? x.to(at::kFloat) : x;
-  if (in_place() && x.is_cpu() && x.is_contiguous() && w.is_contiguous() && w.scalar_type() == x.scalar_type() && !half) {
+  if (in_place()) {
     const at::Tensor r = h.pow(2).mean(-1, /*keepdim=*/true).add_(eps).rsqrt_();
-    if (x.scalar_type() == at::kFloat) return scale_rows<float>(x, r, w);
-    if (x.scalar_type() == at::kDouble) return scale_rows<double>(x, r, w);
+    if (x.is_cpu() && x.is_contiguous() && w.is_contiguous() && w.scalar_type() == x.scalar_type()) {
+      if (x.scalar_type() == at::kFloat) return scale_rows<float>(x, r, w);
+      if (x.scalar_type() == at::kDouble) return scale_rows<double>(x, r, w);
+    }
+    return (h * r).to(x.scalar_type()).mul_(w);
   }
-  if (in_place()) return (h * h.pow(2).mean(-1, /*keepdim=*/true).add_(eps).rsqrt_()).to(x.scalar_type()).mul_(w);
   return w * (h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
 }
 
