@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "stages/base/error.h"
 #include "stages/base/model_folder.h"
@@ -608,6 +609,45 @@ TEST(TransformerLayer, OneThreadAndTwoGiveTheSameBits) {
       for (size_t i = 0; i < runs[0].size(); ++i)
         EXPECT_TRUE(at::equal(runs[0][i], runs[1][i])) << name << " " << c10::toString(dtype) << " layer " << i / 4 << " " << what[i % 4]
                                                        << ": " << at::ne(runs[0][i], runs[1][i]).sum().item<int64_t>() << " values differ";
+    }
+  }
+}
+
+// The gated activation at inference (act(gate) · up in blocks of rows, on the threads) is the
+// whole-tensor expression that autograd runs, bit for bit, on 1, 2 and 3 threads: every
+// activation, float32 and float64, one row, three, and rows over many blocks, -0, infinities and
+// NaN among the inputs. (ATen's activation over strided rows and over a contiguous tensor differ
+// in their last bits: gelu in float32 so differs in about 800 of a row's 1,536 values; a block of
+// one row would be the latter.)
+TEST(TransformerLayer, GatedActivationInRowBlocksIsTheExpressionBitForBit) {
+  const int64_t F = 1536;
+  const int threads = at::get_num_threads();
+  for (const Activation a : {Activation::Silu, Activation::Gelu, Activation::GeluTanh, Activation::Relu}) {
+    for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+      for (const auto& bt : {std::pair<int64_t, int64_t>{1, 1}, {1, 3}, {3, 37}}) {
+        at::manual_seed(5);
+        const auto [B, T] = bt;
+        at::Tensor inner = at::randn({B, T, 2 * F}, at::TensorOptions().dtype(dtype)) * 4;
+        const double special[] = {-0.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                                  std::numeric_limits<double>::quiet_NaN()};
+        for (int k = 0; k < 4; ++k) inner[B - 1][T - 1][k] = special[k], inner[0][0][F + 4 + k] = special[k];  // in the gate, in up
+        const at::ScalarType bits = dtype == at::kFloat ? at::kInt : at::kLong;                                // -0 and NaN payloads too
+        at::Tensor expression;
+        {
+          const at::AutoGradMode grad(true);  // autograd's path: ATen's expression
+          expression = gated_activation(inner, a).detach();
+        }
+        for (const int n : {1, 2, 3}) {
+          at::set_num_threads(n);
+          const at::NoGradGuard no_grad;  // the inference path
+          const at::Tensor fused = gated_activation(inner, a);
+          ASSERT_EQ(fused.sizes(), expression.sizes());
+          EXPECT_EQ((fused.contiguous().view(bits) != expression.contiguous().view(bits)).sum().item<int64_t>(), 0)
+              << int(a) << " " << c10::toString(dtype) << " " << B << " x " << T << " rows on " << n << " threads";
+          EXPECT_GE(fused.isnan().sum().item<int64_t>(), 2) << "the NaN inputs give NaN";
+        }
+        at::set_num_threads(threads);
+      }
     }
   }
 }

@@ -25,6 +25,16 @@ at::Tensor activate(const at::Tensor& x, Activation a) {
   return at::gelu(x, a == Activation::GeluTanh ? "tanh" : "none");
 }
 
+// activate() into out (ATen's relu is clamp_min(x, 0), which has an out variant).
+void activate_out(at::Tensor& out, const at::Tensor& x, Activation a) {
+  if (a == Activation::Relu)
+    at::clamp_min_out(out, x, 0);
+  else if (a == Activation::Silu)
+    at::silu_out(out, x);
+  else
+    at::gelu_out(out, x, a == Activation::GeluTanh ? "tanh" : "none");
+}
+
 LayerOptions layer_options(const ModelConfig& c) {
   const FamilySpec& f = family_spec(c.family);
   LayerOptions o;
@@ -319,7 +329,47 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
   return x * cos + rotated * sin;
 }
 
+// act(gate) · up of [gate | up] rows (inner [..., 2F] contiguous) in blocks of rows of about
+// 512 KiB of output (a core's L2 with their inputs): ATen's own activation into the block of the output, then the product in place,
+// so each element takes the same two operations as the whole-tensor expression in one pass over
+// memory, where the expression made three (the activation written out, read back beside up, the
+// product written). The same bits as the expression: ATen runs an activation over strided rows
+// with one loop and over a contiguous tensor with another whose last bits differ (gelu's), and a
+// block of one row would be contiguous, so every block has two rows or more (the last takes the
+// remainder), unless the tensor has one row (then the expression's is contiguous too). The blocks
+// are fixed by the rows alone, and handed out to the threads whole.
+at::Tensor gated_rows(const at::Tensor& inner, Activation a) {
+  const int64_t F = inner.size(-1) / 2, rows = inner.numel() / (2 * F);
+  const at::Tensor in = inner.view({rows, 2 * F});
+  std::vector<int64_t> shape = inner.sizes().vec();
+  shape.back() = F;
+  at::Tensor out = at::empty(shape, inner.options());
+  const at::Tensor flat = out.view({rows, F});
+  const int64_t block = std::max<int64_t>(2, (int64_t(512) << 10) / (F * int64_t(inner.element_size())));  // 512 KiB of output
+  const int64_t blocks = std::max<int64_t>(1, rows / block);
+  const bool inference = c10::InferenceMode::is_enabled();
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    const c10::InferenceMode guard(inference);  // the caller's mode (thread-local); grad mode is off on this path
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t first = k * block, n = k + 1 == blocks ? rows - first : block;
+      const at::Tensor part = in.narrow(0, first, n);
+      at::Tensor o = flat.narrow(0, first, n);
+      activate_out(o, part.narrow(1, 0, F), a);
+      o.mul_(part.narrow(1, F, F));
+    }
+  });
+  return out;
+}
+
 }  // namespace
+
+at::Tensor gated_activation(const at::Tensor& inner, Activation a) {
+  if (in_place() && inner.is_cpu() && inner.is_contiguous()) return gated_rows(inner, a);
+  const int64_t F = inner.size(-1) / 2;
+  at::Tensor gate = activate(inner.narrow(-1, 0, F), a);
+  const at::Tensor up = inner.narrow(-1, F, F);
+  return in_place() ? gate.mul_(up) : gate * up;
+}
 
 at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const KeyMask& mask, const LayerOptions& o, const LayerMode& mode,
                            int64_t layer, AttentionTrace* trace) {
@@ -376,14 +426,7 @@ at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const 
   const bool pre = o.norm == NormPlacement::Pre;
   const at::Tensor in = pre ? normalise(h, w.norm2_w, w.norm2_b, o.eps, o.rms_norm) : h;
   at::Tensor inner = linear(in, w.ffn_in_w, w.ffn_in_b);
-  if (o.gated_ffn) {  // [gate | up] from one GEMM: act(gate) · up
-    const int64_t F = inner.size(-1) / 2;
-    at::Tensor gate = activate(inner.narrow(-1, 0, F), o.activation);
-    const at::Tensor up = inner.narrow(-1, F, F);
-    inner = in_place() ? gate.mul_(up) : gate * up;
-  } else {
-    inner = activate(inner, o.activation);
-  }
+  inner = o.gated_ffn ? gated_activation(inner, o.activation) : activate(inner, o.activation);
   at::Tensor out = linear(inner, w.ffn_out_w, w.ffn_out_b);
   if (mode.dropout) out = mode.dropout(out, uint64_t(3 + 3 * layer));
   if (pre) return in_place() ? out.add_(h) : h + out;

@@ -149,6 +149,10 @@ struct AttentionTrace {
 // x + W_O concat(heads of LayerNorm(x)) + b_O (pre-LN).
 at::Tensor attention_block(const LayerWeights& w, const at::Tensor& x, const KeyMask& mask, const LayerOptions& o, const LayerMode& mode,
                            int64_t layer, AttentionTrace* trace = nullptr);
+// act(gate) · up of a gated feed-forward's inner [..., 2F] = [gate | up]: at inference on the CPU
+// in cache-sized blocks of rows on the threads (one pass over memory), else ATen's expression; the
+// same bits either way.
+at::Tensor gated_activation(const at::Tensor& inner, Activation a);
 // h [B, T, hidden] → LayerNorm(h + W_2 act(W_1 h + b_1) + b_2) [B, T, hidden] (post-LN), or
 // h + W_2 act(W_1 LayerNorm(h) + b_1) + b_2 (pre-LN).
 at::Tensor feed_forward_block(const LayerWeights& w, const at::Tensor& h, const LayerOptions& o, const LayerMode& mode, int64_t layer);
