@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# docs/FINDINGS.md "Pruning SmolLM2": `ctxsim prune configs/prune/smollm2.yaml` (next-token loss, 500
+# held-out Brown windows, 30 x 9 heads, ten random orders and four ctxsim scores as orders), with
+# the scores from a `ctxsim run` of the same model (2,000 windows, as scripts/real_models.sh runs it).
+# The job is about 4-5 hours on 2 cores of an AMD EPYC at AVX-512, longer than one working session,
+# so its resume state travels with the repository: results/real_models/prune_smollm2/state holds
+# the pruning store and its progress file as the last stop left them; this script starts from
+# them, and on a stop (SIGTERM: the unit in flight finishes, exit 75) puts the new state back.
+# When the job completes it writes the summary and the store beside the state.
+#   bash scripts/prune_smollm2.sh            # run or resume; Ctrl-C or SIGTERM stops it cleanly
+# Both runs use OpenBLAS's SkylakeX kernels (AVX-512F) on 2 threads: their float32 products
+# round the same at any thread count (docs/PERFORMANCE.md, "Machines and ISA levels"), so the
+# scores store rebuilt on another session's machine has the same bytes, and the pruning store's
+# units computed before and after a resume the same numbers. A CPU without AVX-512 cannot
+# continue this state (the scores' digest would differ; ctxsim refuses it and says why).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CTXSIM=${CTXSIM:-build/ctxsim}
+RESULTS=results/real_models/prune_smollm2
+STATE=$RESULTS/state
+SMOLLM=data/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+SCORES=runs/real_models/smollm2/store.h5
+STORE=runs/prune/SmolLM2-135M-Instruct.Q4_1/store.h5  # configs/prune/smollm2.yaml's output.dir
+[ -e "$SMOLLM" ] || { echo "prune_smollm2.sh: $SMOLLM is missing: scripts/setup.sh writes it"; exit 1; }
+grep -qw avx512f /proc/cpuinfo || { echo "prune_smollm2.sh: this CPU has no AVX-512, which the committed state was computed with; run on an AVX-512 node"; exit 1; }
+export OPENBLAS_CORETYPE=SkylakeX
+mkdir -p "$RESULTS" "$(dirname "$STORE")"
+if [ ! -e "$SCORES" ]; then
+  echo "[prune_smollm2] the scores: ctxsim run of SmolLM2 on 2,000 windows into $(dirname "$SCORES")"
+  "$CTXSIM" run configs/default.yaml statistics.examples=[] output.report=false output.dir="$(dirname "$SCORES")" model.path="$SMOLLM" \
+    samples.num_samples=2000 'statistics.separators=[".", ","]' runtime.threads=2 > /dev/null
+fi
+if [ ! -e "$STORE" ] && [ -e "$STATE/store.h5" ]; then
+  echo "[prune_smollm2] resuming from the committed state ($STATE)"
+  cp "$STATE/store.h5" "$STATE/store.h5.progress" "$(dirname "$STORE")/"
+fi
+t0=$(date +%s)
+# SIGTERM to this script reaches ctxsim (Ctrl-C reaches it through the process group): the unit
+# in flight finishes, the progress is saved, exit 75.
+"$CTXSIM" prune configs/prune/smollm2.yaml prune.scores_from="$SCORES" runtime.threads=2 > "$RESULTS/prune.txt.new" &
+child=$!
+trap 'kill -TERM "$child" 2> /dev/null || true' TERM
+rc=0
+while :; do
+  wait "$child" && rc=0 || rc=$?
+  kill -0 "$child" 2> /dev/null || break  # a trap interrupted the wait: ctxsim is still finishing
+done
+trap - TERM
+seconds=$(( $(date +%s) - t0 ))
+case $rc in
+  0)
+    mv "$RESULTS/prune.txt.new" "$RESULTS/prune.txt"
+    cp "$STORE" "$RESULTS/store.h5"
+    rm -rf "$STATE"
+    echo "completed: $seconds s this stretch" >> "$RESULTS/times.txt"
+    cat "$RESULTS/prune.txt" ;;
+  75)
+    rm -f "$RESULTS/prune.txt.new"
+    mkdir -p "$STATE"
+    cp "$STORE" "$STORE.progress" "$STATE/"
+    echo "stopped: $seconds s this stretch" >> "$RESULTS/times.txt"
+    echo "[prune_smollm2] stopped; the state is in $STATE (commit it to carry the job to another session)" ;;
+  *)
+    rm -f "$RESULTS/prune.txt.new"
+    exit $rc ;;
+esac
