@@ -12,7 +12,9 @@
 # round the same at any thread count (docs/PERFORMANCE.md, "Machines and ISA levels"), so the
 # scores store rebuilt on another session's machine has the same bytes, and the pruning store's
 # units computed before and after a resume the same numbers. A CPU without AVX-512 cannot
-# continue this state (the scores' digest would differ; ctxsim refuses it and says why).
+# continue this state (the scores' digest would differ; ctxsim refuses it and says why), nor can a
+# ctxsim whose forward computes other bits (times.txt names the revision of each stretch: build
+# that one to continue).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CTXSIM=${CTXSIM:-build/ctxsim}
@@ -34,6 +36,7 @@ if [ ! -e "$STORE" ] && [ -e "$STATE/store.h5" ]; then
   echo "[prune_smollm2] resuming from the committed state ($STATE)"
   cp "$STATE/store.h5" "$STATE/store.h5.progress" "$(dirname "$STORE")/"
 fi
+version=$("$CTXSIM" --version | head -1)
 t0=$(date +%s)
 # SIGTERM to this script reaches ctxsim (Ctrl-C reaches it through the process group): the unit
 # in flight finishes, the progress is saved, exit 75.
@@ -52,13 +55,13 @@ case $rc in
     mv "$RESULTS/prune.txt.new" "$RESULTS/prune.txt"
     cp "$STORE" "$RESULTS/store.h5"
     rm -rf "$STATE"
-    echo "completed: $seconds s this stretch" >> "$RESULTS/times.txt"
+    echo "completed: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
     cat "$RESULTS/prune.txt" ;;
   75)
     rm -f "$RESULTS/prune.txt.new"
     mkdir -p "$STATE"
     cp "$STORE" "$STORE.progress" "$STATE/"
-    echo "stopped: $seconds s this stretch" >> "$RESULTS/times.txt"
+    echo "stopped: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
     echo "[prune_smollm2] stopped; the state is in $STATE (commit it to carry the job to another session)" ;;
   *)
     rm -f "$RESULTS/prune.txt.new"
