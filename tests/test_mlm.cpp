@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "stages/base/error.h"
 #include "stages/model/model.h"
@@ -172,6 +175,41 @@ TEST(HeadGates, StartingAtALayerFromTheFullModelsInputsIsTheSameBits) {
       const GatedMlm whole = model.evaluate_gated(batch, gates, false, false);
       EXPECT_TRUE(same(model.evaluate_gated_from(batch, gates, l, inputs[size_t(l)]), whole)) << "layer " << l << " head " << k;
       if (l == 1) { EXPECT_NE(whole.loss, full.loss); }
+    }
+}
+
+// An evaluation's decoder is one product into a buffer kept between calls; a training step's (with
+// gradients) goes chunk by chunk. Their losses per sample are the same bits (BERT's decoder with a
+// bias, Llama's without), with a vocabulary
+// large enough for four chunks, across calls of other row counts (the buffer reused), in float64
+// and float32 (where OpenBLAS runs its AVX2 kernels, which round a row by the rows in its call,
+// float32 only agrees to 1e-6).
+TEST(HeadGates, AnEvaluationsDecoderInOneProductIsTheChunkedOnesBits) {
+  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const std::string core = corename ? corename() : "";
+  const bool avx2_kernels = strcasecmp(core.c_str(), "haswell") == 0 || strcasecmp(core.c_str(), "zen") == 0;
+  for (const char* family : {"bert", "llama"})  // the decoder with a bias (addmm) and without (mm)
+    for (const at::ScalarType dtype : {at::kDouble, at::kFloat}) {
+      ModelConfig c = ModelConfig::preset("bert-tiny", family_named(family));
+      c.vocab_size = 60000;  // float32: chunks of 104 rows
+      c.hidden_size = 16, c.num_heads = 2, c.num_layers = 2, c.intermediate_size = 24, c.max_position_embeddings = 12;
+      MlmModel model(c, dtype);
+      model.init(7);
+      const Samples big = make_samples(60, 0.9, 21), small = make_samples(5, 0.4, 22);
+      const int64_t B = big.B;
+      const at::Tensor ones = at::ones({B, 2, 2}, at::kDouble);
+      const GatedMlm chunked = model.evaluate_gated(big.batch(), ones, true, false);
+      ASSERT_GT(std::accumulate(chunked.predicted.begin(), chunked.predicted.end(), int64_t(0)), 3 * 104);  // 4 chunks, 7 in float64
+      model.evaluate_gated(small.batch(), at::ones({small.B, 2, 2}, at::kDouble), false, false);            // fewer rows in between
+      const GatedMlm whole = model.evaluate_gated(big.batch(), ones, false, false);
+      EXPECT_EQ(whole.correct, chunked.correct);
+      EXPECT_EQ(whole.predicted, chunked.predicted);
+      if (dtype == at::kFloat && avx2_kernels) {
+        for (int64_t b = 0; b < B; ++b)
+          EXPECT_NEAR(whole.loss[size_t(b)], chunked.loss[size_t(b)], 1e-6 * std::abs(chunked.loss[size_t(b)]));
+      } else {
+        EXPECT_EQ(whole.loss, chunked.loss) << family << " " << c10::toString(dtype);
+      }
     }
 }
 

@@ -135,15 +135,31 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
     *head_out = h;
     return r;
   }
-  // The decoder in chunks of rows whose [rows, V] logits stay under glibc's mmap threshold, so
-  // that they and their gradients come from the heap (reused) rather than fresh mappings.
+  // The loss in chunks of rows whose [rows, V] logits stay under glibc's mmap threshold, so that
+  // they and their gradients come from the heap (reused) rather than fresh mappings.
   const int64_t rows = std::max<int64_t>(1, (int64_t(24) << 20) / (c.vocab_size * int64_t(x.element_size())));
+  // Without gradients, on the CPU, the logits of every predicted row in one product into a buffer
+  // kept between calls (up to kWholeDecoderBytes): OpenBLAS packs the [V, hidden] decoder once a
+  // call, which each chunk repeated (SmolLM2: a 113 MB read ten times a batch of 10 windows, the
+  // head 1.4x slower). The chunks of the loss stay as they were. With OpenBLAS's AVX-512 kernels
+  // a row's logits are the same bits either way; its AVX2 kernels round a row by the rows in the
+  // call (docs/PERFORMANCE.md), so there an evaluation and a training step's loss may differ in
+  // their last bits.
+  at::Tensor all;
+  const int64_t V = c.vocab_size;
+  if (!at::GradMode::is_enabled() && h.is_cpu() && (h.scalar_type() == at::kFloat || h.scalar_type() == at::kDouble) &&
+      r.predicted * V * int64_t(h.element_size()) <= kWholeDecoderBytes) {
+    if (!decoder_out_.defined() || decoder_out_.scalar_type() != h.scalar_type() || decoder_out_.numel() < r.predicted * V)
+      decoder_out_ = at::empty({r.predicted * V}, h.options());
+    all = decoder_out_.narrow(0, 0, r.predicted * V).view({r.predicted, V});
+    decode(weights, h, &all);
+  }
   at::Tensor loss;
   at::Tensor sample_loss, sample_correct;  // [B] per sample (gated)
   if (gated) sample_loss = at::zeros({B}, at::kDouble), sample_correct = at::zeros({B}, at::kLong);
   for (int64_t first = 0; first < r.predicted; first += rows) {
     const int64_t n = std::min(rows, r.predicted - first);
-    const at::Tensor logits = decode(weights, h.narrow(0, first, n));
+    const at::Tensor logits = all.defined() ? all.narrow(0, first, n) : decode(weights, h.narrow(0, first, n));
     const at::Tensor targets = batch.targets.narrow(0, first, n);
     const at::Tensor hit = at::eq(logits.argmax(1), targets);
     if (gated) {  // per position, then summed into its sample in position order
@@ -184,12 +200,16 @@ at::Tensor MlmModel::head_input(const std::vector<at::Tensor>& weights, at::Tens
   return h;
 }
 
-at::Tensor MlmModel::decode(const std::vector<at::Tensor>& weights, const at::Tensor& h) const {
+at::Tensor MlmModel::decode(const std::vector<at::Tensor>& weights, const at::Tensor& h, at::Tensor* out) const {
   const FamilySpec& f = family_spec(config_.family);
   // The decoder: the word embeddings (tied), or the head's own.
   const std::string decoder = f.lm_head.decoder && !config_.tie_word_embeddings ? std::string(f.lm_head.decoder) + ".weight"
                                                                                 : std::string(f.model_prefix) + f.word + ".weight";
   const at::Tensor& word = weights[index_.at(decoder)];
+  if (out) {  // linear's own products (mm, or addmm with the bias) into *out
+    if (!f.lm_head.bias) return at::mm_out(*out, h, word.t());
+    return at::addmm_out(*out, weights[index_.at(f.lm_head.bias)], h, word.t());
+  }
   if (!f.lm_head.bias) return at::linear(h, word);
   return at::linear(h, word, weights[index_.at(f.lm_head.bias)]);
 }

@@ -119,11 +119,15 @@ class MlmModel {
   // The head: [M, hidden] final hidden states → the decoder's input (transform, LayerNorm), and
   // that → logits [M, V].
   at::Tensor head_input(const std::vector<at::Tensor>& weights, at::Tensor h) const;
-  at::Tensor decode(const std::vector<at::Tensor>& weights, const at::Tensor& h) const;
+  // `out`: into it ([M, V], contiguous).
+  at::Tensor decode(const std::vector<at::Tensor>& weights, const at::Tensor& h, at::Tensor* out = nullptr) const;
   ModelConfig config_;
   std::vector<MlmParameter> layout_;
   std::map<std::string, size_t> index_;
   at::Tensor params_, grads_;
+  // The logits of an evaluation's predicted rows (run, without gradients), kept between calls.
+  static constexpr int64_t kWholeDecoderBytes = int64_t(256) << 20;
+  mutable at::Tensor decoder_out_;
 };
 
 // AdamW (Loshchilov & Hutter; PyTorch's torch.optim.AdamW arithmetic) over flat buffers.
