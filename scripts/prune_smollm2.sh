@@ -23,6 +23,7 @@ STATE=$RESULTS/state
 SMOLLM=data/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf
 SCORES=runs/real_models/smollm2/store.h5
 STORE=runs/prune/SmolLM2-135M-Instruct.Q4_1/store.h5  # configs/prune/smollm2.yaml's output.dir
+OUTTXT=$(dirname "$STORE")/prune.txt  # ctxsim's summary, moved into results when the job completes
 [ -e "$SMOLLM" ] || { echo "prune_smollm2.sh: $SMOLLM is missing: scripts/setup.sh writes it"; exit 1; }
 grep -qw avx512f /proc/cpuinfo || { echo "prune_smollm2.sh: this CPU has no AVX-512, which the committed state was computed with; run on an AVX-512 node"; exit 1; }
 export OPENBLAS_CORETYPE=SkylakeX
@@ -40,7 +41,7 @@ version=$("$CTXSIM" --version | head -1)
 t0=$(date +%s)
 # SIGTERM to this script reaches ctxsim (Ctrl-C reaches it through the process group): the unit
 # in flight finishes, the progress is saved, exit 75.
-"$CTXSIM" prune configs/prune/smollm2.yaml prune.scores_from="$SCORES" runtime.threads=2 > "$RESULTS/prune.txt.new" &
+"$CTXSIM" prune configs/prune/smollm2.yaml prune.scores_from="$SCORES" runtime.threads=2 > "$OUTTXT" &
 child=$!
 trap 'kill -TERM "$child" 2> /dev/null || true' TERM
 rc=0
@@ -52,18 +53,18 @@ trap - TERM
 seconds=$(( $(date +%s) - t0 ))
 case $rc in
   0)
-    mv "$RESULTS/prune.txt.new" "$RESULTS/prune.txt"
+    mv "$OUTTXT" "$RESULTS/prune.txt"
     cp "$STORE" "$RESULTS/store.h5"
     rm -rf "$STATE"
     echo "completed: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
     cat "$RESULTS/prune.txt" ;;
   75)
-    rm -f "$RESULTS/prune.txt.new"
+    rm -f "$OUTTXT"
     mkdir -p "$STATE"
     cp "$STORE" "$STORE.progress" "$STATE/"
     echo "stopped: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
     echo "[prune_smollm2] stopped; the state is in $STATE (commit it to carry the job to another session)" ;;
   *)
-    rm -f "$RESULTS/prune.txt.new"
+    rm -f "$OUTTXT"
     exit $rc ;;
 esac
