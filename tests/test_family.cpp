@@ -3,6 +3,7 @@
 // under other names, and the layer's two attention kernels agreeing. The float64 comparison with
 // an independent reference is tests/model_reference.py (cli.encoder_reference).
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <strings.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "stages/base/error.h"
 #include "stages/base/model_folder.h"
@@ -614,7 +616,8 @@ TEST(TransformerLayer, OneThreadAndTwoGiveTheSameBits) {
 }
 
 // The gated activation at inference (act(gate) · up in blocks of rows, on the threads) is the
-// whole-tensor expression that autograd runs, bit for bit, on 1, 2 and 3 threads: every
+// whole-tensor expression that autograd runs, bit for bit, on 1, 2 and 3 threads and in
+// InferenceMode: every
 // activation, float32 and float64, one row, three, and rows over many blocks, -0, infinities and
 // NaN among the inputs. (ATen's activation over strided rows and over a contiguous tensor differ
 // in their last bits: gelu in float32 so differs in about 800 of a row's 1,536 values; a block of
@@ -624,7 +627,9 @@ TEST(TransformerLayer, GatedActivationInRowBlocksIsTheExpressionBitForBit) {
   const int threads = at::get_num_threads();
   for (const Activation a : {Activation::Silu, Activation::Gelu, Activation::GeluTanh, Activation::Relu}) {
     for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
-      for (const auto& bt : {std::pair<int64_t, int64_t>{1, 1}, {1, 3}, {3, 37}}) {
+      // One row, three, one block of float32's 85 rows or several of float64's 42, and 2 x 85 + 1
+      // rows (the last block takes the remainder).
+      for (const auto& bt : {std::pair<int64_t, int64_t>{1, 1}, {1, 3}, {3, 37}, {2, 85}, {3, 57}}) {
         at::manual_seed(5);
         const auto [B, T] = bt;
         at::Tensor inner = at::randn({B, T, 2 * F}, at::TensorOptions().dtype(dtype)) * 4;
@@ -637,9 +642,11 @@ TEST(TransformerLayer, GatedActivationInRowBlocksIsTheExpressionBitForBit) {
           const at::AutoGradMode grad(true);  // autograd's path: ATen's expression
           expression = gated_activation(inner, a).detach();
         }
-        for (const int n : {1, 2, 3}) {
-          at::set_num_threads(n);
-          const at::NoGradGuard no_grad;  // the inference path
+        for (const int n : {1, 2, 3, 4}) {
+          at::set_num_threads(n == 4 ? 2 : n);
+          const at::NoGradGuard no_grad;  // the inference path; the fourth run in InferenceMode, as the pipeline's
+          std::optional<c10::InferenceMode> inference;
+          if (n == 4) inference.emplace();
           const at::Tensor fused = gated_activation(inner, a);
           ASSERT_EQ(fused.sizes(), expression.sizes());
           EXPECT_EQ((fused.contiguous().view(bits) != expression.contiguous().view(bits)).sum().item<int64_t>(), 0)

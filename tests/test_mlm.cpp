@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <c10/core/InferenceMode.h>
+
 #include <dlfcn.h>
 #include <strings.h>
 #include <unistd.h>
@@ -200,15 +202,24 @@ TEST(HeadGates, AnEvaluationsDecoderInOneProductIsTheChunkedOnesBits) {
       const at::Tensor ones = at::ones({B, 2, 2}, at::kDouble);
       const GatedMlm chunked = model.evaluate_gated(big.batch(), ones, true, false);
       ASSERT_GT(std::accumulate(chunked.predicted.begin(), chunked.predicted.end(), int64_t(0)), 3 * 104);  // 4 chunks, 7 in float64
-      model.evaluate_gated(small.batch(), at::ones({small.B, 2, 2}, at::kDouble), false, false);            // fewer rows in between
-      const GatedMlm whole = model.evaluate_gated(big.batch(), ones, false, false);
-      EXPECT_EQ(whole.correct, chunked.correct);
-      EXPECT_EQ(whole.predicted, chunked.predicted);
-      if (dtype == at::kFloat && avx2_kernels) {
-        for (int64_t b = 0; b < B; ++b)
-          EXPECT_NEAR(whole.loss[size_t(b)], chunked.loss[size_t(b)], 1e-6 * std::abs(chunked.loss[size_t(b)]));
-      } else {
-        EXPECT_EQ(whole.loss, chunked.loss) << family << " " << c10::toString(dtype);
+      // The buffer: allocated, then a call of fewer rows in a larger buffer, one in InferenceMode
+      // (an inference tensor is written only there: a buffer of its own), then the first kind again.
+      std::vector<GatedMlm> whole;
+      whole.push_back(model.evaluate_gated(big.batch(), ones, false, false));
+      model.evaluate_gated(small.batch(), at::ones({small.B, 2, 2}, at::kDouble), false, false);
+      {
+        const c10::InferenceMode inference;
+        whole.push_back(model.evaluate_gated(big.batch(), ones, false, false));
+      }
+      whole.push_back(model.evaluate_gated(big.batch(), ones, false, false));
+      for (const GatedMlm& w : whole) {
+        EXPECT_EQ(w.correct, chunked.correct);
+        EXPECT_EQ(w.predicted, chunked.predicted);
+        if (dtype == at::kFloat && avx2_kernels) {
+          for (int64_t b = 0; b < B; ++b) EXPECT_NEAR(w.loss[size_t(b)], chunked.loss[size_t(b)], 1e-6 * std::abs(chunked.loss[size_t(b)]));
+        } else {
+          EXPECT_EQ(w.loss, chunked.loss) << family << " " << c10::toString(dtype);
+        }
       }
     }
 }

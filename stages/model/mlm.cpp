@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
 
 #include <cmath>
 #include <cstring>
@@ -149,7 +150,8 @@ MlmResult MlmModel::run(const std::vector<at::Tensor>& weights, const MlmBatch& 
   const int64_t V = c.vocab_size;
   if (!at::GradMode::is_enabled() && h.is_cpu() && (h.scalar_type() == at::kFloat || h.scalar_type() == at::kDouble) &&
       r.predicted * V * int64_t(h.element_size()) <= kWholeDecoderBytes) {
-    if (!decoder_out_.defined() || decoder_out_.scalar_type() != h.scalar_type() || decoder_out_.numel() < r.predicted * V)
+    if (!decoder_out_.defined() || decoder_out_.scalar_type() != h.scalar_type() || decoder_out_.numel() < r.predicted * V ||
+        decoder_out_.is_inference() != c10::InferenceMode::is_enabled())  // an inference tensor is written only in InferenceMode
       decoder_out_ = at::empty({r.predicted * V}, h.options());
     all = decoder_out_.narrow(0, 0, r.predicted * V).view({r.predicted, V});
     decode(weights, h, &all);

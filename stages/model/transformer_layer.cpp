@@ -337,7 +337,11 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 // with one loop and over a contiguous tensor with another whose last bits differ (gelu's), and a
 // block of one row would be contiguous, so every block has two rows or more (the last takes the
 // remainder), unless the tensor has one row (then the expression's is contiguous too). The blocks
-// are fixed by the rows alone, and handed out to the threads whole.
+// are fixed by the rows alone, and handed out to the threads whole, so their bits do not depend on
+// the thread count. The expression's can: ATen's threads split its elements evenly, and where a
+// split falls inside a row (5 or 7 threads on rows of 1,536; rows not a multiple of the vector
+// width), that row ends in the activation's scalar loop, whose last bits differ from its vector
+// loop's; on 1-4 threads and SmolLM2's or Llama's widths the splits fall on vector boundaries.
 at::Tensor gated_rows(const at::Tensor& inner, Activation a) {
   const int64_t F = inner.size(-1) / 2, rows = inner.numel() / (2 * F);
   const at::Tensor in = inner.view({rows, 2 * F});
@@ -349,7 +353,8 @@ at::Tensor gated_rows(const at::Tensor& inner, Activation a) {
   const int64_t blocks = std::max<int64_t>(1, rows / block);
   const bool inference = c10::InferenceMode::is_enabled();
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    const c10::InferenceMode guard(inference);  // the caller's mode (thread-local); grad mode is off on this path
+    const c10::InferenceMode inference_guard(inference);  // the caller's modes (thread-local): InferenceMode(false)
+    const at::AutoGradMode grad_guard(false);             // turns grad mode on, and this path runs with it off
     for (int64_t k = begin; k < end; ++k) {
       const int64_t first = k * block, n = k + 1 == blocks ? rows - first : block;
       const at::Tensor part = in.narrow(0, first, n);
