@@ -28,29 +28,38 @@ OUTTXT=$(dirname "$STORE")/prune.txt  # ctxsim's summary, moved into results whe
 grep -qw avx512f /proc/cpuinfo || { echo "prune_smollm2.sh: this CPU has no AVX-512, which the committed state was computed with; run on an AVX-512 node"; exit 1; }
 export OPENBLAS_CORETYPE=SkylakeX
 mkdir -p "$RESULTS" "$(dirname "$STORE")"
-if [ ! -e "$SCORES" ]; then
-  echo "[prune_smollm2] the scores: ctxsim run of SmolLM2 on 2,000 windows into $(dirname "$SCORES")"
-  "$CTXSIM" run configs/default.yaml statistics.examples=[] output.report=false output.dir="$(dirname "$SCORES")" model.path="$SMOLLM" \
-    samples.num_samples=2000 'statistics.separators=[".", ","]' runtime.threads=2 > /dev/null
+if [ -e "$RESULTS/store.h5" ]; then  # done before: its summary, not five more hours
+  echo "[prune_smollm2] the job completed before ($RESULTS/store.h5):"
+  cat "$RESULTS/prune.txt"
+  exit 0
 fi
+# The scores (a complete store returns at once; a stopped one resumes).
+echo "[prune_smollm2] the scores: ctxsim run of SmolLM2 on 2,000 windows into $(dirname "$SCORES")"
+"$CTXSIM" run configs/default.yaml statistics.examples=[] output.report=false output.dir="$(dirname "$SCORES")" model.path="$SMOLLM" \
+  samples.num_samples=2000 'statistics.separators=[".", ","]' runtime.threads=2 > /dev/null
 if [ ! -e "$STORE" ] && [ -e "$STATE/store.h5" ]; then
   echo "[prune_smollm2] resuming from the committed state ($STATE)"
   cp "$STATE/store.h5" "$STATE/store.h5.progress" "$(dirname "$STORE")/"
 fi
 version=$("$CTXSIM" --version | head -1)
 t0=$(date +%s)
-# SIGTERM to this script reaches ctxsim (Ctrl-C reaches it through the process group): the unit
-# in flight finishes, the progress is saved, exit 75.
+# SIGTERM to this script reaches ctxsim, and Ctrl-C reaches it through the process group (this
+# script waits on): the unit in flight finishes, the progress is saved, exit 75.
 "$CTXSIM" prune configs/prune/smollm2.yaml prune.scores_from="$SCORES" runtime.threads=2 > "$OUTTXT" &
 child=$!
 trap 'kill -TERM "$child" 2> /dev/null || true' TERM
-rc=0
-while :; do
-  wait "$child" && rc=0 || rc=$?
-  kill -0 "$child" 2> /dev/null || break  # a trap interrupted the wait: ctxsim is still finishing
+trap : INT
+while kill -0 "$child" 2> /dev/null; do
+  wait "$child" || true  # returns early when a signal's trap runs: ctxsim is still finishing
 done
-trap - TERM
+rc=0
+wait "$child" || rc=$?  # its exit status (bash keeps it for a reaped child)
+trap - TERM INT
 seconds=$(( $(date +%s) - t0 ))
+save_state() {
+  mkdir -p "$STATE"
+  cp "$STORE" "$STORE.progress" "$STATE/"
+}
 case $rc in
   0)
     mv "$OUTTXT" "$RESULTS/prune.txt"
@@ -60,11 +69,16 @@ case $rc in
     cat "$RESULTS/prune.txt" ;;
   75)
     rm -f "$OUTTXT"
-    mkdir -p "$STATE"
-    cp "$STORE" "$STORE.progress" "$STATE/"
+    save_state
     echo "stopped: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
     echo "[prune_smollm2] stopped; the state is in $STATE (commit it to carry the job to another session)" ;;
   *)
+    # A failure or a kill: the units written so far are durable (the store and its progress file
+    # are written so that a crash loses at most the unit in flight), so they are kept too.
     rm -f "$OUTTXT"
+    if [ -e "$STORE.progress" ]; then
+      save_state
+      echo "failed (exit $rc): $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
+    fi
     exit $rc ;;
 esac
