@@ -4,9 +4,7 @@
 // an independent reference is tests/model_reference.py (cli.encoder_reference).
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
-#include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <strings.h>
 
 #include <cstring>
 #include <filesystem>
@@ -580,9 +578,7 @@ TEST(TransformerLayer, TiledAttentionIsTheWholeMapsBitForBit) {
 // what an AVX2 node and CTXSIM_ISA=x86-64-v3 run) round float32 products differently at other
 // thread counts (docs/PERFORMANCE.md "Machines and ISA levels"), so float32 is not asserted there.
 TEST(TransformerLayer, OneThreadAndTwoGiveTheSameBits) {
-  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  const std::string core = corename ? corename() : "";
-  const bool avx2_kernels = strcasecmp(core.c_str(), "haswell") == 0 || strcasecmp(core.c_str(), "zen") == 0;
+  const bool avx2_kernels = test::openblas_avx2_kernels();
   const int threads = at::get_num_threads();
   for (const char* name : {"bert", "gpt2", "llama"}) {
     ModelConfig c = tiny(family_named(name));
@@ -617,9 +613,8 @@ TEST(TransformerLayer, OneThreadAndTwoGiveTheSameBits) {
 
 // The gated activation at inference (act(gate) · up in blocks of rows, on the threads) is the
 // whole-tensor expression that autograd runs, bit for bit, on 1, 2 and 3 threads and in
-// InferenceMode: every
-// activation, float32 and float64, one row, three, and rows over many blocks, -0, infinities and
-// NaN among the inputs. (ATen's activation over strided rows and over a contiguous tensor differ
+// InferenceMode: every activation, float32 and float64, one row, three, and rows over many
+// blocks, -0, infinities and NaN among the inputs. (ATen's activation over strided rows and over a contiguous tensor differ
 // in their last bits: gelu in float32 so differs in about 800 of a row's 1,536 values; a block of
 // one row would be the latter.)
 TEST(TransformerLayer, GatedActivationInRowBlocksIsTheExpressionBitForBit) {

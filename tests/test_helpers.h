@@ -2,6 +2,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+#include <strings.h>
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +27,15 @@ inline const char* kBrownPath = "data/brown";
 
 // Whether scripts/setup.sh fetched the real data (the Brown corpus and the vocabulary).
 inline bool data_available() { return std::filesystem::exists(kVocabPath) && std::filesystem::exists(kBrownPath); }
+
+// Whether OpenBLAS runs its AVX2 kernel sets (Haswell, Zen), whose float32 products round a row
+// by the thread count and by the rows that share its call (docs/PERFORMANCE.md); false for its
+// AVX-512 sets and for another BLAS.
+inline bool openblas_avx2_kernels() {
+  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const char* core = corename ? corename() : "";
+  return strcasecmp(core, "haswell") == 0 || strcasecmp(core, "zen") == 0;
+}
 
 // A fresh temporary folder, removed when the object goes.
 struct TempDir {

@@ -6,8 +6,6 @@
 
 #include <c10/core/InferenceMode.h>
 
-#include <dlfcn.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -19,6 +17,7 @@
 #include "stages/model/model.h"
 #include "stages/model/random_checkpoint.h"
 #include "stages/text/pretraining_data.h"
+#include "test_helpers.h"
 
 namespace ctxsim {
 namespace {
@@ -182,14 +181,12 @@ TEST(HeadGates, StartingAtALayerFromTheFullModelsInputsIsTheSameBits) {
 
 // An evaluation's decoder is one product into a buffer kept between calls; a training step's (with
 // gradients) goes chunk by chunk. Their losses per sample are the same bits (BERT's decoder with a
-// bias, Llama's without), with a vocabulary
-// large enough for four chunks, across calls of other row counts (the buffer reused), in float64
+// bias, Llama's without), with a vocabulary large enough for four chunks, across calls of other
+// row counts (the buffer reused), in float64
 // and float32 (where OpenBLAS runs its AVX2 kernels, which round a row by the rows in its call,
 // float32 only agrees to 1e-6).
 TEST(HeadGates, AnEvaluationsDecoderInOneProductIsTheChunkedOnesBits) {
-  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  const std::string core = corename ? corename() : "";
-  const bool avx2_kernels = strcasecmp(core.c_str(), "haswell") == 0 || strcasecmp(core.c_str(), "zen") == 0;
+  const bool avx2_kernels = test::openblas_avx2_kernels();
   for (const char* family : {"bert", "llama"})  // the decoder with a bias (addmm) and without (mm)
     for (const at::ScalarType dtype : {at::kDouble, at::kFloat}) {
       ModelConfig c = ModelConfig::preset("bert-tiny", family_named(family));
