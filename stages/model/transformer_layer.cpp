@@ -199,16 +199,25 @@ void context_by_block(at::Tensor out, const at::Tensor& attention, const at::Ten
 // gives a row different bits when its threads split a product at other rows).
 bool heads_one_a_task(const at::Tensor& like, int64_t H) { return like.is_cpu() && H >= 2 * int64_t(at::get_num_threads()); }
 
+// at::parallel_for with the caller's InferenceMode and grad mode in every task (both are
+// thread-local; InferenceMode(false) alone would turn grad mode on).
+template <class Fn>
+void parallel_in_callers_modes(int64_t begin, int64_t end, int64_t grain, const Fn& fn) {
+  const bool inference = c10::InferenceMode::is_enabled(), grad = at::GradMode::is_enabled();
+  at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
+    const c10::InferenceMode inference_guard(inference);
+    const at::AutoGradMode grad_guard(grad);
+    fn(b, e);
+  });
+}
+
 template <class Fn>
 void for_heads(const at::Tensor& like, int64_t B, int64_t H, const Fn& fn) {
   if (!heads_one_a_task(like, H)) {
     for (int64_t b = 0; b < B; ++b) fn(b, 0, H);
     return;
   }
-  const bool inference = c10::InferenceMode::is_enabled(), grad = at::GradMode::is_enabled();
-  at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-    const c10::InferenceMode inference_guard(inference);  // the caller's modes (thread-local)
-    const at::AutoGradMode grad_guard(grad);
+  parallel_in_callers_modes(0, B * H, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) fn(i / H, i % H, 1);
   });
 }
@@ -330,18 +339,19 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 }
 
 // act(gate) · up of [gate | up] rows (inner [..., 2F] contiguous) in blocks of rows of about
-// 512 KiB of output (a core's L2 with their inputs): ATen's own activation into the block of the output, then the product in place,
-// so each element takes the same two operations as the whole-tensor expression in one pass over
-// memory, where the expression made three (the activation written out, read back beside up, the
-// product written). The same bits as the expression: ATen runs an activation over strided rows
-// with one loop and over a contiguous tensor with another whose last bits differ (gelu's), and a
-// block of one row would be contiguous, so every block has two rows or more (the last takes the
-// remainder), unless the tensor has one row (then the expression's is contiguous too). The blocks
-// are fixed by the rows alone, and handed out to the threads whole, so their bits do not depend on
-// the thread count. The expression's can: ATen's threads split its elements evenly, and where a
-// split falls inside a row (5 or 7 threads on rows of 1,536; rows not a multiple of the vector
-// width), that row ends in the activation's scalar loop, whose last bits differ from its vector
-// loop's; on 1-4 threads and SmolLM2's or Llama's widths the splits fall on vector boundaries.
+// 512 KiB of output (a core's L2 with their inputs): ATen's own activation into the block of the
+// output, then the product in place, so each element takes the same two operations as the
+// whole-tensor expression in one pass over memory, where the expression made three (the activation
+// written out, read back beside up, the product written). The same bits as the expression: ATen
+// runs an activation over strided rows with one loop and over a contiguous tensor with another
+// whose last bits differ (gelu's), and a block of one row would be contiguous, so every block has
+// two rows or more (the last takes the remainder), unless the tensor has one row (then the
+// expression's is contiguous too). The blocks are fixed by the rows alone, and handed out to the
+// threads whole, so their bits do not depend on the thread count. The expression's can: ATen's
+// threads split its elements evenly, and where a split falls inside a row (5 or 7 threads on rows
+// of 1,536; rows not a multiple of the vector width), that row ends in the activation's scalar
+// loop, whose last bits differ from its vector loop's; on 1-4 threads and SmolLM2's or Llama's
+// widths the splits fall on vector boundaries.
 at::Tensor gated_rows(const at::Tensor& inner, Activation a) {
   const int64_t F = inner.size(-1) / 2, rows = inner.numel() / (2 * F);
   const at::Tensor in = inner.view({rows, 2 * F});
@@ -351,10 +361,7 @@ at::Tensor gated_rows(const at::Tensor& inner, Activation a) {
   const at::Tensor flat = out.view({rows, F});
   const int64_t block = std::max<int64_t>(2, (int64_t(512) << 10) / (F * int64_t(inner.element_size())));  // 512 KiB of output
   const int64_t blocks = std::max<int64_t>(1, rows / block);
-  const bool inference = c10::InferenceMode::is_enabled();
-  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    const c10::InferenceMode inference_guard(inference);  // the caller's modes (thread-local): InferenceMode(false)
-    const at::AutoGradMode grad_guard(false);             // turns grad mode on, and this path runs with it off
+  parallel_in_callers_modes(0, blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
       const int64_t first = k * block, n = k + 1 == blocks ? rows - first : block;
       const at::Tensor part = in.narrow(0, first, n);
