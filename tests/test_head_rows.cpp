@@ -3,8 +3,10 @@
 // boundaries. SPEC §5: results do not depend on the CPU's instruction-set level.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "stages/base/cpu_features.h"
@@ -74,6 +76,58 @@ void expect_same_similarity_bits() {
 
 TEST(HeadRows, SimilarityHasTheSameBitsAtEveryLevelFloat32) { expect_same_similarity_bits<float>(); }
 TEST(HeadRows, SimilarityHasTheSameBitsAtEveryLevelFloat64) { expect_same_similarity_bits<double>(); }
+
+// SPEC §9's sums, written out as one row after another: each G_ii over k in F, each row's squares
+// in double in order, the rows into trace and square in order.
+template <class F>
+std::pair<double, double> gram_sums_row_by_row(const std::vector<F>& c, int64_t cs, const std::vector<F>& l, const std::vector<F>& r,
+                                               int64_t n, int64_t k) {
+  double trace = 0, square = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    F g = 0;
+    for (int64_t q = 0; q < k; ++q) {
+      const F p = l[size_t(i * k + q)] * r[size_t(i * k + q)];
+      g = g + p;
+    }
+    trace += double(g);
+    double off = 0;
+    for (int64_t j = i + 1; j < n; ++j) {
+      const double x = double(c[size_t(i * cs + j)]);
+      off += x * x;
+    }
+    square += double(g) * double(g) + 2 * off;
+  }
+  return {trace, square};
+}
+
+template <class F>
+void expect_gram_sums_row_by_row() {
+  const LevelGuard guard;
+  std::mt19937_64 gen(5);
+  std::normal_distribution<double> normal(0, 1);
+  for (int64_t n : {0, 1, 2, 7, 8, 9, 15, 16, 17, 63, 100, 128, 130}) {
+    for (int64_t k : {1, 7, 64}) {
+      std::vector<F> l(size_t(n * k)), r(size_t(n * k));
+      for (auto& x : l) x = F(normal(gen));
+      for (auto& x : r) x = F(normal(gen) * 3);  // values of several magnitudes, so the order shows in the bits
+      const int64_t cs = similarity_stride<F>(n);
+      std::vector<F> rt(size_t(k * cs), F(0)), c(size_t(std::max<int64_t>(n, 1) * cs), F(0));
+      transpose_into(r.data(), n, k, cs, rt.data());
+      similarity_rows(l.data(), rt.data(), n, k, cs, c.data());
+      const auto [trace, square] = gram_sums_row_by_row(c, cs, l, r, n, k);
+      for (IsaLevel level : levels_here()) {
+        use_level(level);
+        double t = -1, s = -1;
+        gram_sums(c.data(), cs, l.data(), r.data(), n, k, &t, &s);
+        EXPECT_EQ(std::memcmp(&t, &trace, sizeof t), 0) << isa_name(level) << " n=" << n << " k=" << k << ": " << t << " vs " << trace;
+        EXPECT_EQ(std::memcmp(&s, &square, sizeof s), 0) << isa_name(level) << " n=" << n << " k=" << k << ": " << s << " vs " << square;
+      }
+    }
+  }
+}
+
+TEST(HeadRows, GramSumsAreTheRowByRowSumsAtEveryLevelFloat32) { expect_gram_sums_row_by_row<float>(); }
+TEST(HeadRows, GramSumsAreTheRowByRowSumsAtEveryLevelFloat64) { expect_gram_sums_row_by_row<double>(); }
 
 TEST(HeadRows, RowPrimitivesAgreeAtEveryLevel) {
   const LevelGuard guard;

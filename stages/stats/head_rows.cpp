@@ -125,6 +125,55 @@ CTXSIM_INLINE void similarity_rows_impl(const F* __restrict l, const F* __restri
   }
 }
 
+// SPEC §9's two sums over a head's Gram matrix G = l rᵀ of the n valid rows: trace = Σ_i G_ii and
+// square = Σ_i (G_ii² + 2 Σ_{j>i} C_ij²), from C's upper triangle (row stride cs) and G_ii = l_i · r_i
+// (summed over k in order in F, as similarity_rows sums C). Each row's sums run in order, one
+// product and one rounding at a time, and the rows enter trace and square in order: the bits of
+// one row after another. Eight rows run side by side, eight independent chains of additions where
+// one row alone waits on each addition's latency.
+template <class F>
+CTXSIM_INLINE void gram_sums_impl(const F* __restrict c, int64_t cs, const F* __restrict l, const F* __restrict r, int64_t n, int64_t k,
+                                  double* trace_out, double* square_out) {
+  constexpr int64_t G = 8;
+  double trace = 0, square = 0;
+  for (int64_t i = 0; i < n; i += G) {
+    const int64_t m = n - i < G ? n - i : G;
+    F g[G] = {};
+    double off[G] = {};
+    const F* li = l + i * k;
+    const F* ri = r + i * k;
+    const F* ci = c + i * cs + i + 1;  // row i + u's pairs start at ci + u * (cs + 1)
+    const int64_t common = n - i - m;  // the pairs of the group's last row: every row has them
+    if (m == G) {
+      for (int64_t q = 0; q < k; ++q)
+        for (int64_t u = 0; u < G; ++u) g[u] += li[u * k + q] * ri[u * k + q];
+      for (int64_t t = 0; t < common; ++t)
+        for (int64_t u = 0; u < G; ++u) {
+          const double x = double(ci[u * (cs + 1) + t]);
+          off[u] += x * x;
+        }
+    } else {
+      for (int64_t u = 0; u < m; ++u)
+        for (int64_t q = 0; q < k; ++q) g[u] += li[u * k + q] * ri[u * k + q];
+      for (int64_t u = 0; u < m; ++u)
+        for (int64_t t = 0; t < common; ++t) {
+          const double x = double(ci[u * (cs + 1) + t]);
+          off[u] += x * x;
+        }
+    }
+    for (int64_t u = 0; u < m; ++u) {
+      for (int64_t t = common; t < n - 1 - i - u; ++t) {  // the rest of row i + u, in order
+        const double x = double(ci[u * (cs + 1) + t]);
+        off[u] += x * x;
+      }
+      trace += double(g[u]);
+      square += double(g[u]) * double(g[u]) + 2 * off[u];
+    }
+  }
+  *trace_out = trace;
+  *square_out = square;
+}
+
 CTXSIM_INLINE RowCounts mask_row_counts_impl(const uint8_t* __restrict m, int64_t len, const int32_t* __restrict sent,
                                              const int32_t* __restrict tok, int32_t si, int32_t ti, int32_t* __restrict hist,
                                              int32_t* __restrict deg) {
@@ -190,10 +239,17 @@ CTXSIM_INLINE int32_t mask_sum_impl(const uint8_t* __restrict m, int64_t len) {
     mask_row_noise_impl(m, n, anchor, sent, tok, si, ti, touch, noise);                                                               \
   }                                                                                                                                   \
   TARGET int32_t mask_sum(const uint8_t* m, int64_t n) { return mask_sum_impl(m, n); }                                                \
+  TARGET void gram_sums_f(const float* c, int64_t cs, const float* l, const float* r, int64_t n, int64_t k, double* t, double* s) {   \
+    gram_sums_impl(c, cs, l, r, n, k, t, s);                                                                                          \
+  }                                                                                                                                   \
+  TARGET void gram_sums_d(const double* c, int64_t cs, const double* l, const double* r, int64_t n, int64_t k, double* t, double* s) { \
+    gram_sums_impl(c, cs, l, r, n, k, t, s);                                                                                          \
+  }                                                                                                                                   \
   constexpr RowKernels kernels = {count_ge_gt_f,     count_ge_gt_d,    mask_gt_f,        mask_gt_d,                                   \
                                   mask_ge_f,         mask_ge_d,        row_max_f,        row_max_d,                                   \
                                   count_at_least_f,  count_at_least_d, count_at_least_h, similarity_rows_f,                           \
-                                  similarity_rows_d, mask_row_counts,  mask_row_noise,   mask_sum};                                   \
+                                  similarity_rows_d, mask_row_counts,  mask_row_noise,   mask_sum,                                    \
+                                  gram_sums_f,       gram_sums_d};                                                                    \
   }
 
 // The table of one level.
@@ -214,6 +270,8 @@ struct RowKernels {
   RowCounts (*mask_row_counts)(const uint8_t*, int64_t, const int32_t*, const int32_t*, int32_t, int32_t, int32_t*, int32_t*);
   void (*mask_row_noise)(const uint8_t*, int64_t, const uint8_t*, const int32_t*, const int32_t*, int32_t, int32_t, int32_t*, int32_t*);
   int32_t (*mask_sum)(const uint8_t*, int64_t);
+  void (*gram_sums_f)(const float*, int64_t, const float*, const float*, int64_t, int64_t, double*, double*);
+  void (*gram_sums_d)(const double*, int64_t, const double*, const double*, int64_t, int64_t, double*, double*);
 };
 
 CTXSIM_ROW_LEVEL(baseline, , 16)
@@ -285,5 +343,11 @@ void mask_row_noise(const uint8_t* m, int64_t len, const uint8_t* anchor, const 
   active().mask_row_noise(m, len, anchor, sent, tok, si, ti, touch, noise);
 }
 int32_t mask_sum(const uint8_t* m, int64_t len) { return active().mask_sum(m, len); }
+void gram_sums(const float* c, int64_t cs, const float* l, const float* r, int64_t n, int64_t k, double* trace, double* square) {
+  active().gram_sums_f(c, cs, l, r, n, k, trace, square);
+}
+void gram_sums(const double* c, int64_t cs, const double* l, const double* r, int64_t n, int64_t k, double* trace, double* square) {
+  active().gram_sums_d(c, cs, l, r, n, k, trace, square);
+}
 
 }  // namespace ctxsim::head_rows

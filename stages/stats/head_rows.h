@@ -121,5 +121,9 @@ RowCounts mask_row_counts(const uint8_t* m, int64_t len, const int32_t* sent, co
 void mask_row_noise(const uint8_t* m, int64_t len, const uint8_t* anchor, const int32_t* sent, const int32_t* tok, int32_t si, int32_t ti,
                     int32_t* touch, int32_t* noise);
 int32_t mask_sum(const uint8_t* m, int64_t len);
+// SPEC §9's trace Σ_i l_i · r_i and square Σ_i ((l_i · r_i)² + 2 Σ_{j>i} C_ij²) over n valid rows of
+// k-vectors l and r (row-major) and C's upper triangle (row stride cs), in double, row after row.
+void gram_sums(const float* c, int64_t cs, const float* l, const float* r, int64_t n, int64_t k, double* trace, double* square);
+void gram_sums(const double* c, int64_t cs, const double* l, const double* r, int64_t n, int64_t k, double* trace, double* square);
 
 }  // namespace ctxsim::head_rows

@@ -311,21 +311,12 @@ namespace {
 
 // SPEC §9: the participation ratio (tr G)^2 / |G|_F^2 of G = left rightᵀ over the n valid
 // positions, from C's upper triangle (G is symmetric) and the diagonal left_i · right_i summed as
-// similarity_rows sums C, in double in a fixed order; on the grid 2^-16 in units of 2^-32. The
-// value and whether it counts ({0, 0} for a zero G).
+// similarity_rows sums C, in double in a fixed order (head_rows::gram_sums); on the grid 2^-16 in
+// units of 2^-32. The value and whether it counts ({0, 0} for a zero G).
 template <class F>
 std::pair<int64_t, int64_t> effective_rank(const F* c, int64_t cs, const VectorsRef& v, int64_t n) {
-  const F* l = static_cast<const F*>(v.left);
-  const F* r = static_cast<const F*>(v.right);
   double trace = 0, square = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    F g = 0;
-    for (int64_t q = 0; q < v.k; ++q) g += l[i * v.k + q] * r[i * v.k + q];
-    trace += double(g);
-    double off = 0;
-    for (int64_t j = i + 1; j < n; ++j) off += double(c[i * cs + j]) * double(c[i * cs + j]);
-    square += double(g) * double(g) + 2 * off;
-  }
+  gram_sums(c, cs, static_cast<const F*>(v.left), static_cast<const F*>(v.right), n, v.k, &trace, &square);
   if (!(square > 0)) return {0, 0};
   const double grid = std::nearbyint(trace * trace / square * kEffectiveRankGrid);
   return {int64_t(grid) * int64_t(kFixedPointScale / kEffectiveRankGrid), 1};
