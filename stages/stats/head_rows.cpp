@@ -239,17 +239,16 @@ CTXSIM_INLINE int32_t mask_sum_impl(const uint8_t* __restrict m, int64_t len) {
     mask_row_noise_impl(m, n, anchor, sent, tok, si, ti, touch, noise);                                                               \
   }                                                                                                                                   \
   TARGET int32_t mask_sum(const uint8_t* m, int64_t n) { return mask_sum_impl(m, n); }                                                \
-  TARGET void gram_sums_f(const float* c, int64_t cs, const float* l, const float* r, int64_t n, int64_t k, double* t, double* s) {   \
-    gram_sums_impl(c, cs, l, r, n, k, t, s);                                                                                          \
+  TARGET void gram_sums_f(const float* c, int64_t w, const float* l, const float* r, int64_t n, int64_t k, double* t, double* s) {    \
+    gram_sums_impl(c, w, l, r, n, k, t, s);                                                                                           \
   }                                                                                                                                   \
-  TARGET void gram_sums_d(const double* c, int64_t cs, const double* l, const double* r, int64_t n, int64_t k, double* t, double* s) { \
-    gram_sums_impl(c, cs, l, r, n, k, t, s);                                                                                          \
+  TARGET void gram_sums_d(const double* c, int64_t w, const double* l, const double* r, int64_t n, int64_t k, double* t, double* s) { \
+    gram_sums_impl(c, w, l, r, n, k, t, s);                                                                                           \
   }                                                                                                                                   \
-  constexpr RowKernels kernels = {count_ge_gt_f,     count_ge_gt_d,    mask_gt_f,        mask_gt_d,                                   \
-                                  mask_ge_f,         mask_ge_d,        row_max_f,        row_max_d,                                   \
-                                  count_at_least_f,  count_at_least_d, count_at_least_h, similarity_rows_f,                           \
-                                  similarity_rows_d, mask_row_counts,  mask_row_noise,   mask_sum,                                    \
-                                  gram_sums_f,       gram_sums_d};                                                                    \
+  constexpr RowKernels kernels = {count_ge_gt_f,    count_ge_gt_d,     mask_gt_f,         mask_gt_d,        mask_ge_f,                \
+                                  mask_ge_d,        row_max_f,         row_max_d,         count_at_least_f, count_at_least_d,         \
+                                  count_at_least_h, similarity_rows_f, similarity_rows_d, mask_row_counts,  mask_row_noise,           \
+                                  mask_sum,         gram_sums_f,       gram_sums_d};                                                  \
   }
 
 // The table of one level.
