@@ -30,7 +30,7 @@ export OPENBLAS_CORETYPE=SkylakeX
 mkdir -p "$RESULTS" "$(dirname "$STORE")"
 if [ -e "$RESULTS/store.h5" ]; then  # done before: its summary, not five more hours
   echo "[prune_smollm2] the job completed before ($RESULTS/store.h5):"
-  cat "$RESULTS/prune.txt"
+  cat "$RESULTS/prune.txt" "$RESULTS/scores.txt"
   exit 0
 fi
 # The scores (a complete store returns at once; a stopped one resumes).
@@ -66,12 +66,15 @@ case $rc in
     cp "$STORE" "$RESULTS/store.h5"
     rm -rf "$STATE"
     echo "completed: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
-    cat "$RESULTS/prune.txt" ;;
+    # Every statistic of the score store against importance, not only the four ordered by.
+    /usr/bin/python3 scripts/prune_scores.py "$RESULTS/store.h5" "$SCORES" > "$RESULTS/scores.txt"
+    cat "$RESULTS/prune.txt" "$RESULTS/scores.txt" ;;
   75)
     rm -f "$OUTTXT"
     save_state
     echo "stopped: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
-    echo "[prune_smollm2] stopped; the state is in $STATE (commit it to carry the job to another session)" ;;
+    echo "[prune_smollm2] stopped; the state is in $STATE (commit it to carry the job to another session)"
+    /usr/bin/python3 scripts/prune_scores.py "$STATE/store.h5" "$SCORES" || true ;;  # a first look at the units done
   *)
     # A failure or a kill: the units written so far are durable (the store and its progress file
     # are written so that a crash loses at most the unit in flight), so they are kept too.

@@ -163,6 +163,18 @@ assert list(heads[4]) == sorted(range(4), key=lambda k: (v[k], k)), "effective_r
 assert list(heads[5]) == sorted(range(4), key=lambda k: (-v[k], k)), "effective_rank_high: highest first"
 print("scores ok")
 PY
+    # scripts/prune_scores.py gives every statistic of the run store the rho `ctxsim summary` gives
+    # the ordered scores: the same values for those, from an independent reading of both stores.
+    out=$("$CTXSIM" summary "$TMP/s/store.h5") || fail "summary of three scores"
+    py=$(/usr/bin/python3 scripts/prune_scores.py "$TMP/s/store.h5" "$TMP/run/store.h5") || fail "prune_scores.py: $py"
+    from_summary() { grep -E -- "^  $1 *[-+]?[0-9]" <<< "$out" | grep -oE -- '-?[0-9]+\.[0-9]+$'; }
+    from_py() { grep -F -- "$1 " <<< "$py" | awk '{print $(NF-'"$2"')}' | sed 's/^+//'; }
+    for pair in "score noise|noise share|1" "score effective_rank|effective rank|1" "ablation loss|(loss rise itself)|0"; do
+      IFS='|' read -r ours theirs column <<< "$pair"
+      a=$(from_summary "$ours") b=$(from_py "$theirs" "$column")
+      [ -n "$a" ] && [ "$a" = "$b" ] || fail "rho of $ours: ctxsim summary '$a', prune_scores.py '$b'"
+    done
+    contains "$py" "first-token attention"
     # The scores' contents are part of what the store must match: the same run store path over
     # another run of the model (other samples, other scores) is other inputs, never "complete".
     prune 1 "$TMP/s" prune.scores_from="$TMP/run/store.h5" 'prune.score=[noise, effective_rank, effective_rank_high]' ||
