@@ -193,6 +193,17 @@ PY
     for stem in prune_score prune_score_effective_rank prune_importance_vs_score_effective_rank_high; do
       [ -s "$TMP/s/figures/$stem.svg" ] || fail "no $stem figure"
     done
+    # The attention sink as an order (prune.score=first_token_mass, SPEC §8): the most first.
+    prune 1 "$TMP/sink" prune.scores_from="$TMP/run2/store.h5" prune.score=first_token_mass output.report=false ||
+      fail "prune by first_token_mass: $(tail -3 "$TMP/sink.log")"
+    /usr/bin/python3 - "$TMP/sink/store.h5" "$TMP/run2/store.h5" > "$TMP/py" 2>&1 <<'PY' || fail "first_token_mass: $(cat "$TMP/py")"
+import sys, h5py
+p, r = h5py.File(sys.argv[1], "r")["prune"], h5py.File(sys.argv[2], "r")["stats/top_fraction=0.01"]
+v = r["first_token_mass"][...].reshape(-1).astype(float)
+assert v.min() > 0 and len(set(v)) == len(v), v
+assert [x.decode() for x in p["ctxsim_score"][...]] == ["first_token_mass"]
+assert list(p["order_heads"][3]) == sorted(range(4), key=lambda k: (-v[k], k)), "first_token_mass: the most first"
+PY
     ;;
   families)
     # Every family with a language-model head prunes (SPEC §8): DistilBERT and RoBERTa with their
@@ -274,7 +285,7 @@ PY
     one_error "has no RoBERTa language-model head (lm_head.bias is missing)" "$TMP/o2" model.path="$TMP/rob"
     head -n 103 "$VOCAB" | grep -v MASK > "$TMP/nomask.txt"
     one_error "has no [MASK] token, which the masked-LM loss needs" "$TMP/o2" model.vocab="$TMP/nomask.txt"
-    one_error "prune.score: expected one of noise, anchor_share, same_sentence_lift, repetition_lift, effective_rank, effective_rank_high, got 'quality'" "$TMP/o3" prune.score=quality prune.scores_from=x
+    one_error "prune.score: expected one of noise, anchor_share, same_sentence_lift, repetition_lift, effective_rank, effective_rank_high, first_token_mass, got 'quality'" "$TMP/o3" prune.score=quality prune.scores_from=x
     # A score store of another model's shape, and one that is not a run's.
     "$CTXSIM" run configs/default.yaml model.path="$TMP/distil" samples.num_samples=4 samples.seq_len=32 statistics.examples=[] \
       output.report=false output.dir="$TMP/run3" > /dev/null 2>&1 || fail "run"

@@ -73,6 +73,7 @@ const std::vector<ScoreRow>& scores() {
       {"repetition_lift", "repetition_lift", true, "a head's repeated-token rate over chance (least repetition-bound first)"},
       {"effective_rank", "effective_rank", true, "a head's effective rank, the participation ratio of its outputs (lowest first)"},
       {"effective_rank_high", "effective_rank", false, "a head's effective rank (highest first)"},
+      {"first_token_mass", "first_token_mass", false, "a head's attention on the first position, the attention sink (the most first)"},
   };
   return rows;
 }

@@ -14,6 +14,7 @@
 #include "stages/base/limits.h"
 #include "stages/base/suggest.h"
 #include "stages/model/family.h"
+#include "stages/prune/prune.h"
 
 namespace ctxsim {
 
@@ -346,6 +347,22 @@ std::vector<std::string> lm_families() {
   return names;
 }
 
+
+// prune.score's choices and its help: the rows of the score table (stages/prune/prune.cpp).
+std::vector<std::string> score_names() {
+  std::vector<std::string> names;
+  for (const prune::ScoreRow& r : prune::scores()) names.emplace_back(r.name);
+  return names;
+}
+
+std::string score_help() {
+  std::string help = "the scores of prune.scores_from, an order each (one or a list):", sep = " ";
+  for (const prune::ScoreRow& r : prune::scores()) {
+    help += sep + r.name + (r.ascending ? " (lowest first)" : " (highest first)");
+    sep = " | ";
+  }
+  return help;
+}
 }  // namespace
 
 // The jobs that read a key (R run, S segment, X prune, P pretrain: their rows' bits), and Steer
@@ -415,7 +432,7 @@ const std::vector<Field>& schema() {
       int_field(S, "segment.layer", KEY(segment.layer), -1, 1000, "the layer `segment --text` uses; -1 = the model's last"),
       int_field(X, "prune.random_seeds", KEY(prune.random_seeds), 1, 1000, "random orders of the heads (seeds 1 ... N): the band the other orders are judged against"),
       string_field(X, "prune.scores_from", KEY(prune.scores_from), {}, "a complete run store of the same model: its per-head score is one more order; empty = none"),
-      choices_field(X, "prune.score", KEY(prune.score), {"noise", "anchor_share", "same_sentence_lift", "repetition_lift", "effective_rank", "effective_rank_high"}, "the scores of prune.scores_from, an order each (one or a list): noise (noisiest first) | anchor_share | same_sentence_lift | repetition_lift | effective_rank (least first) | effective_rank_high (highest effective rank first)"),
+      choices_field(X, "prune.score", KEY(prune.score), score_names(), score_help()),
       string_field(R|P|S|X|Steer, "output.dir", KEY(output.dir), {}, "folder of store.h5 and the report (pretrain: checkpoints, loss curves) - where, not what"),
       bool_field(R|P|S|X|Steer, "output.overwrite", KEY(output.overwrite), "replace an existing store (or checkpoint) made with a different config"),
       bool_field(R|S|X|Steer, "output.report", KEY(output.report), "write the report when the run ends"),
