@@ -75,7 +75,9 @@ def main():
             fail(f"{prune_path} has no unit of its first pass done yet")
         importance = u["importance"][done].sum(0)
         rise = u["ablation_loss"][done].sum(0) - u["loss"][done].sum()
-        windows = f"partial: {len(done)} of {u['predicted'].shape[0]} units of the first pass"
+        total = u["predicted"].shape[0]
+        windows = ("the first pass complete, the curves still running" if len(done) == total else
+                   f"partial: {len(done)} of {total} units of the first pass")
     pairs = s["high_pairs"][:]
     samples = float(r["stats/baseline/samples"][()])
     distance = s["distance_hist"][:].astype(float)  # [L, H, T]: selected pairs by j - i
