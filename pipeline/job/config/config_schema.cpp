@@ -347,7 +347,6 @@ std::vector<std::string> lm_families() {
   return names;
 }
 
-
 // prune.score's choices and its help: the rows of the score table (stages/prune/prune.cpp).
 std::vector<std::string> score_names() {
   std::vector<std::string> names;
