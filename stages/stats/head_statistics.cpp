@@ -87,30 +87,18 @@ struct HeadKernel::Typed {
   // values > b are selected among.
   F kth_largest(int64_t kk) {
     const int64_t P = n * (n - 1) / 2;
-    // P/32 samples (at least 256, at most 4096), the pairs 0, step, 2 step, … of the triangle in
-    // (i, j) order: the bound below lands about 2k + 256 pairs deep.
+    auto& sample = k.sample_;
+    sample.clear();
+    // P/32 samples (at least 256, at most 4096): the bound below lands about 2k + 256 pairs deep.
     const int64_t want = std::min<int64_t>(P, std::clamp<int64_t>(P / 32, 256, 4096)), step = std::max<int64_t>(1, P / want);
-    const int64_t m = (P + step - 1) / step;
+    for (int64_t i = 0, off = 0; i + 1 < n; off += len(i), ++i)
+      for (int64_t q = (off + step - 1) / step * step; q < off + len(i); q += step) sample.push_back(double(row(i)[q - off]));
+    const int64_t m = int64_t(sample.size());
     const int64_t r = std::min<int64_t>(m, 2 * kk * m / P + 8);  // about 2k pairs lie above the r-th sample
     F b = -std::numeric_limits<F>::infinity();
     if (r < m) {
-      // The r-th largest sample: a min-heap of the r largest seen, where most samples cost one
-      // comparison with its least (NaN never enters). Any bound at or below the k-th largest
-      // value selects the same pairs; this one is the sample's r-th value, as before.
-      auto& top = k.sample_;
-      top.clear();
-      const auto consider = [&](double x) {
-        if (int64_t(top.size()) < r) {
-          if (x == x) top.push_back(x), std::push_heap(top.begin(), top.end(), std::greater<double>());
-        } else if (x > top.front()) {
-          std::pop_heap(top.begin(), top.end(), std::greater<double>());
-          top.back() = x;
-          std::push_heap(top.begin(), top.end(), std::greater<double>());
-        }
-      };
-      for (int64_t i = 0, off = 0; i + 1 < n; off += len(i), ++i)
-        for (int64_t q = (off + step - 1) / step * step; q < off + len(i); q += step) consider(double(row(i)[q - off]));
-      if (int64_t(top.size()) == r) b = F(top.front());
+      std::nth_element(sample.begin(), sample.begin() + (r - 1), sample.end(), std::greater<double>());
+      b = F(sample[size_t(r - 1)]);
     }
     int64_t ge = 0, gt = 0;
     count_at_least_b(b, ge, gt);
@@ -151,7 +139,6 @@ struct HeadKernel::Typed {
         where.push_back(pack(i, i + 1 + j));
       });
     }
-    auto& sample = k.sample_;
     sample.assign(values.begin(), values.end());
     std::nth_element(sample.begin(), sample.begin() + (kk - 1), sample.end(), std::greater<double>());
     const double vk = sample[size_t(kk - 1)];
