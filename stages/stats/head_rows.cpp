@@ -1,5 +1,7 @@
 #include "stages/stats/head_rows.h"
 
+#include <type_traits>
+
 #include "stages/base/cpu_features.h"
 #include "stages/base/error.h"
 
@@ -125,6 +127,20 @@ CTXSIM_INLINE void similarity_rows_impl(const F* __restrict l, const F* __restri
   }
 }
 
+// The first `common` pairs and the diagonal of `rows` rows side by side, each row's chain in order
+// (gram_sums_impl): a whole group's count is a constant, so its chains stay in registers.
+template <class F, class Rows>
+CTXSIM_INLINE void gram_chains(const F* __restrict li, const F* __restrict ri, const F* __restrict ci, int64_t cs, int64_t k,
+                               int64_t common, Rows rows, F* __restrict g, double* __restrict off) {
+  for (int64_t q = 0; q < k; ++q)
+    for (int64_t u = 0; u < rows; ++u) g[u] += li[u * k + q] * ri[u * k + q];
+  for (int64_t t = 0; t < common; ++t)
+    for (int64_t u = 0; u < rows; ++u) {
+      const double x = double(ci[u * (cs + 1) + t]);
+      off[u] += x * x;
+    }
+}
+
 // SPEC §9's two sums over a head's Gram matrix G = l rᵀ of the n valid rows: trace = Σ_i G_ii and
 // square = Σ_i (G_ii² + 2 Σ_{j>i} C_ij²), from C's upper triangle (row stride cs) and G_ii = l_i · r_i
 // (summed over k in order in F, as similarity_rows sums C). Each row's sums run in order, one
@@ -144,23 +160,10 @@ CTXSIM_INLINE void gram_sums_impl(const F* __restrict c, int64_t cs, const F* __
     const F* ri = r + i * k;
     const F* ci = c + i * cs + i + 1;  // row i + u's pairs start at ci + u * (cs + 1)
     const int64_t common = n - i - m;  // the pairs of the group's last row: every row has them
-    if (m == G) {
-      for (int64_t q = 0; q < k; ++q)
-        for (int64_t u = 0; u < G; ++u) g[u] += li[u * k + q] * ri[u * k + q];
-      for (int64_t t = 0; t < common; ++t)
-        for (int64_t u = 0; u < G; ++u) {
-          const double x = double(ci[u * (cs + 1) + t]);
-          off[u] += x * x;
-        }
-    } else {
-      for (int64_t u = 0; u < m; ++u)
-        for (int64_t q = 0; q < k; ++q) g[u] += li[u * k + q] * ri[u * k + q];
-      for (int64_t u = 0; u < m; ++u)
-        for (int64_t t = 0; t < common; ++t) {
-          const double x = double(ci[u * (cs + 1) + t]);
-          off[u] += x * x;
-        }
-    }
+    if (m == G)
+      gram_chains(li, ri, ci, cs, k, common, std::integral_constant<int64_t, G>{}, g, off);
+    else
+      gram_chains(li, ri, ci, cs, k, common, m, g, off);
     for (int64_t u = 0; u < m; ++u) {
       for (int64_t t = common; t < n - 1 - i - u; ++t) {  // the rest of row i + u, in order
         const double x = double(ci[u * (cs + 1) + t]);
