@@ -3,8 +3,11 @@
 // error and a bug on this rank or another, and a stop signal.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
+#include <regex>
 #include <stdexcept>
+#include <thread>
 
 #include "pipeline/job/parallel/agree.h"
 #include "pipeline/job/parallel/rounds.h"
@@ -234,6 +237,30 @@ TEST(Rounds, AStopSignalSavesProgressAndExitsToBeResumed) {
   again.done = job.done;
   again.run(world);
   EXPECT_EQ(again.work.computed, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9}));
+}
+
+// A resumed job's progress lines: its rate counts only the samples this process computes (a job
+// resumed at 70 of 100 had printed 70 samples in its first moments, and an ETA far too short).
+TEST(Rounds, AResumedJobsRateCountsOnlyWhatItComputes) {
+  struct SlowWork final : UnitWork {
+    void compute(const WorkUnit&) override { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+    void write(const WorkUnit*) override {}
+    void make_durable(const std::vector<uint8_t>&) override {}
+  } work;
+  LocalComm world;
+  std::vector<WorkUnit> units = make_units(100, 10);
+  std::vector<uint8_t> done(10, 0);
+  std::fill(done.begin(), done.begin() + 7, uint8_t(1));
+  Progress progress{100, 0, true};
+  testing::internal::CaptureStderr();
+  run_rounds(world, units, done, RoundOptions{}, work, StopSignals{}, progress);
+  const std::string err = testing::internal::GetCapturedStderr();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m, std::regex(R"(samples 100/100 \(100\.0%, 70 resumed\)  ([0-9.e+-]+) samples/s)"))) << err;
+  const double rate = std::stod(m[1].str());
+  EXPECT_GT(rate, 0) << err;
+  EXPECT_LE(rate, 30 / 0.9 + 0.01) << err;  // 30 samples in at least 0.9 s; counting the resumed 70 gives 100 / 0.9
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 4) << err;  // a line a round, and the last
 }
 
 }  // namespace

@@ -63,6 +63,10 @@ Progress::Progress(int64_t total, double interval, bool enabled, std::string wha
 
 double Progress::elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
+void Progress::resume_from(int64_t done) {
+  resumed_ = done_ = done;
+}
+
 void Progress::update(int64_t done) {
   done_ = done;
   if (!enabled_) return;
@@ -79,14 +83,18 @@ void Progress::finish() {
 
 void Progress::print(bool final) {
   const double e = elapsed();
-  const double rate = e > 0 ? double(done_) / e : 0;
+  const double rate = e > 0 ? double(done_ - resumed_) / e : 0;
   const double eta = rate > 0 ? double(total_ - done_) / rate : -1;
   const double pct = total_ > 0 ? 100.0 * double(done_) / double(total_) : 100.0;
+  char resumed[48] = "";
+  if (resumed_ > 0) std::snprintf(resumed, sizeof resumed, ", %lld resumed", static_cast<long long>(resumed_));
   // The last line of a job stopped early (a signal, a failure) says so, not "ETA 0s".
   const std::string tail = !final ? "ETA " + format_duration(eta) : done_ >= total_ ? "ETA 0s" : "stopped";
   char line[256];
-  std::snprintf(line, sizeof line, "%s %lld/%lld (%.1f%%)  %.2f %s/s  elapsed %s  %s", what_.c_str(), static_cast<long long>(done_),
-                static_cast<long long>(total_), pct, rate, what_.c_str(), format_duration(e).c_str(), tail.c_str());
+  char speed[32];  // a slow job's rate in three figures, not "0.02"
+  std::snprintf(speed, sizeof speed, rate >= 1 || rate == 0 ? "%.2f" : "%.3g", rate);
+  std::snprintf(line, sizeof line, "%s %lld/%lld (%.1f%%%s)  %s %s/s  elapsed %s  %s", what_.c_str(), static_cast<long long>(done_),
+                static_cast<long long>(total_), pct, resumed, speed, what_.c_str(), format_duration(e).c_str(), tail.c_str());
   if (tty_) {
     const int width = 30;
     const int filled = total_ > 0 ? static_cast<int>(width * done_ / total_) : width;

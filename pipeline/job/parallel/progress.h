@@ -12,6 +12,9 @@ class Progress {
  public:
   // what: the unit counted ("samples", "documents").
   Progress(int64_t total, double interval_seconds, bool enabled = true, std::string what = "samples");
+  // The count a resumed job had done before this process: the rate and ETA count only what this
+  // process computes (a job resumed at 230 of 500 is not 230 samples in its first minute).
+  void resume_from(int64_t done);
   void update(int64_t done);  // cheap when nothing is due
   void finish();
   double elapsed() const;
@@ -19,7 +22,7 @@ class Progress {
 
  private:
   void print(bool final);
-  int64_t total_, done_ = 0;
+  int64_t total_, done_ = 0, resumed_ = 0;
   double interval_;
   bool tty_, enabled_;
   std::string what_;

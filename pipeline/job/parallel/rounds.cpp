@@ -20,7 +20,7 @@ RoundTimes run_rounds(Communicator& world, const std::vector<WorkUnit>& units, s
     samples_total += units[u].count;
     if (done[u]) samples_done += units[u].count;
   }
-  progress.update(samples_done);
+  progress.resume_from(samples_done);
   RoundTimes times;
   int64_t units_since_flush = 0;
   Stopwatch since_flush;
