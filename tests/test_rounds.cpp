@@ -259,7 +259,7 @@ TEST(Rounds, AResumedJobsRateCountsOnlyWhatItComputes) {
   ASSERT_TRUE(std::regex_search(err, m, std::regex(R"(samples 100/100 \(100\.0%, 70 resumed\)  ([0-9.e+-]+) samples/s)"))) << err;
   const double rate = std::stod(m[1].str());
   EXPECT_GT(rate, 0) << err;
-  EXPECT_LE(rate, 30 / 0.9 + 0.01) << err;  // 30 samples in at least 0.9 s; counting the resumed 70 gives 100 / 0.9
+  EXPECT_LE(rate, 30 / 0.9 + 0.01) << err;                        // 30 samples in at least 0.9 s; counting the resumed 70 gives 100 / 0.9
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 4) << err;  // a line a round, and the last
 }
 

@@ -63,9 +63,7 @@ Progress::Progress(int64_t total, double interval, bool enabled, std::string wha
 
 double Progress::elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
-void Progress::resume_from(int64_t done) {
-  resumed_ = done_ = done;
-}
+void Progress::resume_from(int64_t done) { resumed_ = done_ = done; }
 
 void Progress::update(int64_t done) {
   done_ = done;
