@@ -7,7 +7,12 @@ is removed, from a pruning store of the same model:
 RULE is the run store's selection rule (default its first). `ctxsim prune` reports rho only for
 the scores it ordered heads by (prune.score); this gives every statistic the store holds, so that
 a score worth an order can be found before paying for its curve. A pruning store still running
-gives the units of its first pass done so far, and says so."""
+gives the units of its first pass done so far, and says so.
+
+Then the curves (once any unit of the second pass is done): each order's loss (nats a predicted
+token) and accuracy at half the heads removed, each in standard deviations from the random
+orders' mean (the 2-sd bar of docs/FINDINGS.md), and its mean loss over the curve; from the units
+done so far on a running store (every order over the same windows)."""
 import sys
 import h5py
 import numpy as np
@@ -98,7 +103,39 @@ def main():
     for name, v in sorted(stats.items(), key=lambda kv: -abs(spearman(kv[1], importance))):
         print(f"{name:24s} {spearman(v, importance):+10.3f} {spearman(v, rise):+10.3f}")
     print(f"{'(loss rise itself)':24s} {spearman(rise, importance):+10.3f}")
+    curves(p)
 
+
+def curves(p):
+    """The curve table from the units' sums: loss and correct predictions by order and fraction."""
+    u = p["prune/units"]
+    orders = [o.decode() if isinstance(o, bytes) else str(o) for o in u["order"][:]]
+    fractions = list(u["fraction"][:])
+    loss, correct, predicted = u["curve_loss"][:], u["curve_correct"][:], u["predicted"][:].astype(float)
+    done = [i for i in range(loss.shape[0]) if predicted[i] > 0 and np.abs(loss[i]).sum() > 0]
+    if not done or 50 not in fractions:
+        return
+    n = predicted[done].sum()
+    mean_loss, accuracy = loss[done].sum(0) / n, correct[done].sum(0) / n  # [orders, fractions]
+    half = fractions.index(50)
+    rand = [k for k, o in enumerate(orders) if o.startswith("random:")]
+    what = "every window" if len(done) == loss.shape[0] else f"partial: {len(done)} of {loss.shape[0]} units"
+    print(f"\ncurves at 50% of the heads removed ({what}, {int(n)} predicted tokens): loss (nats a predicted token) and accuracy, "
+          f"each with its distance from the {len(rand)} random orders' mean in their sd (-: no spread)")
+    print(f"{'order':28s} {'loss':>8s} {'sd':>6s} {'accuracy':>9s} {'sd':>6s} {'mean loss over the curve':>25s}")
+    rl, ra = mean_loss[rand, half], 100 * accuracy[rand, half]
+    sl, sa = (rl.std(ddof=1), ra.std(ddof=1)) if len(rand) > 1 else (0.0, 0.0)
+
+    def sd(x, mean, spread):
+        return f"{(x - mean) / spread:+6.1f}" if spread > 0 else f"{'-':>6s}"
+
+    for k, o in enumerate(orders):
+        if k not in rand:
+            print(f"{o:28s} {mean_loss[k, half]:8.3f} {sd(mean_loss[k, half], rl.mean(), sl)} {100 * accuracy[k, half]:8.2f}% "
+                  f"{sd(100 * accuracy[k, half], ra.mean(), sa)} {mean_loss[k].mean():25.3f}")
+    if rand:
+        print(f"{'random orders':28s} {rl.mean():8.3f} {'+-' + format(sl, '.3f'):>6s} {ra.mean():8.2f}% {'+-' + format(sa, '.2f'):>6s} "
+              f"{mean_loss[rand].mean():25.3f}")
 
 if __name__ == "__main__":
     main()

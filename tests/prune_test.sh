@@ -175,6 +175,16 @@ PY
       [ -n "$a" ] && [ "$a" = "$b" ] || fail "rho of $ours: ctxsim summary '$a', prune_scores.py '$b'"
     done
     contains "$py" "first-token attention"
+    # Its curve table, from the units' sums, gives each order's loss and accuracy at 50% removed,
+    # each with its distance from the random orders in their sd, as the summary does from the
+    # store's curves (the loss spreads even on a random model; the accuracy may not).
+    contains "$py" "curves at 50% of the heads removed (every window"
+    for order in importance ablation entropy score:noise score:effective_rank score:effective_rank_high "random orders"; do
+      a=$(grep -E -- "^  $order +[0-9]" <<< "$out" | awk -v n="$(wc -w <<< "$order")" '{print $(n+1), $(n+2), $(n+3), $(n+4)}')
+      b=$(grep -E -- "^$order +[0-9]" <<< "$py" | awk -v n="$(wc -w <<< "$order")" '{print $(n+1), $(n+2), $(n+3), $(n+4)}')
+      [ -n "$a" ] && [ "$a" = "$b" ] || fail "loss, accuracy and their sd of $order at 50%: ctxsim summary '$a', prune_scores.py '$b'"
+      [ "$order" = "random orders" ] || grep -qE -- "^$order +[0-9.]+ +[-+][0-9]" <<< "$py" || fail "no spread in the loss at 50%: $py"
+    done
     # The scores' contents are part of what the store must match: the same run store path over
     # another run of the model (other samples, other scores) is other inputs, never "complete".
     prune 1 "$TMP/s" prune.scores_from="$TMP/run/store.h5" 'prune.score=[noise, effective_rank, effective_rank_high]' ||

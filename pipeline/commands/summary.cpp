@@ -37,35 +37,55 @@ void print_prune_data(const PruneStoreData& d, const std::string& path, hid_t fi
   const int64_t R = int64_t(r.curve_accuracy_random.size()) / std::max<int64_t>(F, 1);
   out << "ctxsim summary of " << path << " (prune: head importance and pruning, SPEC §8)\n"
       << "  model " << d.model_path << " (" << read_store_model(file, path).describe() << "), " << L << " layers x " << H
-      << " heads; full model: loss " << fixed(r.full_loss, 4) << ", accuracy " << fixed(100 * r.full_accuracy, 2) << "%\n\n"
-      << "accuracy (%) with a fraction of the heads removed, first in each order\n"
-      << std::setw(20) << "order";
-  for (int64_t f = 0; f < F; ++f) out << std::setw(7) << (std::to_string(f * 10) + "%");
-  out << "\n";
-  const auto row = [&](const std::string& name, const double* acc) {
-    out << std::setw(20) << name;
-    for (int64_t f = 0; f < F; ++f) out << std::setw(7) << fixed(100 * acc[f], 2);
+      << " heads; full model: loss " << fixed(r.full_loss, 4) << ", accuracy " << fixed(100 * r.full_accuracy, 2) << "%\n";
+  const std::string random_name = "random (mean of " + std::to_string(R) + ")";
+  size_t width = random_name.size() + 1;  // the names in a column, a space at least after the longest
+  for (const std::string& name : d.curve_orders) width = std::max(width, name.size() + 1);
+  const auto curves = [&](const char* title, const std::vector<double>& values, double scale, int digits) {
+    out << "\n" << title << " with a fraction of the heads removed, first in each order\n" << std::setw(int(width)) << "order";
+    for (int64_t f = 0; f < F; ++f) out << std::setw(8) << (std::to_string(f * 10) + "%");
     out << "\n";
+    for (size_t c = 0; c < d.curve_orders.size(); ++c) {
+      out << std::setw(int(width)) << (d.curve_orders[c] == "random" ? random_name : d.curve_orders[c]);
+      for (int64_t f = 0; f < F; ++f) out << std::setw(8) << fixed(scale * values[c * size_t(F) + size_t(f)], digits);
+      out << "\n";
+    }
   };
-  for (size_t c = 0; c < d.curve_orders.size(); ++c)
-    row(d.curve_orders[c] == "random" ? "random (mean of " + std::to_string(R) + ")" : d.curve_orders[c], &r.curve_accuracy[c * size_t(F)]);
-  // The random band at 50% removed, and how far each order lies from it in its standard deviations.
+  curves("accuracy (%)", r.curve_accuracy, 100, 2);
+  curves("loss (nats a predicted token)", r.curve_loss, 1, 3);
+  // At 50% removed: each order's loss and accuracy, and how far each lies from the random orders'
+  // mean in their standard deviations (the 2-sd bar of docs/FINDINGS.md).
   const int64_t half = F / 2;
-  double mean = 0, sd = 0;
-  for (int64_t s = 0; s < R; ++s) mean += r.curve_accuracy_random[size_t(s * F + half)] / double(R);
-  for (int64_t s = 0; s < R; ++s)
-    sd += std::pow(r.curve_accuracy_random[size_t(s * F + half)] - mean, 2) / double(std::max<int64_t>(R - 1, 1));
-  sd = std::sqrt(sd);
-  out << "\nat " << half * 10 << "% removed, random orders: " << fixed(100 * mean, 2) << "% +- " << fixed(100 * sd, 2) << " (sd over " << R
-      << " seeds)\n";
+  const auto band = [&](const std::vector<double>& random) {
+    double mean = 0, sd = 0;
+    for (int64_t s = 0; s < R; ++s) mean += random[size_t(s * F + half)] / double(R);
+    for (int64_t s = 0; s < R; ++s) sd += std::pow(random[size_t(s * F + half)] - mean, 2) / double(std::max<int64_t>(R - 1, 1));
+    return std::pair<double, double>{mean, std::sqrt(sd)};
+  };
+  const auto [loss_mean, loss_sd] = band(r.curve_loss_random);
+  const auto [acc_mean, acc_sd] = band(r.curve_accuracy_random);
+  const auto away = [](double x, double mean, double sd) {
+    return sd > 0 ? (x >= mean ? "+" : "") + fixed((x - mean) / sd, 1) : std::string("-");
+  };
+  const auto line = [&](const std::string& name, const std::string& loss, const std::string& loss_sd, const std::string& acc,
+                        const std::string& acc_sd) {
+    out << "  " << std::setw(int(width)) << std::left << name << std::right << std::setw(9) << loss << std::setw(8) << loss_sd
+        << std::setw(10) << acc << std::setw(8) << acc_sd;
+  };
+  out << "\nat " << half * 10 << "% removed: loss (nats a predicted token) and accuracy, each with its distance from the " << R
+      << " random orders' mean in their sd (-: no spread)\n";
+  line("order", "loss", "sd", "accuracy", "sd");
+  out << "\n";
   for (size_t c = 0; c + 1 < d.curve_orders.size(); ++c) {
-    const double acc = r.curve_accuracy[c * size_t(F) + size_t(half)];
-    out << "  " << std::setw(18) << std::left << d.curve_orders[c] << std::right << fixed(100 * acc, 2) << "%  "
-        << (sd > 0 ? fixed((acc - mean) / sd, 1) + " sd from random" : std::string("(no spread among the random orders)")) << "\n";
+    const double loss = r.curve_loss[c * size_t(F) + size_t(half)], acc = 100 * r.curve_accuracy[c * size_t(F) + size_t(half)];
+    line(d.curve_orders[c], fixed(loss, 3), away(loss, loss_mean, loss_sd), fixed(acc, 2) + "%", away(acc, 100 * acc_mean, 100 * acc_sd));
+    out << "\n";
   }
+  line("random orders", fixed(loss_mean, 3), "+-" + fixed(loss_sd, 3), fixed(100 * acc_mean, 2) + "%", "+-" + fixed(100 * acc_sd, 2));
+  out << "  (mean +- sd over " << R << " seeds)\n";
   out << "\nSpearman rank correlation of importance with\n";
   const auto rho = [&](const char* name, const std::vector<double>& v) {
-    out << "  " << std::setw(18) << std::left << name << std::right << fixed(prune::spearman(r.importance, v), 3) << "\n";
+    out << "  " << std::setw(int(width)) << std::left << name << std::right << fixed(prune::spearman(r.importance, v), 3) << "\n";
   };
   rho("ablation loss", r.ablation_loss);
   rho("attention entropy", r.entropy);
