@@ -490,10 +490,12 @@ TEST(Gpt2, NamesConfigAndCausalAttention) {
 }
 
 // The inference kernel (per sample, scale and mask folded into the GEMM) and the training kernel
-// (whole-batch matmuls under autograd) compute the same layer.
-TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
+// (whole-batch matmuls under autograd) compute the same layer: an encoder's on 8 tokens, and a
+// causal layer's on 300 (blocks of 128, 128 and 44 query rows, whose products the inference
+// kernel cuts to the keys each block can see: 128, 256 and 300), a [PAD] key in both.
+void expect_kernels_agree(bool causal, int64_t T) {
   at::manual_seed(3);
-  const int64_t B = 2, T = 8, hidden = 32, heads = 4, ffn = 48;
+  const int64_t B = 2, hidden = 32, heads = 4, ffn = 48;
   const auto r = [](std::vector<int64_t> shape, double scale) { return at::randn(shape, at::kDouble) * scale; };
   LayerWeights w{r({3 * hidden, hidden}, 0.3),
                  r({3 * hidden}, 0.1),
@@ -511,17 +513,28 @@ TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
                  {}};  // no q/k norms
   LayerOptions o;
   o.heads = heads;
+  o.causal = causal;
   const at::Tensor x = r({B, T, hidden}, 1.0);
+  const at::Tensor valid = at::arange(T).view({1, T}) < at::tensor({T - 1, T}, at::kLong).view({2, 1});
   AttentionTrace fast, plain;
   const LayerMode inference{AttentionKernel::PerSample, nullptr, {}, 0, {}}, training{AttentionKernel::Batched, nullptr, {}, 0, {}};
   const at::Tensor a = feed_forward_block(
-      w, attention_block(w, x, key_mask(kValid, heads, x.options(), inference.kernel), o, inference, 0, &fast), o, inference, 0);
+      w, attention_block(w, x, key_mask(valid, heads, x.options(), inference.kernel, causal), o, inference, 0, &fast), o, inference, 0);
   const at::Tensor b = feed_forward_block(
-      w, attention_block(w, x, key_mask(kValid, heads, x.options(), training.kernel), o, training, 0, &plain), o, training, 0);
-  EXPECT_LT((a - b).abs().max().item<double>(), 1e-12);
-  EXPECT_LT((fast.context - plain.context).abs().max().item<double>(), 1e-12);
-  EXPECT_LT((fast.attention - plain.attention).abs().max().item<double>(), 1e-14);
-  EXPECT_EQ(fast.attention[0].slice(2, 7, 8).abs().max().item<double>(), 0.0);  // the [PAD] key of sample 0
+      w, attention_block(w, x, key_mask(valid, heads, x.options(), training.kernel, causal), o, training, 0, &plain), o, training, 0);
+  const std::string where = causal ? "causal, T " + std::to_string(T) : "T " + std::to_string(T);
+  EXPECT_LT((a - b).abs().max().item<double>(), 1e-12) << where;
+  EXPECT_LT((fast.context - plain.context).abs().max().item<double>(), 1e-12) << where;
+  EXPECT_LT((fast.attention - plain.attention).abs().max().item<double>(), 1e-14) << where;
+  EXPECT_EQ(fast.attention[0].slice(2, T - 1, T).abs().max().item<double>(), 0.0) << where;  // the [PAD] key of sample 0
+  if (causal) {
+    EXPECT_EQ(fast.attention.triu(1).abs().max().item<double>(), 0.0) << where;  // no later key
+  }
+}
+
+TEST(TransformerLayer, PerSampleAndBatchedKernelsAgree) {
+  expect_kernels_agree(false, 8);
+  expect_kernels_agree(true, 300);
 }
 
 // Long contexts: the attention in tiles of query rows gives every map row and context vector the

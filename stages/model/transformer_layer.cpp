@@ -170,22 +170,35 @@ namespace {
 // result for a row depends on how many rows share the call (remainder kernels, one-row calls
 // taken as matrix-vector products), so the whole maps and the tiles make the same calls, and every
 // value is the same bits in both. A map of at most 128 rows is one call.
+//
+// Causal attention (causal_row0 >= 0: the map's row 0 is query position causal_row0): a block of
+// rows ending at position i needs keys 0..i only; the later keys' scores are the mask there (a
+// causal mask's lowest value; + scale q·k would round back to it), and their attention is exactly
+// 0, so the products skip them: about half of the attention's work at long contexts. The cut
+// depends on the positions only, so tiles and whole maps still make the same calls.
+int64_t keys_needed(int64_t causal_row0, int64_t first, int64_t n, int64_t T) {
+  return causal_row0 < 0 ? T : std::min(T, causal_row0 + first + n);
+}
 
 // out [H, n, T] = mask [H, n, T] + scale q [H, n, d] kᵀ [H, d, T], block by block.
-void scores_by_block(at::Tensor out, const at::Tensor& mask, const at::Tensor& q, const at::Tensor& kt, double scale) {
+void scores_by_block(at::Tensor out, const at::Tensor& mask, const at::Tensor& q, const at::Tensor& kt, double scale, int64_t causal_row0) {
+  const int64_t T = out.size(2);
   for (int64_t first = 0; first < q.size(1); first += kAttentionRowBlock) {
-    const int64_t n = std::min(kAttentionRowBlock, q.size(1) - first);
-    at::Tensor block = out.narrow(1, first, n);
-    at::baddbmm_out(block, mask.narrow(1, first, n), q.narrow(1, first, n), kt, /*beta=*/1, /*alpha=*/scale);
+    const int64_t n = std::min(kAttentionRowBlock, q.size(1) - first), keys = keys_needed(causal_row0, first, n, T);
+    const at::Tensor block = out.narrow(1, first, n), block_mask = mask.narrow(1, first, n);
+    if (keys < T) block.narrow(2, keys, T - keys).copy_(block_mask.narrow(2, keys, T - keys));
+    at::Tensor products = block.narrow(2, 0, keys);
+    at::baddbmm_out(products, block_mask.narrow(2, 0, keys), q.narrow(1, first, n), kt.narrow(2, 0, keys), /*beta=*/1, /*alpha=*/scale);
   }
 }
 
 // out [H, n, d] = attention [H, n, T] v [H, T, d], block by block.
-void context_by_block(at::Tensor out, const at::Tensor& attention, const at::Tensor& v) {
+void context_by_block(at::Tensor out, const at::Tensor& attention, const at::Tensor& v, int64_t causal_row0) {
+  const int64_t T = attention.size(2);
   for (int64_t first = 0; first < attention.size(1); first += kAttentionRowBlock) {
-    const int64_t n = std::min(kAttentionRowBlock, attention.size(1) - first);
+    const int64_t n = std::min(kAttentionRowBlock, attention.size(1) - first), keys = keys_needed(causal_row0, first, n, T);
     at::Tensor block = out.narrow(1, first, n);
-    at::bmm_out(block, attention.narrow(1, first, n), v);
+    at::bmm_out(block, attention.narrow(1, first, n).narrow(2, 0, keys), v.narrow(1, 0, keys));
   }
 }
 
@@ -233,10 +246,10 @@ at::Tensor kv_heads(const at::Tensor& x, int64_t h, int64_t n, int64_t H) {
 // attention = softmax(scores) (each row alone, so the same bits however rows are grouped),
 // context [n, c, d] = attention v [n, T, d].
 void attend_rows(at::Tensor scores, at::Tensor attention, at::Tensor context, const at::Tensor& mask, const at::Tensor& q,
-                 const at::Tensor& kt, const at::Tensor& v, double scale) {
-  scores_by_block(scores, mask, q, kt, scale);
+                 const at::Tensor& kt, const at::Tensor& v, double scale, int64_t causal_row0) {
+  scores_by_block(scores, mask, q, kt, scale, causal_row0);
   at::_softmax_out(attention, scores, -1, /*half_to_float=*/false);
-  context_by_block(context, attention, v);
+  context_by_block(context, attention, v, causal_row0);
 }
 
 // q [B, H, T, d] and k, v [B, H_kv, T, d] views → context [B, H, T, d] and the attention map [B, H, T, T].
@@ -250,7 +263,7 @@ void attend_per_sample(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   for_heads(q, B, H, [&](int64_t b, int64_t h, int64_t n) {
     const auto heads = [&](const at::Tensor& x) { return x[b].narrow(0, h, n); };
     attend_rows(heads(scores), heads(out.attention), heads(out.context), mask.per_sample[size_t(b)].narrow(0, h, n), heads(q),
-                kv_heads(k[b], h, n, H).transpose(-1, -2), kv_heads(v[b], h, n, H), scale);
+                kv_heads(k[b], h, n, H).transpose(-1, -2), kv_heads(v[b], h, n, H), scale, mask.causal ? 0 : -1);
   });
 }
 
@@ -270,7 +283,7 @@ void attend_tiled(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
       for_heads(q, 1, H, [&](int64_t, int64_t h, int64_t n) {
         const auto heads = [&](const at::Tensor& x) { return x.narrow(0, h, n); };
         attend_rows(heads(scores), heads(attention), heads(context), heads(tile_mask), heads(q[b]).narrow(1, first, count),
-                    kv_heads(k[b], h, n, H).transpose(-1, -2), kv_heads(v[b], h, n, H), scale);
+                    kv_heads(k[b], h, n, H).transpose(-1, -2), kv_heads(v[b], h, n, H), scale, mask.causal ? first : -1);
       });
       if (mode.on_attention_rows) mode.on_attention_rows(layer, b, first, attention);
     }
