@@ -6,7 +6,8 @@
 # so its resume state travels with the repository: results/real_models/prune_smollm2/state holds
 # the pruning store and its progress file as the last stop left them; this script starts from
 # them, and on a stop (SIGTERM: the unit in flight finishes, exit 75) puts the new state back.
-# When the job completes it writes the summary and the store beside the state.
+# When the job completes it writes the summary (prune.txt), the store, its report and figures, and
+# every run-store statistic against importance with the curves at 50% (scores.txt) there instead.
 #   bash scripts/prune_smollm2.sh            # run or resume; Ctrl-C or SIGTERM stops it cleanly
 # Both runs use OpenBLAS's SkylakeX kernels (AVX-512F) on 2 threads: their float32 products
 # round the same at any thread count (docs/PERFORMANCE.md, "Machines and ISA levels"), so the
@@ -64,6 +65,8 @@ case $rc in
   0)
     mv "$OUTTXT" "$RESULTS/prune.txt"
     cp "$STORE" "$RESULTS/store.h5"
+    # The report (the curves, importance by layer and head, each score against importance).
+    [ -e "$(dirname "$STORE")/report.html" ] && rm -rf "$RESULTS/figures" && cp -r "$(dirname "$STORE")/report.html" "$(dirname "$STORE")/figures" "$RESULTS/"
     rm -rf "$STATE"
     echo "completed: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
     # Every statistic of the score store against importance, not only the four ordered by.
