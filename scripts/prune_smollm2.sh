@@ -65,8 +65,12 @@ case $rc in
   0)
     mv "$OUTTXT" "$RESULTS/prune.txt"
     cp "$STORE" "$RESULTS/store.h5"
-    # The report (the curves, importance by layer and head, each score against importance).
-    [ -e "$(dirname "$STORE")/report.html" ] && rm -rf "$RESULTS/figures" && cp -r "$(dirname "$STORE")/report.html" "$(dirname "$STORE")/figures" "$RESULTS/"
+    # The report (the curves, importance by layer and head, each score against importance; its
+    # figures inside it) and the figures as SVG.
+    if [ -e "$(dirname "$STORE")/report.html" ]; then
+      rm -rf "$RESULTS/figures" && mkdir -p "$RESULTS/figures"
+      cp "$(dirname "$STORE")/report.html" "$RESULTS/" && cp "$(dirname "$STORE")"/figures/*.svg "$RESULTS/figures/"
+    fi
     rm -rf "$STATE"
     echo "completed: $seconds s this stretch; $version; $(date -u +%F)" >> "$RESULTS/times.txt"
     # Every statistic of the score store against importance, not only the four ordered by.
