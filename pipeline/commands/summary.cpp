@@ -56,14 +56,8 @@ void print_prune_data(const PruneStoreData& d, const std::string& path, hid_t fi
   // At 50% removed: each order's loss and accuracy, and how far each lies from the random orders'
   // mean in their standard deviations (the 2-sd bar of docs/FINDINGS.md).
   const int64_t half = F / 2;
-  const auto band = [&](const std::vector<double>& random) {
-    double mean = 0, sd = 0;
-    for (int64_t s = 0; s < R; ++s) mean += random[size_t(s * F + half)] / double(R);
-    for (int64_t s = 0; s < R; ++s) sd += std::pow(random[size_t(s * F + half)] - mean, 2) / double(std::max<int64_t>(R - 1, 1));
-    return std::pair<double, double>{mean, std::sqrt(sd)};
-  };
-  const auto [loss_mean, loss_sd] = band(r.curve_loss_random);
-  const auto [acc_mean, acc_sd] = band(r.curve_accuracy_random);
+  const auto [loss_mean, loss_sd] = prune::random_band(r.curve_loss_random, F, half);
+  const auto [acc_mean, acc_sd] = prune::random_band(r.curve_accuracy_random, F, half);
   const auto away = [](double x, double mean, double sd) {
     return sd > 0 ? (x >= mean ? "+" : "") + fixed((x - mean) / sd, 1) : std::string("-");
   };

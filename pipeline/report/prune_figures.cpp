@@ -41,10 +41,8 @@ Entry curves(const PruneStoreData& d, const std::string& run) {
         Series lo{"random, mean - sd", x, {}, Rgb{170, 170, 170}, true, false},
             hi{"random, mean + sd", x, {}, Rgb{170, 170, 170}, true, false};
         for (int64_t f = 0; f < F; ++f) {
-          double m = 0, v = 0;
-          for (int64_t k = 0; k < R; ++k) m += random[size_t(k * F + f)] / double(R);
-          for (int64_t k = 0; k < R; ++k) v += std::pow(random[size_t(k * F + f)] - m, 2) / double(std::max<int64_t>(R - 1, 1));
-          lo.y.push_back(scale * (m - std::sqrt(v))), hi.y.push_back(scale * (m + std::sqrt(v)));
+          const prune::Band b = prune::random_band(random, F, f);
+          lo.y.push_back(scale * (b.mean - b.sd)), hi.y.push_back(scale * (b.mean + b.sd));
         }
         p.series.push_back(lo), p.series.push_back(hi);
       }

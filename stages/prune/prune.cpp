@@ -119,4 +119,13 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return sab / std::sqrt(saa * sbb);
 }
 
+Band random_band(const std::vector<double>& random, int64_t fractions, int64_t f) {
+  const int64_t R = int64_t(random.size()) / std::max<int64_t>(fractions, 1);
+  Band b;
+  for (int64_t k = 0; k < R; ++k) b.mean += random[size_t(k * fractions + f)] / double(R);
+  for (int64_t k = 0; k < R; ++k) b.sd += std::pow(random[size_t(k * fractions + f)] - b.mean, 2) / double(std::max<int64_t>(R - 1, 1));
+  b.sd = std::sqrt(b.sd);
+  return b;
+}
+
 }  // namespace ctxsim::prune

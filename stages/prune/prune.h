@@ -50,4 +50,11 @@ std::vector<double> gates_without(const std::vector<int64_t>& order, int64_t k, 
 // constant series.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);
 
+// The random orders' band at fraction f of curves laid out [order][fraction] (`fractions` a
+// curve): their mean and sample standard deviation (over n - 1; 0 for one order).
+struct Band {
+  double mean = 0, sd = 0;
+};
+Band random_band(const std::vector<double>& random, int64_t fractions, int64_t f);
+
 }  // namespace ctxsim::prune
